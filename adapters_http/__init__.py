@@ -1,0 +1,1 @@
+"""The memory bank's REST facade (Starlette) and its OpenAPI document."""

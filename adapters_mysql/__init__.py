@@ -1,0 +1,1 @@
+"""SQL storage for the memory bank: MySQL/MariaDB (FULLTEXT) and embedded SQLite (FTS5)."""

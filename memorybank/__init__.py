@@ -1,0 +1,1 @@
+"""memorybank: the composition root and the `memorybank` command."""

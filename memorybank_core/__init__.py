@@ -1,0 +1,84 @@
+"""memorybank_core: the domain of the memory bank, free of any infrastructure.
+
+A host imports its names from here; adapters implement its ports.
+"""
+
+from memorybank_core.analysis import Analyzer, SimpleAnalyzer
+from memorybank_core.clock import FixedClock, SystemClock
+from memorybank_core.entities import (
+    ApiToken,
+    Citation,
+    Memory,
+    MemoryContext,
+    MemoryPage,
+    Origin,
+    Scope,
+    SearchResult,
+    Source,
+)
+from memorybank_core.errors import (
+    ForbiddenError,
+    InvalidInputError,
+    MemoryBankError,
+    NotFoundError,
+    Problem,
+    UnavailableError,
+)
+from memorybank_core.events import LoggingEventSink, RecordingEventSink
+from memorybank_core.inmemory import InMemorySearch, InMemoryStore, InMemoryTokenStore
+from memorybank_core.ports import (
+    Clock,
+    EventSink,
+    ListPosition,
+    MemoryStore,
+    Principal,
+    SearchEngine,
+    SearchHit,
+    TokenStore,
+)
+from memorybank_core.requests import ContextInput, SaveRequest
+from memorybank_core.tokens import IssuedToken, TokenPrincipal, TokenService
+from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE, MemoryBank
+
+__all__ = [
+    "READ_SCOPE",
+    "WRITE_SCOPE",
+    "Analyzer",
+    "ApiToken",
+    "Citation",
+    "Clock",
+    "ContextInput",
+    "EventSink",
+    "FixedClock",
+    "ForbiddenError",
+    "InMemorySearch",
+    "InMemoryStore",
+    "InMemoryTokenStore",
+    "InvalidInputError",
+    "IssuedToken",
+    "ListPosition",
+    "LoggingEventSink",
+    "Memory",
+    "MemoryBank",
+    "MemoryBankError",
+    "MemoryContext",
+    "MemoryPage",
+    "MemoryStore",
+    "NotFoundError",
+    "Origin",
+    "Principal",
+    "Problem",
+    "RecordingEventSink",
+    "SaveRequest",
+    "Scope",
+    "SearchEngine",
+    "SearchHit",
+    "SearchResult",
+    "SimpleAnalyzer",
+    "Source",
+    "SystemClock",
+    "TokenPrincipal",
+    "TokenService",
+    "TokenStore",
+    "UnavailableError",
+]

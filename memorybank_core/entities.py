@@ -1,0 +1,116 @@
+"""The memory bank's entities: frozen value objects that validate themselves."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from datetime import datetime
+
+import attrs
+
+from memorybank_core import limits
+from memorybank_core.validation import bounded_text, max_items, optional_bounded_text, utc_datetime
+
+
+def _tags(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _contexts(value: Iterable[MemoryContext]) -> tuple[MemoryContext, ...]:
+    return tuple(value)
+
+
+def _scopes(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
+class Scope(enum.StrEnum):
+    """Which bank a memory belongs to. v0 stores and reads only 'user'."""
+
+    USER = "user"
+    ORG = "org"
+
+
+class Source(enum.StrEnum):
+    """How a memory reached the server; set by the server, never by the client."""
+
+    CHAT = "chat"
+    MODAL = "modal"
+
+
+class Origin(enum.StrEnum):
+    """Where the agent found a context snippet."""
+
+    ACTIVE_CONVERSATION = "active_conversation"
+    SEARCHED_CONVERSATION = "searched_conversation"
+
+
+@attrs.frozen(kw_only=True)
+class Citation:
+    """Pointers back into the conversation a snippet came from; both optional."""
+
+    conversation_id: str | None = attrs.field(default=None, validator=optional_bounded_text(limits.CITATION_ID))
+    message_id: str | None = attrs.field(default=None, validator=optional_bounded_text(limits.CITATION_ID))
+
+
+@attrs.frozen(kw_only=True)
+class MemoryContext:
+    """Provenance for a memory: a snippet the agent gathered, with an optional citation."""
+
+    id: str = attrs.field(validator=bounded_text(limits.ID))
+    memory_id: str = attrs.field(validator=bounded_text(limits.ID))
+    snippet: str = attrs.field(validator=bounded_text(limits.SNIPPET))
+    citation: Citation | None = None
+    origin: Origin | None = None
+    created_at: datetime = attrs.field(validator=utc_datetime)
+
+
+@attrs.frozen(kw_only=True)
+class Memory:
+    """One human-verified memory, owned by exactly one user."""
+
+    id: str = attrs.field(validator=bounded_text(limits.ID))
+    user_id: str = attrs.field(validator=bounded_text(limits.ID))
+    org_id: str = attrs.field(validator=bounded_text(limits.ID))
+    scope: Scope = Scope.USER
+    content: str = attrs.field(validator=bounded_text(limits.CONTENT))
+    source: Source = Source.CHAT
+    tags: tuple[str, ...] = attrs.field(
+        default=(),
+        converter=_tags,
+        validator=[max_items(limits.TAGS_MAX), attrs.validators.deep_iterable(bounded_text(limits.TAG))],
+    )
+    created_at: datetime = attrs.field(validator=utc_datetime)
+    updated_at: datetime = attrs.field(validator=utc_datetime)
+    contexts: tuple[MemoryContext, ...] = attrs.field(
+        default=(), converter=_contexts, validator=max_items(limits.CONTEXTS_MAX)
+    )
+
+
+@attrs.frozen(kw_only=True)
+class SearchResult:
+    """A memory found by search, with its relevance: positive, higher is better."""
+
+    memory: Memory
+    score: float
+
+
+@attrs.frozen(kw_only=True)
+class MemoryPage:
+    """One page of a user's memories, newest first, and the cursor of the next page (None at the end)."""
+
+    memories: tuple[Memory, ...]
+    next_cursor: str | None
+
+
+@attrs.frozen(kw_only=True)
+class ApiToken:
+    """A bearer token of the standalone server: who it speaks for, and the hash of its secret."""
+
+    id: str = attrs.field(validator=bounded_text(limits.ID))
+    token_hash: str
+    user_id: str = attrs.field(validator=bounded_text(limits.ID))
+    org_id: str = attrs.field(validator=bounded_text(limits.ID))
+    scopes: frozenset[str] = attrs.field(converter=_scopes)
+    created_at: datetime = attrs.field(validator=utc_datetime)
+    revoked_at: datetime | None = None

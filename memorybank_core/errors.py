@@ -1,0 +1,63 @@
+"""The core's error hierarchy; facades map each class to one response."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+
+class MemoryBankError(Exception):
+    """Base class of every error the memory bank raises on purpose."""
+
+
+@attrs.frozen
+class Problem:
+    """One invalid field: where it is (dotted path) and what is wrong with it."""
+
+    path: str
+    message: str
+
+
+class InvalidInputError(MemoryBankError, ValueError):
+    """Input broke a bound or a type rule; nothing was written.
+
+    Carries every problem found, each naming its field and the bound.
+    """
+
+    def __init__(self, path: str, message: str) -> None:
+        self.problems: tuple[Problem, ...] = (Problem(path, message),)
+        super().__init__(self._render())
+
+    @classmethod
+    def from_problems(cls, problems: Iterable[Problem]) -> InvalidInputError:
+        """Build one error from several problems (at least one)."""
+        found = tuple(problems)
+        if not found:
+            raise ValueError("an InvalidInputError needs at least one problem")
+        error = cls(found[0].path, found[0].message)
+        error.problems = found
+        error.args = (error._render(),)
+        return error
+
+    def _render(self) -> str:
+        return "; ".join(f"{p.path} {p.message}" for p in self.problems)
+
+
+class NotFoundError(MemoryBankError, LookupError):
+    """No such memory for this owner. Deliberately identical for 'never existed' and 'not yours'."""
+
+    def __init__(self, what: str = "memory") -> None:
+        super().__init__(f"{what} not found")
+
+
+class ForbiddenError(MemoryBankError, PermissionError):
+    """The principal lacks the scope the operation requires."""
+
+    def __init__(self, required_scope: str) -> None:
+        self.required_scope = required_scope
+        super().__init__(f"this operation requires the scope {required_scope}")
+
+
+class UnavailableError(MemoryBankError, ConnectionError):
+    """The storage behind the bank cannot be reached right now; retrying later may succeed."""

@@ -1,0 +1,38 @@
+"""Structured events, and the default sinks. Never content, snippets or query text."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+import attrs
+
+from memorybank_core.ports import EventSink
+
+SAVED = "memory.saved"
+SEARCHED = "memory.searched"
+LISTED = "memory.listed"
+DELETED = "memory.deleted"
+
+_log = logging.getLogger("memorybank.events")
+
+
+class LoggingEventSink(EventSink):
+    """Logs each event at INFO on the `memorybank.events` logger as `name key=value ...`.
+
+    The fields also ride on the record as `event` and `event_fields`, for JSON log formatters.
+    """
+
+    def emit(self, name: str, fields: Mapping[str, str | int | float]) -> None:
+        rendered = " ".join(f"{key}={value}" for key, value in fields.items())
+        _log.info("%s %s", name, rendered, extra={"event": name, "event_fields": dict(fields)})
+
+
+@attrs.define
+class RecordingEventSink(EventSink):
+    """Keeps events in a list; for tests and for hosts that forward events themselves."""
+
+    events: list[tuple[str, dict[str, str | int | float]]] = attrs.field(factory=list)
+
+    def emit(self, name: str, fields: Mapping[str, str | int | float]) -> None:
+        self.events.append((name, dict(fields)))

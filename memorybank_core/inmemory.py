@@ -1,0 +1,139 @@
+"""The in-memory reference adapter: store, search and token store in plain dicts.
+
+Used by tests, as the model in stateful tests, and by hosts that want a bank
+without a database. Thread-safe: the HTTP facade calls it from a thread pool.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+import attrs
+
+from memorybank_core.analysis import Analyzer, SimpleAnalyzer
+from memorybank_core.entities import ApiToken, Memory, Scope
+from memorybank_core.ports import ListPosition, MemoryStore, SearchEngine, SearchHit, TokenStore
+
+#: BM25 parameters: the usual defaults (Robertson & Zaragoza).
+_K1 = 1.2
+_B = 0.75
+
+
+class InMemoryStore(MemoryStore):
+    """Memories in a dict per owner."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_owner: dict[str, dict[str, Memory]] = {}
+
+    def add(self, *, user_id: str, memory: Memory) -> None:
+        if memory.user_id != user_id:
+            raise ValueError("a memory is added by its own owner")
+        with self._lock:
+            self._by_owner.setdefault(user_id, {})[memory.id] = memory
+
+    def get_many(self, *, user_id: str, memory_ids: Sequence[str]) -> Mapping[str, Memory]:
+        owned = self.owned(user_id)
+        return {memory_id: owned[memory_id] for memory_id in memory_ids if memory_id in owned}
+
+    def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
+        newest_first = sorted(self.owned(user_id).values(), key=_position, reverse=True)
+        if after is not None:
+            boundary = (after.created_at, after.memory_id)
+            newest_first = [m for m in newest_first if _position(m) < boundary]
+        return newest_first[:limit]
+
+    def delete(self, *, user_id: str, memory_id: str) -> bool:
+        with self._lock:
+            owned = self._by_owner.get(user_id, {})
+            memory = owned.get(memory_id)
+            if memory is None or memory.scope is not Scope.USER:
+                return False
+            del owned[memory_id]
+            return True
+
+    def owned(self, user_id: str) -> dict[str, Memory]:
+        """A snapshot of the owner's personal memories by id."""
+        with self._lock:
+            return {k: m for k, m in self._by_owner.get(user_id, {}).items() if m.scope is Scope.USER}
+
+
+class InMemorySearch(SearchEngine):
+    """BM25 over one owner's memories, with that owner's own statistics."""
+
+    def __init__(self, store: InMemoryStore, analyzer: Analyzer | None = None) -> None:
+        self._store = store
+        self._analyzer = analyzer or SimpleAnalyzer()
+
+    def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
+        terms = self._analyzer.query_terms(query)
+        if not terms:
+            return []
+        documents = {
+            m.id: Counter(self._analyzer.document_terms(m.content)) for m in self._store.owned(user_id).values()
+        }
+        if not documents:
+            return []
+        average_length = sum(sum(d.values()) for d in documents.values()) / len(documents)
+        frequency = {t: sum(1 for d in documents.values() if t in d) for t in terms}
+        hits = []
+        for memory_id, counts in documents.items():
+            length = sum(counts.values())
+            score = sum(
+                _idf(len(documents), frequency[t])
+                * counts[t]
+                * (_K1 + 1)
+                / (counts[t] + _K1 * (1 - _B + _B * length / max(average_length, 1e-9)))
+                for t in terms
+                if t in counts
+            )
+            if score > 0:
+                hits.append(SearchHit(memory_id=memory_id, score=score))
+        hits.sort(key=lambda h: (h.score, h.memory_id), reverse=True)
+        return hits[:limit]
+
+
+def _idf(documents: int, containing: int) -> float:
+    # The +1 inside the log keeps idf positive even for a term in every document.
+    return math.log(1 + (documents - containing + 0.5) / (containing + 0.5))
+
+
+def _position(memory: Memory) -> tuple[datetime, str]:
+    return (memory.created_at, memory.id)
+
+
+class InMemoryTokenStore(TokenStore):
+    """API tokens in a dict."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tokens: dict[str, ApiToken] = {}
+
+    def add(self, token: ApiToken) -> None:
+        with self._lock:
+            self._tokens[token.id] = token
+
+    def find_by_hash(self, token_hash: str) -> ApiToken | None:
+        with self._lock:
+            return next((t for t in self._tokens.values() if t.token_hash == token_hash), None)
+
+    def get(self, token_id: str) -> ApiToken | None:
+        with self._lock:
+            return self._tokens.get(token_id)
+
+    def list(self, *, user_id: str | None) -> Sequence[ApiToken]:
+        with self._lock:
+            tokens = [t for t in self._tokens.values() if user_id is None or t.user_id == user_id]
+        return sorted(tokens, key=lambda t: (t.created_at, t.id))
+
+    def revoke(self, token_id: str, *, at: datetime) -> bool:
+        with self._lock:
+            token = self._tokens.get(token_id)
+            if token is None or token.revoked_at is not None:
+                return False
+            self._tokens[token_id] = attrs.evolve(token, revoked_at=at)
+            return True

@@ -1,0 +1,52 @@
+"""Every input bound of the memory bank, in one place.
+
+The values are the reference host's (OpenWork den-api), so an agent that works
+there works here. The same constants feed the validators, the SQL column sizes,
+the OpenAPI schema, the error messages and the hypothesis strategies.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class TextBound:
+    """Inclusive character-count bounds for a text field (counted after trimming)."""
+
+    min: int
+    max: int
+
+    def describe(self) -> str:
+        """The bound as an error message fragment."""
+        return f"must hold {self.min} to {self.max} characters"
+
+
+@attrs.frozen
+class CountBound:
+    """Inclusive bounds for an integer such as a page size, with its default."""
+
+    min: int
+    max: int
+    default: int
+
+    def describe(self) -> str:
+        """The bound as an error message fragment."""
+        return f"must be an integer from {self.min} to {self.max}"
+
+
+CONTENT = TextBound(1, 8_000)
+TAG = TextBound(1, 64)
+TAGS_MAX = 32
+CONTEXTS_MAX = 16
+SNIPPET = TextBound(1, 4_000)
+CITATION_ID = TextBound(1, 128)
+QUERY = TextBound(1, 512)
+SEARCH_LIMIT = CountBound(1, 50, default=20)
+LIST_LIMIT = CountBound(1, 100, default=20)
+
+#: Stored identifiers (memory, context, user, organization, token) fit VARCHAR(64).
+ID_MAX_LENGTH = 64
+ID = TextBound(1, ID_MAX_LENGTH)
+#: A list cursor is opaque but short; anything longer is not one we issued.
+CURSOR_MAX_LENGTH = 256

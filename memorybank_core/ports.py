@@ -1,0 +1,126 @@
+"""The ports: what the core needs from the world, named by role.
+
+Every storage method takes the owner as a required keyword, so an unscoped read
+cannot even be written. Adapters subclass these explicitly.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+import attrs
+
+from memorybank_core.entities import ApiToken, Memory
+
+
+class Principal(Protocol):
+    """Who is calling: a read-only view that a host's own user object can satisfy."""
+
+    @property
+    def user_id(self) -> str:
+        """The owner of every memory this principal reads or writes."""
+        ...
+
+    @property
+    def organization_id(self) -> str:
+        """The organization active for this call; recorded on saves, not used to scope reads."""
+        ...
+
+    @property
+    def scopes(self) -> Collection[str]:
+        """Granted scopes: `mcp:read` for search and list, `mcp:write` for save and delete."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class ListPosition:
+    """A point in a user's newest-first listing: the last memory already returned."""
+
+    created_at: datetime
+    memory_id: str
+
+
+@attrs.frozen(kw_only=True)
+class SearchHit:
+    """One ranked match from a search engine, before the memory is loaded."""
+
+    memory_id: str
+    score: float
+
+
+class MemoryStore(Protocol):
+    """Durable storage of memories with their contexts, always scoped to one owner."""
+
+    @abstractmethod
+    def add(self, *, user_id: str, memory: Memory) -> None:
+        """Store `memory` and all its contexts atomically: all of it or none of it.
+
+        Raises:
+            UnavailableError: storage cannot be reached; nothing was written.
+        """
+
+    @abstractmethod
+    def get_many(self, *, user_id: str, memory_ids: Sequence[str]) -> Mapping[str, Memory]:
+        """The owner's memories among `memory_ids`, with contexts, keyed by id; others are absent."""
+
+    @abstractmethod
+    def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
+        """Up to `limit` of the owner's memories, newest first, strictly after `after`."""
+
+    @abstractmethod
+    def delete(self, *, user_id: str, memory_id: str) -> bool:
+        """Delete the owner's memory and all its contexts atomically; False if the owner has none such."""
+
+
+class SearchEngine(Protocol):
+    """Owner-scoped relevance search over a user's memories."""
+
+    @abstractmethod
+    def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
+        """At most `limit` of the owner's matches, best first (score descending, then newer id first).
+
+        Scores are positive, higher is more relevant. No match is an empty sequence.
+        """
+
+
+class Clock(Protocol):
+    """The time source, a port so tests can control it."""
+
+    @abstractmethod
+    def now(self) -> datetime:
+        """The current time, timezone-aware UTC."""
+
+
+class EventSink(Protocol):
+    """Where structured events go. Events carry ids, counts and timings, never content."""
+
+    @abstractmethod
+    def emit(self, name: str, fields: Mapping[str, str | int | float]) -> None:
+        """Record one event."""
+
+
+class TokenStore(Protocol):
+    """Storage of API tokens for the standalone server. Only hashes are stored, never secrets."""
+
+    @abstractmethod
+    def add(self, token: ApiToken) -> None:
+        """Store a newly issued token."""
+
+    @abstractmethod
+    def find_by_hash(self, token_hash: str) -> ApiToken | None:
+        """The token with this secret hash, revoked or not; None if there is none."""
+
+    @abstractmethod
+    def get(self, token_id: str) -> ApiToken | None:
+        """The token with this id, revoked or not."""
+
+    @abstractmethod
+    def list(self, *, user_id: str | None) -> Sequence[ApiToken]:
+        """All tokens, or one user's, oldest first."""
+
+    @abstractmethod
+    def revoke(self, token_id: str, *, at: datetime) -> bool:
+        """Mark the token revoked from `at` on; False if no live token has that id."""

@@ -1,0 +1,164 @@
+"""What a caller asks the bank to do, parsed from untrusted JSON-like data.
+
+Parsing collects every problem (each naming its field and bound) before raising,
+so a client fixes its request in one round trip. Unknown keys are ignored, and so
+are `scope` and `source`: the server decides those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import TypeVar
+
+import attrs
+
+from memorybank_core import limits
+from memorybank_core.entities import Origin
+from memorybank_core.errors import InvalidInputError, Problem
+from memorybank_core.validation import clean_text
+
+T = TypeVar("T")
+
+
+@attrs.frozen(kw_only=True)
+class ContextInput:
+    """One provenance snippet offered with a save."""
+
+    snippet: str
+    conversation_id: str | None = None
+    message_id: str | None = None
+    origin: Origin | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SaveRequest:
+    """A validated, trimmed request to save one memory."""
+
+    content: str
+    tags: tuple[str, ...] = ()
+    contexts: tuple[ContextInput, ...] = ()
+
+    @classmethod
+    def parse(cls, data: object) -> SaveRequest:
+        """Parse a JSON object `{content, tags?, contexts?}`.
+
+        Raises:
+            InvalidInputError: listing every invalid field; nothing is saved.
+        """
+        collector = _Collector()
+        if not isinstance(data, Mapping):
+            raise InvalidInputError("body", "must be a JSON object")
+        content = collector.check(lambda: clean_text(data.get("content"), path="content", bound=limits.CONTENT))
+        tags = collector.check(lambda: _parse_tags(data.get("tags"), collector))
+        contexts = collector.check(lambda: _parse_contexts(data.get("contexts"), collector))
+        if content is None or tags is None or contexts is None or collector.problems:
+            raise InvalidInputError.from_problems(collector.problems)
+        return cls(content=content, tags=tags, contexts=contexts)
+
+    @classmethod
+    def of(
+        cls,
+        content: str,
+        *,
+        tags: Sequence[str] = (),
+        contexts: Sequence[ContextInput] = (),
+    ) -> SaveRequest:
+        """Build a request from Python values, with the same trimming and bounds as `parse`.
+
+        Raises:
+            InvalidInputError: listing every invalid field.
+        """
+        return cls.parse(
+            {
+                "content": content,
+                "tags": list(tags),
+                "contexts": [
+                    {
+                        "snippet": c.snippet,
+                        "conversation_id": c.conversation_id,
+                        "message_id": c.message_id,
+                        "origin": c.origin.value if c.origin else None,
+                    }
+                    for c in contexts
+                ],
+            }
+        )
+
+
+class _Collector:
+    """Runs checks, remembering each InvalidInputError instead of stopping at the first."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def check(self, parse: Callable[[], T]) -> T | None:
+        try:
+            return parse()
+        except InvalidInputError as error:
+            self.problems.extend(error.problems)
+            return None
+
+
+def _parse_tags(value: object, collector: _Collector) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InvalidInputError("tags", f"must be a list of at most {limits.TAGS_MAX} strings")
+    if len(value) > limits.TAGS_MAX:
+        raise InvalidInputError("tags", f"must hold at most {limits.TAGS_MAX} tags")
+    tags: list[str] = []
+    for index, item in enumerate(value):
+        tag = collector.check(partial(clean_text, item, path=f"tags.{index}", bound=limits.TAG))
+        # Exact repeats add nothing to a memory; keep the first occurrence and its order.
+        if tag is not None and tag not in tags:
+            tags.append(tag)
+    return tuple(tags)
+
+
+def _parse_contexts(value: object, collector: _Collector) -> tuple[ContextInput, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InvalidInputError("contexts", f"must be a list of at most {limits.CONTEXTS_MAX} objects")
+    if len(value) > limits.CONTEXTS_MAX:
+        raise InvalidInputError("contexts", f"must hold at most {limits.CONTEXTS_MAX} contexts")
+    contexts: list[ContextInput] = []
+    for index, item in enumerate(value):
+        context = collector.check(partial(_parse_context, item, f"contexts.{index}", collector))
+        if context is not None:
+            contexts.append(context)
+    return tuple(contexts)
+
+
+def _parse_context(value: object, path: str, collector: _Collector) -> ContextInput | None:
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(path, "must be an object with a snippet")
+    before = len(collector.problems)
+    snippet = collector.check(lambda: clean_text(value.get("snippet"), path=f"{path}.snippet", bound=limits.SNIPPET))
+    ids = {
+        key: collector.check(partial(_optional_text, value.get(key), f"{path}.{key}", limits.CITATION_ID))
+        for key in ("conversation_id", "message_id")
+    }
+    origin = collector.check(lambda: _parse_origin(value.get("origin"), f"{path}.origin"))
+    if len(collector.problems) > before or snippet is None:
+        return None
+    return ContextInput(
+        snippet=snippet, conversation_id=ids["conversation_id"], message_id=ids["message_id"], origin=origin
+    )
+
+
+def _optional_text(value: object, path: str, bound: limits.TextBound) -> str | None:
+    return None if value is None else clean_text(value, path=path, bound=bound)
+
+
+def _parse_origin(value: object, path: str) -> Origin | None:
+    if value is None:
+        return None
+    try:
+        if not isinstance(value, str):
+            raise ValueError(value)
+        return Origin(value)
+    except ValueError as error:
+        choices = " or ".join(repr(o.value) for o in Origin)
+        raise InvalidInputError(path, f"must be {choices}") from error

@@ -1,0 +1,107 @@
+"""API tokens for the standalone server: issue, authenticate, list and revoke.
+
+Secrets are 256 random bits, shown once; only their SHA-256 is stored. A fast
+hash is right here because the secret has full entropy: there is nothing to
+brute-force that a slow hash would protect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Collection, Sequence
+
+import attrs
+
+from memorybank_core import ids
+from memorybank_core.clock import SystemClock
+from memorybank_core.entities import ApiToken
+from memorybank_core.errors import InvalidInputError, NotFoundError
+from memorybank_core.ports import Clock, TokenStore
+from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE
+
+KNOWN_SCOPES = frozenset({READ_SCOPE, WRITE_SCOPE})
+#: Every secret starts with this, so scanners and humans can tell what leaked.
+SECRET_PREFIX = "mbk_"  # noqa: S105 - a public marker, not a secret
+
+
+@attrs.frozen(kw_only=True)
+class TokenPrincipal:
+    """The principal a valid token speaks for."""
+
+    user_id: str
+    organization_id: str
+    scopes: frozenset[str]
+
+
+@attrs.frozen(kw_only=True)
+class IssuedToken:
+    """A token just created: its record and the secret, which is never retrievable again."""
+
+    token: ApiToken
+    secret: str
+
+
+def hash_secret(secret: str) -> str:
+    """The stored form of a token secret."""
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class TokenService:
+    """Issues and checks bearer tokens against a TokenStore."""
+
+    def __init__(self, *, store: TokenStore, clock: Clock | None = None) -> None:
+        self._store = store
+        self._clock = clock or SystemClock()
+
+    def issue(self, *, user_id: str, org_id: str, scopes: Collection[str] = KNOWN_SCOPES) -> IssuedToken:
+        """Create a token for `user_id` in `org_id` with `scopes`.
+
+        Raises:
+            InvalidInputError: a malformed `usr_`/`org_` id, or an unknown or empty scope set.
+        """
+        ids.parse_id(user_id, prefix=ids.USER_PREFIX, field="user")
+        ids.parse_id(org_id, prefix=ids.ORGANIZATION_PREFIX, field="org")
+        granted = frozenset(scopes)
+        unknown = granted - KNOWN_SCOPES
+        if unknown or not granted:
+            known = ", ".join(sorted(KNOWN_SCOPES))
+            raise InvalidInputError("scope", f"must be one or more of {known}")
+        secret = SECRET_PREFIX + secrets.token_urlsafe(32)
+        token = ApiToken(
+            id=ids.new_id(ids.TOKEN_PREFIX),
+            token_hash=hash_secret(secret),
+            user_id=user_id,
+            org_id=org_id,
+            scopes=granted,
+            created_at=self._clock.now(),
+        )
+        self._store.add(token)
+        return IssuedToken(token=token, secret=secret)
+
+    def authenticate(self, secret: str) -> TokenPrincipal | None:
+        """The principal behind a live token, or None for an unknown or revoked one."""
+        if not secret.startswith(SECRET_PREFIX) or len(secret) > 128:
+            return None
+        token = self._store.find_by_hash(hash_secret(secret))
+        if token is None or token.revoked_at is not None:
+            return None
+        return TokenPrincipal(user_id=token.user_id, organization_id=token.org_id, scopes=token.scopes)
+
+    def list(self, *, user_id: str | None = None) -> Sequence[ApiToken]:
+        """Tokens (never secrets), optionally one user's."""
+        return self._store.list(user_id=user_id)
+
+    def revoke(self, token_or_id: str) -> ApiToken:
+        """Revoke a token given its id (`tok_…`) or its secret; it stops working on the next request.
+
+        Raises:
+            NotFoundError: no live token matches.
+        """
+        if ids.is_id(token_or_id, prefix=ids.TOKEN_PREFIX):
+            token = self._store.get(token_or_id)
+        else:
+            token = self._store.find_by_hash(hash_secret(token_or_id))
+        if token is None or not self._store.revoke(token.id, at=self._clock.now()):
+            raise NotFoundError("token")
+        return token

@@ -1,0 +1,97 @@
+"""Field checks shared by the entities and the request parsers, so each rule is written once."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import attrs
+
+from memorybank_core.errors import InvalidInputError
+from memorybank_core.limits import CountBound, TextBound
+
+
+def check_characters(text: str, *, path: str) -> None:
+    """Reject the two things no storage backend round-trips: NUL and lone surrogates.
+
+    Raises:
+        InvalidInputError: naming `path`.
+    """
+    if "\x00" in text:
+        raise InvalidInputError(path, "must not contain the NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidInputError(path, "must be valid Unicode (it holds a lone surrogate)") from error
+
+
+def check_length(text: str, *, path: str, bound: TextBound) -> None:
+    """Raises InvalidInputError naming `path` when `text` is outside `bound`."""
+    if not bound.min <= len(text) <= bound.max:
+        raise InvalidInputError(path, bound.describe())
+
+
+def clean_text(value: object, *, path: str, bound: TextBound) -> str:
+    """Trim surrounding whitespace from a client string and check it against `bound`.
+
+    Raises:
+        InvalidInputError: naming `path` and the bound.
+    """
+    if not isinstance(value, str):
+        raise InvalidInputError(path, f"must be a string that {bound.describe().removeprefix('must ')}")
+    text = value.strip()
+    check_characters(text, path=path)
+    check_length(text, path=path, bound=bound)
+    return text
+
+
+def clean_count(value: object, *, path: str, bound: CountBound) -> int:
+    """Return `value` (or the bound's default for None) if it is an int within `bound`.
+
+    Raises:
+        InvalidInputError: naming `path` and the bound; out-of-range values are rejected, not clamped.
+    """
+    if value is None:
+        return bound.default
+    if isinstance(value, bool) or not isinstance(value, int) or not bound.min <= value <= bound.max:
+        raise InvalidInputError(path, bound.describe())
+    return value
+
+
+def bounded_text(bound: TextBound) -> Any:
+    """An attrs validator: the attribute is a str of stored form within `bound`."""
+
+    def validate(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if not isinstance(value, str):
+            raise InvalidInputError(attribute.name, "must be a string")
+        check_characters(value, path=attribute.name)
+        check_length(value, path=attribute.name, bound=bound)
+
+    return validate
+
+
+def optional_bounded_text(bound: TextBound) -> Any:
+    """An attrs validator like `bounded_text` that also accepts None."""
+    inner = bounded_text(bound)
+
+    def validate(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is not None:
+            inner(instance, attribute, value)
+
+    return validate
+
+
+def utc_datetime(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """An attrs validator: the attribute is a timezone-aware datetime in UTC."""
+    if not isinstance(value, datetime) or value.utcoffset() != timedelta(0):
+        raise InvalidInputError(attribute.name, "must be a timezone-aware UTC datetime")
+
+
+def max_items(maximum: int) -> Any:
+    """An attrs validator: the attribute is a sized collection of at most `maximum` items."""
+
+    def validate(_instance: object, attribute: attrs.Attribute[Any], value: tuple[object, ...]) -> None:
+        if len(value) > maximum:
+            raise InvalidInputError(attribute.name, f"must hold at most {maximum} items")
+
+    return validate

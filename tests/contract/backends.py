@@ -1,0 +1,62 @@
+"""Backend factories for the contract suite.
+
+A factory is made once per test session (it may create a database); `fresh()`
+gives each test an empty backend. Every adapter registers one factory here and
+must then pass the whole suite unchanged.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable
+from typing import Protocol
+
+import attrs
+import pytest
+
+from memorybank_core import InMemorySearch, InMemoryStore, MemoryStore, SearchEngine
+
+
+@attrs.frozen
+class Backend:
+    """A store and the search engine that reads it."""
+
+    store: MemoryStore
+    search_engine: SearchEngine
+
+
+class BackendFactory(Protocol):
+    """Makes empty backends of one kind."""
+
+    @abstractmethod
+    def fresh(self) -> Backend:
+        """An empty backend, isolated from every earlier one."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release what the factory holds (connections, databases)."""
+
+
+class InMemoryFactory(BackendFactory):
+    """The in-memory reference adapter."""
+
+    def fresh(self) -> Backend:
+        store = InMemoryStore()
+        return Backend(store=store, search_engine=InMemorySearch(store))
+
+    def close(self) -> None:
+        pass
+
+
+@attrs.frozen
+class Registration:
+    """How to build one kind's factory, and the pytest marks its tests carry (e.g. `mysql`)."""
+
+    make: Callable[[], BackendFactory]
+    marks: tuple[pytest.MarkDecorator, ...] = ()
+
+
+#: Every backend kind the contract suite runs against. Adapters add themselves here.
+FACTORIES: dict[str, Registration] = {
+    "memory": Registration(InMemoryFactory),
+}

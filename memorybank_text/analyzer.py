@@ -1,0 +1,198 @@
+"""`TextAnalyzer`: the one tokenizer every search engine uses, at write time and at query time.
+
+What a text becomes, step by step:
+
+1. **Normalization.** NFKC (full-width `Q3` is `q3`, the `ﬁ` ligature is `fi`), case folding
+   (`Straße` is `strasse`), and accent folding for Latin, Greek and Cyrillic letters, so `cafe`
+   finds `café` (`ø æ œ ł đ ð þ` are spelled out too). Marks on other scripts are kept: a
+   Japanese dakuten changes the word. Curly apostrophes and Unicode hyphens become ASCII.
+2. **Splitting.** A word is a run of letters and digits; words joined by `-`, `.`, `_` or an
+   apostrophe form a compound, which yields its joined form and then its parts (parts of one
+   letter are dropped, digits kept): `e-mail` -> `email mail`, `node.js` -> `nodejs node js`,
+   `user_id` -> `userid user id`, `covid-19` -> `covid19 covid 19`, `O'Reilly` -> `oreilly
+   reilly`. Dotted numbers keep their dots: `3.11` -> `3.11 3 11`. A possessive `'s` is dropped
+   (`Alice's` -> `alice`); other English contractions stay whole (`don't`, `she'll`: never
+   `shell`). One or two letters followed by `++` or `#` keep the symbol: `c++`, `c#`, `f#`, `g++`.
+   Short words are kept: `Go` -> `go`, `AI` -> `ai`, `Q3` -> `q3`.
+3. **Stemming.** Words of three or more ASCII letters go through the Snowball English stemmer:
+   `deploys`, `deployed`, `deploying`, `deployment` -> `deploy`. Words with digits or symbols,
+   and other scripts, are left as they are.
+4. **CJK.** Han, Hiragana, Katakana and Hangul runs are split where the script changes (a cheap
+   stand-in for Japanese word boundaries), then each piece of two or more characters yields its
+   character bigrams: `ラーメン` -> `ラー ーメ メン`. A one-character piece is its own term.
+   Documents also hold every character as a unigram, so a one-character query (`猫`) finds a
+   longer run; queries of two or more characters use the bigrams only.
+5. **Queries** drop `memorybank_text.stopwords.STOPWORDS` ("what did I say about ..."), compared
+   before stemming, and repeats. A query made only of stopwords keeps them, so it still finds
+   something. Every query term is one of the document terms of the same text.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Iterator
+
+import attrs
+import snowballstemmer
+
+from memorybank_core import Analyzer
+from memorybank_text.stopwords import STOPWORDS
+
+#: Bump whenever the terms any text yields change: stored terms of an older version are re-indexed.
+ANALYZER_VERSION = 1
+
+#: Letters that do not decompose into a base letter and a mark, spelled out after case folding.
+_SPELLED_OUT = str.maketrans(
+    {
+        "ø": "o",
+        "æ": "ae",
+        "œ": "oe",
+        "ł": "l",
+        "đ": "d",
+        "ð": "d",
+        "þ": "th",
+        "\u0131": "i",  # dotless i
+        "\u2019": "'",  # right single quotation mark: the apostrophe phones and editors type
+        "\u2018": "'",
+        "\u02bc": "'",
+        "\u2010": "-",  # hyphen
+        "\u2011": "-",  # non-breaking hyphen
+    }
+)
+
+#: CJK scripts, each its own class so a run splits where the script changes.
+_SCRIPTS = (
+    ("han", "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f\u3005\u3007"),
+    ("hiragana", "\u3041-\u309f"),
+    ("katakana", "\u30a0-\u30ff\u31f0-\u31ff"),
+    ("hangul", "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"),
+)
+_CJK_RUN = re.compile("([" + "".join(ranges for _, ranges in _SCRIPTS) + "]+)")
+_SCRIPT_PIECE = re.compile("|".join(f"[{ranges}]+" for _, ranges in _SCRIPTS))
+
+#: A compound: letter/digit runs joined by single `' . - _`; then an optional `++`/`#` suffix.
+_COMPOUND = re.compile(r"[^\W_]+(?:['.\-_][^\W_]+)*(?:\+\+|#(?!\w))?")
+_JOINER = re.compile(r"['.\-_]")
+_SYMBOL_WORD = re.compile(r"[a-z]{1,2}(?:\+\+|#)")
+_DIGITS = re.compile(r"[0-9]+")
+_STEMMABLE = re.compile(r"[a-z]{3,}")
+#: English clitics that keep a contraction whole (`'s` is handled apart: it is dropped).
+_CLITICS = frozenset({"t", "re", "ve", "ll", "d", "m"})
+
+#: Stems are cached: memories reuse a small vocabulary and the pure-Python stemmer is slow.
+_STEM_CACHE_SIZE = 1 << 16
+
+
+@attrs.frozen
+class Token:
+    """One term the analyzer produced, with what it was made from."""
+
+    #: The term as stored and looked up.
+    term: str
+    #: The normalized, unstemmed word it came from (what stopwords are compared with).
+    surface: str
+    #: True for a CJK unigram that only documents hold (queries use the bigrams of that run).
+    document_only: bool = False
+
+
+class TextAnalyzer(Analyzer):
+    """The analyzer described in this module's docstring; stateless and thread-safe."""
+
+    version: int = ANALYZER_VERSION
+
+    def document_terms(self, text: str) -> list[str]:
+        """Every term of `text` in order, repeats kept (they count toward term frequency)."""
+        return [token.term for token in tokens(text)]
+
+    def query_terms(self, text: str) -> list[str]:
+        """The terms to look up for `text`: no stopwords, no repeats, in order."""
+        found = [token for token in tokens(text) if not token.document_only]
+        kept = [token.term for token in found if token.surface not in STOPWORDS]
+        return list(dict.fromkeys(kept or [token.term for token in found]))
+
+
+def tokens(text: str) -> Iterator[Token]:
+    """The analyzer's tokens for `text`, in order; never raises on any string."""
+    normalized = normalize(text)
+    # With a capturing group, split alternates: other text, CJK run, other text, ...
+    for index, segment in enumerate(_CJK_RUN.split(normalized)):
+        if index % 2:
+            yield from _cjk_tokens(segment)
+        else:
+            for match in _COMPOUND.finditer(segment):
+                yield from _compound_tokens(match.group())
+
+
+def normalize(text: str) -> str:
+    """NFKC, case folding, accent folding of Latin/Greek/Cyrillic, ASCII apostrophes and hyphens."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    if not folded.isascii():
+        folded = _fold_accents(folded).translate(_SPELLED_OUT)
+    return folded
+
+
+def _fold_accents(text: str) -> str:
+    kept = []
+    strip_marks = False
+    for character in unicodedata.normalize("NFD", text):
+        if unicodedata.combining(character):
+            if strip_marks:
+                continue
+        else:
+            code = ord(character)
+            # Latin, Greek and Cyrillic (with their extensions) lose their marks; other scripts keep them.
+            strip_marks = code < 0x0530 or 0x1E00 <= code < 0x2000
+        kept.append(character)
+    return unicodedata.normalize("NFC", "".join(kept))
+
+
+def _compound_tokens(word: str) -> Iterator[Token]:
+    if _SYMBOL_WORD.fullmatch(word):
+        yield Token(word, word)
+        return
+    word = word.rstrip("+#")
+    if "'" in word:
+        base, _, clitic = word.rpartition("'")
+        if clitic == "s":
+            word = base
+        elif clitic in _CLITICS and "'" not in base and not _JOINER.search(base):
+            yield Token(word, word)
+            return
+    parts = [part for part in _JOINER.split(word) if part]
+    if len(parts) == 1:
+        yield _word_token(parts[0])
+        return
+    dotted_number = all(_DIGITS.fullmatch(part) for part in parts) and set(_JOINER.findall(word)) == {"."}
+    joined = ".".join(parts) if dotted_number else "".join(parts)
+    yield _word_token(joined)
+    for part in parts:
+        if len(part) > 1 or part.isdigit():
+            yield _word_token(part)
+
+
+def _word_token(word: str) -> Token:
+    return Token(stem(word) if _STEMMABLE.fullmatch(word) else word, word)
+
+
+def _cjk_tokens(run: str) -> Iterator[Token]:
+    for piece in _SCRIPT_PIECE.findall(run):
+        if len(piece) == 1:
+            yield Token(piece, piece)
+            continue
+        for start in range(len(piece) - 1):
+            bigram = piece[start : start + 2]
+            yield Token(bigram, bigram)
+        for character in piece:
+            yield Token(character, character, document_only=True)
+
+
+_english = snowballstemmer.stemmer("english")
+
+
+@functools.lru_cache(maxsize=_STEM_CACHE_SIZE)
+def stem(word: str) -> str:
+    """The Snowball English stem of a lower-case ASCII word."""
+    stemmed: str = _english.stemWord(word)
+    return stemmed

@@ -1,0 +1,144 @@
+"""The shared analyzer: what each kind of text becomes, and properties that hold for any text."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memorybank_text import ANALYZER_VERSION, STOPWORDS, TextAnalyzer, tokens
+
+analyzer = TextAnalyzer()
+
+#: Text drawn from every Unicode category, plus the characters the splitter treats specially.
+any_text = st.text(
+    alphabet=st.one_of(st.characters(), st.sampled_from(list("'.-_+#\u2019 \u2010東京ラーメンがㄱ한국어 cafééÉ"))),
+    max_size=200,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("Go", ["go"]),
+        ("AI", ["ai"]),
+        ("Q3 planning", ["q3", "plan"]),
+        ("deploys deployed deploying deployment", ["deploy", "deploy", "deploy", "deploy"]),
+        ("café CAFÉ Cafe", ["cafe", "cafe", "cafe"]),
+        ("Straße \uff31\uff13 ﬁle", ["strass", "q3", "file"]),
+        ("C++ and C# or F#", ["c++", "and", "c#", "or", "f#"]),
+        ("node.js", ["nodej", "node", "js"]),
+        ("e-mail email", ["email", "mail", "email"]),
+        ("don't", ["don't"]),
+        ("she'll see shell", ["she'll", "see", "shell"]),
+        ("Alice's cat", ["alic", "cat"]),
+        ("O'Reilly", ["oreilli", "reilli"]),
+        ("user_id", ["userid", "user", "id"]),
+        ("covid-19", ["covid19", "covid", "19"]),
+        ("python 3.11", ["python", "3.11", "3", "11"]),
+        ("x-ray", ["xray", "ray"]),
+        ("hello, world!", ["hello", "world"]),
+        ("ラーメン", ["ラー", "ーメ", "メン", "ラ", "ー", "メ", "ン"]),
+        ("猫", ["猫"]),
+        ("東京で", ["東京", "東", "京", "で"]),
+        ("Москва́", ["москва"]),
+        ("", []),
+        ("  ...  --- ''' ", []),
+    ],
+)
+def test_document_terms_of_typical_text(text: str, terms: list[str]) -> None:
+    assert analyzer.document_terms(text) == terms
+
+
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("what did I say about lighthouses and keepers?", ["lighthous", "keeper"]),
+        ("do you remember my Go project", ["go", "project"]),
+        ("deployment deployment", ["deploy"]),
+        ("ラーメン", ["ラー", "ーメ", "メン"]),
+        ("猫", ["猫"]),
+        # Only stopwords: keep them rather than search for nothing.
+        ("what is it", ["what", "is", "it"]),
+        ("The Who", ["the", "who"]),
+        ("", []),
+    ],
+)
+def test_query_terms_drop_stopwords_and_repeats(text: str, terms: list[str]) -> None:
+    assert analyzer.query_terms(text) == terms
+
+
+@pytest.mark.parametrize(
+    ("document", "query"),
+    [
+        ("The service deploys nightly", "deployment"),
+        ("I drink café au lait", "cafe"),
+        ("send me an e-mail", "email"),
+        ("send me an email", "e-mail"),
+        ("我的猫很可爱", "猫"),
+        ("我的猫很可爱", "可爱"),
+        ("東京でラーメンを食べた", "ラーメン"),
+        ("the Q3 roadmap", "q3"),
+        ("We write Go and C++", "c++"),
+        ("Node.js services", "nodejs"),
+    ],
+)
+def test_a_query_finds_what_people_mean(document: str, query: str) -> None:
+    assert set(analyzer.query_terms(query)) & set(analyzer.document_terms(document))
+
+
+def test_a_one_character_cjk_query_does_not_match_unrelated_bigrams() -> None:
+    assert not set(analyzer.query_terms("犬")) & set(analyzer.document_terms("我的猫很可爱"))
+
+
+@settings(max_examples=300)
+@given(any_text)
+def test_analysis_never_raises_and_is_deterministic(text: str) -> None:
+    assert analyzer.document_terms(text) == analyzer.document_terms(text)
+    assert analyzer.query_terms(text) == analyzer.query_terms(text)
+
+
+@settings(max_examples=300)
+@given(any_text)
+def test_every_term_is_non_empty_lowercase_and_free_of_whitespace(text: str) -> None:
+    for term in analyzer.document_terms(text):
+        assert term
+        assert term == term.casefold() or not term.isascii()
+        assert not any(character.isspace() for character in term)
+
+
+@settings(max_examples=300)
+@given(any_text)
+def test_query_terms_are_document_terms_of_the_same_text_less_stopwords(text: str) -> None:
+    found = list(tokens(text))
+    content = {t.term for t in found if t.surface not in STOPWORDS}
+    query = analyzer.query_terms(text)
+    assert len(query) == len(set(query))
+    if content:
+        assert set(query) <= content
+    else:
+        assert set(query) <= {t.term for t in found}
+
+
+@settings(max_examples=200)
+@given(any_text, any_text)
+def test_analysis_of_separated_texts_concatenates(first: str, second: str) -> None:
+    # Terms never span a space: a memory's fields can be analyzed apart or together.
+    assert analyzer.document_terms(first + " " + second) == [
+        *analyzer.document_terms(first),
+        *analyzer.document_terms(second),
+    ]
+
+
+def test_the_scheme_version_is_bumped_whenever_the_output_changes() -> None:
+    # A fingerprint of the analyzer's output on a fixed text. If this fails, the terms changed:
+    # bump ANALYZER_VERSION (stored terms of the older version get re-indexed), then record both.
+    sample = (
+        "Go AI Q3 C++ C# node.js e-mail don't she'll Alice's O'Reilly user_id covid-19 3.11 "
+        "deploys deployment café Straße \uff31\uff13 東京でラーメンを食べた 我的猫很可爱 한국어 Москва́ "
+        "what did I say about the lighthouse keepers and their boats?"
+    )
+    output = repr((analyzer.document_terms(sample), analyzer.query_terms(sample)))
+    assert (ANALYZER_VERSION, hashlib.sha256(output.encode()).hexdigest()[:16]) == (1, "6ea6e80cac6db91e")

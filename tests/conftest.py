@@ -12,6 +12,9 @@ from memorybank_core import READ_SCOPE, WRITE_SCOPE, FixedClock, MemoryBank, Rec
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.contract.backends import FACTORIES, BackendFactory
 
+#: `mysql_url` and the MySQL test-server rules, for every tier.
+pytest_plugins = ("tests.mysql_server",)
+
 
 @attrs.frozen(kw_only=True)
 class User:
@@ -27,9 +30,7 @@ def start_clock() -> FixedClock:
     return FixedClock(datetime(2026, 7, 2, 12, 0, tzinfo=UTC), step=timedelta(milliseconds=1))
 
 
-@pytest.fixture(
-    scope="session", params=[pytest.param(name, marks=entry.marks) for name, entry in FACTORIES.items()]
-)
+@pytest.fixture(scope="session", params=[pytest.param(name, marks=entry.marks) for name, entry in FACTORIES.items()])
 def backend_factory(request: pytest.FixtureRequest) -> Iterator[BackendFactory]:
     """One factory per backend kind for the whole session."""
     factory = FACTORIES[request.param].make()

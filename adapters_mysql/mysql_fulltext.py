@@ -1,8 +1,9 @@
 """`MysqlFulltextSearch`: the seed's search, literally, on InnoDB FULLTEXT.
 
-`MATCH(content) AGAINST(:query IN NATURAL LANGUAGE MODE)` with the query bound, in one
-WHERE with the owner predicate. Natural-language mode ignores operators, so no user
-text can make it raise (boolean mode would). The MySQL-specific SQL lives here only.
+`MATCH(content) AGAINST(:query IN NATURAL LANGUAGE MODE)` with the query bound verbatim,
+in one WHERE with the owner predicate. Natural-language mode ignores `+ - * ~ < > ( )`
+but honours "quoted phrases"; the few inputs its parser still rejects are retried with
+their words alone. The MySQL-specific SQL lives here only.
 
 Relevance uses whole-table statistics (all users), a 3-character minimum token,
 InnoDB's stopwords and no stemming: see docs/storage.md.
@@ -10,6 +11,8 @@ InnoDB's stopwords and no stemming: see docs/storage.md.
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -23,6 +26,13 @@ from memorybank_core import SearchEngine, SearchHit
 #: Created by `adapters_mysql.bootstrap`; the name is the reference host's.
 FULLTEXT_INDEX_NAME = "memory_content_fulltext"
 
+#: MySQL's "You have an error in your SQL syntax", which the FULLTEXT query parser also raises.
+_PARSE_ERROR = 1064
+#: What InnoDB's default parser treats as word characters (letters, digits, `_`).
+_WORD = re.compile(r"\w+")
+
+_log = logging.getLogger("memorybank.storage")
+
 
 class MysqlFulltextSearch(SearchEngine):
     """The `SearchEngine` port over MySQL/MariaDB FULLTEXT in natural-language mode."""
@@ -31,21 +41,34 @@ class MysqlFulltextSearch(SearchEngine):
         self._engine = engine
 
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
-        relevance = match(
-            memory.c.content, against=sa.bindparam("query", query, type_=sa.Text)
-        ).in_natural_language_mode()
-        score = relevance.label("score")
-        statement = (
-            sa.select(memory.c.id, score)
-            # `> 0` keeps the FULLTEXT index in use and drops the negative scores that
-            # deleted-but-not-optimized rows can produce.
-            .where(owned_memories(user_id), relevance > 0)
-            .order_by(score.desc(), memory.c.id.desc())
-            .limit(limit)
-        )
         with unavailable_on_driver_error("search"), self._engine.connect() as connection:
-            rows = connection.execute(statement).all()
+            try:
+                rows = connection.execute(_statement(user_id, query, limit)).all()
+            except sa.exc.ProgrammingError as error:
+                if driver_error_code(error) != _PARSE_ERROR:
+                    raise
+                # The FULLTEXT parser rejects a few inputs even in natural-language mode
+                # (`*` after nothing indexable, `"" *`). Natural-language mode searches for
+                # the words anyway: retry with the words alone, or match nothing.
+                words = " ".join(_WORD.findall(query))
+                _log.debug("FULLTEXT parser rejected a query; retrying with its %d words", len(words.split()))
+                if not words:
+                    return []
+                rows = connection.execute(_statement(user_id, words, limit)).all()
         return [SearchHit(memory_id=row.id, score=float(row.score)) for row in rows]
+
+
+def _statement(user_id: str, query: str, limit: int) -> sa.Select[tuple[str, float]]:
+    relevance = match(memory.c.content, against=sa.bindparam("query", query, type_=sa.Text)).in_natural_language_mode()
+    score = relevance.label("score")
+    return (
+        sa.select(memory.c.id, score)
+        # `> 0` keeps the FULLTEXT index in use and drops the negative scores that
+        # deleted-but-not-optimized rows can produce.
+        .where(owned_memories(user_id), relevance > 0)
+        .order_by(score.desc(), memory.c.id.desc())
+        .limit(limit)
+    )
 
 
 #: MySQL's "Duplicate key name": a concurrent creator won the race.

@@ -58,11 +58,7 @@ class ThrowawayDatabase:
     @property
     def url(self) -> str:
         """The database's URL, password included, in the `mysql://` form users write."""
-        return (
-            server_url()
-            .set(drivername="mysql", database=self.name)
-            .render_as_string(hide_password=False)
-        )
+        return server_url().set(drivername="mysql", database=self.name).render_as_string(hide_password=False)
 
     def drop(self) -> None:
         """Drop the database and release the server connection."""

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import attrs
 import sqlalchemy as sa
-from sqlalchemy import event
 from sqlalchemy.engine import URL
-from sqlalchemy.pool import StaticPool
 
 from adapters_mysql.bootstrap import bootstrap, check_ready
+from adapters_mysql.engines import for_writing, mysql_engine, sqlite_engine
 from adapters_mysql.errors import driver_error_code, unavailable_on_driver_error
 from adapters_mysql.mysql_fulltext import MysqlFulltextSearch
 from adapters_mysql.revisions import current_revision, stamp_head, upgrade_to_head
@@ -31,9 +29,6 @@ _DRIVERS = {
     "sqlite": "sqlite+pysqlite",
     "sqlite+pysqlite": "sqlite+pysqlite",
 }
-
-#: How long a SQLite connection waits for another writer before giving up, in milliseconds.
-_SQLITE_BUSY_TIMEOUT_MS = 5000
 
 
 @attrs.frozen
@@ -75,7 +70,7 @@ class SqlStorage:
         Raises:
             UnavailableError: the database cannot be reached.
         """
-        with unavailable_on_driver_error("initialize"), self.engine.begin() as connection:
+        with unavailable_on_driver_error("initialize"), for_writing(self.engine).begin() as connection:
             if current_revision(connection) is None:
                 metadata.create_all(connection)
                 stamp_head(connection)
@@ -87,7 +82,7 @@ class SqlStorage:
         Raises:
             UnavailableError: the database cannot be reached.
         """
-        with unavailable_on_driver_error("migrate"), self.engine.begin() as connection:
+        with unavailable_on_driver_error("migrate"), for_writing(self.engine).begin() as connection:
             upgrade_to_head(connection)
             bootstrap(connection)
 
@@ -127,7 +122,8 @@ def open_storage(url: str, *, search: str | None = None) -> SqlStorage:
     except (InvalidInputError, UnavailableError):
         engine.dispose()
         raise
-    display_url = given.set(password=None).render_as_string(hide_password=False)
+    # URL.set() ignores None, so the password is dropped with the NamedTuple's _replace.
+    display_url = given._replace(password=None).render_as_string(hide_password=False)
     return SqlStorage(engine=engine, search_engine=search_engine, display_url=display_url)
 
 
@@ -150,54 +146,12 @@ def _create_engine(given: URL) -> sa.Engine:
     url = given.set(drivername=_DRIVERS[given.drivername])
     try:
         if url.get_backend_name() == "mysql":
-            return _mysql_engine(url)
-        return _sqlite_engine(url)
+            return mysql_engine(url)
+        return sqlite_engine(url)
     except ImportError as error:
         raise InvalidInputError(
             "db", f"needs the {url.get_driver_name()} driver: pip install 'memorybank[mysql]'"
         ) from error
-
-
-def _mysql_engine(url: URL) -> sa.Engine:
-    if "charset" not in url.query:
-        # 4-byte UTF-8 (emoji) needs utf8mb4 on the connection, not just on the tables.
-        url = url.update_query_dict({"charset": "utf8mb4"})
-    # pre_ping: a pooled connection killed by the server (wait_timeout, failover) is
-    # replaced before use instead of failing the request. hide_parameters: bound values
-    # (memory content) never reach logs or exception messages.
-    return sa.create_engine(url, pool_pre_ping=True, hide_parameters=True)
-
-
-def _sqlite_engine(url: URL) -> sa.Engine:
-    in_memory = url.database in (None, "", ":memory:")
-    options: dict[str, Any] = {
-        "hide_parameters": True,
-        # The HTTP facade calls the store from a thread pool.
-        "connect_args": {"check_same_thread": False},
-    }
-    if in_memory:
-        # One shared connection, or every pooled connection would see its own empty database.
-        options["poolclass"] = StaticPool
-    engine = sa.create_engine(url, **options)
-
-    @event.listens_for(engine, "connect")
-    def _configure(dbapi_connection: Any, _record: Any) -> None:
-        # Let SQLAlchemy's "begin" event below open transactions instead of pysqlite's
-        # own heuristics, which do not cover reads and DDL.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={_SQLITE_BUSY_TIMEOUT_MS}")
-        if not in_memory:
-            # Readers do not block the writer, and the writer does not block readers.
-            cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _begin(connection: sa.Connection) -> None:
-        connection.exec_driver_sql("BEGIN")
-
-    return engine
 
 
 def _search_engine(engine: sa.Engine, name: str | None) -> SearchEngine:

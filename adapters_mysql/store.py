@@ -12,6 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
@@ -28,11 +29,12 @@ class SqlMemoryStore(MemoryStore):
 
     def __init__(self, engine: sa.Engine) -> None:
         self._engine = engine
+        self._writer = for_writing(engine)
 
     def add(self, *, user_id: str, memory: Memory) -> None:
         if memory.user_id != user_id:
             raise ValueError("a memory is added by its own owner")
-        with unavailable_on_driver_error("save"), self._engine.begin() as connection:
+        with unavailable_on_driver_error("save"), self._writer.begin() as connection:
             connection.execute(memory_table.insert(), [_memory_row(memory)])
             if memory.contexts:
                 connection.execute(
@@ -66,10 +68,10 @@ class SqlMemoryStore(MemoryStore):
             return _with_contexts(connection, user_id, connection.execute(query).all())
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:
-        with unavailable_on_driver_error("delete"), self._engine.connect() as connection:
+        with unavailable_on_driver_error("delete"), self._writer.connect() as connection:
             transaction = connection.begin()
-            # Contexts first, as the reference host does; both statements are writes, so SQLite
-            # takes its write lock up front instead of failing to upgrade a read snapshot.
+            # Contexts first, as the reference host does. No read before the writes: the
+            # memory delete's row count says whether the owner had such a memory.
             connection.execute(
                 memory_context.delete().where(
                     memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id

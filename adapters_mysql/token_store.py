@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import api_token
 from memorybank_core import ApiToken, TokenStore
@@ -22,6 +23,7 @@ class SqlTokenStore(TokenStore):
 
     def __init__(self, engine: sa.Engine) -> None:
         self._engine = engine
+        self._writer = for_writing(engine)
 
     def add(self, token: ApiToken) -> None:
         row = {
@@ -33,7 +35,7 @@ class SqlTokenStore(TokenStore):
             "created_at": token.created_at,
             "revoked_at": token.revoked_at,
         }
-        with unavailable_on_driver_error("token add"), self._engine.begin() as connection:
+        with unavailable_on_driver_error("token add"), self._writer.begin() as connection:
             connection.execute(api_token.insert(), [row])
 
     def find_by_hash(self, token_hash: str) -> ApiToken | None:
@@ -53,7 +55,7 @@ class SqlTokenStore(TokenStore):
         statement = (
             api_token.update().where(api_token.c.id == token_id, api_token.c.revoked_at.is_(None)).values(revoked_at=at)
         )
-        with unavailable_on_driver_error("token revoke"), self._engine.begin() as connection:
+        with unavailable_on_driver_error("token revoke"), self._writer.begin() as connection:
             return connection.execute(statement).rowcount == 1
 
     def _one(self, condition: sa.ColumnElement[bool]) -> ApiToken | None:

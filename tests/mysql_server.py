@@ -36,7 +36,8 @@ def server_url() -> sa.URL:
     url = sa.make_url(raw)
     if url.drivername == "mysql":
         url = url.set(drivername="mysql+mysqldb")
-    return url.set(database=None)
+    # URL.set() ignores None; _replace really drops the database.
+    return url._replace(database=None)
 
 
 class ThrowawayDatabase:

@@ -92,6 +92,20 @@ def test_the_query_builder_output_is_valid_fts5_for_any_text(text: str) -> None:
         connection.execute(sa.text("SELECT count(*) FROM probe WHERE probe MATCH :q"), {"q": expression}).scalar_one()
 
 
+#: Operators of both query languages, and words of every length, to stress the query parsers.
+_QUERY_PIECES = st.sampled_from([*"*\"+-~<>()@%_\\' :^.", "lighthouse", "keeper", "xé", "東京", "AND", "NEAR", "OR"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.one_of(st.lists(_QUERY_PIECES, max_size=12).map("".join), st.text(max_size=40)))
+def test_no_query_text_makes_either_engine_raise(storage: SqlStorage, text: str) -> None:
+    owner = "usr_fuzz"
+    if not storage.store.list(user_id=owner, limit=1, after=None):
+        storage.store.add(user_id=owner, memory=make_memory(owner, "the lighthouse keeper in 東京都"))
+    hits = storage.search_engine.search(user_id=owner, query=text, limit=5)
+    assert all(hit.score > 0 for hit in hits)
+
+
 @pytest.mark.parametrize("query", NASTY_QUERIES)
 def test_nasty_queries_never_raise_and_stay_owner_scoped(storage: SqlStorage, query: str) -> None:
     owner, other = new_user(), new_user()

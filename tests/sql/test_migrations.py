@@ -5,6 +5,10 @@ Each test gets its own empty database: these tests create and drop schemas.
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -324,3 +328,30 @@ def test_the_alembic_command_line_works_from_a_checkout(tmp_path: Path, monkeypa
             assert revisions.current_revision(connection) == revisions.head_revision()
     finally:
         storage.close()
+
+
+def test_migrations_run_from_an_installed_copy_outside_the_checkout(tmp_path: Path) -> None:
+    # Installed, the packages sit side by side in site-packages and the CWD is anywhere.
+    site = tmp_path / "site-packages"
+    for package in ("memorybank_core", "adapters_mysql", "migrations"):
+        shutil.copytree(REPOSITORY / package, site / package, ignore=shutil.ignore_patterns("__pycache__"))
+    script = (
+        "from adapters_mysql import open_storage\n"
+        "storage = open_storage('sqlite:///bank.sqlite3')\n"
+        "storage.migrate()\n"
+        "storage.check_ready()\n"
+        "print(storage.engine.dialect.name)\n"
+    )
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    finished = subprocess.run(  # noqa: S603 - our own interpreter and script
+        [sys.executable, "-c", script],
+        cwd=work,
+        env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.strip() == "sqlite"
+    assert (work / "bank.sqlite3").is_file()

@@ -6,14 +6,20 @@ store, search engine and token store into the bank. Nothing connects at import t
 
 from adapters_mysql.errors import SchemaNotReadyError
 from adapters_mysql.mysql_fulltext import MysqlFulltextSearch
+from adapters_mysql.owner_fulltext import MysqlOwnerScopedSearch
+from adapters_mysql.owner_index import OwnerIndexer
 from adapters_mysql.sqlite_fts5 import Fts5Search
+from adapters_mysql.sqlite_owner_fts5 import Fts5OwnerScopedSearch
 from adapters_mysql.storage import SqlStorage, open_storage
 from adapters_mysql.store import SqlMemoryStore
 from adapters_mysql.token_store import SqlTokenStore
 
 __all__ = [
+    "Fts5OwnerScopedSearch",
     "Fts5Search",
     "MysqlFulltextSearch",
+    "MysqlOwnerScopedSearch",
+    "OwnerIndexer",
     "SchemaNotReadyError",
     "SqlMemoryStore",
     "SqlStorage",

@@ -14,18 +14,34 @@ import sqlalchemy as sa
 
 from adapters_mysql.errors import SchemaNotReadyError
 from adapters_mysql.mysql_fulltext import FULLTEXT_INDEX_NAME, ensure_fulltext_index, fulltext_index_exists
+from adapters_mysql.owner_fulltext import (
+    OWNER_FULLTEXT_INDEX_NAME,
+    ensure_owner_fulltext_index,
+    owner_fulltext_index_exists,
+)
 from adapters_mysql.revisions import current_revision, head_revision, known_revisions
+from adapters_mysql.schema import memory
 from adapters_mysql.sqlite_fts5 import FTS_TABLE_NAME, ensure_fts5, fts5_ready
+from adapters_mysql.sqlite_owner_fts5 import TERMS_FTS_TABLE_NAME, ensure_terms_fts5, terms_fts5_ready
 
 _log = logging.getLogger("memorybank.storage")
 
 
 def bootstrap(connection: sa.Connection) -> bool:
-    """Create the dialect's search structures if missing; True if anything was created."""
+    """Create the dialect's search structures if missing; True if anything was created.
+
+    Both structures: the seed-literal one over `content`, and the owner-scoped one over
+    `search_terms`, the latter only once that column exists (revision 0001 runs this too).
+    """
+    owner_scoped = _has_search_terms(connection)
     if connection.dialect.name == "mysql":
         created = ensure_fulltext_index(connection)
+        if owner_scoped:
+            created = ensure_owner_fulltext_index(connection) or created
     elif connection.dialect.name == "sqlite":
         created = ensure_fts5(connection)
+        if owner_scoped:
+            created = ensure_terms_fts5(connection) or created
     else:
         raise ValueError(f"memorybank storage does not support the {connection.dialect.name} dialect")
     if created:
@@ -33,11 +49,29 @@ def bootstrap(connection: sa.Connection) -> bool:
     return created
 
 
+def _has_search_terms(connection: sa.Connection) -> bool:
+    columns = sa.inspect(connection).get_columns(memory.name)
+    return any(column["name"] == memory.c.search_terms.name for column in columns)
+
+
+def missing_search_structures(connection: sa.Connection) -> list[str]:
+    """The dialect's search structures that do not exist, described for an error message."""
+    if connection.dialect.name == "mysql":
+        checks = [
+            (fulltext_index_exists, f"the FULLTEXT index {FULLTEXT_INDEX_NAME}"),
+            (owner_fulltext_index_exists, f"the FULLTEXT index {OWNER_FULLTEXT_INDEX_NAME}"),
+        ]
+    else:
+        checks = [
+            (fts5_ready, f"the FTS5 table {FTS_TABLE_NAME} or its triggers"),
+            (terms_fts5_ready, f"the FTS5 table {TERMS_FTS_TABLE_NAME} or its triggers"),
+        ]
+    return [description for exists, description in checks if not exists(connection)]
+
+
 def search_structures_ready(connection: sa.Connection) -> bool:
     """True when the dialect's search structures exist."""
-    if connection.dialect.name == "mysql":
-        return fulltext_index_exists(connection)
-    return fts5_ready(connection)
+    return not missing_search_structures(connection)
 
 
 def check_ready(connection: sa.Connection, *, fix_command: str) -> None:
@@ -60,10 +94,6 @@ def check_ready(connection: sa.Connection, *, fix_command: str) -> None:
         raise SchemaNotReadyError(
             f"the database schema is at revision {current}, behind this memorybank's {head}: run `{fix_command}`"
         )
-    if not search_structures_ready(connection):
-        missing = (
-            f"the FULLTEXT index {FULLTEXT_INDEX_NAME}"
-            if connection.dialect.name == "mysql"
-            else f"the FTS5 table {FTS_TABLE_NAME} or its triggers"
-        )
-        raise SchemaNotReadyError(f"{missing} is missing: run `{fix_command}`")
+    missing = missing_search_structures(connection)
+    if missing:
+        raise SchemaNotReadyError(f"{' and '.join(missing)} is missing: run `{fix_command}`")

@@ -87,15 +87,15 @@ _statistics = sa.table(
 _CREATE_FULLTEXT = f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX_NAME} ON {memory.name} (content)"
 
 
-def fulltext_index_exists(connection: sa.Connection) -> bool:
-    """True when `memory` in the connection's current database has the FULLTEXT index."""
+def fulltext_index_exists(connection: sa.Connection, name: str = FULLTEXT_INDEX_NAME) -> bool:
+    """True when `memory` in the connection's current database has the FULLTEXT index `name`."""
     found = connection.execute(
         sa.select(sa.func.count())
         .select_from(_statistics)
         .filter_by(
             TABLE_SCHEMA=sa.func.database(),
             TABLE_NAME=memory.name,
-            INDEX_NAME=FULLTEXT_INDEX_NAME,
+            INDEX_NAME=name,
             INDEX_TYPE="FULLTEXT",
         )
     ).scalar_one()

@@ -11,6 +11,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from adapters_mysql.mysql_fulltext import FULLTEXT_INDEX_NAME
+from adapters_mysql.owner_fulltext import OWNER_FULLTEXT_INDEX_NAME
 from adapters_mysql.schema import metadata
 
 #: Our own version table, so a host that runs alembic for its own tables in the same database
@@ -69,12 +70,12 @@ def stamp_head(connection: sa.Connection) -> None:
 
 
 def include_name(name: str | None, type_: str, _parent_names: object) -> bool:
-    """Alembic's filter: compare only our tables, and not the FULLTEXT index the bootstrap owns.
+    """Alembic's filter: compare only our tables, and not the FULLTEXT indexes the bootstrap owns.
 
     Other tables in the database (a host's, FTS5's shadow tables, the version table) are not ours.
     """
     if type_ == "table":
         return name in metadata.tables
     if type_ == "index":
-        return name != FULLTEXT_INDEX_NAME
+        return name not in (FULLTEXT_INDEX_NAME, OWNER_FULLTEXT_INDEX_NAME)
     return True

@@ -93,8 +93,14 @@ memory = sa.Table(
     sa.Column("tags", sa.JSON(none_as_null=True), nullable=True),
     sa.Column("created_at", UtcDateTime(), nullable=False),
     sa.Column("updated_at", UtcDateTime(), nullable=False),
-    # Leftmost prefix serves `user_id = ?`; the rest serves the newest-first keyset listing.
-    sa.Index("memory_user_id_created_at_id", "user_id", "created_at", "id"),
+    # The owner-scoped search document (adapters_mysql.owner_index): tagged tokens, how many, and
+    # the tokenization scheme that wrote them. NULL / 0 until a row is indexed (rows from 0001).
+    sa.Column("search_terms", sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql"), nullable=True),
+    sa.Column("doc_length", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("search_version", sa.SmallInteger(), nullable=False, server_default="0"),
+    # Leftmost prefix serves `user_id = ?`; (created_at, id) serves the newest-first keyset listing;
+    # scope and doc_length make the owner's BM25 statistics (count, total length) index-only.
+    sa.Index("memory_user_id_created_at_id", "user_id", "created_at", "id", "scope", "doc_length"),
     **MYSQL_TABLE_OPTIONS,
 )
 

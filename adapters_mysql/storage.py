@@ -12,9 +12,13 @@ from adapters_mysql.bootstrap import bootstrap, check_ready
 from adapters_mysql.engines import for_writing, mysql_engine, sqlite_engine
 from adapters_mysql.errors import driver_error_code, unavailable_on_driver_error
 from adapters_mysql.mysql_fulltext import MysqlFulltextSearch
+from adapters_mysql.owner_fulltext import MysqlOwnerScopedSearch
+from adapters_mysql.owner_index import OwnerIndexer
+from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, count_to_reindex, reindex
 from adapters_mysql.revisions import current_revision, stamp_head, upgrade_to_head
 from adapters_mysql.schema import metadata
 from adapters_mysql.sqlite_fts5 import Fts5Search
+from adapters_mysql.sqlite_owner_fts5 import Fts5OwnerScopedSearch
 from adapters_mysql.store import SqlMemoryStore
 from adapters_mysql.token_store import SqlTokenStore
 from memorybank_core import InvalidInputError, SearchEngine, UnavailableError
@@ -33,25 +37,41 @@ _DRIVERS = {
 
 @attrs.frozen
 class _SearchKind:
-    make: Callable[[sa.Engine], SearchEngine]
+    make: Callable[[sa.Engine, OwnerIndexer], SearchEngine]
     dialects: frozenset[str]
 
 
-#: Search engines by name. A later owner-scoped engine registers here and may become a default.
+def _owner_scoped(engine: sa.Engine, indexer: OwnerIndexer) -> SearchEngine:
+    if engine.dialect.name == "mysql":
+        return MysqlOwnerScopedSearch(engine, indexer)
+    return Fts5OwnerScopedSearch(engine, indexer)
+
+
+#: Search engines by name: `owner` (owner-scoped tagged tokens, exact per-owner BM25; the default)
+#: on both dialects, and the seed-literal engines `fulltext` (MySQL) and `fts5` (SQLite).
 SEARCH_ENGINES: dict[str, _SearchKind] = {
-    "fulltext": _SearchKind(MysqlFulltextSearch, frozenset({"mysql"})),
-    "fts5": _SearchKind(Fts5Search, frozenset({"sqlite"})),
+    "owner": _SearchKind(_owner_scoped, frozenset({"mysql", "sqlite"})),
+    "fulltext": _SearchKind(lambda engine, _indexer: MysqlFulltextSearch(engine), frozenset({"mysql"})),
+    "fts5": _SearchKind(lambda engine, _indexer: Fts5Search(engine), frozenset({"sqlite"})),
 }
-DEFAULT_SEARCH: dict[str, str] = {"mysql": "fulltext", "sqlite": "fts5"}
+DEFAULT_SEARCH: dict[str, str] = {"mysql": "owner", "sqlite": "owner"}
 
 
 class SqlStorage:
     """Everything the bank needs from one SQL database: store, search engine, token store, schema tools."""
 
-    def __init__(self, *, engine: sa.Engine, search_engine: SearchEngine, display_url: str) -> None:
+    def __init__(
+        self,
+        *,
+        engine: sa.Engine,
+        search_engine: SearchEngine,
+        display_url: str,
+        indexer: OwnerIndexer | None = None,
+    ) -> None:
         self.engine = engine
         self.dialect_name: str = engine.dialect.name
-        self.store = SqlMemoryStore(engine)
+        self.indexer = indexer or OwnerIndexer()
+        self.store = SqlMemoryStore(engine, self.indexer)
         self.search_engine = search_engine
         self.token_store = SqlTokenStore(engine)
         self._display_url = display_url
@@ -76,8 +96,11 @@ class SqlStorage:
                 stamp_head(connection)
             bootstrap(connection)
 
-    def migrate(self) -> None:
-        """The migrate path (`memorybank migrate`): run pending migrations, then bootstrap.
+    def migrate(self, *, progress: Callable[[int], None] | None = None) -> None:
+        """The migrate path (`memorybank migrate`): run pending migrations, bootstrap, then re-index.
+
+        Re-indexing covers rows whose search document an older scheme wrote (all rows, after
+        upgrading from revision 0001); `progress` gets each batch's count.
 
         Raises:
             UnavailableError: the database cannot be reached.
@@ -85,6 +108,31 @@ class SqlStorage:
         with unavailable_on_driver_error("migrate"), for_writing(self.engine).begin() as connection:
             upgrade_to_head(connection)
             bootstrap(connection)
+        self.reindex(progress=progress)
+
+    def count_to_reindex(self, *, everything: bool = False) -> int:
+        """How many memories `reindex` would rewrite: those indexed by an older scheme (or all).
+
+        Raises:
+            UnavailableError: the database cannot be reached.
+        """
+        return count_to_reindex(self.engine, everything=everything)
+
+    def reindex(
+        self,
+        *,
+        everything: bool = False,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Rewrite the search document of memories indexed by an older scheme (or of all); the count.
+
+        Batches of `batch_size` rows, each its own transaction; `progress` gets each batch's count.
+
+        Raises:
+            UnavailableError: the database cannot be reached; committed batches stay done.
+        """
+        return reindex(self.engine, self.indexer, everything=everything, batch_size=batch_size, progress=progress)
 
     def check_ready(self) -> None:
         """Refuse to serve a database that is not at head or lacks its search index.
@@ -106,7 +154,9 @@ def open_storage(url: str, *, search: str | None = None) -> SqlStorage:
 
     `url` is `mysql://user:pw@host:port/db` (mysqlclient), `mysql+pymysql://…`,
     `sqlite:///path/file.sqlite3`, or `sqlite://` (in memory, for tests). `search` names the
-    search engine (`fulltext` on MySQL, `fts5` on SQLite); None picks the dialect's default.
+    search engine: `owner` (both dialects; the default), or the seed-literal `fulltext` (MySQL)
+    or `fts5` (SQLite). The store always writes the owner-scoped search document, so the
+    engine can be switched at any time without re-indexing.
     The schema is not touched: call `initialize`, `migrate` or `check_ready` next.
 
     Raises:
@@ -117,14 +167,15 @@ def open_storage(url: str, *, search: str | None = None) -> SqlStorage:
     given = _parse_url(url)
     engine = _create_engine(given)
     try:
-        search_engine = _search_engine(engine, search)
+        indexer = OwnerIndexer()
+        search_engine = _search_engine(engine, search, indexer)
         _ping(engine)
     except (InvalidInputError, UnavailableError):
         engine.dispose()
         raise
     # URL.set() ignores None, so the password is dropped with the NamedTuple's _replace.
     display_url = given._replace(password=None).render_as_string(hide_password=False)
-    return SqlStorage(engine=engine, search_engine=search_engine, display_url=display_url)
+    return SqlStorage(engine=engine, search_engine=search_engine, display_url=display_url, indexer=indexer)
 
 
 def _parse_url(url: object) -> URL:
@@ -154,14 +205,14 @@ def _create_engine(given: URL) -> sa.Engine:
         ) from error
 
 
-def _search_engine(engine: sa.Engine, name: str | None) -> SearchEngine:
+def _search_engine(engine: sa.Engine, name: str | None, indexer: OwnerIndexer) -> SearchEngine:
     dialect = engine.dialect.name
     chosen = DEFAULT_SEARCH[dialect] if name is None else name
     kind = SEARCH_ENGINES.get(chosen)
     if kind is None or dialect not in kind.dialects:
         usable = ", ".join(sorted(key for key, value in SEARCH_ENGINES.items() if dialect in value.dialects))
         raise InvalidInputError("search", f"must name a search engine {dialect} supports: {usable}")
-    return kind.make(engine)
+    return kind.make(engine, indexer)
 
 
 def _ping(engine: sa.Engine) -> None:

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
+from adapters_mysql.owner_index import OwnerIndexer
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
 from memorybank_core import Citation, ListPosition, Memory, MemoryContext, MemoryStore, Origin, Scope, Source
@@ -25,21 +26,52 @@ def owned_memories(user_id: str) -> sa.ColumnElement[bool]:
 
 
 class SqlMemoryStore(MemoryStore):
-    """The `MemoryStore` port over SQLAlchemy Core; see `adapters_mysql.open_storage`."""
+    """The `MemoryStore` port over SQLAlchemy Core; see `adapters_mysql.open_storage`.
 
-    def __init__(self, engine: sa.Engine) -> None:
+    Every write also stores the memory's owner-scoped search document (`indexer`), in the
+    same transaction, whichever search engine reads it.
+    """
+
+    def __init__(self, engine: sa.Engine, indexer: OwnerIndexer | None = None) -> None:
         self._engine = engine
         self._writer = for_writing(engine)
+        self._indexer = indexer or OwnerIndexer()
 
     def add(self, *, user_id: str, memory: Memory) -> None:
         if memory.user_id != user_id:
             raise ValueError("a memory is added by its own owner")
         with unavailable_on_driver_error("save"), self._writer.begin() as connection:
-            connection.execute(memory_table.insert(), [_memory_row(memory)])
-            if memory.contexts:
-                connection.execute(
-                    memory_context.insert(), [_context_row(context, user_id) for context in memory.contexts]
-                )
+            self._insert(connection, [memory])
+
+    def add_many(self, memories: Sequence[Memory]) -> None:
+        """Store memories of any owners, with their contexts, in one transaction: all or none.
+
+        For bulk loads (`memorybank import`): one multi-row insert per table. Each memory keeps
+        the id, owner and timestamps it carries.
+
+        Raises:
+            UnavailableError: storage cannot be reached; nothing was written.
+            sqlalchemy.exc.IntegrityError: an id is already stored; nothing was written.
+        """
+        if not memories:
+            return
+        with unavailable_on_driver_error("import"), self._writer.begin() as connection:
+            self._insert(connection, memories)
+
+    def _insert(self, connection: sa.Connection, memories: Sequence[Memory]) -> None:
+        connection.execute(memory_table.insert(), [self._memory_row(memory) for memory in memories])
+        contexts = [_context_row(context, memory.user_id) for memory in memories for context in memory.contexts]
+        if contexts:
+            connection.execute(memory_context.insert(), contexts)
+
+    def _memory_row(self, saved: Memory) -> dict[str, Any]:
+        document = self._indexer.document(saved)
+        return {
+            **_memory_row(saved),
+            "search_terms": document.search_terms,
+            "doc_length": document.doc_length,
+            "search_version": document.search_version,
+        }
 
     def get_many(self, *, user_id: str, memory_ids: Sequence[str]) -> Mapping[str, Memory]:
         wanted = list(dict.fromkeys(memory_ids))
@@ -135,6 +167,11 @@ def _with_contexts(connection: sa.Connection, user_id: str, rows: Sequence[sa.Ro
     for row in context_rows:
         contexts.setdefault(row.memory_id, []).append(_context(row))
     return [_memory(row, contexts.get(row.id, [])) for row in rows]
+
+
+def memory_from_rows(row: sa.Row[Any], context_rows: Sequence[sa.Row[Any]]) -> Memory:
+    """The entity for a `memory` row and its `memory_context` rows (for admin tasks such as re-indexing)."""
+    return _memory(row, [_context(context) for context in context_rows])
 
 
 def _memory(row: sa.Row[Any], contexts: list[MemoryContext]) -> Memory:

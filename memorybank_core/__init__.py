@@ -3,7 +3,7 @@
 A host imports its names from here; adapters implement its ports.
 """
 
-from memorybank_core.analysis import Analyzer, SimpleAnalyzer
+from memorybank_core.analysis import Analyzer, SimpleAnalyzer, memory_terms, search_fields
 from memorybank_core.clock import FixedClock, SystemClock
 from memorybank_core.entities import (
     ApiToken,
@@ -81,4 +81,6 @@ __all__ = [
     "TokenService",
     "TokenStore",
     "UnavailableError",
+    "memory_terms",
+    "search_fields",
 ]

@@ -9,7 +9,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from abc import abstractmethod
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from memorybank_core.entities import Memory
 
 _WORD = re.compile(r"\w+")
 
@@ -34,3 +37,17 @@ class SimpleAnalyzer(Analyzer):
 
     def query_terms(self, text: str) -> list[str]:
         return list(dict.fromkeys(self.document_terms(text)))
+
+
+def search_fields(memory: Memory) -> list[str]:
+    """The texts a memory is found by, in order: its content, its tags, then its context snippets.
+
+    Tags and snippets are what a person remembers a memory by as often as its wording, and
+    every engine indexes exactly these fields, so they all rank the same document.
+    """
+    return [memory.content, *memory.tags, *(context.snippet for context in memory.contexts)]
+
+
+def memory_terms(analyzer: Analyzer, memory: Memory) -> list[str]:
+    """The analyzer's document terms of every search field of `memory`, field after field."""
+    return [term for field in search_fields(memory) for term in analyzer.document_terms(field)]

@@ -13,7 +13,7 @@ from datetime import datetime
 
 import attrs
 
-from memorybank_core.analysis import Analyzer, SimpleAnalyzer
+from memorybank_core.analysis import Analyzer, SimpleAnalyzer, memory_terms
 from memorybank_core.entities import ApiToken, Memory, Scope
 from memorybank_core.ports import ListPosition, MemoryStore, SearchEngine, SearchHit, TokenStore
 from memorybank_core.ranking import corpus_stats, rank
@@ -59,7 +59,7 @@ class InMemoryStore(MemoryStore):
 
 
 class InMemorySearch(SearchEngine):
-    """BM25 over one owner's memories, with that owner's own statistics."""
+    """BM25 over one owner's memories (content, tags and snippets), with that owner's own statistics."""
 
     def __init__(self, store: InMemoryStore, analyzer: Analyzer | None = None) -> None:
         self._store = store
@@ -70,8 +70,7 @@ class InMemorySearch(SearchEngine):
         if not terms:
             return []
         documents = {
-            memory.id: Counter(self._analyzer.document_terms(memory.content))
-            for memory in self._store.owned(user_id).values()
+            memory.id: Counter(memory_terms(self._analyzer, memory)) for memory in self._store.owned(user_id).values()
         }
         return rank(terms, documents, corpus_stats(documents, terms), limit)
 

@@ -46,12 +46,22 @@ def bm25(query_terms: Sequence[str], counts: Counter[str], length: int, stats: C
 
 
 def rank(
-    query_terms: Sequence[str], documents: Mapping[str, Counter[str]], stats: CorpusStats, limit: int
+    query_terms: Sequence[str],
+    documents: Mapping[str, Counter[str]],
+    stats: CorpusStats,
+    limit: int,
+    *,
+    lengths: Mapping[str, int] | None = None,
 ) -> list[SearchHit]:
-    """The best `limit` documents by BM25, score descending then id descending; zero scores dropped."""
+    """The best `limit` documents by BM25, score descending then id descending; zero scores dropped.
+
+    A document's length is the sum of its counts, unless `lengths` gives it: an engine that
+    stores each document's length need only count the query's terms.
+    """
     hits = []
     for memory_id, counts in documents.items():
-        score = bm25(query_terms, counts, sum(counts.values()), stats)
+        length = lengths[memory_id] if lengths is not None else sum(counts.values())
+        score = bm25(query_terms, counts, length, stats)
         if score > 0:
             hits.append(SearchHit(memory_id=memory_id, score=score))
     hits.sort(key=lambda hit: (hit.score, hit.memory_id), reverse=True)

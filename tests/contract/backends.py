@@ -15,6 +15,7 @@ import attrs
 import pytest
 
 from memorybank_core import InMemorySearch, InMemoryStore, MemoryStore, SearchEngine
+from memorybank_text import TextAnalyzer
 
 
 @attrs.frozen
@@ -42,7 +43,8 @@ class InMemoryFactory(BackendFactory):
 
     def fresh(self) -> Backend:
         store = InMemoryStore()
-        return Backend(store=store, search_engine=InMemorySearch(store))
+        # The analyzer every SQL engine uses, so the reference ranks what they rank.
+        return Backend(store=store, search_engine=InMemorySearch(store, TextAnalyzer()))
 
     def close(self) -> None:
         pass
@@ -60,12 +62,14 @@ class Registration:
 FACTORIES: dict[str, Registration] = {
     "memory": Registration(InMemoryFactory),
     "sqlite": Registration(lambda: _sql_factory("sqlite")),
-    "mysql": Registration(lambda: _sql_factory("mysql"), marks=(pytest.mark.mysql,)),
+    "sqlite-fts5": Registration(lambda: _sql_factory("sqlite", search="fts5")),
+    "mysql": Registration(lambda: _sql_factory("mysql", search="fulltext"), marks=(pytest.mark.mysql,)),
+    "mysql-owner": Registration(lambda: _sql_factory("mysql", search="owner"), marks=(pytest.mark.mysql,)),
 }
 
 
-def _sql_factory(kind: str) -> BackendFactory:
+def _sql_factory(kind: str, *, search: str | None = None) -> BackendFactory:
     # Imported on use: the SQL factories import this module for Backend.
     from tests.sql.backends import MysqlFactory, SqliteFactory
 
-    return SqliteFactory() if kind == "sqlite" else MysqlFactory()
+    return SqliteFactory(search=search) if kind == "sqlite" else MysqlFactory(search=search)

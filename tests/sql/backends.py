@@ -20,10 +20,10 @@ from tests.mysql_server import ThrowawayDatabase
 class SqliteFactory(BackendFactory):
     """A SQLite file in a temporary directory, created by the fresh-install path (`initialize`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, search: str | None = None) -> None:
         self._directory = tempfile.TemporaryDirectory(prefix="memorybank-test-")
         self.url = f"sqlite:///{Path(self._directory.name) / 'memorybank.sqlite3'}"
-        self.storage: SqlStorage = open_storage(self.url)
+        self.storage: SqlStorage = open_storage(self.url, search=search)
         self.storage.initialize()
 
     def fresh(self) -> Backend:
@@ -41,10 +41,10 @@ class SqliteFactory(BackendFactory):
 class MysqlFactory(BackendFactory):
     """A throwaway MySQL/MariaDB database, created by the migrate path (`migrate`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, search: str | None = None) -> None:
         self._database = ThrowawayDatabase()
         self.url = self._database.url
-        self.storage: SqlStorage = open_storage(self.url)
+        self.storage: SqlStorage = open_storage(self.url, search=search)
         self.storage.migrate()
 
     def fresh(self) -> Backend:

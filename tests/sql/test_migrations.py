@@ -77,7 +77,13 @@ def schema_of(storage: SqlStorage) -> dict[str, Any]:
                 if name in existing
             }
         rows = connection.exec_driver_sql("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name")
-        return {row.name: (row.type, row.tbl_name, row.sql) for row in rows}
+        # ALTER TABLE ADD COLUMN splices the column into the stored SQL without the line break
+        # CREATE TABLE puts there: compare the SQL with its whitespace collapsed.
+        return {row.name: (row.type, row.tbl_name, _collapse(row.sql)) for row in rows}
+
+
+def _collapse(sql: str | None) -> str | None:
+    return None if sql is None else " ".join(sql.split())
 
 
 def structure_of(storage: SqlStorage) -> dict[str, Any]:
@@ -224,9 +230,10 @@ def test_check_ready_refuses_a_database_behind_head(
 ) -> None:
     storage = opened(new_database())
     storage.initialize()
-    # A newer memorybank would ship revision 0002; this database only has 0001.
-    monkeypatch.setattr("adapters_mysql.bootstrap.head_revision", lambda: "0002")
-    monkeypatch.setattr("adapters_mysql.bootstrap.known_revisions", lambda: frozenset({"0001", "0002"}))
+    # A newer memorybank would ship one more revision; this database only has today's head.
+    known = revisions.known_revisions()
+    monkeypatch.setattr("adapters_mysql.bootstrap.head_revision", lambda: "9999")
+    monkeypatch.setattr("adapters_mysql.bootstrap.known_revisions", lambda: known | {"9999"})
     with pytest.raises(SchemaNotReadyError, match="behind") as raised:
         storage.check_ready()
     assert storage.fix_command in str(raised.value)
@@ -333,7 +340,7 @@ def test_the_alembic_command_line_works_from_a_checkout(tmp_path: Path, monkeypa
 def test_migrations_run_from_an_installed_copy_outside_the_checkout(tmp_path: Path) -> None:
     # Installed, the packages sit side by side in site-packages and the CWD is anywhere.
     site = tmp_path / "site-packages"
-    for package in ("memorybank_core", "adapters_mysql", "migrations"):
+    for package in ("memorybank_core", "memorybank_text", "adapters_mysql", "migrations"):
         shutil.copytree(REPOSITORY / package, site / package, ignore=shutil.ignore_patterns("__pycache__"))
     script = (
         "from adapters_mysql import open_storage\n"

@@ -10,7 +10,13 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters_mysql import Fts5Search, MysqlFulltextSearch, SqlStorage, open_storage
+from adapters_mysql import (
+    Fts5OwnerScopedSearch,
+    MysqlFulltextSearch,
+    MysqlOwnerScopedSearch,
+    SqlStorage,
+    open_storage,
+)
 from adapters_mysql.sqlite_fts5 import fts5_query
 from memorybank_core import limits
 from tests.sql.conftest import Statement
@@ -63,7 +69,7 @@ def test_the_query_builder_yields_nothing_when_no_token_remains(text: str) -> No
 @pytest.fixture(scope="module")
 def fts5_bank() -> Iterator[SqlStorage]:
     """An in-memory SQLite bank with a few memories, for property tests."""
-    storage = open_storage("sqlite://")
+    storage = open_storage("sqlite://", search="fts5")
     storage.initialize()
     owner = "usr_property"
     for n, content in enumerate(["lighthouse keeper", "e-mail from the keeper", "c++ and rust", "东京 tower"]):
@@ -195,14 +201,13 @@ def test_mysql_search_is_the_seeds_bound_natural_language_match(
     mysql_storage: SqlStorage, statements: list[Statement]
 ) -> None:
     owner = new_user()
-    mysql_storage.search_engine.search(user_id=owner, query="secret lighthouse words", limit=5)
+    MysqlFulltextSearch(mysql_storage.engine).search(user_id=owner, query="secret lighthouse words", limit=5)
     (search,) = [s for s in statements if "MATCH" in s.sql]
     assert "AGAINST (%s IN NATURAL LANGUAGE MODE)" in search.sql
     assert "BOOLEAN" not in search.sql
     assert "lighthouse" not in search.sql
     assert search.binds("secret lighthouse words")
     assert search.binds(owner)
-    assert isinstance(mysql_storage.search_engine, MysqlFulltextSearch)
 
 
 @pytest.mark.mysql
@@ -211,7 +216,7 @@ def test_mysql_honours_quoted_phrases_and_retries_queries_its_parser_rejects(mys
     phrase, scattered = make_memory(owner, "lighthouse keeper notes"), make_memory(owner, "keeper of the lighthouse")
     for memory in (phrase, scattered):
         mysql_storage.store.add(user_id=owner, memory=memory)
-    search = mysql_storage.search_engine
+    search = MysqlFulltextSearch(mysql_storage.engine)
     assert [h.memory_id for h in search.search(user_id=owner, query='"lighthouse keeper"', limit=5)] == [phrase.id]
     retried = search.search(user_id=owner, query='"lighthouse keeper" ""*', limit=5)
     assert {h.memory_id for h in retried} == {phrase.id, scattered.id}
@@ -226,7 +231,7 @@ def test_mysql_fulltext_skips_short_words_and_stopwords_as_documented(mysql_stor
         mysql_storage.store.add(user_id=filler, memory=make_memory(filler, f"unrelated filler row {n}"))
     memory = make_memory(owner, "learn Go and AI about the harbor in 東京")
     mysql_storage.store.add(user_id=owner, memory=memory)
-    search = mysql_storage.search_engine
+    search = MysqlFulltextSearch(mysql_storage.engine)
     # Under 3 characters or an InnoDB stopword: never indexed (docs/storage.md).
     for query in ("go", "AI", "東京", "about", "the"):
         assert search.search(user_id=owner, query=query, limit=5) == [], query
@@ -242,10 +247,10 @@ def test_mysql_still_finds_a_word_that_is_in_every_row(mysql_storage: SqlStorage
     memories = [make_memory(owner, f"ubiquitous word row{n}") for n in range(3)]
     for memory in memories:
         mysql_storage.store.add(user_id=owner, memory=memory)
-    hits = mysql_storage.search_engine.search(user_id=owner, query="ubiquitous", limit=5)
+    hits = MysqlFulltextSearch(mysql_storage.engine).search(user_id=owner, query="ubiquitous", limit=5)
     assert {h.memory_id for h in hits} == {m.id for m in memories}
     assert all(0 < h.score < 1e-6 for h in hits)
 
 
-def test_the_sqlite_default_engine_is_fts5(sqlite_storage: SqlStorage) -> None:
-    assert isinstance(sqlite_storage.search_engine, Fts5Search)
+def test_the_default_engine_of_each_dialect_is_owner_scoped(storage: SqlStorage) -> None:
+    assert isinstance(storage.search_engine, (Fts5OwnerScopedSearch, MysqlOwnerScopedSearch))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from adapters_mysql import Fts5Search, MysqlFulltextSearch, SqlStorage, open_storage
+from adapters_mysql import Fts5OwnerScopedSearch, MysqlOwnerScopedSearch, SqlStorage, open_storage
 from adapters_mysql.storage import SEARCH_ENGINES
 from memorybank_core import InvalidInputError, MemoryBank, SaveRequest, UnavailableError
 from tests.conftest import User
@@ -48,6 +48,7 @@ def test_fulltext_search_is_refused_on_sqlite() -> None:
 
 def test_every_registered_engine_names_the_dialects_it_serves() -> None:
     assert {name: sorted(kind.dialects) for name, kind in SEARCH_ENGINES.items()} == {
+        "owner": ["mysql", "sqlite"],
         "fulltext": ["mysql"],
         "fts5": ["sqlite"],
     }
@@ -74,7 +75,7 @@ def test_sqlite_connections_are_configured_for_a_threaded_server(tmp_path: Path)
             }
         assert settings == {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": 5000}
         assert storage.dialect_name == "sqlite"
-        assert isinstance(storage.search_engine, Fts5Search)
+        assert isinstance(storage.search_engine, Fts5OwnerScopedSearch)
     finally:
         storage.close()
 
@@ -138,7 +139,7 @@ def test_both_mysql_drivers_serve_the_bank(scheme: str) -> None:
         storage.initialize()
         storage.check_ready()
         assert storage.dialect_name == "mysql"
-        assert isinstance(storage.search_engine, MysqlFulltextSearch)
+        assert isinstance(storage.search_engine, MysqlOwnerScopedSearch)
         bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
         alice = User()
         saved = bank.save(alice, SaveRequest.of("emoji 🦜 survive the utf8mb4 connection"))

@@ -1,0 +1,133 @@
+"""`MysqlOwnerScopedSearch`: owner-scoped InnoDB FULLTEXT over tagged tokens, ranked exactly per owner.
+
+InnoDB decodes a query word's whole posting list and only then filters `user_id`, so the seed's
+`MATCH(content)` costs time in proportion to *everyone's* data. Here the FULLTEXT index is on
+`memory.search_terms`, whose words carry the owner's tag (`adapters_mysql.owner_index`): each
+posting list holds one owner's rows, and a search reads only the searcher's. `user_id = :owner`
+stays in every query as the correctness guard. The candidates are then ranked in the app with
+BM25 over the owner's own statistics, so other users' data never changes a user's ranking.
+
+The MySQL-specific SQL of this engine lives here only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.mysql import match
+
+from adapters_mysql.errors import driver_error_code, unavailable_on_driver_error
+from adapters_mysql.mysql_fulltext import fulltext_index_exists
+from adapters_mysql.owner_index import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
+from adapters_mysql.schema import memory
+from adapters_mysql.store import owned_memories
+from memorybank_core import SearchEngine, SearchHit
+
+#: Created by `adapters_mysql.bootstrap` (revision 0002 on).
+OWNER_FULLTEXT_INDEX_NAME = "memory_search_terms_fulltext"
+
+#: MySQL's "Duplicate key name": a concurrent creator won the race.
+_DUPLICATE_KEY_NAME = 1061
+
+# Static DDL with no input in it, hence text().
+_CREATE_FULLTEXT = f"CREATE FULLTEXT INDEX {OWNER_FULLTEXT_INDEX_NAME} ON {memory.name} (search_terms)"
+
+
+class MysqlOwnerScopedSearch(SearchEngine):
+    """The `SearchEngine` port over the owner-tagged FULLTEXT index, with exact per-owner BM25.
+
+    At most `candidate_limit` matching rows are scored: past it, the rows InnoDB ranks highest
+    are kept (its relevance also favours rare and repeated words), while document frequencies
+    are still counted over all the owner's rows.
+    """
+
+    def __init__(
+        self, engine: sa.Engine, indexer: OwnerIndexer | None = None, *, candidate_limit: int = DEFAULT_CANDIDATE_LIMIT
+    ) -> None:
+        self._engine = engine
+        self._indexer = indexer or OwnerIndexer()
+        self._candidate_limit = candidate_limit
+
+    def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
+        tokens = self._indexer.query_tokens(user_id, query)
+        if not tokens:
+            return []
+        with unavailable_on_driver_error("search"), self._engine.connect() as connection:
+            rows = connection.execute(
+                _candidates(user_id, " ".join(tokens), self._candidate_limit + 1),
+            ).all()
+            if not rows:
+                return []
+            count, total = connection.execute(_owner_totals(user_id)).one()
+            document_frequency = None
+            if len(rows) > self._candidate_limit:
+                rows = rows[: self._candidate_limit]
+                document_frequency = {
+                    token: connection.execute(_owner_matches(user_id, token)).scalar_one() for token in tokens
+                }
+        candidates = [Candidate(row.id, row.search_terms or "", row.doc_length) for row in rows]
+        return rank_candidates(
+            tokens,
+            candidates,
+            document_count=int(count),
+            total_length=int(total),
+            document_frequency=document_frequency,
+            limit=limit,
+        )
+
+
+def _relevance(tokens: str) -> sa.ColumnElement[float]:
+    # Natural-language mode: any token matches, and its parser never rejects input (ours is
+    # `[0-9a-z_ ]` anyway). The whole token string is one bound parameter.
+    against = sa.bindparam("tokens", tokens, type_=sa.Text)
+    return match(memory.c.search_terms, against=against).in_natural_language_mode()
+
+
+def _candidates(user_id: str, tokens: str, limit: int) -> sa.Select[str, str | None, int]:
+    relevance = _relevance(tokens)
+    return (
+        sa.select(memory.c.id, memory.c.search_terms, memory.c.doc_length)
+        .where(owned_memories(user_id), relevance > 0)
+        # Only decides which candidates survive the bound; the final order is BM25's.
+        .order_by(relevance.desc(), memory.c.id.desc())
+        .limit(limit)
+    )
+
+
+def _owner_totals(user_id: str) -> sa.Select[int, int]:
+    # Index-only on memory_user_id_scope_doc_length.
+    return sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(memory.c.doc_length), 0)).where(
+        owned_memories(user_id)
+    )
+
+
+def _owner_matches(user_id: str, token: str) -> sa.Select[int]:
+    return sa.select(sa.func.count()).where(owned_memories(user_id), _relevance(token) > 0)
+
+
+def owner_fulltext_index_exists(connection: sa.Connection) -> bool:
+    """True when `memory` in the connection's current database has the owner-scoped FULLTEXT index."""
+    return fulltext_index_exists(connection, OWNER_FULLTEXT_INDEX_NAME)
+
+
+def ensure_owner_fulltext_index(connection: sa.Connection) -> bool:
+    """Create the FULLTEXT index on `memory.search_terms` if missing; True if this call created it.
+
+    Building it blocks writes to `memory` (about a minute per million rows).
+    """
+    if owner_fulltext_index_exists(connection):
+        return False
+    try:
+        connection.execute(sa.text(_CREATE_FULLTEXT))
+    except (sa.exc.OperationalError, sa.exc.ProgrammingError) as error:
+        if driver_error_code(error) == _DUPLICATE_KEY_NAME:
+            return False
+        raise
+    return True
+
+
+def drop_owner_fulltext_index(connection: sa.Connection) -> None:
+    """Drop the owner-scoped FULLTEXT index if it exists (for downgrades)."""
+    if owner_fulltext_index_exists(connection):
+        connection.execute(sa.text(f"DROP INDEX {OWNER_FULLTEXT_INDEX_NAME} ON {memory.name}"))

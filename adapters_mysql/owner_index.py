@@ -1,0 +1,143 @@
+"""The owner-scoped search document, shared by the MySQL and SQLite owner-scoped engines.
+
+Each memory's search fields (content, tags, context snippets: `memorybank_core.search_fields`)
+are analyzed by `memorybank_text.TextAnalyzer`, and every term is stored in `memory.search_terms`
+as one *tagged token*: an 8-character tag derived from the owner's `user_id`, then the term.
+A full-text index over that column therefore keeps one posting list per (owner, term), and a
+query reads only the owner's lists, however many rows other users hold.
+
+A token is made only of `[0-9a-z_]`, which every full-text tokenizer (InnoDB's, FTS5's
+unicode61 with `_` as a token character) keeps as one word, is never shorter than InnoDB's
+3-character minimum and never longer than its 84-character maximum, and is never an InnoDB
+stopword. Terms outside `[0-9a-z]` (CJK, `c++`, `3.11`, other scripts) or too long are hashed:
+
+    plain:   <tag><term>                 e.g. `k3v9x0qago` for `go`
+    hashed:  <tag>_<13 base36 of BLAKE2b(term)>
+
+The tag only makes posting lists small. It is not the access control: two owners whose tags
+collide share posting lists (a little slower), and every query also says `user_id = :owner`.
+
+Ranking is exact BM25 with the owner's own statistics (`memorybank_core.ranking`): term
+frequencies come from the candidates' stored tokens, document lengths from `doc_length`, and
+the document count, average length and document frequencies from the owner's rows only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from memorybank_core import Analyzer, Memory, SearchHit, memory_terms
+from memorybank_core.ranking import CorpusStats, rank
+from memorybank_text import ANALYZER_VERSION, TextAnalyzer
+
+#: Bump when the token encoding below changes (the analyzer has its own version).
+ENCODING_VERSION = 1
+#: What `memory.search_version` holds for rows indexed by this code; older rows get re-indexed.
+SEARCH_VERSION = ENCODING_VERSION * 1000 + ANALYZER_VERSION
+#: A row whose search columns were never written (e.g. migrated from revision 0001).
+UNINDEXED_VERSION = 0
+
+TAG_LENGTH = 8
+#: InnoDB's `innodb_ft_max_token_size` default: longer words are silently not indexed.
+MAX_TOKEN_LENGTH = 84
+_HASH_BYTES = 8
+_PLAIN = re.compile(r"[0-9a-z]+")
+_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+#: How many candidate rows a search scores at most. Past it, the engine keeps the candidates its
+#: full-text index ranks highest, and still counts document frequencies over all the owner's rows.
+DEFAULT_CANDIDATE_LIMIT = 1000
+
+
+def _base36(number: int, width: int) -> str:
+    digits = []
+    for _ in range(width):
+        number, digit = divmod(number, 36)
+        digits.append(_DIGITS[digit])
+    return "".join(reversed(digits))
+
+
+def owner_tag(user_id: str) -> str:
+    """The owner's 8-character `[0-9a-z]` tag (36^8 ≈ 2.8e12 values), stable forever for a `user_id`."""
+    digest = hashlib.blake2b(user_id.encode("utf-8"), digest_size=_HASH_BYTES).digest()
+    return _base36(int.from_bytes(digest, "big"), TAG_LENGTH)
+
+
+def encode_term(tag: str, term: str) -> str:
+    """The tagged token stored and searched for `term` of the owner with `tag`."""
+    if _PLAIN.fullmatch(term) and TAG_LENGTH + len(term) <= MAX_TOKEN_LENGTH:
+        return tag + term
+    digest = hashlib.blake2b(term.encode("utf-8"), digest_size=_HASH_BYTES).digest()
+    return tag + "_" + _base36(int.from_bytes(digest, "big"), 13)
+
+
+@attrs.frozen
+class SearchDocument:
+    """What the store writes beside a memory: its tagged tokens, their count and the scheme version."""
+
+    search_terms: str
+    doc_length: int
+    search_version: int
+
+
+class OwnerIndexer:
+    """Turns memories into search documents and queries into tagged tokens, with one analyzer."""
+
+    def __init__(self, analyzer: Analyzer | None = None) -> None:
+        self.analyzer: Analyzer = analyzer or TextAnalyzer()
+
+    def document(self, memory: Memory) -> SearchDocument:
+        """The search columns for `memory`."""
+        tag = owner_tag(memory.user_id)
+        tokens = [encode_term(tag, term) for term in memory_terms(self.analyzer, memory)]
+        return SearchDocument(search_terms=" ".join(tokens), doc_length=len(tokens), search_version=SEARCH_VERSION)
+
+    def query_tokens(self, user_id: str, query: str) -> list[str]:
+        """The owner's tagged tokens for `query`, deduplicated, in order; empty when nothing is searchable."""
+        tag = owner_tag(user_id)
+        return list(dict.fromkeys(encode_term(tag, term) for term in self.analyzer.query_terms(query)))
+
+
+@attrs.frozen
+class Candidate:
+    """A row the full-text index matched: its id, stored tokens and length."""
+
+    memory_id: str
+    search_terms: str
+    doc_length: int
+
+
+def term_counts(tokens: Sequence[str], search_terms: str) -> Counter[str]:
+    """How often each of `tokens` occurs in a stored `search_terms` string."""
+    wanted = set(tokens)
+    return Counter(token for token in search_terms.split() if token in wanted)
+
+
+def rank_candidates(
+    tokens: Sequence[str],
+    candidates: Sequence[Candidate],
+    *,
+    document_count: int,
+    total_length: int,
+    document_frequency: Mapping[str, int] | None,
+    limit: int,
+) -> list[SearchHit]:
+    """BM25 over `candidates` with the owner's statistics; `document_frequency` None means count it here.
+
+    Counting here is exact when `candidates` holds every owner row that matches any token.
+    """
+    documents = {candidate.memory_id: term_counts(tokens, candidate.search_terms) for candidate in candidates}
+    if document_frequency is None:
+        document_frequency = {token: sum(1 for counts in documents.values() if counts[token]) for token in tokens}
+    stats = CorpusStats(
+        document_count=document_count,
+        average_length=total_length / document_count if document_count else 0.0,
+        document_frequency=document_frequency,
+    )
+    lengths = {candidate.memory_id: candidate.doc_length for candidate in candidates}
+    return rank(tokens, documents, stats, limit, lengths=lengths)

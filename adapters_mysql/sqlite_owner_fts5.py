@@ -1,0 +1,157 @@
+"""`Fts5OwnerScopedSearch`: the owner-scoped engine on SQLite, so embedded and MySQL rank alike.
+
+An external-content FTS5 table indexes `memory.search_terms` (the owner-tagged tokens of
+`adapters_mysql.owner_index`), kept in step by triggers in the same transaction as every write.
+`detail=none` stores only which rows hold a token: term frequencies come from the stored tokens
+and ranking is the same per-owner BM25 as on MySQL. The SQLite-specific SQL of this engine lives
+here only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+
+from adapters_mysql.errors import unavailable_on_driver_error
+from adapters_mysql.owner_index import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
+from adapters_mysql.schema import memory
+from adapters_mysql.store import owned_memories
+from memorybank_core import SearchEngine, SearchHit
+
+TERMS_FTS_TABLE_NAME = "memory_terms_fts"
+TERMS_FTS_TRIGGER_NAMES = (
+    "memory_terms_fts_after_insert",
+    "memory_terms_fts_after_delete",
+    "memory_terms_fts_after_update",
+)
+
+# Tokens are `[0-9a-z_]`: unicode61 with `_` as a token character keeps each one whole.
+# Static DDL, no input in it: hence text().
+_CREATE_STATEMENTS = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS memory_terms_fts USING fts5(search_terms, content='memory', "
+    "content_rowid='rowid', tokenize=\"unicode61 remove_diacritics 0 tokenchars '_'\", detail=none)",
+    "CREATE TRIGGER IF NOT EXISTS memory_terms_fts_after_insert AFTER INSERT ON memory BEGIN "
+    "INSERT INTO memory_terms_fts(rowid, search_terms) VALUES (new.rowid, new.search_terms); END",
+    # An external-content 'delete' must be given the old values exactly.
+    "CREATE TRIGGER IF NOT EXISTS memory_terms_fts_after_delete AFTER DELETE ON memory BEGIN "
+    "INSERT INTO memory_terms_fts(memory_terms_fts, rowid, search_terms) "
+    "VALUES ('delete', old.rowid, old.search_terms); END",
+    "CREATE TRIGGER IF NOT EXISTS memory_terms_fts_after_update AFTER UPDATE OF search_terms ON memory BEGIN "
+    "INSERT INTO memory_terms_fts(memory_terms_fts, rowid, search_terms) "
+    "VALUES ('delete', old.rowid, old.search_terms); "
+    "INSERT INTO memory_terms_fts(rowid, search_terms) VALUES (new.rowid, new.search_terms); END",
+)
+_REBUILD = "INSERT INTO memory_terms_fts(memory_terms_fts) VALUES ('rebuild')"
+_DROP_STATEMENTS = (
+    "DROP TRIGGER IF EXISTS memory_terms_fts_after_insert",
+    "DROP TRIGGER IF EXISTS memory_terms_fts_after_delete",
+    "DROP TRIGGER IF EXISTS memory_terms_fts_after_update",
+    "DROP TABLE IF EXISTS memory_terms_fts",
+)
+
+_sqlite_master = sa.table("sqlite_master", sa.column("type", sa.String), sa.column("name", sa.String))
+_fts = sa.table(TERMS_FTS_TABLE_NAME, sa.column("rowid", sa.Integer))
+
+
+class Fts5OwnerScopedSearch(SearchEngine):
+    """The `SearchEngine` port over FTS5 on the tagged tokens, with exact per-owner BM25.
+
+    At most `candidate_limit` matching rows are scored: past it, the newest are kept, while
+    document frequencies are still counted over all the owner's rows.
+    """
+
+    def __init__(
+        self, engine: sa.Engine, indexer: OwnerIndexer | None = None, *, candidate_limit: int = DEFAULT_CANDIDATE_LIMIT
+    ) -> None:
+        self._engine = engine
+        self._indexer = indexer or OwnerIndexer()
+        self._candidate_limit = candidate_limit
+
+    def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
+        tokens = self._indexer.query_tokens(user_id, query)
+        if not tokens:
+            return []
+        with unavailable_on_driver_error("search"), self._engine.connect() as connection:
+            rows = connection.execute(_candidates(user_id, tokens, self._candidate_limit + 1)).all()
+            if not rows:
+                return []
+            count, total = connection.execute(
+                sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(memory.c.doc_length), 0)).where(
+                    owned_memories(user_id)
+                )
+            ).one()
+            document_frequency = None
+            if len(rows) > self._candidate_limit:
+                rows = rows[: self._candidate_limit]
+                document_frequency = {
+                    token: connection.execute(
+                        sa.select(sa.func.count()).select_from(_matching(user_id, [token]))
+                    ).scalar_one()
+                    for token in tokens
+                }
+        candidates = [Candidate(row.id, row.search_terms or "", row.doc_length) for row in rows]
+        return rank_candidates(
+            tokens,
+            candidates,
+            document_count=int(count),
+            total_length=int(total),
+            document_frequency=document_frequency,
+            limit=limit,
+        )
+
+
+def _match(tokens: Sequence[str]) -> sa.ColumnElement[bool]:
+    # Tokens are `[0-9a-z_]`, so quoting each is safe; OR finds rows holding any of them.
+    expression = " OR ".join(f'"{token}"' for token in tokens)
+    return sa.literal_column(TERMS_FTS_TABLE_NAME).op("MATCH")(sa.bindparam("tokens", expression, type_=sa.Text))
+
+
+def _matching(user_id: str, tokens: Sequence[str]) -> sa.Subquery:
+    return (
+        sa.select(memory.c.id)
+        .select_from(_fts.join(memory, sa.literal_column("memory.rowid") == _fts.c.rowid))
+        .where(_match(tokens), owned_memories(user_id))
+        .subquery()
+    )
+
+
+def _candidates(user_id: str, tokens: Sequence[str], limit: int) -> sa.Select[str, str | None, int]:
+    return (
+        sa.select(memory.c.id, memory.c.search_terms, memory.c.doc_length)
+        .select_from(_fts.join(memory, sa.literal_column("memory.rowid") == _fts.c.rowid))
+        .where(_match(tokens), owned_memories(user_id))
+        # Only decides which candidates survive the bound: the newest.
+        .order_by(memory.c.created_at.desc(), memory.c.id.desc())
+        .limit(limit)
+    )
+
+
+def terms_fts5_ready(connection: sa.Connection) -> bool:
+    """True when the tagged-token FTS5 table and all its triggers exist."""
+    names = set(
+        connection.execute(
+            sa.select(_sqlite_master.c.name).where(
+                _sqlite_master.c.name.in_([TERMS_FTS_TABLE_NAME, *TERMS_FTS_TRIGGER_NAMES]),
+                _sqlite_master.c.type.in_(["table", "trigger"]),
+            )
+        ).scalars()
+    )
+    return names == {TERMS_FTS_TABLE_NAME, *TERMS_FTS_TRIGGER_NAMES}
+
+
+def ensure_terms_fts5(connection: sa.Connection) -> bool:
+    """Create the tagged-token FTS5 table and triggers if missing (indexing existing rows); True if made."""
+    if terms_fts5_ready(connection):
+        return False
+    for statement in _CREATE_STATEMENTS:
+        connection.execute(sa.text(statement))
+    # Rows written while the table or a trigger was missing are not indexed: rebuild from `memory`.
+    connection.execute(sa.text(_REBUILD))
+    return True
+
+
+def drop_terms_fts5(connection: sa.Connection) -> None:
+    """Drop the tagged-token FTS5 table and its triggers (for downgrades)."""
+    for statement in _DROP_STATEMENTS:
+        connection.execute(sa.text(statement))

@@ -17,7 +17,17 @@ from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.owner_index import OwnerIndexer
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
-from memorybank_core import Citation, ListPosition, Memory, MemoryContext, MemoryStore, Origin, Scope, Source
+from memorybank_core import (
+    Citation,
+    InvalidInputError,
+    ListPosition,
+    Memory,
+    MemoryContext,
+    MemoryStore,
+    Origin,
+    Scope,
+    Source,
+)
 
 
 def owned_memories(user_id: str) -> sa.ColumnElement[bool]:
@@ -51,12 +61,15 @@ class SqlMemoryStore(MemoryStore):
 
         Raises:
             UnavailableError: storage cannot be reached; nothing was written.
-            sqlalchemy.exc.IntegrityError: an id is already stored; nothing was written.
+            InvalidInputError: ("id") a memory or context id is already stored; nothing was written.
         """
         if not memories:
             return
-        with unavailable_on_driver_error("import"), self._writer.begin() as connection:
-            self._insert(connection, memories)
+        try:
+            with unavailable_on_driver_error("import"), self._writer.begin() as connection:
+                self._insert(connection, memories)
+        except sa.exc.IntegrityError as error:
+            raise InvalidInputError("id", "is already stored") from error
 
     def _insert(self, connection: sa.Connection, memories: Sequence[Memory]) -> None:
         connection.execute(memory_table.insert(), [self._memory_row(memory) for memory in memories])

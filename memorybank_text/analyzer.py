@@ -33,9 +33,9 @@ import functools
 import re
 import unicodedata
 from collections.abc import Iterator
+from typing import NamedTuple
 
-import attrs
-import snowballstemmer
+from snowballstemmer.english_stemmer import EnglishStemmer
 
 from memorybank_core import Analyzer
 from memorybank_text.stopwords import STOPWORDS
@@ -77,7 +77,8 @@ _COMPOUND = re.compile(r"[^\W_]+(?:['.\-_][^\W_]+)*(?:\+\+|#(?!\w))?")
 _JOINER = re.compile(r"['.\-_]")
 _SYMBOL_WORD = re.compile(r"[a-z]{1,2}(?:\+\+|#)")
 _DIGITS = re.compile(r"[0-9]+")
-_STEMMABLE = re.compile(r"[a-z]{3,}")
+#: Shorter words are left alone (`ai`, `go` and `us` must stay themselves).
+_MIN_STEMMED = 3
 #: English clitics that keep a contraction whole (`'s` is handled apart: it is dropped).
 _CLITICS = frozenset({"t", "re", "ve", "ll", "d", "m"})
 
@@ -85,8 +86,7 @@ _CLITICS = frozenset({"t", "re", "ve", "ll", "d", "m"})
 _STEM_CACHE_SIZE = 1 << 16
 
 
-@attrs.frozen
-class Token:
+class Token(NamedTuple):
     """One term the analyzer produced, with what it was made from."""
 
     #: The term as stored and looked up.
@@ -121,8 +121,12 @@ def tokens(text: str) -> Iterator[Token]:
         if index % 2:
             yield from _cjk_tokens(segment)
         else:
-            for match in _COMPOUND.finditer(segment):
-                yield from _compound_tokens(match.group())
+            for word in _COMPOUND.findall(segment):
+                # Most words are plain letters or digits: skip the compound rules for them.
+                if word.isalnum():
+                    yield _word_token(word)
+                else:
+                    yield from _compound_tokens(word)
 
 
 def normalize(text: str) -> str:
@@ -173,7 +177,8 @@ def _compound_tokens(word: str) -> Iterator[Token]:
 
 
 def _word_token(word: str) -> Token:
-    return Token(stem(word) if _STEMMABLE.fullmatch(word) else word, word)
+    stemmable = len(word) >= _MIN_STEMMED and word.isascii() and word.isalpha()
+    return Token(stem(word) if stemmable else word, word)
 
 
 def _cjk_tokens(run: str) -> Iterator[Token]:
@@ -188,7 +193,10 @@ def _cjk_tokens(run: str) -> Iterator[Token]:
             yield Token(character, character, document_only=True)
 
 
-_english = snowballstemmer.stemmer("english")
+# The pure-Python Snowball stemmer by name: `snowballstemmer.stemmer()` switches to PyStemmer when
+# that is installed, whose bundled Snowball may stem some words differently, and every install
+# must produce the same terms as the index it reads.
+_english = EnglishStemmer()
 
 
 @functools.lru_cache(maxsize=_STEM_CACHE_SIZE)

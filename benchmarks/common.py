@@ -1,0 +1,102 @@
+"""What the benchmarks share: a server URL, databases they keep, timing and tables."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+import attrs
+import sqlalchemy as sa
+
+from memorybank_core import READ_SCOPE, WRITE_SCOPE
+
+#: The MySQL/MariaDB server the benchmarks use (no database in it); tests use the same variable.
+SERVER_ENV = "MEMORYBANK_BENCH_MYSQL_URL"
+DEFAULT_SERVER = "mysql://root@127.0.0.1:3306"
+DATABASE_PREFIX = "memorybank_bench_"
+
+
+def server_url() -> str:
+    """The server URL from $MEMORYBANK_BENCH_MYSQL_URL, else the local default."""
+    return os.environ.get(SERVER_ENV, DEFAULT_SERVER).rstrip("/")
+
+
+def database_url(name: str) -> str:
+    """The URL of the benchmark database `name`, creating the (empty) database if it is missing."""
+    server = sa.make_url(server_url())
+    driver = server.set(drivername="mysql+mysqldb") if server.drivername == "mysql" else server
+    engine = sa.create_engine(driver, poolclass=sa.pool.NullPool)
+    database = DATABASE_PREFIX + name
+    with engine.begin() as connection:
+        # An identifier cannot be bound; the name is ours (a fixed prefix and a size label).
+        connection.exec_driver_sql(
+            f"CREATE DATABASE IF NOT EXISTS `{database}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
+        )
+    engine.dispose()
+    return f"{server_url()}/{database}"
+
+
+def drop_database(name: str) -> None:
+    """Drop the benchmark database `name` if it exists."""
+    server = sa.make_url(server_url())
+    engine = sa.create_engine(server.set(drivername="mysql+mysqldb"), poolclass=sa.pool.NullPool)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(f"DROP DATABASE IF EXISTS `{DATABASE_PREFIX + name}`")
+    engine.dispose()
+
+
+@attrs.frozen
+class Principal:
+    """A caller with read and write scopes."""
+
+    user_id: str
+    organization_id: str
+    scopes: frozenset[str] = frozenset({READ_SCOPE, WRITE_SCOPE})
+
+
+@attrs.frozen
+class Timing:
+    """Latencies of repeated calls, in milliseconds."""
+
+    samples: tuple[float, ...]
+
+    @property
+    def p50(self) -> float:
+        """The median."""
+        return statistics.median(self.samples)
+
+    @property
+    def p95(self) -> float:
+        """The 95th percentile (nearest rank)."""
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, round(0.95 * len(ordered) + 0.5) - 1)]
+
+
+def time_calls(call: Callable[[], object], *, repeats: int, budget_seconds: float, warmup: int = 3) -> Timing:
+    """Time `call` up to `repeats` times, stopping early once `budget_seconds` are spent (at least 3 runs)."""
+    for _ in range(warmup):
+        call()
+    samples: list[float] = []
+    started = time.perf_counter()
+    while len(samples) < repeats and (len(samples) < 3 or time.perf_counter() - started < budget_seconds):
+        before = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - before) * 1000)
+    return Timing(tuple(samples))
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    """One line describing where the figures were taken."""
+    return (
+        f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores, {platform.system()}"
+    )

@@ -29,7 +29,8 @@ def _stale(everything: bool) -> sa.ColumnElement[bool]:
 def count_to_reindex(engine: sa.Engine, *, everything: bool = False) -> int:
     """How many rows `reindex` would rewrite."""
     with unavailable_on_driver_error("reindex"), engine.connect() as connection:
-        return int(connection.execute(sa.select(sa.func.count()).where(_stale(everything))).scalar_one())
+        count = sa.select(sa.func.count()).select_from(memory).where(_stale(everything))
+        return int(connection.execute(count).scalar_one())
 
 
 def reindex(

@@ -1,0 +1,149 @@
+"""Ranking contract: every engine built on the shared analyzer and the core's per-owner BM25
+returns what the in-memory reference returns, and no other user's data ever changes it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+import uuid_utils
+from typeid import TypeID
+
+from memorybank_core import ContextInput, MemoryBank, SaveRequest, SearchResult
+from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX
+from tests.conftest import User, start_clock
+from tests.contract.backends import FACTORIES, BackendFactory, InMemoryFactory
+
+#: Memories with repeated, shared and rare words, tags and snippets, short tokens and CJK.
+CORPUS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+    ("The service deploys nightly to the staging cluster", ("infra",), ("we deploy at 2am",)),
+    ("Deployment of the billing service failed twice in Q3", ("infra", "billing"), ()),
+    ("I write Go at work and Python at home", ("languages",), ("go is fast",)),
+    ("Our AI roadmap for Q3 covers retrieval and ranking", ("ai", "roadmap"), ()),
+    ("Lunch in 東京 was ラーメン again", ("travel",), ("東京でラーメンを食べた",)),
+    ("The lighthouse keeper sent an e-mail about the storm", (), ("email from the keeper",)),
+    ("Remember to renew the passport before the trip", ("travel",), ()),
+    ("C++ build of the renderer takes twenty minutes", ("build",), ("c++ templates are slow",)),
+    ("Node.js service uses too much memory under load", ("infra",), ()),
+    ("The café near the office serves the best croissants", ("food",), ()),
+    ("Deploy freeze starts in December; deployments resume in January", ("infra",), ()),
+    ("Staging cluster upgrade is planned for the weekend", ("infra",), ("upgrade the cluster",)),
+    ("Grandma's recipe uses cardamom and saffron", ("food", "family"), ()),
+    ("My manager prefers written updates over meetings", ("work",), ()),
+    ("我的猫很可爱 and it sleeps all day", ("pets",), ()),
+    ("Running shoes size 44, bought in Q1", ("health",), ()),
+]
+QUERIES = [
+    "deployment",
+    "deploys",
+    "Go",
+    "AI",
+    "Q3",
+    "東京",
+    "ラーメン",
+    "猫",
+    "cafe",
+    "email",
+    "c++",
+    "nodejs",
+    "what did I say about the staging cluster?",
+    "infra",
+    "travel plans",
+    "keeper storm lighthouse",
+    "the",
+]
+RANKED = [pytest.param(name, marks=entry.marks) for name, entry in FACTORIES.items() if entry.ranks_like_reference]
+
+
+@pytest.fixture(scope="module", params=RANKED)
+def ranked_factory(request: pytest.FixtureRequest) -> Iterator[BackendFactory]:
+    """One factory per engine that must rank like the reference."""
+    factory = FACTORIES[request.param].make()
+    yield factory
+    factory.close()
+
+
+def sequential_ids() -> Callable[[str], str]:
+    """An id minter that yields the same ids in the same order in every bank."""
+    counter = itertools.count(1)
+
+    def new_id(prefix: str) -> str:
+        return str(TypeID.from_uuid(uuid_utils.UUID(int=next(counter)), prefix=prefix))
+
+    return new_id
+
+
+def bank_of(factory: BackendFactory) -> MemoryBank:
+    backend = factory.fresh()
+    return MemoryBank(
+        store=backend.store, search_engine=backend.search_engine, clock=start_clock(), new_id=sequential_ids()
+    )
+
+
+def fill(bank: MemoryBank, user: User) -> None:
+    for content, tags, snippets in CORPUS:
+        request = SaveRequest.of(content, tags=tags, contexts=[ContextInput(snippet=s) for s in snippets])
+        bank.save(user, request)
+
+
+def ranking(results: list[SearchResult]) -> list[tuple[str, float]]:
+    return [(result.memory.id, result.score) for result in results]
+
+
+def a_user(n: int) -> User:
+    def fixed(prefix: str) -> str:
+        return str(TypeID.from_uuid(uuid_utils.UUID(int=uuid.UUID(int=10**6 + n).int), prefix=prefix))
+
+    return User(user_id=fixed(USER_PREFIX), organization_id=fixed(ORGANIZATION_PREFIX))
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_every_engine_returns_the_references_results_in_the_references_order(
+    ranked_factory: BackendFactory, query: str
+) -> None:
+    alice = a_user(1)
+    reference, tested = bank_of(InMemoryFactory()), bank_of(ranked_factory)
+    fill(reference, alice)
+    fill(tested, alice)
+    expected = ranking(reference.search(alice, query=query, limit=10))
+    found = ranking(tested.search(alice, query=query, limit=10))
+    assert expected, f"the reference finds nothing for {query!r}: the corpus no longer covers it"
+    assert [memory_id for memory_id, _ in found] == [memory_id for memory_id, _ in expected]
+    assert [score for _, score in found] == pytest.approx([score for _, score in expected], rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Go", "I write Go at work and Python at home"),
+        ("AI", "Our AI roadmap for Q3 covers retrieval and ranking"),
+        ("Q3", "Deployment of the billing service failed twice in Q3"),
+        ("deployment", "The service deploys nightly to the staging cluster"),
+        ("東京", "Lunch in 東京 was ラーメン again"),
+        ("猫", "我的猫很可爱 and it sleeps all day"),
+    ],
+)
+def test_short_words_stems_and_cjk_find_their_memories(
+    ranked_factory: BackendFactory, query: str, expected: str
+) -> None:
+    alice = a_user(1)
+    bank = bank_of(ranked_factory)
+    fill(bank, alice)
+    assert expected in [result.memory.content for result in bank.search(alice, query=query, limit=10)]
+
+
+def test_another_users_data_never_changes_a_users_ranking(ranked_factory: BackendFactory) -> None:
+    alice = a_user(1)
+    bank = bank_of(ranked_factory)
+    fill(bank, alice)
+    before = {query: ranking(bank.search(alice, query=query, limit=20)) for query in QUERIES}
+    # A heavy corpus of other users, built from the very same words, skewing every statistic.
+    for n in range(2, 8):
+        other = a_user(n)
+        for _ in range(3):
+            fill(bank, other)
+    after = {query: ranking(bank.search(alice, query=query, limit=20)) for query in QUERIES}
+    assert after == before

@@ -1,0 +1,196 @@
+"""The owner-scoped engines on SQLite and MariaDB: tokens, bound SQL, the candidate bound,
+tag collisions, re-indexing and the upgrade from revision 0001.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adapters_mysql import (
+    Fts5OwnerScopedSearch,
+    MysqlOwnerScopedSearch,
+    OwnerIndexer,
+    SqlStorage,
+    open_storage,
+    owner_index,
+)
+from adapters_mysql.owner_index import MAX_TOKEN_LENGTH, SEARCH_VERSION, TAG_LENGTH, encode_term, owner_tag
+from adapters_mysql.revisions import alembic_config
+from adapters_mysql.schema import memory
+from memorybank_core import SearchEngine
+from tests.mysql_server import ThrowawayDatabase
+from tests.sql.conftest import DIALECTS, Statement
+from tests.sql.memories import SAVED_AT, make_memory, new_user
+
+_TOKEN = re.compile(rf"[0-9a-z_]{{{TAG_LENGTH + 1},{MAX_TOKEN_LENGTH}}}")
+
+
+def engine_of(storage: SqlStorage, *, candidate_limit: int) -> SearchEngine:
+    if storage.dialect_name == "mysql":
+        return MysqlOwnerScopedSearch(storage.engine, storage.indexer, candidate_limit=candidate_limit)
+    return Fts5OwnerScopedSearch(storage.engine, storage.indexer, candidate_limit=candidate_limit)
+
+
+@settings(max_examples=300)
+@given(st.text(max_size=300), st.text(min_size=1, max_size=64))
+def test_every_stored_token_is_one_innodb_word_of_legal_length(text: str, user_id: str) -> None:
+    memory_row = make_memory(new_user(), "placeholder")
+    document = OwnerIndexer().document(memory_row)
+    tokens = [encode_term(owner_tag(user_id), term) for term in OwnerIndexer().analyzer.document_terms(text)]
+    for token in [*tokens, *document.search_terms.split()]:
+        assert _TOKEN.fullmatch(token), token
+
+
+def test_the_owner_tag_is_stable_short_and_differs_between_owners() -> None:
+    assert owner_tag("usr_a") == owner_tag("usr_a")
+    assert owner_tag("usr_a") != owner_tag("usr_b")
+    assert re.fullmatch(r"[0-9a-z]{8}", owner_tag("usr_a"))
+
+
+def test_short_and_long_and_foreign_terms_are_encoded_into_word_characters() -> None:
+    tag = owner_tag("usr_a")
+    assert encode_term(tag, "go") == tag + "go"
+    for term in ("c++", "東京", "3.11", "x" * 200, "don't"):
+        token = encode_term(tag, term)
+        assert token.startswith(tag + "_")
+        assert _TOKEN.fullmatch(token)
+    assert encode_term(tag, "東京") != encode_term(tag, "京東")
+
+
+def test_the_store_writes_the_search_document_in_the_same_row(storage: SqlStorage) -> None:
+    owner = new_user()
+    saved = make_memory(owner, "Deploys nightly", tags=("infra",), snippets=("Go service",))
+    storage.store.add(user_id=owner, memory=saved)
+    with storage.engine.connect() as connection:
+        row = connection.execute(sa.select(memory).where(memory.c.id == saved.id)).one()
+    tag = owner_tag(owner)
+    assert row.search_terms == " ".join(tag + term for term in ["deploy", "night", "infra", "go", "servic"])
+    assert row.doc_length == 5
+    assert row.search_version == SEARCH_VERSION
+
+
+def test_the_query_is_one_bound_parameter_and_the_owner_is_always_bound(
+    storage: SqlStorage, statements: list[Statement]
+) -> None:
+    owner = new_user()
+    storage.store.add(user_id=owner, memory=make_memory(owner, "secret lighthouse words"))
+    statements.clear()
+    storage.search_engine.search(user_id=owner, query="secret lighthouse", limit=5)
+    searches = [s for s in statements if "MATCH" in s.sql]
+    assert searches
+    tokens = " ".join(storage.indexer.query_tokens(owner, "secret lighthouse"))
+    for search in searches:
+        assert "lighthous" not in search.sql
+        assert owner_tag(owner) not in search.sql
+        assert search.binds(owner)
+    assert any(s.binds(tokens) or s.binds(" OR ".join(f'"{t}"' for t in tokens.split())) for s in searches)
+    if storage.dialect_name == "mysql":
+        assert all("IN NATURAL LANGUAGE MODE" in s.sql and "BOOLEAN" not in s.sql for s in searches)
+
+
+def test_a_tag_collision_costs_time_but_never_leaks(storage: SqlStorage, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(owner_index, "owner_tag", lambda _user_id: "samesame")
+    alice, mallory = new_user(), new_user()
+    mine = make_memory(alice, "the harbor lighthouse")
+    storage.store.add(user_id=alice, memory=mine)
+    storage.store.add(user_id=mallory, memory=make_memory(mallory, "the harbor lighthouse and more harbor"))
+    with storage.engine.connect() as connection:
+        tags = connection.execute(sa.select(memory.c.search_terms)).scalars().all()
+    assert all(terms.startswith("samesame") for terms in tags)
+    hits = storage.search_engine.search(user_id=alice, query="harbor lighthouse", limit=10)
+    assert [hit.memory_id for hit in hits] == [mine.id]
+
+
+def test_past_the_candidate_bound_scores_still_use_all_the_owners_rows(storage: SqlStorage) -> None:
+    owner = new_user()
+    for n in range(12):
+        words = "kettle " * (1 + n % 4) + ("meadow " if n % 3 == 0 else "") + f"filler{n}"
+        storage.store.add(
+            user_id=owner, memory=make_memory(owner, words, snippets=(), tags=(), created_at=SAVED_AT + timedelta(n))
+        )
+    unbounded = {
+        h.memory_id: h.score
+        for h in engine_of(storage, candidate_limit=1000).search(user_id=owner, query="kettle meadow", limit=50)
+    }
+    bounded = engine_of(storage, candidate_limit=5).search(user_id=owner, query="kettle meadow", limit=50)
+    assert len(unbounded) == 12
+    assert len(bounded) == 5
+    for hit in bounded:
+        assert hit.score == pytest.approx(unbounded[hit.memory_id], rel=1e-12)
+
+
+def test_reindex_rewrites_stale_rows_and_only_them(storage: SqlStorage) -> None:
+    owner = new_user()
+    stale, current = make_memory(owner, "juniper harbor"), make_memory(owner, "juniper meadow")
+    for saved in (stale, current):
+        storage.store.add(user_id=owner, memory=saved)
+    with storage.engine.begin() as connection:
+        connection.execute(
+            memory.update().where(memory.c.id == stale.id).values(search_terms=None, doc_length=0, search_version=0)
+        )
+    assert [h.memory_id for h in storage.search_engine.search(user_id=owner, query="harbor", limit=5)] == []
+    assert storage.count_to_reindex() == 1
+    batches: list[int] = []
+    assert storage.reindex(batch_size=1, progress=batches.append) == 1
+    assert batches == [1]
+    assert storage.count_to_reindex() == 0
+    assert [h.memory_id for h in storage.search_engine.search(user_id=owner, query="harbor", limit=5)] == [stale.id]
+    assert storage.count_to_reindex(everything=True) == 2
+    assert storage.reindex(everything=True, batch_size=1) == 2
+    hits = storage.search_engine.search(user_id=owner, query="juniper", limit=5)
+    assert {h.memory_id for h in hits} == {stale.id, current.id}
+
+
+@pytest.fixture(params=DIALECTS)
+def new_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of an empty database of the parametrized dialect, dropped after the test."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'bank.sqlite3'}"
+        return
+    database = ThrowawayDatabase()
+    yield database.url
+    database.drop()
+
+
+def test_migrating_from_revision_0001_indexes_the_rows_it_holds(new_database_url: str) -> None:
+    storage = open_storage(new_database_url)
+    try:
+        with storage.engine.begin() as connection:
+            command.upgrade(alembic_config(connection), "0001")
+            owner = new_user()
+            connection.execute(
+                sa.table(
+                    "memory",
+                    *(
+                        sa.column(name)
+                        for name in ("id", "user_id", "org_id", "content", "source", "created_at", "updated_at")
+                    ),
+                ).insert(),
+                [
+                    {
+                        "id": "mem_01m8vgptfke8as43r5emqcrs44",
+                        "user_id": owner,
+                        "org_id": "org_01m8vgptfke8as43r5emqcrs44",
+                        "content": "written by version one about the harbor",
+                        "source": "chat",
+                        "created_at": "2026-07-02 12:00:00.000000",
+                        "updated_at": "2026-07-02 12:00:00.000000",
+                    }
+                ],
+            )
+        storage.migrate()
+        storage.check_ready()
+        hits = storage.search_engine.search(user_id=owner, query="harbor", limit=5)
+        assert [h.memory_id for h in hits] == ["mem_01m8vgptfke8as43r5emqcrs44"]
+        assert storage.count_to_reindex() == 0
+    finally:
+        storage.close()

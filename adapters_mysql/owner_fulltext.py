@@ -54,24 +54,21 @@ class MysqlOwnerScopedSearch(SearchEngine):
         if not tokens:
             return []
         with unavailable_on_driver_error("search"), self._engine.connect() as connection:
-            rows = connection.execute(
-                _candidates(user_id, " ".join(tokens), self._candidate_limit + 1),
-            ).all()
+            # One round trip: the candidates, each carrying the owner's totals (computed once).
+            rows = connection.execute(_candidates(user_id, " ".join(tokens), self._candidate_limit + 1)).all()
             if not rows:
                 return []
-            count, total = connection.execute(_owner_totals(user_id)).one()
             document_frequency = None
             if len(rows) > self._candidate_limit:
                 rows = rows[: self._candidate_limit]
                 document_frequency = {
                     token: connection.execute(_owner_matches(user_id, token)).scalar_one() for token in tokens
                 }
-        candidates = [Candidate(row.id, row.search_terms or "", row.doc_length) for row in rows]
         return rank_candidates(
             tokens,
-            candidates,
-            document_count=int(count),
-            total_length=int(total),
+            [Candidate(row.id, row.search_terms or "", row.doc_length) for row in rows],
+            document_count=int(rows[0].owner_count),
+            total_length=int(rows[0].owner_length),
             document_frequency=document_frequency,
             limit=limit,
         )
@@ -84,21 +81,27 @@ def _relevance(tokens: str) -> sa.ColumnElement[float]:
     return match(memory.c.search_terms, against=against).in_natural_language_mode()
 
 
-def _candidates(user_id: str, tokens: str, limit: int) -> sa.Select[str, str | None, int]:
+def _candidates(user_id: str, tokens: str, limit: int) -> sa.Select[str, str | None, int, int, int]:
     relevance = _relevance(tokens)
+    # Uncorrelated scalar subqueries: evaluated once per statement, index-only on the owner index.
+    owner_count = sa.select(sa.func.count()).select_from(memory).where(owned_memories(user_id)).scalar_subquery()
+    owner_length = (
+        sa.select(sa.func.coalesce(sa.func.sum(memory.c.doc_length), 0))
+        .where(owned_memories(user_id))
+        .scalar_subquery()
+    )
     return (
-        sa.select(memory.c.id, memory.c.search_terms, memory.c.doc_length)
+        sa.select(
+            memory.c.id,
+            memory.c.search_terms,
+            memory.c.doc_length,
+            owner_count.label("owner_count"),
+            owner_length.label("owner_length"),
+        )
         .where(owned_memories(user_id), relevance > 0)
         # Only decides which candidates survive the bound; the final order is BM25's.
         .order_by(relevance.desc(), memory.c.id.desc())
         .limit(limit)
-    )
-
-
-def _owner_totals(user_id: str) -> sa.Select[int, int]:
-    # Index-only on memory_user_id_scope_doc_length.
-    return sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(memory.c.doc_length), 0)).where(
-        owned_memories(user_id)
     )
 
 

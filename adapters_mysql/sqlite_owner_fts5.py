@@ -73,14 +73,10 @@ class Fts5OwnerScopedSearch(SearchEngine):
         if not tokens:
             return []
         with unavailable_on_driver_error("search"), self._engine.connect() as connection:
+            # One statement: the candidates, each carrying the owner's totals (computed once).
             rows = connection.execute(_candidates(user_id, tokens, self._candidate_limit + 1)).all()
             if not rows:
                 return []
-            count, total = connection.execute(
-                sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(memory.c.doc_length), 0)).where(
-                    owned_memories(user_id)
-                )
-            ).one()
             document_frequency = None
             if len(rows) > self._candidate_limit:
                 rows = rows[: self._candidate_limit]
@@ -90,12 +86,11 @@ class Fts5OwnerScopedSearch(SearchEngine):
                     ).scalar_one()
                     for token in tokens
                 }
-        candidates = [Candidate(row.id, row.search_terms or "", row.doc_length) for row in rows]
         return rank_candidates(
             tokens,
-            candidates,
-            document_count=int(count),
-            total_length=int(total),
+            [Candidate(row.id, row.search_terms or "", row.doc_length) for row in rows],
+            document_count=int(rows[0].owner_count),
+            total_length=int(rows[0].owner_length),
             document_frequency=document_frequency,
             limit=limit,
         )
@@ -116,9 +111,21 @@ def _matching(user_id: str, tokens: Sequence[str]) -> sa.Subquery:
     )
 
 
-def _candidates(user_id: str, tokens: Sequence[str], limit: int) -> sa.Select[str, str | None, int]:
+def _candidates(user_id: str, tokens: Sequence[str], limit: int) -> sa.Select[str, str | None, int, int, int]:
+    owner_count = sa.select(sa.func.count()).select_from(memory).where(owned_memories(user_id)).scalar_subquery()
+    owner_length = (
+        sa.select(sa.func.coalesce(sa.func.sum(memory.c.doc_length), 0))
+        .where(owned_memories(user_id))
+        .scalar_subquery()
+    )
     return (
-        sa.select(memory.c.id, memory.c.search_terms, memory.c.doc_length)
+        sa.select(
+            memory.c.id,
+            memory.c.search_terms,
+            memory.c.doc_length,
+            owner_count.label("owner_count"),
+            owner_length.label("owner_length"),
+        )
         .select_from(_fts.join(memory, sa.literal_column("memory.rowid") == _fts.c.rowid))
         .where(_match(tokens), owned_memories(user_id))
         # Only decides which candidates survive the bound: the newest.

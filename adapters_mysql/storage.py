@@ -34,6 +34,9 @@ _DRIVERS = {
     "sqlite+pysqlite": "sqlite+pysqlite",
 }
 
+#: How to get each driver that is not part of the standard library.
+_INSTALL_HINTS = {"mysqldb": "pip install 'memorybank[mysql]'", "pymysql": "pip install pymysql"}
+
 
 @attrs.frozen
 class _SearchKind:
@@ -200,9 +203,8 @@ def _create_engine(given: URL) -> sa.Engine:
             return mysql_engine(url)
         return sqlite_engine(url)
     except ImportError as error:
-        raise InvalidInputError(
-            "db", f"needs the {url.get_driver_name()} driver: pip install 'memorybank[mysql]'"
-        ) from error
+        install = _INSTALL_HINTS.get(url.get_driver_name(), "install its driver")
+        raise InvalidInputError("db", f"needs the {url.get_driver_name()} driver: {install}") from error
 
 
 def _search_engine(engine: sa.Engine, name: str | None, indexer: OwnerIndexer) -> SearchEngine:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 import threading
 from pathlib import Path
 
@@ -32,6 +34,22 @@ def test_a_bad_url_is_invalid_input_naming_db(url: str) -> None:
     with pytest.raises(InvalidInputError) as raised:
         open_storage(url)
     assert [problem.path for problem in raised.value.problems] == ["db"]
+
+
+@pytest.mark.parametrize(
+    ("url", "module", "hint"),
+    [
+        ("mysql://root@127.0.0.1:3306/memorybank", "MySQLdb", "memorybank[mysql]"),
+        ("mysql+pymysql://root@127.0.0.1:3306/memorybank", "pymysql", "pip install pymysql"),
+    ],
+)
+def test_a_missing_driver_is_invalid_input_that_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, url: str, module: str, hint: str
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # makes `import module` raise ImportError
+    with pytest.raises(InvalidInputError, match=re.escape(hint)) as raised:
+        open_storage(url)
+    assert raised.value.problems[0].path == "db"
 
 
 def test_an_unknown_search_engine_is_invalid_input_naming_search() -> None:

@@ -90,16 +90,18 @@ def measure(rows: int, engine: str, *, repeats: int, budget: float) -> dict[str,
         storage.close()
 
 
-def report(sizes: Sequence[int], results: dict[tuple[int, str], dict[str, Timing]]) -> str:
+def report(
+    sizes: Sequence[int], results: dict[tuple[int, str], dict[str, Timing]], engines: Sequence[str] = ENGINES
+) -> str:
     """The Markdown tables: p50/p95 per size and engine, and the ratio of the largest to the smallest size."""
     headers = ["query"]
     for size in sizes:
-        headers += [f"{engine} {size:,}" for engine in ENGINES]
+        headers += [f"{engine} {size:,}" for engine in engines]
     rows = []
     for label in QUERIES:
         row: list[object] = [label]
         for size in sizes:
-            for engine in ENGINES:
+            for engine in engines:
                 timing = results[(size, engine)][label]
                 row.append(f"{timing.p50:.2f} / {timing.p95:.2f}")
         rows.append(row)
@@ -107,10 +109,10 @@ def report(sizes: Sequence[int], results: dict[tuple[int, str], dict[str, Timing
     if len(sizes) > 1:
         small, large = min(sizes), max(sizes)
         ratio_rows = [
-            [label, *(f"{results[(large, e)][label].p50 / results[(small, e)][label].p50:.2f}" for e in ENGINES)]
+            [label, *(f"{results[(large, e)][label].p50 / results[(small, e)][label].p50:.2f}" for e in engines)]
             for label in QUERIES
         ]
-        text += f"\n\np50 ratio {large:,} / {small:,} rows\n\n" + table(["query", *ENGINES], ratio_rows)
+        text += f"\n\np50 ratio {large:,} / {small:,} rows\n\n" + table(["query", *engines], ratio_rows)
     return text
 
 
@@ -125,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     querying.add_argument("--rows", type=int, nargs="+", required=True)
     querying.add_argument("--repeats", type=int, default=200, help="timed runs per query at most (default 200)")
     querying.add_argument("--budget", type=float, default=20.0, help="seconds per query at most (default 20)")
+    querying.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
     arguments = parser.parse_args(argv)
     if arguments.command == "load":
         for rows in arguments.rows:
@@ -134,9 +137,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     results = {
         (rows, engine): measure(rows, engine, repeats=arguments.repeats, budget=arguments.budget)
         for rows in arguments.rows
-        for engine in ENGINES
+        for engine in arguments.engines
     }
-    print(report(arguments.rows, results))
+    print(report(arguments.rows, results, arguments.engines))
 
 
 if __name__ == "__main__":

@@ -11,14 +11,18 @@ included, so export -> import round-trips.
 from __future__ import annotations
 
 import json
+import sys
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 import attrs
+from tqdm import tqdm
 
+from adapters_mysql import SqlStorage
 from memorybank_core import (
     Citation,
     InvalidInputError,
@@ -287,3 +291,45 @@ def export_user(store: MemoryStore, user_id: str, out: TextIO) -> int:
         if len(page) < EXPORT_PAGE_SIZE:
             return written
         after = ListPosition(created_at=page[-1].created_at, memory_id=page[-1].id)
+
+
+def import_file(
+    path: Path, store: BulkMemoryWriter, *, batch_size: int = DEFAULT_BATCH_SIZE, show_progress: bool = True
+) -> ImportReport:
+    """`import_lines` over a UTF-8 JSON Lines file, with a progress bar (in bytes) on stderr.
+
+    Raises:
+        OSError: the file cannot be read.
+        UnavailableError: storage cannot be reached; earlier batches stay written.
+    """
+    with (
+        path.open("rb") as raw,
+        tqdm(total=path.stat().st_size, unit="B", unit_scale=True, disable=not show_progress, file=sys.stderr) as bar,
+    ):
+        consumed = 0
+
+        def decoded() -> Iterator[str]:
+            nonlocal consumed
+            for line in raw:
+                consumed += len(line)
+                # Bytes that are not UTF-8 become lone surrogates, which the field checks reject
+                # ("must be valid Unicode"), so the line is reported by number, not imported garbled.
+                yield line.decode("utf-8", errors="surrogateescape")
+
+        def advance(_lines: int) -> None:
+            nonlocal consumed
+            bar.update(consumed)
+            consumed = 0
+
+        return import_lines(decoded(), store, batch_size=batch_size, progress=advance)
+
+
+def reindex_with_progress(storage: SqlStorage, *, everything: bool = False, show_progress: bool = True) -> int:
+    """`SqlStorage.reindex` with a progress bar on stderr; the number of memories rewritten.
+
+    Raises:
+        UnavailableError: storage cannot be reached; committed batches stay done.
+    """
+    total = storage.count_to_reindex(everything=everything)
+    with tqdm(total=total, unit="memory", disable=not show_progress, file=sys.stderr) as bar:
+        return storage.reindex(everything=everything, progress=bar.update)

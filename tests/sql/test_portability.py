@@ -5,13 +5,21 @@ from __future__ import annotations
 import io
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
 from adapters_mysql import SqlStorage
 from adapters_mysql.schema import memory, memory_context
-from memorybank.portability import export_user, import_lines, memory_line, parse_line
+from memorybank.portability import (
+    export_user,
+    import_file,
+    import_lines,
+    memory_line,
+    parse_line,
+    reindex_with_progress,
+)
 from memorybank_core import InvalidInputError, Memory, limits
 from memorybank_core.ids import ORGANIZATION_PREFIX, new_id
 from tests.sql.memories import make_memory, new_user
@@ -134,3 +142,26 @@ def test_parse_line_builds_the_same_memory_as_the_exported_line(storage: SqlStor
 def test_export_refuses_a_malformed_user_id(storage: SqlStorage) -> None:
     with pytest.raises(InvalidInputError, match="user"):
         export_user(storage.store, "alice", io.StringIO())
+
+
+def test_import_file_reads_utf8_and_reports_undecodable_lines(storage: SqlStorage, tmp_path: Path) -> None:
+    path = tmp_path / "memories.jsonl"
+    good = line(content="東京 café").encode()
+    broken = line(content="latin1 MARK").encode().replace(b"MARK", b"\xe9")
+    path.write_bytes(good + b"\n" + broken + b"\n")
+    report = import_file(path, storage.store, show_progress=False)
+    assert report.imported == 1
+    assert [(p.line, p.problems) for p in report.skipped] == [
+        (2, ("content must be valid Unicode (it holds a lone surrogate)",))
+    ]
+    assert [m.content for m in storage.store.list(user_id=USER, limit=5, after=None)] == ["東京 café"]
+
+
+def test_reindex_with_progress_rewrites_stale_rows(storage: SqlStorage) -> None:
+    owner = new_user()
+    storage.store.add(user_id=owner, memory=make_memory(owner, "kettle"))
+    with storage.engine.begin() as connection:
+        connection.execute(memory.update().values(search_version=0))
+    assert reindex_with_progress(storage, show_progress=False) == 1
+    assert reindex_with_progress(storage, show_progress=False) == 0
+    assert reindex_with_progress(storage, everything=True, show_progress=False) == 1

@@ -1,0 +1,168 @@
+"""Write cost: saves per second for each engine, and the size of each index at scale.
+
+    python -m benchmarks.write_cost [--saves 2000] [--sizes-of 1000000]
+
+Each save is `MemoryBank.save` of one memory with two context snippets, one after another on
+one thread, into an empty database. The store writes the owner-scoped search document whatever
+engine reads it, so the MySQL variants differ by the FULLTEXT indexes present: both (what a
+migrated database has), or the seed's `content` index alone (the owner index dropped), which
+prices the owner-scoped index. `--sizes-of N` prints the table, secondary-index and per-FULLTEXT
+index sizes of the scale benchmark's database of N rows (`python -m benchmarks.scale load`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from adapters_mysql import open_storage
+from adapters_mysql.owner_fulltext import drop_owner_fulltext_index
+from benchmarks.common import Principal, database_url, drop_database, machine, table
+from benchmarks.corpus import CorpusSpec, CorpusWriter
+from memorybank_core import (
+    ContextInput,
+    InMemorySearch,
+    InMemoryStore,
+    MemoryBank,
+    RecordingEventSink,
+    SaveRequest,
+    ids,
+)
+from memorybank_text import TextAnalyzer
+
+_MIB = 1024 * 1024
+
+
+def requests(count: int) -> list[SaveRequest]:
+    """`count` realistic save requests: corpus content plus two snippets each."""
+    writer = CorpusWriter(CorpusSpec(users=max(1, count // 100 + 1), seed=11))
+    lines = writer.lines()
+    made = []
+    for _ in range(count):
+        data = json.loads(next(lines))
+        snippet = data["content"][:120]
+        made.append(SaveRequest.of(data["content"], tags=data["tags"], contexts=[ContextInput(snippet=snippet)] * 2))
+    return made
+
+
+def saves_per_second(bank: MemoryBank, batch: Sequence[SaveRequest]) -> float:
+    """Save every request in turn as one user; saves per second."""
+    user = Principal(user_id=ids.new_id(ids.USER_PREFIX), organization_id=ids.new_id(ids.ORGANIZATION_PREFIX))
+    started = time.perf_counter()
+    for request in batch:
+        bank.save(user, request)
+    return len(batch) / (time.perf_counter() - started)
+
+
+def variants(workdir: Path, *, mysql: bool) -> list[tuple[str, Callable[[], MemoryBank]]]:
+    """(name, make a bank over an empty store) for each engine measured."""
+    made: list[tuple[str, Callable[[], MemoryBank]]] = []
+
+    def in_memory() -> MemoryBank:
+        store = InMemoryStore()
+        return MemoryBank(store=store, search_engine=InMemorySearch(store, TextAnalyzer()), events=RecordingEventSink())
+
+    made.append(("in-memory", in_memory))
+
+    def sqlite() -> MemoryBank:
+        storage = open_storage(f"sqlite:///{workdir / 'writes.sqlite3'}")
+        storage.initialize()
+        return MemoryBank(store=storage.store, search_engine=storage.search_engine, events=RecordingEventSink())
+
+    made.append(("SQLite (both FTS5 tables)", sqlite))
+    if mysql:
+
+        def mysql_bank(*, owner_index: bool) -> MemoryBank:
+            name = "writes_owner" if owner_index else "writes_seed"
+            drop_database(name)
+            storage = open_storage(database_url(name))
+            storage.migrate()
+            if not owner_index:
+                with storage.engine.begin() as connection:
+                    drop_owner_fulltext_index(connection)
+            return MemoryBank(store=storage.store, search_engine=storage.search_engine, events=RecordingEventSink())
+
+        made.append(("MySQL, both FULLTEXT indexes", lambda: mysql_bank(owner_index=True)))
+        made.append(("MySQL, seed's FULLTEXT index only", lambda: mysql_bank(owner_index=False)))
+    return made
+
+
+def analysis_microseconds(batch: Sequence[SaveRequest]) -> float:
+    """The analyzer's share of a save: microseconds to analyze one request's fields."""
+    analyzer = TextAnalyzer()
+    started = time.perf_counter()
+    for request in batch:
+        for text in (request.content, *request.tags, *(c.snippet for c in request.contexts)):
+            analyzer.document_terms(text)
+    return (time.perf_counter() - started) / len(batch) * 1e6
+
+
+def index_sizes(rows: int) -> str:
+    """Sizes of the `rows` scale database's table, secondary indexes and each FULLTEXT index."""
+    url = database_url(str(rows))
+    storage = open_storage(url)
+    schema = sa.make_url(url).database
+    try:
+        with storage.engine.connect() as connection:
+            data, index = connection.execute(
+                sa.text(
+                    "SELECT data_length, index_length FROM information_schema.TABLES "
+                    "WHERE table_schema = :schema AND table_name = 'memory'"
+                ),
+                {"schema": schema},
+            ).one()
+            # FULLTEXT indexes live in their own tablespaces, FTS_<table id>_<index id>_INDEX_<n>.
+            fulltext = connection.execute(
+                sa.text(
+                    "SELECT i.NAME AS name, SUM(s.ALLOCATED_SIZE) AS bytes "
+                    "FROM information_schema.INNODB_SYS_INDEXES i "
+                    "JOIN information_schema.INNODB_SYS_TABLES t ON t.TABLE_ID = i.TABLE_ID "
+                    "JOIN information_schema.INNODB_SYS_TABLESPACES s ON s.NAME LIKE CONCAT(:schema, '/FTS_', "
+                    "LPAD(LOWER(HEX(i.TABLE_ID)), 16, '0'), '_', LPAD(LOWER(HEX(i.INDEX_ID)), 16, '0'), '_INDEX_%') "
+                    "WHERE t.NAME = CONCAT(:schema, '/memory') AND i.TYPE & 32 GROUP BY i.NAME"
+                ),
+                {"schema": schema},
+            ).all()
+    finally:
+        storage.close()
+    rows_out: list[list[object]] = [
+        ["memory table (clustered: rows)", f"{data / _MIB:,.0f}"],
+        ["secondary B-tree indexes", f"{index / _MIB:,.0f}"],
+    ]
+    rows_out += [[f"FULLTEXT {row.name}", f"{int(row.bytes) / _MIB:,.0f}"] for row in fulltext]
+    return f"Sizes at {rows:,} memories (MiB)\n\n" + table(["structure", "MiB"], rows_out)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.write_cost", description=__doc__)
+    parser.add_argument("--saves", type=int, default=2000)
+    parser.add_argument("--no-mysql", action="store_true")
+    parser.add_argument("--sizes-of", type=int, default=None, metavar="ROWS")
+    arguments = parser.parse_args(argv)
+    print(f"machine: {machine()}", file=sys.stderr)
+    batch = requests(arguments.saves)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="memorybank-writes-") as workdir:
+        for name, make in variants(Path(workdir), mysql=not arguments.no_mysql):
+            rate = saves_per_second(make(), batch)
+            print(f"  {name}: {rate:,.0f} saves/s", file=sys.stderr)
+            results.append([name, f"{rate:,.0f}", f"{1000 / rate:.2f}"])
+    print(
+        f"{arguments.saves} saves of one memory with two snippets\n\n"
+        + table(["engine", "saves/s", "ms per save"], results)
+        + f"\n\nanalysis share: {analysis_microseconds(batch):.0f} µs per save (analyzer alone)"
+    )
+    if arguments.sizes_of:
+        print("\n" + index_sizes(arguments.sizes_of))
+
+
+if __name__ == "__main__":
+    main()

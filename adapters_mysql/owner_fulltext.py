@@ -22,7 +22,7 @@ from adapters_mysql.mysql_fulltext import fulltext_index_exists
 from adapters_mysql.owner_index import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
 from adapters_mysql.schema import memory
 from adapters_mysql.store import owned_memories
-from memorybank_core import SearchEngine, SearchHit
+from memorybank_core import Scope, SearchEngine, SearchHit
 
 #: Created by `adapters_mysql.bootstrap` (revision 0002 on).
 OWNER_FULLTEXT_INDEX_NAME = "memory_search_terms_fulltext"
@@ -53,14 +53,16 @@ class MysqlOwnerScopedSearch(SearchEngine):
         tokens = self._indexer.query_tokens(user_id, query)
         if not tokens:
             return []
+        parameters = {"owner": user_id, "tokens": " ".join(tokens), "limit": self._candidate_limit + 1}
         with unavailable_on_driver_error("search"), self._engine.connect() as connection:
-            # One round trip: the candidates, each carrying the owner's totals (computed once).
-            rows = connection.execute(_candidates(user_id, " ".join(tokens), self._candidate_limit + 1)).all()
+            # One round trip: every candidate, each carrying the owner's totals (computed once).
+            rows = connection.execute(_CANDIDATES, parameters).all()
             if not rows:
                 return []
             document_frequency = None
             if len(rows) > self._candidate_limit:
-                rows = rows[: self._candidate_limit]
+                # Past the bound, keep the candidates InnoDB ranks highest, and count each df apart.
+                rows = connection.execute(_BEST_CANDIDATES, parameters).all()[: self._candidate_limit]
                 document_frequency = {
                     token: connection.execute(_owner_matches(user_id, token)).scalar_one() for token in tokens
                 }
@@ -74,23 +76,23 @@ class MysqlOwnerScopedSearch(SearchEngine):
         )
 
 
-def _relevance(tokens: str) -> sa.ColumnElement[float]:
+def _relevance(tokens: sa.BindParameter[str]) -> sa.ColumnElement[float]:
     # Natural-language mode: any token matches, and its parser never rejects input (ours is
     # `[0-9a-z_ ]` anyway). The whole token string is one bound parameter.
-    against = sa.bindparam("tokens", tokens, type_=sa.Text)
-    return match(memory.c.search_terms, against=against).in_natural_language_mode()
+    return match(memory.c.search_terms, against=tokens).in_natural_language_mode()
 
 
-def _candidates(user_id: str, tokens: str, limit: int) -> sa.Select[str, str | None, int, int, int]:
-    relevance = _relevance(tokens)
+def _owned() -> sa.ColumnElement[bool]:
+    # `owned_memories` with the owner left as a bind parameter, for the statements built once.
+    return sa.and_(memory.c.user_id == sa.bindparam("owner", type_=sa.String), memory.c.scope == Scope.USER.value)
+
+
+def _candidates_statement(*, best_first: bool) -> sa.Select[str, str | None, int, int, int]:
+    relevance = _relevance(sa.bindparam("tokens", type_=sa.Text))
     # Uncorrelated scalar subqueries: evaluated once per statement, index-only on the owner index.
-    owner_count = sa.select(sa.func.count()).select_from(memory).where(owned_memories(user_id)).scalar_subquery()
-    owner_length = (
-        sa.select(sa.func.coalesce(sa.func.sum(memory.c.doc_length), 0))
-        .where(owned_memories(user_id))
-        .scalar_subquery()
-    )
-    return (
+    owner_count = sa.select(sa.func.count()).select_from(memory).where(_owned()).scalar_subquery()
+    owner_length = sa.select(sa.func.coalesce(sa.func.sum(memory.c.doc_length), 0)).where(_owned()).scalar_subquery()
+    statement = (
         sa.select(
             memory.c.id,
             memory.c.search_terms,
@@ -98,15 +100,22 @@ def _candidates(user_id: str, tokens: str, limit: int) -> sa.Select[str, str | N
             owner_count.label("owner_count"),
             owner_length.label("owner_length"),
         )
-        .where(owned_memories(user_id), relevance > 0)
-        # Only decides which candidates survive the bound; the final order is BM25's.
-        .order_by(relevance.desc(), memory.c.id.desc())
-        .limit(limit)
+        .where(_owned(), relevance > 0)
+        .limit(sa.bindparam("limit", type_=sa.Integer))
     )
+    # Ordering costs a sort of every match: only worth it when the bound is exceeded.
+    return statement.order_by(relevance.desc(), memory.c.id.desc()) if best_first else statement
+
+
+# Built once: the statements are constant, only their bound values change.
+_CANDIDATES = _candidates_statement(best_first=False)
+_BEST_CANDIDATES = _candidates_statement(best_first=True)
 
 
 def _owner_matches(user_id: str, token: str) -> sa.Select[int]:
-    return sa.select(sa.func.count()).where(owned_memories(user_id), _relevance(token) > 0)
+    return sa.select(sa.func.count()).where(
+        owned_memories(user_id), _relevance(sa.bindparam("token", token, type_=sa.Text)) > 0
+    )
 
 
 def owner_fulltext_index_exists(connection: sa.Connection) -> bool:

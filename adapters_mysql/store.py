@@ -29,6 +29,10 @@ from memorybank_core import (
     Source,
 )
 
+#: The search document is the search engines' business: loading memories leaves it in the table.
+SEARCH_COLUMNS = frozenset({"search_terms", "doc_length", "search_version"})
+_ENTITY_COLUMNS = [column for column in memory_table.c if column.name not in SEARCH_COLUMNS]
+
 
 def owned_memories(user_id: str) -> sa.ColumnElement[bool]:
     """The owner predicate on `memory`: the user's own, personal memories only."""
@@ -92,13 +96,13 @@ class SqlMemoryStore(MemoryStore):
             return {}
         with unavailable_on_driver_error("load"), self._engine.connect() as connection:
             rows = connection.execute(
-                sa.select(memory_table).where(owned_memories(user_id), memory_table.c.id.in_(wanted))
+                sa.select(*_ENTITY_COLUMNS).where(owned_memories(user_id), memory_table.c.id.in_(wanted))
             ).all()
             memories = _with_contexts(connection, user_id, rows)
         return {found.id: found for found in memories}
 
     def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
-        query = sa.select(memory_table).where(owned_memories(user_id))
+        query = sa.select(*_ENTITY_COLUMNS).where(owned_memories(user_id))
         if after is not None:
             # Expanded rather than a row comparison, so MySQL can range-scan the
             # (user_id, created_at, id) index.

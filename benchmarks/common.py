@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import statistics
@@ -72,7 +73,7 @@ class Timing:
     def p95(self) -> float:
         """The 95th percentile (nearest rank)."""
         ordered = sorted(self.samples)
-        return ordered[min(len(ordered) - 1, round(0.95 * len(ordered) + 0.5) - 1)]
+        return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
 
 
 def time_calls(call: Callable[[], object], *, repeats: int, budget_seconds: float, warmup: int = 3) -> Timing:

@@ -1,0 +1,108 @@
+"""Each benchmark runs end to end on a toy size, so none of them can rot. No timing is asserted."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from benchmarks import corpus, recall, scale, write_cost
+from benchmarks.common import SERVER_ENV, Timing, drop_database
+from tests.mysql_server import server_url
+
+
+@pytest.fixture
+def bench_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point the benchmarks at the test server (fails under CI when there is none)."""
+    url = server_url().set(drivername="mysql")
+    monkeypatch.setenv(SERVER_ENV, url.render_as_string(hide_password=False))
+
+
+def test_the_corpus_plants_its_words_at_the_promised_rates() -> None:
+    writer = corpus.CorpusWriter(corpus.CorpusSpec(users=20))
+    lines = [json.loads(line) for line in writer.lines()]
+    assert len(lines) == 2000
+    measured = [line for line in lines if line["user_id"] == writer.measured_user]
+    assert len(measured) == corpus.MEMORIES_PER_USER
+
+    def holding(word: str, rows: list[dict[str, object]]) -> int:
+        return sum(word in re.findall(r"\w+", str(row["content"]).lower()) for row in rows)
+
+    assert [holding(w, measured) for w in (corpus.RARE, corpus.ONE_PERCENT, corpus.TEN_PERCENT)] == [2, 1, 10]
+    assert holding(corpus.COMMON, measured) == 84
+    assert 0.75 < holding(corpus.COMMON, lines) / len(lines) < 0.92
+    # The same spec gives the same measured user, so kept databases stay comparable.
+    assert corpus.CorpusWriter(corpus.CorpusSpec(users=1)).measured_user == writer.measured_user
+
+
+def test_timing_percentiles() -> None:
+    timing = Timing(tuple(float(n) for n in range(1, 101)))
+    assert (timing.p50, timing.p95) == (50.5, 95.0)
+
+
+@pytest.mark.mysql
+def test_the_scale_benchmark_loads_and_queries_a_toy_table(
+    bench_server: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        scale.main(["load", "--rows", "300", "--reload"])
+        scale.main(["load", "--rows", "300"])
+        scale.main(["query", "--rows", "300", "--repeats", "3", "--budget", "1"])
+    finally:
+        drop_database("300")
+    out = capsys.readouterr().out
+    assert "imported 300 memories" in out
+    assert "already loaded; kept" in out
+    assert "| 84 % word |" in out
+
+
+@pytest.mark.mysql
+def test_the_recall_benchmark_scores_every_engine_on_a_toy_conversation(
+    bench_server: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A LoCoMo-shaped toy file: the real data is never copied into the repository.
+    data = [
+        {
+            "conversation": {
+                "speaker_a": "Ann",
+                "speaker_b": "Bo",
+                "session_1": [
+                    {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Miso last week"},
+                    {"speaker": "Bo", "dia_id": "D1:2", "text": "We deploy the new service on Friday"},
+                    {"speaker": "Ann", "dia_id": "D1:3", "text": "Lunch was ramen", "blip_caption": "a bowl"},
+                ],
+            },
+            "qa": [
+                {"question": "What is the name of Ann's cat?", "evidence": ["D1:1"], "category": 4},
+                {"question": "When is the deployment?", "evidence": ["D:1:02"], "category": 2},
+                {"question": "Unanswerable?", "evidence": ["D"], "category": 5},
+            ],
+        }
+    ]
+    path = tmp_path / "toy.json"
+    path.write_text(json.dumps(data))
+    try:
+        recall.main(["--data", str(path)])
+    finally:
+        drop_database("recall")
+    out = capsys.readouterr().out
+    assert "2 questions" in out
+    for engine in ("in-memory reference", "SQLite owner-scoped", "MySQL owner-scoped", "bm25s", "FTS5 porter"):
+        assert engine in out
+    assert "| MySQL owner-scoped | 1.000 | 1.000 | 1.000 |" in out
+
+
+@pytest.mark.mysql
+def test_the_write_cost_benchmark_saves_with_every_engine(
+    bench_server: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        write_cost.main(["--saves", "10"])
+    finally:
+        drop_database("writes_owner")
+        drop_database("writes_seed")
+    out = capsys.readouterr().out
+    assert "seed's FULLTEXT index only" in out
+    assert "saves/s" in out

@@ -27,9 +27,7 @@ def start_clock() -> FixedClock:
     return FixedClock(datetime(2026, 7, 2, 12, 0, tzinfo=UTC), step=timedelta(milliseconds=1))
 
 
-@pytest.fixture(
-    scope="session", params=[pytest.param(name, marks=entry.marks) for name, entry in FACTORIES.items()]
-)
+@pytest.fixture(scope="session", params=[pytest.param(name, marks=entry.marks) for name, entry in FACTORIES.items()])
 def backend_factory(request: pytest.FixtureRequest) -> Iterator[BackendFactory]:
     """One factory per backend kind for the whole session."""
     factory = FACTORIES[request.param].make()

@@ -6,7 +6,6 @@ without a database. Thread-safe: the HTTP facade calls it from a thread pool.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -17,10 +16,7 @@ import attrs
 from memorybank_core.analysis import Analyzer, SimpleAnalyzer
 from memorybank_core.entities import ApiToken, Memory, Scope
 from memorybank_core.ports import ListPosition, MemoryStore, SearchEngine, SearchHit, TokenStore
-
-#: BM25 parameters: the usual defaults (Robertson & Zaragoza).
-_K1 = 1.2
-_B = 0.75
+from memorybank_core.ranking import corpus_stats, rank
 
 
 class InMemoryStore(MemoryStore):
@@ -74,32 +70,10 @@ class InMemorySearch(SearchEngine):
         if not terms:
             return []
         documents = {
-            m.id: Counter(self._analyzer.document_terms(m.content)) for m in self._store.owned(user_id).values()
+            memory.id: Counter(self._analyzer.document_terms(memory.content))
+            for memory in self._store.owned(user_id).values()
         }
-        if not documents:
-            return []
-        average_length = sum(sum(d.values()) for d in documents.values()) / len(documents)
-        frequency = {t: sum(1 for d in documents.values() if t in d) for t in terms}
-        hits = []
-        for memory_id, counts in documents.items():
-            length = sum(counts.values())
-            score = sum(
-                _idf(len(documents), frequency[t])
-                * counts[t]
-                * (_K1 + 1)
-                / (counts[t] + _K1 * (1 - _B + _B * length / max(average_length, 1e-9)))
-                for t in terms
-                if t in counts
-            )
-            if score > 0:
-                hits.append(SearchHit(memory_id=memory_id, score=score))
-        hits.sort(key=lambda h: (h.score, h.memory_id), reverse=True)
-        return hits[:limit]
-
-
-def _idf(documents: int, containing: int) -> float:
-    # The +1 inside the log keeps idf positive even for a term in every document.
-    return math.log(1 + (documents - containing + 0.5) / (containing + 0.5))
+        return rank(terms, documents, corpus_stats(documents, terms), limit)
 
 
 def _position(memory: Memory) -> tuple[datetime, str]:

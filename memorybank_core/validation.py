@@ -38,7 +38,7 @@ def clean_text(value: object, *, path: str, bound: TextBound) -> str:
         InvalidInputError: naming `path` and the bound.
     """
     if not isinstance(value, str):
-        raise InvalidInputError(path, f"must be a string that {bound.describe().removeprefix('must ')}")
+        raise InvalidInputError(path, f"must be a string of {bound.min} to {bound.max} characters")
     text = value.strip()
     check_characters(text, path=path)
     check_length(text, path=path, bound=bound)

@@ -11,11 +11,11 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import Lifespan
+from starlette.types import Lifespan, Receive, Scope, Send
 
 from adapters_http.auth import PrincipalResolver
 from adapters_http.endpoint import REQUEST_ID_HEADER, Endpoint, RequestIdMiddleware, guarded, log_unexpected, request_id
-from adapters_http.errors import internal_error_response, routing_error
+from adapters_http.errors import internal_error_response, method_not_allowed, routing_error
 from adapters_http.handlers import MemoryHandlers
 from adapters_http.inputs import MAX_BODY_BYTES
 from adapters_http.openapi import build_openapi, openapi_route
@@ -41,21 +41,37 @@ def memory_routes(
     """
     check_route_table(routes)
     handlers = MemoryHandlers(bank, max_body_bytes=max_body_bytes)
-    # One Starlette route per path, so a 405 lists every method the path allows in `Allow`.
     by_path: dict[str, dict[str, Endpoint]] = {}
     for spec in routes:
         endpoint = guarded(partial(spec.handler, handlers), resolve_principal, operation_id=spec.operation_id)
         by_path.setdefault(spec.starlette_path, {})[spec.method.upper()] = endpoint
-    return [Route(path, _by_method(endpoints), methods=list(endpoints)) for path, endpoints in by_path.items()]
+    # One route per path taking every method: a path's wrong methods get our JSON 405 (in a host's app too),
+    # and a literal path is never shadowed by a template (DELETE /v1/memory/search is a 405, not a delete).
+    return [Route(path, _PathEndpoint(endpoints)) for path, endpoints in by_path.items()]
 
 
-def _by_method(endpoints: Mapping[str, Endpoint]) -> Endpoint:
-    async def dispatch(request: Request) -> Response:
-        # The router only lets through the route's methods (and HEAD where GET is allowed).
-        method = "GET" if request.method == "HEAD" else request.method
-        return await endpoints[method](request)
+class _PathEndpoint:
+    """The ASGI app of one path: dispatches on the method, answers the others with our JSON 405.
 
-    return dispatch
+    A class, not a function: Starlette gives an ASGI class every method, a function only GET.
+    """
+
+    def __init__(self, endpoints: Mapping[str, Endpoint]) -> None:
+        self._endpoints = dict(endpoints)
+        allowed = set(endpoints) | ({"HEAD"} if "GET" in endpoints else set())
+        self._allow = ", ".join(sorted(allowed))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one request."""
+        request = Request(scope, receive, send)
+        method = "GET" if request.method == "HEAD" and "GET" in self._endpoints else request.method
+        endpoint = self._endpoints.get(method)
+        if endpoint is not None:
+            response = await endpoint(request)
+        else:
+            response = method_not_allowed(self._allow)
+            response.headers[REQUEST_ID_HEADER] = request_id(scope)
+        await response(scope, receive, send)
 
 
 def create_app(

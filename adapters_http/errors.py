@@ -105,6 +105,12 @@ def internal_error_response() -> Response:
     return json_error(INTERNAL_ERROR.status, {"error": INTERNAL_ERROR.code, "message": INTERNAL_ERROR.message})
 
 
+def method_not_allowed(allow: str) -> Response:
+    """405 in the error shape, with the `Allow` header listing the path's methods."""
+    code, message = _ROUTING_CODES[405]
+    return json_error(405, {"error": code, "message": message}, {"Allow": allow})
+
+
 def json_error(status: int, body: Mapping[str, object], headers: Mapping[str, str] | None = None) -> Response:
     """A JSON error response."""
     return JSONResponse(dict(body), status_code=status, headers=dict(headers or {}))

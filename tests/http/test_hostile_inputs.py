@@ -290,6 +290,8 @@ def test_an_unknown_path_is_a_json_404(client: TestClient) -> None:
         ("PUT", "/v1/memory", {"GET", "HEAD", "POST"}),
         ("PATCH", "/v1/memory", {"GET", "HEAD", "POST"}),
         ("POST", "/v1/memory/search", {"GET", "HEAD"}),
+        ("DELETE", "/v1/memory/search", {"GET", "HEAD"}),
+        ("OPTIONS", "/v1/memory", {"GET", "HEAD", "POST"}),
         ("GET", "/v1/memory/mem_01h455vb4pex5vsknk084sn02q", {"DELETE"}),
         ("POST", "/openapi.json", {"GET", "HEAD"}),
     ],
@@ -302,3 +304,4 @@ def test_a_wrong_method_is_a_json_405_listing_the_allowed_ones(
     assert response.status_code == 405
     assert response.json()["error"] == "method_not_allowed"
     assert {m.strip() for m in response.headers["Allow"].split(",")} == allowed
+    assert response.headers["X-Request-Id"]

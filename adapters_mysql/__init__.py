@@ -1,1 +1,22 @@
-"""SQL storage for the memory bank: MySQL/MariaDB (FULLTEXT) and embedded SQLite (FTS5)."""
+"""SQL storage for the memory bank: MySQL/MariaDB (FULLTEXT) and embedded SQLite (FTS5).
+
+The composition root calls `open_storage(url)` and wires the returned `SqlStorage`'s
+store, search engine and token store into the bank. Nothing connects at import time.
+"""
+
+from adapters_mysql.errors import SchemaNotReadyError
+from adapters_mysql.mysql_fulltext import MysqlFulltextSearch
+from adapters_mysql.sqlite_fts5 import Fts5Search
+from adapters_mysql.storage import SqlStorage, open_storage
+from adapters_mysql.store import SqlMemoryStore
+from adapters_mysql.token_store import SqlTokenStore
+
+__all__ = [
+    "Fts5Search",
+    "MysqlFulltextSearch",
+    "SchemaNotReadyError",
+    "SqlMemoryStore",
+    "SqlStorage",
+    "SqlTokenStore",
+    "open_storage",
+]

@@ -12,6 +12,9 @@ from memorybank_core import READ_SCOPE, WRITE_SCOPE, FixedClock, MemoryBank, Rec
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.contract.backends import FACTORIES, BackendFactory
 
+#: `mysql_url` and the MySQL test-server rules, for every tier.
+pytest_plugins = ("tests.mysql_server",)
+
 
 @attrs.frozen(kw_only=True)
 class User:

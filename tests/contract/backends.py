@@ -59,4 +59,13 @@ class Registration:
 #: Every backend kind the contract suite runs against. Adapters add themselves here.
 FACTORIES: dict[str, Registration] = {
     "memory": Registration(InMemoryFactory),
+    "sqlite": Registration(lambda: _sql_factory("sqlite")),
+    "mysql": Registration(lambda: _sql_factory("mysql"), marks=(pytest.mark.mysql,)),
 }
+
+
+def _sql_factory(kind: str) -> BackendFactory:
+    # Imported on use: the SQL factories import this module for Backend.
+    from tests.sql.backends import MysqlFactory, SqliteFactory
+
+    return SqliteFactory() if kind == "sqlite" else MysqlFactory()

@@ -1,0 +1,69 @@
+"""The idempotent bootstrap both install paths run, and the readiness check before serving.
+
+Alembic autogenerate cannot see a FULLTEXT index (nor an FTS5 table), and a fresh
+install stamps head without running migrations. So the search structures are created
+here, by a step that the fresh path (`SqlStorage.initialize`) and the migrate path
+(`SqlStorage.migrate`, and revision 1 itself) both run. Running it again is a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import sqlalchemy as sa
+
+from adapters_mysql.errors import SchemaNotReadyError
+from adapters_mysql.mysql_fulltext import FULLTEXT_INDEX_NAME, ensure_fulltext_index, fulltext_index_exists
+from adapters_mysql.revisions import current_revision, head_revision, known_revisions
+from adapters_mysql.sqlite_fts5 import FTS_TABLE_NAME, ensure_fts5, fts5_ready
+
+_log = logging.getLogger("memorybank.storage")
+
+
+def bootstrap(connection: sa.Connection) -> bool:
+    """Create the dialect's search structures if missing; True if anything was created."""
+    if connection.dialect.name == "mysql":
+        created = ensure_fulltext_index(connection)
+    elif connection.dialect.name == "sqlite":
+        created = ensure_fts5(connection)
+    else:
+        raise ValueError(f"memorybank storage does not support the {connection.dialect.name} dialect")
+    if created:
+        _log.info("bootstrap created the %s search structures", connection.dialect.name)
+    return created
+
+
+def search_structures_ready(connection: sa.Connection) -> bool:
+    """True when the dialect's search structures exist."""
+    if connection.dialect.name == "mysql":
+        return fulltext_index_exists(connection)
+    return fts5_ready(connection)
+
+
+def check_ready(connection: sa.Connection, *, fix_command: str) -> None:
+    """Refuse to serve a database whose schema is not exactly what this version needs.
+
+    Raises:
+        SchemaNotReadyError: the revision is missing, behind or unknown, or the search
+            structures are missing; the message names `fix_command`.
+    """
+    current = current_revision(connection)
+    head = head_revision()
+    if current is None:
+        raise SchemaNotReadyError(f"the database has no memorybank schema yet: run `{fix_command}` to create it")
+    if current not in known_revisions():
+        raise SchemaNotReadyError(
+            f"the database schema is at revision {current}, newer than this memorybank knows (head {head}): "
+            "upgrade memorybank"
+        )
+    if current != head:
+        raise SchemaNotReadyError(
+            f"the database schema is at revision {current}, behind this memorybank's {head}: run `{fix_command}`"
+        )
+    if not search_structures_ready(connection):
+        missing = (
+            f"the FULLTEXT index {FULLTEXT_INDEX_NAME}"
+            if connection.dialect.name == "mysql"
+            else f"the FTS5 table {FTS_TABLE_NAME} or its triggers"
+        )
+        raise SchemaNotReadyError(f"{missing} is missing: run `{fix_command}`")

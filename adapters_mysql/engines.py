@@ -1,0 +1,74 @@
+"""SQLAlchemy engines for each dialect, with the connection settings the bank relies on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import URL
+from sqlalchemy.pool import QueuePool
+
+#: Execution option that marks a write transaction. SQLite then opens it with BEGIN IMMEDIATE;
+#: other dialects ignore it.
+WRITE_OPTION = "memorybank_write"
+
+#: How long a SQLite connection waits for another writer before giving up, in milliseconds.
+SQLITE_BUSY_TIMEOUT_MS = 5000
+
+
+def for_writing(engine: sa.Engine) -> sa.Engine:
+    """The same engine and pool, with transactions marked as writes.
+
+    A SQLite transaction that starts as a read and then writes fails at once with
+    "database is locked" if another connection committed meanwhile (its snapshot is
+    stale, so waiting cannot help). Taking the write lock at BEGIN waits instead.
+    """
+    return engine.execution_options(**{WRITE_OPTION: True})
+
+
+def mysql_engine(url: URL) -> sa.Engine:
+    """An engine for MySQL/MariaDB through mysqlclient or PyMySQL."""
+    if "charset" not in url.query:
+        # 4-byte UTF-8 (emoji) needs utf8mb4 on the connection, not just on the tables.
+        url = url.update_query_dict({"charset": "utf8mb4"})
+    # pre_ping: a pooled connection killed by the server (wait_timeout, failover) is
+    # replaced before use instead of failing the request. hide_parameters: bound values
+    # (memory content) never reach logs or exception messages.
+    return sa.create_engine(url, pool_pre_ping=True, hide_parameters=True)
+
+
+def sqlite_engine(url: URL) -> sa.Engine:
+    """An engine for a SQLite file, or for an in-memory database when the URL names no file."""
+    in_memory = url.database in (None, "", ":memory:")
+    options: dict[str, Any] = {
+        "hide_parameters": True,
+        # The HTTP facade calls the store from a thread pool.
+        "connect_args": {"check_same_thread": False},
+    }
+    if in_memory:
+        # Exactly one connection, handed to one thread at a time: every other connection would
+        # see its own empty database, and a connection shared by threads at once (StaticPool)
+        # interleaves their transactions.
+        options.update(poolclass=QueuePool, pool_size=1, max_overflow=0)
+    engine = sa.create_engine(url, **options)
+
+    @event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        # Let the "begin" listener below open transactions instead of pysqlite's own
+        # heuristics, which do not cover reads and DDL.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        if not in_memory:
+            # Readers do not block the writer, and the writer does not block readers.
+            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: sa.Connection) -> None:
+        writing = connection.get_execution_options().get(WRITE_OPTION, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
+
+    return engine

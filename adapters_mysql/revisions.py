@@ -1,0 +1,80 @@
+"""The glue to alembic: where the migration scripts are, and which revision a database is at."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from adapters_mysql.mysql_fulltext import FULLTEXT_INDEX_NAME
+from adapters_mysql.schema import metadata
+
+#: Our own version table, so a host that runs alembic for its own tables in the same database
+#: does not collide with ours.
+VERSION_TABLE = "memorybank_alembic_version"
+
+
+def script_location() -> Path:
+    """The `migrations` directory installed beside this package by the same distribution.
+
+    Found by path, not imported: `migrations` sits above this package in the layering,
+    and alembic loads its scripts from files anyway.
+    """
+    location = Path(__file__).resolve().parent.parent / "migrations"
+    if not (location / "env.py").is_file():
+        raise RuntimeError(f"memorybank's migration scripts are missing from {location}; reinstall memorybank")
+    return location
+
+
+def alembic_config(connection: sa.Connection | None = None) -> Config:
+    """An alembic Config for our scripts; `migrations/env.py` runs on `connection` when given."""
+    config = Config()
+    # Config values are %-interpolated: escape the path.
+    config.set_main_option("script_location", str(script_location()).replace("%", "%%"))
+    config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    """The newest revision this version of memorybank knows."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:
+        raise RuntimeError("memorybank's migration scripts define no revision")
+    return head
+
+
+def known_revisions() -> frozenset[str]:
+    """Every revision this version of memorybank knows."""
+    return frozenset(script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions())
+
+
+def current_revision(connection: sa.Connection) -> str | None:
+    """The revision the database is stamped with, or None if it has no memorybank schema."""
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    return context.get_current_revision()
+
+
+def upgrade_to_head(connection: sa.Connection) -> None:
+    """Run every pending migration on `connection`."""
+    command.upgrade(alembic_config(connection), "head")
+
+
+def stamp_head(connection: sa.Connection) -> None:
+    """Record that the database is at head without running migrations (the fresh-install path)."""
+    command.stamp(alembic_config(connection), "head")
+
+
+def include_name(name: str | None, type_: str, _parent_names: object) -> bool:
+    """Alembic's filter: compare only our tables, and not the FULLTEXT index the bootstrap owns.
+
+    Other tables in the database (a host's, FTS5's shadow tables, the version table) are not ours.
+    """
+    if type_ == "table":
+        return name in metadata.tables
+    if type_ == "index":
+        return name != FULLTEXT_INDEX_NAME
+    return True

@@ -1,0 +1,132 @@
+"""The memory bank's tables as SQLAlchemy Core objects: one MetaData for MySQL and SQLite.
+
+Every size comes from `memorybank_core.limits`. The MySQL FULLTEXT index and the
+SQLite FTS5 table are not part of this metadata: autogenerate cannot see them,
+so `adapters_mysql.bootstrap` creates them on every install path.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeEngine
+
+from memorybank_core import Origin, Scope, limits
+from memorybank_core.limits import TextBound
+
+#: MySQL TEXT holds 65,535 bytes, and utf8mb4 needs up to 4 bytes per character.
+_MYSQL_TEXT_BYTES = 65_535
+_UTF8MB4_MAX_BYTES_PER_CHARACTER = 4
+
+#: MySQL table options: InnoDB for FULLTEXT and transactions; a case- and accent-insensitive
+#: collation that MariaDB and MySQL 8 both know, so `cafe` finds `café` as FTS5's unicode61 does.
+MYSQL_TABLE_OPTIONS: dict[str, Any] = {
+    "mysql_engine": "InnoDB",
+    "mysql_charset": "utf8mb4",
+    "mysql_collate": "utf8mb4_unicode_ci",
+}
+
+#: The hex SHA-256 of a token secret.
+TOKEN_HASH_LENGTH = 64
+
+
+class UtcDateTime(sa.TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime with microseconds, stored naive in UTC.
+
+    MySQL gets `DATETIME(6)`; SQLite gets SQLAlchemy's fixed-width ISO text, so string
+    order is time order and the keyset comparison works on both.
+    """
+
+    impl = sa.DateTime
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "mysql":
+            return dialect.type_descriptor(mysql.DATETIME(fsp=6))
+        return dialect.type_descriptor(sa.DateTime())
+
+    def process_bind_param(self, value: datetime | None, _dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.utcoffset() is None:
+            # A naive datetime would be stored as if it were UTC: refuse rather than guess.
+            raise ValueError("UtcDateTime needs a timezone-aware datetime")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, _dialect: Dialect) -> datetime | None:
+        return None if value is None else value.replace(tzinfo=UTC)
+
+
+def text_type(bound: TextBound) -> TypeEngine[str]:
+    """The smallest text column type that holds `bound.max` characters on every dialect."""
+    if bound.max * _UTF8MB4_MAX_BYTES_PER_CHARACTER <= _MYSQL_TEXT_BYTES:
+        return sa.Text()
+    return sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql")
+
+
+def id_type() -> sa.String:
+    """The column type of every stored identifier."""
+    return sa.String(limits.ID_MAX_LENGTH)
+
+
+def _enum(values: type[Scope] | type[Origin], name: str) -> sa.Enum:
+    # Plain string values (not the Python enum) so the column holds exactly the wire values.
+    return sa.Enum(*(member.value for member in values), name=name)
+
+
+metadata = sa.MetaData()
+
+memory = sa.Table(
+    "memory",
+    metadata,
+    sa.Column("id", id_type(), primary_key=True),
+    sa.Column("user_id", id_type(), nullable=False),
+    sa.Column("org_id", id_type(), nullable=False),
+    sa.Column("scope", _enum(Scope, "memory_scope"), nullable=False, server_default=Scope.USER.value),
+    sa.Column("content", text_type(limits.CONTENT), nullable=False),
+    # The reference host's varchar(64): the same width as an id, so it shares that bound.
+    sa.Column("source", sa.String(limits.ID_MAX_LENGTH), nullable=False),
+    sa.Column("tags", sa.JSON(none_as_null=True), nullable=True),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
+    # Leftmost prefix serves `user_id = ?`; the rest serves the newest-first keyset listing.
+    sa.Index("memory_user_id_created_at_id", "user_id", "created_at", "id"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+memory_context = sa.Table(
+    "memory_context",
+    metadata,
+    sa.Column("id", id_type(), primary_key=True),
+    sa.Column("memory_id", id_type(), nullable=False),
+    # Copied from the memory so both tables shard by user_id and every context query is owner-scoped.
+    sa.Column("user_id", id_type(), nullable=False),
+    sa.Column("citation", sa.JSON(none_as_null=True), nullable=True),
+    sa.Column("snippet", text_type(limits.SNIPPET), nullable=False),
+    sa.Column("origin", _enum(Origin, "memory_context_origin"), nullable=True),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Index("memory_context_user_id_memory_id", "user_id", "memory_id"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+api_token = sa.Table(
+    "api_token",
+    metadata,
+    sa.Column("id", id_type(), primary_key=True),
+    sa.Column("token_hash", sa.CHAR(TOKEN_HASH_LENGTH), nullable=False),
+    sa.Column("user_id", id_type(), nullable=False),
+    sa.Column("org_id", id_type(), nullable=False),
+    sa.Column("scopes", sa.JSON(), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("revoked_at", UtcDateTime(), nullable=True),
+    sa.UniqueConstraint("token_hash", name="api_token_token_hash"),
+    sa.Index("api_token_user_id", "user_id"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+#: The tables this package owns, in creation order.
+TABLES: tuple[sa.Table, ...] = (memory, memory_context, api_token)

@@ -1,0 +1,178 @@
+"""`open_storage`: the one entry point the composition root calls to get SQL storage."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+import sqlalchemy as sa
+from sqlalchemy.engine import URL
+
+from adapters_mysql.bootstrap import bootstrap, check_ready
+from adapters_mysql.engines import for_writing, mysql_engine, sqlite_engine
+from adapters_mysql.errors import driver_error_code, unavailable_on_driver_error
+from adapters_mysql.mysql_fulltext import MysqlFulltextSearch
+from adapters_mysql.revisions import current_revision, stamp_head, upgrade_to_head
+from adapters_mysql.schema import metadata
+from adapters_mysql.sqlite_fts5 import Fts5Search
+from adapters_mysql.store import SqlMemoryStore
+from adapters_mysql.token_store import SqlTokenStore
+from memorybank_core import InvalidInputError, SearchEngine, UnavailableError
+
+_EXAMPLE_URLS = "sqlite:///memorybank.sqlite3 or mysql://user:password@host:3306/memorybank"
+
+#: Accepted URL schemes and the SQLAlchemy driver each one means. `mysql://` is mysqlclient.
+_DRIVERS = {
+    "mysql": "mysql+mysqldb",
+    "mysql+mysqldb": "mysql+mysqldb",
+    "mysql+pymysql": "mysql+pymysql",
+    "sqlite": "sqlite+pysqlite",
+    "sqlite+pysqlite": "sqlite+pysqlite",
+}
+
+#: How to get each driver that is not part of the standard library.
+_INSTALL_HINTS = {"mysqldb": "pip install 'memorybank[mysql]'", "pymysql": "pip install pymysql"}
+
+
+@attrs.frozen
+class _SearchKind:
+    make: Callable[[sa.Engine], SearchEngine]
+    dialects: frozenset[str]
+
+
+#: Search engines by name. A later owner-scoped engine registers here and may become a default.
+SEARCH_ENGINES: dict[str, _SearchKind] = {
+    "fulltext": _SearchKind(MysqlFulltextSearch, frozenset({"mysql"})),
+    "fts5": _SearchKind(Fts5Search, frozenset({"sqlite"})),
+}
+DEFAULT_SEARCH: dict[str, str] = {"mysql": "fulltext", "sqlite": "fts5"}
+
+
+class SqlStorage:
+    """Everything the bank needs from one SQL database: store, search engine, token store, schema tools."""
+
+    def __init__(self, *, engine: sa.Engine, search_engine: SearchEngine, display_url: str) -> None:
+        self.engine = engine
+        self.dialect_name: str = engine.dialect.name
+        self.store = SqlMemoryStore(engine)
+        self.search_engine = search_engine
+        self.token_store = SqlTokenStore(engine)
+        self._display_url = display_url
+
+    @property
+    def fix_command(self) -> str:
+        """The command that brings this database's schema up to date (no password in it)."""
+        return f"memorybank migrate --db {self._display_url}"
+
+    def initialize(self) -> None:
+        """The fresh-install path: create missing tables and stamp head, then bootstrap. Idempotent.
+
+        A database that already carries a revision is not migrated here (that is `migrate`):
+        `check_ready` reports it if it is behind.
+
+        Raises:
+            UnavailableError: the database cannot be reached.
+        """
+        with unavailable_on_driver_error("initialize"), for_writing(self.engine).begin() as connection:
+            if current_revision(connection) is None:
+                metadata.create_all(connection)
+                stamp_head(connection)
+            bootstrap(connection)
+
+    def migrate(self) -> None:
+        """The migrate path (`memorybank migrate`): run pending migrations, then bootstrap.
+
+        Raises:
+            UnavailableError: the database cannot be reached.
+        """
+        with unavailable_on_driver_error("migrate"), for_writing(self.engine).begin() as connection:
+            upgrade_to_head(connection)
+            bootstrap(connection)
+
+    def check_ready(self) -> None:
+        """Refuse to serve a database that is not at head or lacks its search index.
+
+        Raises:
+            SchemaNotReadyError: with a message naming `fix_command`.
+            UnavailableError: the database cannot be reached.
+        """
+        with unavailable_on_driver_error("readiness check"), self.engine.connect() as connection:
+            check_ready(connection, fix_command=self.fix_command)
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+
+def open_storage(url: str, *, search: str | None = None) -> SqlStorage:
+    """Open SQL storage at `url` and check that the database answers.
+
+    `url` is `mysql://user:pw@host:port/db` (mysqlclient), `mysql+pymysql://…`,
+    `sqlite:///path/file.sqlite3`, or `sqlite://` (in memory, for tests). `search` names the
+    search engine (`fulltext` on MySQL, `fts5` on SQLite); None picks the dialect's default.
+    The schema is not touched: call `initialize`, `migrate` or `check_ready` next.
+
+    Raises:
+        InvalidInputError: ("db") a malformed URL, an unsupported scheme, a missing database
+            name or a missing driver; ("search") an unknown engine or one the dialect lacks.
+        UnavailableError: the database cannot be reached.
+    """
+    given = _parse_url(url)
+    engine = _create_engine(given)
+    try:
+        search_engine = _search_engine(engine, search)
+        _ping(engine)
+    except (InvalidInputError, UnavailableError):
+        engine.dispose()
+        raise
+    # URL.set() ignores None, so the password is dropped with the NamedTuple's _replace.
+    display_url = given._replace(password=None).render_as_string(hide_password=False)
+    return SqlStorage(engine=engine, search_engine=search_engine, display_url=display_url)
+
+
+def _parse_url(url: object) -> URL:
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidInputError("db", f"must be a database URL such as {_EXAMPLE_URLS}")
+    try:
+        parsed = sa.make_url(url.strip())
+    except (sa.exc.ArgumentError, ValueError) as error:
+        raise InvalidInputError("db", f"is not a database URL; use one such as {_EXAMPLE_URLS}") from error
+    if parsed.drivername not in _DRIVERS:
+        accepted = ", ".join(f"{scheme}://" for scheme in _DRIVERS)
+        raise InvalidInputError("db", f"uses the unsupported scheme {parsed.drivername}://; use one of {accepted}")
+    if parsed.get_backend_name() == "mysql" and not parsed.database:
+        raise InvalidInputError("db", "must name the database, as in mysql://user:password@host:3306/memorybank")
+    return parsed
+
+
+def _create_engine(given: URL) -> sa.Engine:
+    url = given.set(drivername=_DRIVERS[given.drivername])
+    try:
+        if url.get_backend_name() == "mysql":
+            return mysql_engine(url)
+        return sqlite_engine(url)
+    except ImportError as error:
+        install = _INSTALL_HINTS.get(url.get_driver_name(), "install its driver")
+        raise InvalidInputError("db", f"needs the {url.get_driver_name()} driver: {install}") from error
+
+
+def _search_engine(engine: sa.Engine, name: str | None) -> SearchEngine:
+    dialect = engine.dialect.name
+    chosen = DEFAULT_SEARCH[dialect] if name is None else name
+    kind = SEARCH_ENGINES.get(chosen)
+    if kind is None or dialect not in kind.dialects:
+        usable = ", ".join(sorted(key for key, value in SEARCH_ENGINES.items() if dialect in value.dialects))
+        raise InvalidInputError("search", f"must name a search engine {dialect} supports: {usable}")
+    return kind.make(engine)
+
+
+def _ping(engine: sa.Engine) -> None:
+    try:
+        with engine.connect() as connection:
+            connection.execute(sa.select(1))
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
+        # A connection failure's message names the host and the reason, never memory content.
+        reason = getattr(error, "orig", error)
+        raise UnavailableError(
+            f"cannot connect to the database (driver error {driver_error_code(error)}): {reason}"
+        ) from error

@@ -1,0 +1,1 @@
+"""Tests of the SQL storage adapters (SQLite and MySQL/MariaDB)."""

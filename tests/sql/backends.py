@@ -1,0 +1,60 @@
+"""SQL backend factories: SQLite (fresh-install path) and MySQL (migrate path).
+
+Each factory builds its database once per session; `fresh()` empties the tables.
+The contract suite and the adapter tests share them.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from adapters_mysql import SqlStorage, open_storage
+from adapters_mysql.schema import TABLES
+from tests.contract.backends import Backend, BackendFactory
+from tests.mysql_server import ThrowawayDatabase
+
+
+class SqliteFactory(BackendFactory):
+    """A SQLite file in a temporary directory, created by the fresh-install path (`initialize`)."""
+
+    def __init__(self) -> None:
+        self._directory = tempfile.TemporaryDirectory(prefix="memorybank-test-")
+        self.url = f"sqlite:///{Path(self._directory.name) / 'memorybank.sqlite3'}"
+        self.storage: SqlStorage = open_storage(self.url)
+        self.storage.initialize()
+
+    def fresh(self) -> Backend:
+        with self.storage.engine.begin() as connection:
+            # Deleting through the memory table fires the FTS5 triggers, so the index empties too.
+            for table in reversed(TABLES):
+                connection.execute(table.delete())
+        return Backend(store=self.storage.store, search_engine=self.storage.search_engine)
+
+    def close(self) -> None:
+        self.storage.close()
+        self._directory.cleanup()
+
+
+class MysqlFactory(BackendFactory):
+    """A throwaway MySQL/MariaDB database, created by the migrate path (`migrate`)."""
+
+    def __init__(self) -> None:
+        self._database = ThrowawayDatabase()
+        self.url = self._database.url
+        self.storage: SqlStorage = open_storage(self.url)
+        self.storage.migrate()
+
+    def fresh(self) -> Backend:
+        with self.storage.engine.begin() as connection:
+            # TRUNCATE rather than DELETE: it also resets the FULLTEXT statistics (deleted rows
+            # would otherwise keep counting until OPTIMIZE TABLE), so each test ranks alone.
+            for table in TABLES:
+                connection.execute(sa.text(f"TRUNCATE TABLE {table.name}"))
+        return Backend(store=self.storage.store, search_engine=self.storage.search_engine)
+
+    def close(self) -> None:
+        self.storage.close()
+        self._database.drop()

@@ -1,0 +1,177 @@
+"""`open_storage`: URLs, drivers, search engine choice, SQLite connection settings, failures."""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from adapters_mysql import Fts5Search, MysqlFulltextSearch, SqlStorage, open_storage
+from adapters_mysql.storage import SEARCH_ENGINES
+from memorybank_core import InvalidInputError, MemoryBank, SaveRequest, UnavailableError
+from tests.conftest import User
+from tests.mysql_server import ThrowawayDatabase
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "",
+        "   ",
+        "not a url",
+        "postgresql://user@localhost/memorybank",
+        "mariadb://root@127.0.0.1:3306/memorybank",
+        "mysql://root@127.0.0.1:3306",
+        "mysql://root@127.0.0.1:3306/",
+        "mysql://root@127.0.0.1:notaport/memorybank",
+    ],
+)
+def test_a_bad_url_is_invalid_input_naming_db(url: str) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        open_storage(url)
+    assert [problem.path for problem in raised.value.problems] == ["db"]
+
+
+@pytest.mark.parametrize(
+    ("url", "module", "hint"),
+    [
+        ("mysql://root@127.0.0.1:3306/memorybank", "MySQLdb", "memorybank[mysql]"),
+        ("mysql+pymysql://root@127.0.0.1:3306/memorybank", "pymysql", "pip install pymysql"),
+    ],
+)
+def test_a_missing_driver_is_invalid_input_that_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, url: str, module: str, hint: str
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # makes `import module` raise ImportError
+    with pytest.raises(InvalidInputError, match=re.escape(hint)) as raised:
+        open_storage(url)
+    assert raised.value.problems[0].path == "db"
+
+
+def test_an_unknown_search_engine_is_invalid_input_naming_search() -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        open_storage("sqlite://", search="vectors")
+    assert raised.value.problems[0].path == "search"
+    assert "fts5" in raised.value.problems[0].message
+
+
+def test_fulltext_search_is_refused_on_sqlite() -> None:
+    with pytest.raises(InvalidInputError, match="sqlite supports: fts5"):
+        open_storage("sqlite://", search="fulltext")
+
+
+def test_every_registered_engine_names_the_dialects_it_serves() -> None:
+    assert {name: sorted(kind.dialects) for name, kind in SEARCH_ENGINES.items()} == {
+        "fulltext": ["mysql"],
+        "fts5": ["sqlite"],
+    }
+
+
+def test_an_unreachable_mysql_server_is_unavailable() -> None:
+    # Port 1 on localhost: nothing listens there, so the connection is refused at once.
+    with pytest.raises(UnavailableError, match="cannot connect"):
+        open_storage("mysql://root@127.0.0.1:1/memorybank")
+
+
+def test_a_sqlite_file_in_a_missing_directory_is_unavailable(tmp_path: Path) -> None:
+    with pytest.raises(UnavailableError, match="cannot connect"):
+        open_storage(f"sqlite:///{tmp_path / 'missing' / 'bank.sqlite3'}")
+
+
+def test_sqlite_connections_are_configured_for_a_threaded_server(tmp_path: Path) -> None:
+    storage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}")
+    try:
+        with storage.engine.connect() as connection:
+            settings = {
+                pragma: connection.exec_driver_sql(f"PRAGMA {pragma}").scalar_one()
+                for pragma in ("journal_mode", "foreign_keys", "busy_timeout")
+            }
+        assert settings == {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": 5000}
+        assert storage.dialect_name == "sqlite"
+        assert isinstance(storage.search_engine, Fts5Search)
+    finally:
+        storage.close()
+
+
+def test_an_in_memory_sqlite_bank_is_one_database_shared_by_threads() -> None:
+    storage = open_storage("sqlite://")
+    try:
+        storage.initialize()
+        bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
+        alice = User()
+        errors: list[BaseException] = []
+
+        def save(n: int) -> None:
+            try:
+                bank.save(alice, SaveRequest.of(f"threaded memory number{n}"))
+            except BaseException as error:  # pragma: no cover - reported by the assertion below
+                errors.append(error)
+
+        threads = [threading.Thread(target=save, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert len(bank.list(alice, limit=20).memories) == 8
+        assert len(bank.search(alice, query="threaded")) == 8
+    finally:
+        storage.close()
+
+
+def test_a_sqlite_file_bank_serves_concurrent_writers(tmp_path: Path) -> None:
+    storage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}")
+    try:
+        storage.initialize()
+        bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
+        users = [User() for _ in range(4)]
+
+        def work(user: User) -> None:
+            for n in range(10):
+                saved = bank.save(user, SaveRequest.of(f"concurrent note{n}"))
+                if n % 3 == 0:
+                    bank.delete(user, memory_id=saved.id)
+
+        threads = [threading.Thread(target=work, args=(user,)) for user in users]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert [len(bank.list(user, limit=20).memories) for user in users] == [6, 6, 6, 6]
+    finally:
+        storage.close()
+
+
+@pytest.mark.mysql
+@pytest.mark.parametrize("scheme", ["mysql", "mysql+mysqldb", "mysql+pymysql"])
+def test_both_mysql_drivers_serve_the_bank(scheme: str) -> None:
+    database = ThrowawayDatabase()
+    storage: SqlStorage | None = None
+    try:
+        storage = open_storage(database.url.replace("mysql://", f"{scheme}://", 1))
+        storage.initialize()
+        storage.check_ready()
+        assert storage.dialect_name == "mysql"
+        assert isinstance(storage.search_engine, MysqlFulltextSearch)
+        bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
+        alice = User()
+        saved = bank.save(alice, SaveRequest.of("emoji 🦜 survive the utf8mb4 connection"))
+        assert bank.list(alice).memories == (saved,)
+        assert [r.memory.id for r in bank.search(alice, query="survive")] == [saved.id]
+    finally:
+        if storage is not None:
+            storage.close()
+        database.drop()
+
+
+@pytest.mark.mysql
+def test_the_mysql_url_fixture_gives_an_empty_database(mysql_url: str) -> None:
+    storage = open_storage(mysql_url)
+    try:
+        assert sa.inspect(storage.engine).get_table_names() == []
+    finally:
+        storage.close()

@@ -1,0 +1,322 @@
+"""SqlMemoryStore on both dialects: owner scoping of every statement, atomicity, exact round-trips."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from datetime import timedelta
+from typing import Any
+
+import attrs
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from adapters_mysql import SqlStorage, open_storage
+from adapters_mysql.schema import memory as memory_table
+from adapters_mysql.schema import memory_context
+from memorybank_core import (
+    ListPosition,
+    MemoryBank,
+    NotFoundError,
+    SaveRequest,
+    Scope,
+    UnavailableError,
+    limits,
+)
+from tests.conftest import User, start_clock
+from tests.sql.backends import MysqlFactory
+from tests.sql.conftest import Statement
+from tests.sql.memories import SAVED_AT, make_memory, new_user
+
+#: A statement that touches the memory tables (memory_fts is FTS5's own table, checked via its join).
+_TOUCHES_MEMORY_TABLES = re.compile(r"\b(memory|memory_context)\b")
+#: The owner predicate as SQLAlchemy renders it, with either driver's placeholder.
+_OWNER_PREDICATE = re.compile(r"\b(memory|memory_context)\.user_id = (%s|\?)")
+_SCOPE_PREDICATE = re.compile(r"\bmemory\.scope = (%s|\?)")
+_INSERT = re.compile(r"^INSERT INTO (memory|memory_context) \(([^)]*)\)")
+
+
+class InjectedFault(Exception):
+    """Raised by a test between two statements of one transaction."""
+
+
+def queries(statements: list[Statement]) -> list[Statement]:
+    """The statements that touch the memory tables (not BEGIN and the like)."""
+    return [s for s in statements if _TOUCHES_MEMORY_TABLES.search(s.sql)]
+
+
+def rows_of(storage: SqlStorage, user_id: str) -> tuple[int, int]:
+    """How many memory and memory_context rows the user has, read straight from the tables."""
+    with storage.engine.connect() as connection:
+        memories = connection.execute(
+            sa.select(sa.func.count()).select_from(memory_table).where(memory_table.c.user_id == user_id)
+        ).scalar_one()
+        contexts = connection.execute(
+            sa.select(sa.func.count()).select_from(memory_context).where(memory_context.c.user_id == user_id)
+        ).scalar_one()
+    return memories, contexts
+
+
+def test_every_statement_on_the_memory_tables_carries_the_owner(
+    storage: SqlStorage, statements: list[Statement]
+) -> None:
+    alice, bob = User(), User()
+    bank = MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=start_clock())
+    contexts = [{"snippet": "from the harbor chat", "conversation_id": "c1"}, {"snippet": "second"}]
+    saved = [
+        bank.save(alice, SaveRequest.parse({"content": f"lighthouse note {n}", "contexts": contexts})) for n in "abc"
+    ]
+    theirs = bank.save(bob, SaveRequest.of("lighthouse of bob"))
+    assert {r.memory.id for r in bank.search(alice, query="lighthouse")} == {m.id for m in saved}
+    first = bank.list(alice, limit=2)
+    assert first.next_cursor is not None
+    bank.list(alice, limit=2, cursor=first.next_cursor)
+    bank.delete(alice, memory_id=saved[0].id)
+    with pytest.raises(NotFoundError):
+        bank.delete(alice, memory_id=theirs.id)
+
+    touching = queries(statements)
+    kinds = {s.sql.split()[0] for s in touching}
+    assert kinds == {"INSERT", "SELECT", "DELETE"}, "the cycle must exercise every kind of statement"
+    for statement in touching:
+        owners = [u.user_id for u in (alice, bob) if statement.binds(u.user_id)]
+        assert len(owners) == 1, f"binds no single owner: {statement.sql}"
+        insert = _INSERT.match(statement.sql)
+        if insert is not None:
+            assert "user_id" in insert.group(2).split(", "), statement.sql
+            continue
+        assert _OWNER_PREDICATE.search(statement.sql), f"no owner predicate: {statement.sql}"
+        if re.search(r"\bFROM memory\b|\bJOIN memory\b", statement.sql):
+            assert _SCOPE_PREDICATE.search(statement.sql), f"no scope predicate: {statement.sql}"
+
+
+def test_get_many_and_list_load_memories_and_contexts_in_two_queries(
+    storage: SqlStorage, statements: list[Statement]
+) -> None:
+    owner = new_user()
+    memories = [
+        make_memory(owner, snippets=("a", "b", "c"), created_at=SAVED_AT + timedelta(seconds=n)) for n in range(8)
+    ]
+    for memory in memories:
+        storage.store.add(user_id=owner, memory=memory)
+    statements.clear()
+    found = storage.store.get_many(user_id=owner, memory_ids=[m.id for m in memories])
+    assert len(found) == 8
+    assert len(queries(statements)) == 2
+    statements.clear()
+    assert len(storage.store.list(user_id=owner, limit=100, after=None)) == 8
+    assert len(queries(statements)) == 2
+    statements.clear()
+    assert storage.store.get_many(user_id=owner, memory_ids=[]) == {}
+    assert queries(statements) == []
+
+
+def test_a_failure_after_the_memory_insert_leaves_nothing_behind(storage: SqlStorage) -> None:
+    owner = new_user()
+    memory = make_memory(owner, snippets=("one", "two"))
+
+    def fail_on_contexts(_conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
+        if sql.startswith("INSERT INTO memory_context"):
+            raise InjectedFault
+
+    event.listen(storage.engine, "before_cursor_execute", fail_on_contexts)
+    try:
+        with pytest.raises(InjectedFault):
+            storage.store.add(user_id=owner, memory=memory)
+    finally:
+        event.remove(storage.engine, "before_cursor_execute", fail_on_contexts)
+    assert rows_of(storage, owner) == (0, 0)
+    assert storage.store.get_many(user_id=owner, memory_ids=[memory.id]) == {}
+    assert storage.search_engine.search(user_id=owner, query="lighthouse keeper", limit=5) == []
+
+
+def test_a_memory_added_under_another_owner_is_refused(storage: SqlStorage) -> None:
+    with pytest.raises(ValueError, match="own owner"):
+        storage.store.add(user_id=new_user(), memory=make_memory(new_user()))
+
+
+def test_org_scoped_rows_are_invisible_to_every_read_and_to_delete(storage: SqlStorage) -> None:
+    owner = new_user()
+    shared = make_memory(owner, "lighthouse org wide note", scope=Scope.ORG)
+    storage.store.add(user_id=owner, memory=shared)
+    assert storage.store.get_many(user_id=owner, memory_ids=[shared.id]) == {}
+    assert storage.store.list(user_id=owner, limit=10, after=None) == []
+    assert storage.search_engine.search(user_id=owner, query="lighthouse", limit=10) == []
+    assert storage.store.delete(user_id=owner, memory_id=shared.id) is False
+    # The context delete ran first and was rolled back with the refused memory delete.
+    assert rows_of(storage, owner) == (1, 1)
+
+
+def test_delete_removes_the_memory_and_its_contexts_and_nothing_else(storage: SqlStorage) -> None:
+    owner, other = new_user(), new_user()
+    doomed, kept = make_memory(owner, snippets=("x", "y")), make_memory(owner, snippets=("z",))
+    theirs = make_memory(other)
+    for memory in (doomed, kept, theirs):
+        storage.store.add(user_id=memory.user_id, memory=memory)
+    assert storage.store.delete(user_id=other, memory_id=doomed.id) is False
+    assert storage.store.delete(user_id=owner, memory_id=doomed.id) is True
+    assert storage.store.delete(user_id=owner, memory_id=doomed.id) is False
+    assert rows_of(storage, owner) == (1, 1)
+    assert rows_of(storage, other) == (1, 1)
+
+
+def test_keyset_listing_breaks_time_ties_by_id_and_starts_strictly_after_the_position(storage: SqlStorage) -> None:
+    owner = new_user()
+    same_time = [make_memory(owner, f"tied {n}", created_at=SAVED_AT) for n in range(5)]
+    older = make_memory(owner, "older", created_at=SAVED_AT - timedelta(microseconds=1))
+    newer = make_memory(owner, "newer", created_at=SAVED_AT + timedelta(microseconds=1))
+    for memory in [*same_time, older, newer]:
+        storage.store.add(user_id=owner, memory=memory)
+    expected = [newer.id, *sorted((m.id for m in same_time), reverse=True), older.id]
+    walked: list[str] = []
+    after: ListPosition | None = None
+    while True:
+        page = storage.store.list(user_id=owner, limit=2, after=after)
+        if not page:
+            break
+        walked.extend(m.id for m in page)
+        after = ListPosition(created_at=page[-1].created_at, memory_id=page[-1].id)
+    assert walked == expected
+
+
+#: Text that has broken SQL layers before; each must come back byte for byte.
+HOSTILE = [
+    "'); DROP TABLE memory;--",
+    "100% of the_underscore% wildcards _ %",
+    r"C:\Users\léa\notes \\server\share \n not a newline \' \"",
+    "it's a \"quoted\" 'thing' with `backticks` and ''doubled''",
+    "bell\x07 tab\t vertical\x0b escape\x1b[31m red\x1b[0m formfeed\x0c del\x7f end",
+    "  leading and trailing whitespace, CRLF\r\nline two\n  ",
+    "parrot 🦜 mountain 🏔️ family 👩‍👩‍👧 flag 🇫🇷",
+    "東京タワー 北京市 서울특별시 ひらがな",
+    "combining e\u0301 and precomposed \u00e9, zero\u200bwidth, rtl \u202eabc\u202c",
+    "astral plane \U0001d518\U0001d52b\U0001d526 and noncharacters \ufffe\uffff",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_text_round_trips_byte_for_byte(storage: SqlStorage, text: str) -> None:
+    owner = new_user()
+    memory = make_memory(owner, text, snippets=(text,), tags=(text[: limits.TAG.max],))
+    storage.store.add(user_id=owner, memory=memory)
+    loaded = storage.store.get_many(user_id=owner, memory_ids=[memory.id])[memory.id]
+    assert loaded == memory
+    assert loaded.content.encode() == text.encode()
+    assert storage.store.list(user_id=owner, limit=1, after=None) == [memory]
+    # Searching with the hostile text itself never raises, whatever the engine makes of it.
+    storage.search_engine.search(user_id=owner, query=text, limit=5)
+
+
+def test_the_largest_values_the_bounds_allow_fit_their_columns(storage: SqlStorage) -> None:
+    # Four-byte characters at every maximum: the column types must hold bytes, not just characters.
+    owner = "u" * limits.ID_MAX_LENGTH
+    memory = attrs.evolve(
+        make_memory(
+            owner,
+            "😀" * limits.CONTENT.max,
+            snippets=("🦜" * limits.SNIPPET.max,) * limits.CONTEXTS_MAX,
+            tags=tuple(f"{n:02d}" + "🏔" * (limits.TAG.max - 2) for n in range(limits.TAGS_MAX)),
+        ),
+        id="m" * limits.ID_MAX_LENGTH,
+    )
+    memory = attrs.evolve(memory, contexts=[attrs.evolve(c, memory_id=memory.id) for c in memory.contexts])
+    storage.store.add(user_id=owner, memory=memory)
+    assert storage.store.get_many(user_id=owner, memory_ids=[memory.id]) == {memory.id: memory}
+
+
+def test_timestamps_round_trip_with_microseconds_as_utc(storage: SqlStorage) -> None:
+    owner = new_user()
+    memory = make_memory(owner, created_at=SAVED_AT.replace(microsecond=999_999))
+    storage.store.add(user_id=owner, memory=memory)
+    loaded = storage.store.get_many(user_id=owner, memory_ids=[memory.id])[memory.id]
+    assert loaded.created_at == memory.created_at
+    assert loaded.created_at.utcoffset() == timedelta(0)
+    assert loaded.contexts[0].created_at == memory.created_at
+
+
+def test_a_committed_save_is_searchable_at_once_from_another_connection(sql_factory: Any) -> None:
+    sql_factory.fresh()
+    writer = sql_factory.storage
+    reader = open_storage(sql_factory.url)
+    try:
+        owner = new_user()
+        for n in range(25):
+            memory = make_memory(owner, f"zeppelin voyage number{n}")
+            writer.store.add(user_id=owner, memory=memory)
+            hits = reader.search_engine.search(user_id=owner, query=f"number{n}", limit=5)
+            assert [h.memory_id for h in hits] == [memory.id]
+    finally:
+        reader.close()
+
+
+@pytest.mark.mysql
+def test_a_connection_lost_mid_save_is_unavailable_and_writes_nothing(mysql_factory: MysqlFactory) -> None:
+    mysql_factory.fresh()
+    storage = mysql_factory.storage
+    owner = new_user()
+    killer = sa.create_engine(storage.engine.url, poolclass=sa.pool.NullPool)
+
+    def kill_own_connection(connection: sa.Connection, _cursor: Any, sql: str, *_args: Any) -> None:
+        if sql.startswith("INSERT INTO memory_context"):
+            thread_id = connection.connection.dbapi_connection.thread_id()  # type: ignore[union-attr]
+            with killer.connect() as other:
+                other.execute(sa.text("KILL :thread_id"), {"thread_id": thread_id})
+
+    event.listen(storage.engine, "before_cursor_execute", kill_own_connection)
+    try:
+        with pytest.raises(UnavailableError, match="save"):
+            storage.store.add(user_id=owner, memory=make_memory(owner))
+    finally:
+        event.remove(storage.engine, "before_cursor_execute", kill_own_connection)
+        killer.dispose()
+    assert rows_of(storage, owner) == (0, 0)
+    # The pool dropped the dead connection: the next save works.
+    storage.store.add(user_id=owner, memory=make_memory(owner))
+    assert rows_of(storage, owner) == (1, 1)
+
+
+@pytest.mark.mysql
+def test_connections_killed_by_the_server_are_replaced_before_use(mysql_factory: MysqlFactory) -> None:
+    mysql_factory.fresh()
+    storage = mysql_factory.storage
+    with storage.engine.connect() as connection:
+        thread_id = connection.execute(sa.text("SELECT CONNECTION_ID()")).scalar_one()
+    with sa.create_engine(storage.engine.url, poolclass=sa.pool.NullPool).connect() as other:
+        other.execute(sa.text("KILL :thread_id"), {"thread_id": thread_id})
+    # The pooled connection is dead; pre-ping notices and reconnects instead of failing the read.
+    assert storage.store.list(user_id=new_user(), limit=5, after=None) == []
+
+
+def test_a_locked_sqlite_database_is_unavailable_not_a_traceback(sqlite_storage: SqlStorage) -> None:
+    database = sqlite_storage.engine.url.database
+    assert database is not None
+    storage = open_storage(f"sqlite:///{database}")
+
+    @event.listens_for(storage.engine, "connect")
+    def impatient(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.execute("PRAGMA busy_timeout=50")
+
+    storage.engine.dispose()
+    blocker = sqlite3.connect(database, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        owner = new_user()
+        with pytest.raises(UnavailableError, match="save"):
+            storage.store.add(user_id=owner, memory=make_memory(owner))
+        blocker.execute("ROLLBACK")
+        assert rows_of(storage, owner) == (0, 0)
+    finally:
+        blocker.close()
+        storage.close()
+
+
+def test_a_database_that_is_gone_is_unavailable(tmp_path: Any) -> None:
+    storage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}")
+    storage.initialize()
+    storage.close()
+    (tmp_path / "bank.sqlite3").unlink()
+    (tmp_path / "bank.sqlite3").mkdir()  # a directory where the database was: SQLite cannot open it
+    owner = new_user()
+    with pytest.raises(UnavailableError, match="list"):
+        storage.store.list(user_id=owner, limit=5, after=None)

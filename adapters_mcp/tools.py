@@ -68,7 +68,9 @@ SEARCH_INPUT_SCHEMA: JsonObject = {
     "additionalProperties": False,
 }
 
-_SCALAR = {"type": ["string", "number", "integer", "boolean"]}
+# Single-type `anyOf` branches rather than `type` arrays: clients that map tool schemas onto a
+# single-type dialect (Gemini's OpenAPI subset) reject arrays; the Inspector's --strict flags them.
+_SCALAR: JsonObject = {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}
 
 EXECUTE_INPUT_SCHEMA: JsonObject = {
     "type": "object",
@@ -81,12 +83,12 @@ EXECUTE_INPUT_SCHEMA: JsonObject = {
         },
         "path": {
             "type": "object",
-            "additionalProperties": {"type": ["string", "integer"]},
+            "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
             "description": 'Values for the capability\'s pathParams, e.g. {"id": "mem_..."}.',
         },
         "query": {
             "type": "object",
-            "additionalProperties": {"anyOf": [_SCALAR, {"type": "array", "items": _SCALAR}]},
+            "additionalProperties": {"anyOf": [*_SCALAR["anyOf"], {"type": "array", "items": _SCALAR}]},
             "description": 'Values for the capability\'s queryParams, e.g. {"q": "deploy target", "limit": 5}.',
         },
         "body": {
@@ -128,8 +130,7 @@ EXECUTE_OUTPUT_SCHEMA: JsonObject = {
     "properties": {
         "status": {"type": "integer", "description": "The route's HTTP status."},
         "body": {
-            "type": ["object", "array", "null"],
-            "additionalProperties": True,
+            "anyOf": [{"type": "object", "additionalProperties": True}, {"type": "array"}, {"type": "null"}],
             "description": "The route's JSON body; null when it sent none (204).",
         },
     },

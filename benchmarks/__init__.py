@@ -1,0 +1,1 @@
+"""Benchmarks: commands that print figures (not timed tests). See docs/benchmarks.md."""

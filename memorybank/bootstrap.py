@@ -1,17 +1,23 @@
-"""The composition root: storage -> MemoryBank -> HTTP app. The only place the parts are wired.
+"""The composition root: storage -> MemoryBank -> HTTP app and MCP rail. The only place the parts are wired.
 
 Every function takes what it needs as arguments; nothing here runs at import time.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import attrs
 from starlette.applications import Starlette
+from starlette.requests import Request
 
 from adapters_http import bearer_token_resolver, create_app
 from adapters_mysql import SqlStorage, open_storage
 from memorybank.settings import DatabaseChoice, prepare_embedded_directory
-from memorybank_core import Clock, EventSink, MemoryBank, TokenService
+from memorybank_core import Clock, EventSink, MemoryBank, Principal, TokenService
+
+if TYPE_CHECKING:
+    from mcp.server import Server
 
 
 def open_ready_storage(choice: DatabaseChoice) -> SqlStorage:
@@ -67,6 +73,30 @@ def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: E
     )
 
 
-def build_app(services: Services) -> Starlette:
-    """The standalone HTTP app: bearer tokens from the same database authenticate every request."""
-    return create_app(services.bank, bearer_token_resolver(services.tokens))
+def build_app(services: Services, *, bind_host: str = "127.0.0.1") -> Starlette:
+    """The standalone app: the REST API and the MCP rail at `/mcp/agent`, behind the same bearer tokens.
+
+    Bearer tokens from the same database authenticate every request. `bind_host` sets the
+    rail's DNS-rebinding protection (a loopback bind serves loopback host names only).
+    """
+    # Imported here, not at the top: the MCP SDK takes about a second to import, and the token
+    # and migrate commands, which share this module, never need it.
+    from adapters_mcp import create_host_app, create_mcp_mount
+
+    rest = create_app(services.bank, bearer_token_resolver(services.tokens))
+    return create_host_app(rest, create_mcp_mount(rest, services.tokens.authenticate, bind_host=bind_host))
+
+
+async def _no_network_caller(_request: Request) -> Principal | None:
+    return None
+
+
+def build_local_rail(services: Services, *, user_id: str, org_id: str) -> Server[Any]:
+    """The MCP rail for one local user with both scopes (local trust), for `memorybank mcp` on stdio.
+
+    Its REST app accepts no network caller: capabilities run in-process as that user only.
+    """
+    from adapters_mcp import LocalPrincipal, build_local_server  # see build_app
+
+    rest = create_app(services.bank, _no_network_caller)
+    return build_local_server(rest, LocalPrincipal(user_id=user_id, organization_id=org_id))

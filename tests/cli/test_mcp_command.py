@@ -1,0 +1,99 @@
+"""`memorybank mcp` and `memorybank prompt`; the rail itself is driven end to end in tests/evals."""
+
+from __future__ import annotations
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from adapters_mcp import MEMORY_BANK_PROMPT
+from memorybank import bootstrap
+from memorybank.settings import choose_database
+from memorybank_core import SaveRequest
+from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from tests.cli.conftest import Run
+from tests.conftest import User
+
+
+def test_prompt_prints_the_memory_bank_section_exactly(run: Run) -> None:
+    outcome = run("prompt")
+
+    assert outcome.status == 0
+    assert outcome.out == MEMORY_BANK_PROMPT
+    assert outcome.err == ""
+
+
+def test_mcp_needs_a_user_and_an_organization(run: Run) -> None:
+    outcome = run("mcp", "--org", new_id(ORGANIZATION_PREFIX))
+
+    assert outcome.status == 2
+    assert "--user" in outcome.err
+    assert outcome.out == ""
+
+
+@pytest.mark.parametrize(
+    ("user", "org", "named"),
+    [
+        ("alice", new_id(ORGANIZATION_PREFIX), "--user"),
+        (new_id(USER_PREFIX), new_id(USER_PREFIX), "--org"),
+    ],
+)
+def test_mcp_refuses_malformed_ids_in_one_line_before_touching_the_database(
+    run: Run, db_url: str, user: str, org: str, named: str
+) -> None:
+    outcome = run("mcp", "--db", "mysql://nobody@127.0.0.1:1/none", "--user", user, "--org", org)
+
+    assert outcome.status == 2
+    assert outcome.err.startswith(f"memorybank: error: {named} ")
+    assert outcome.err.count("\n") == 1
+    assert outcome.out == ""
+
+
+def test_mcp_reports_an_unreachable_database_in_one_line_on_stderr(run: Run) -> None:
+    outcome = run(
+        "mcp",
+        "--db",
+        "mysql+pymysql://u:pw@127.0.0.1:1/x",
+        "--user",
+        new_id(USER_PREFIX),
+        "--org",
+        new_id(ORGANIZATION_PREFIX),
+    )
+
+    assert outcome.status == 1
+    assert outcome.out == ""
+    assert "pw" not in outcome.err
+
+
+def test_serve_and_mcp_are_in_the_help(run: Run) -> None:
+    outcome = run("--help")
+
+    assert "mcp" in outcome.out
+    assert "prompt" in outcome.out
+
+
+def test_the_local_rail_writes_and_reads_as_its_one_user_only(db_url: str) -> None:
+    me, someone_else = User(), User()
+    storage = bootstrap.open_ready_storage(choose_database(db_url, {}))
+    try:
+        services = bootstrap.build_services(storage)
+        services.bank.save(someone_else, SaveRequest.parse({"content": "not mine"}))
+        server = bootstrap.build_local_rail(services, user_id=me.user_id, org_id=me.organization_id)
+
+        async def session() -> tuple[types.CallToolResult, types.CallToolResult]:
+            async with Client(server) as client:
+                saved = await client.call_tool(
+                    "execute_capability", {"name": "postMemory", "body": {"content": "mine"}}
+                )
+                listed = await client.call_tool("execute_capability", {"name": "getMemory"})
+                return saved, listed
+
+        saved, listed = anyio.run(session)
+        stored = services.bank.list(me, limit=10, cursor=None).memories
+    finally:
+        storage.close()
+
+    assert (saved.structured_content or {})["status"] == 201
+    assert [m["content"] for m in (listed.structured_content or {})["body"]["memories"]] == ["mine"]
+    assert [(m.content, m.org_id) for m in stored] == [("mine", me.organization_id)]

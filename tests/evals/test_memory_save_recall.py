@@ -27,10 +27,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from adapters_mcp import MEMORY_BANK_PROMPT
-from memorybank import bootstrap
-from memorybank.settings import choose_database
-from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
-from tests.served import REPO_ROOT, memorybank_command, served
+from tests.rail_users import RailUser, create_database, new_user
+from tests.served import REPO_ROOT, served
 
 pytestmark = pytest.mark.anyio
 
@@ -46,49 +44,30 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@attrs.frozen
-class Bank:
-    """One user on the eval database, with a token."""
-
-    db_url: str
-    user_id: str
-    org_id: str
-    secret: str
-    log_dir: Path
+@pytest.fixture(scope="module")
+def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("eval")
 
 
 @pytest.fixture(scope="module")
-def database(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
-    """One SQLite database for the module, created the way `memorybank` creates it."""
-    log_dir = tmp_path_factory.mktemp("eval")
-    db_url = f"sqlite:///{log_dir / 'eval.sqlite3'}"
-    bootstrap.open_ready_storage(choose_database(db_url, {})).close()
-    return db_url, log_dir
+def db_url(log_dir: Path) -> str:
+    return create_database(log_dir)
 
 
 @pytest.fixture(scope="module")
-def base_url(database: tuple[str, Path]) -> Iterator[str]:
+def base_url(db_url: str, log_dir: Path) -> Iterator[str]:
     """A real `memorybank serve` on the eval database."""
-    db_url, log_dir = database
     with served(db_url, log=log_dir / "serve.log") as url:
         yield url
 
 
 @pytest.fixture
-def bank(database: tuple[str, Path]) -> Bank:
-    """A new user with a token (issued in-process: `memorybank token create` has its own tests)."""
-    db_url, log_dir = database
-    user_id, org_id = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
-    storage = bootstrap.open_ready_storage(choose_database(db_url, {}))
-    try:
-        secret = bootstrap.build_services(storage).tokens.issue(user_id=user_id, org_id=org_id).secret
-    finally:
-        storage.close()
-    return Bank(db_url=db_url, user_id=user_id, org_id=org_id, secret=secret, log_dir=log_dir)
+def bank(db_url: str) -> RailUser:
+    return new_user(db_url)
 
 
 @pytest.fixture
-def http_sessions(bank: Bank, base_url: str) -> Connect:
+def http_sessions(bank: RailUser, base_url: str) -> Connect:
     """Fresh sessions to the real `memorybank serve`, authenticated with the user's token."""
 
     @asynccontextmanager
@@ -105,14 +84,14 @@ def http_sessions(bank: Bank, base_url: str) -> Connect:
 
 
 @pytest.fixture
-def stdio_sessions(bank: Bank) -> Connect:
+def stdio_sessions(bank: RailUser, log_dir: Path) -> Connect:
     """Fresh `memorybank mcp` processes, started the way an MCP client starts them (short environment)."""
-    command, *args = memorybank_command("mcp", "--db", bank.db_url, "--user", bank.user_id, "--org", bank.org_id)
+    command, *args = bank.stdio_command()
     parameters = StdioServerParameters(command=command, args=args, cwd=REPO_ROOT)
 
     @asynccontextmanager
     async def connect() -> AsyncIterator[ClientSession]:
-        with (bank.log_dir / "mcp-stdio.log").open("a") as errlog:
+        with (log_dir / "mcp-stdio.log").open("a") as errlog:
             async with stdio_client(parameters, errlog=errlog) as (read, write), ClientSession(read, write) as session:
                 yield session
 
@@ -213,7 +192,7 @@ async def test_save_then_recall_over_stdio(stdio_sessions: Connect) -> None:
     await save_then_recall(stdio_sessions)
 
 
-async def test_a_one_shot_tools_call_without_initialize_over_a_real_server(bank: Bank, base_url: str) -> None:
+async def test_a_one_shot_tools_call_without_initialize_over_a_real_server(bank: RailUser, base_url: str) -> None:
     # The reference host's own eval talks to /mcp/agent this way.
     async with httpx2.AsyncClient(timeout=30) as http:
         response = await http.post(
@@ -231,9 +210,9 @@ async def test_a_one_shot_tools_call_without_initialize_over_a_real_server(bank:
     assert response.json()["result"]["structuredContent"]["matches"][0]["name"] == "postMemory"
 
 
-def test_the_stdio_server_exits_cleanly_when_the_client_closes_stdin_and_prints_nothing_else(bank: Bank) -> None:
+def test_the_stdio_server_exits_cleanly_when_the_client_closes_stdin_and_prints_nothing_else(bank: RailUser) -> None:
     result = subprocess.run(  # noqa: S603 - our own command, no shell
-        memorybank_command("mcp", "--db", bank.db_url, "--user", bank.user_id, "--org", bank.org_id),
+        bank.stdio_command(),
         cwd=REPO_ROOT,
         input="",
         capture_output=True,

@@ -2,7 +2,7 @@
 //
 // Usage: node ts_client.mjs '<json config>'
 //   {"transport": "http", "url": "http://127.0.0.1:PORT/mcp/agent", "token": "mbk_...", "content": "...", "query": "..."}
-//   {"transport": "stdio", "command": "python", "args": [...], "env": {...}, "content": "...", "query": "..."}
+//   {"transport": "stdio", "command": "python", "args": [...], "cwd": "...", "content": "...", "query": "..."}
 // Prints one JSON object describing what the server answered; exits 1 (message on stderr) on any failure.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -18,7 +18,13 @@ function transportFor(cfg) {
     });
   }
   if (cfg.transport === "stdio") {
-    return new StdioClientTransport({ command: cfg.command, args: cfg.args ?? [], env: cfg.env, stderr: "inherit" });
+    return new StdioClientTransport({
+      command: cfg.command,
+      args: cfg.args ?? [],
+      cwd: cfg.cwd,
+      env: cfg.env, // undefined: the SDK's short default environment, as real clients give
+      stderr: "inherit",
+    });
   }
   throw new Error(`unknown transport ${cfg.transport}`);
 }
@@ -60,7 +66,6 @@ async function main() {
     const unknown = await client.callTool({ name: "execute_capability", arguments: { name: "memory_save" } });
     console.log(
       JSON.stringify({
-        protocolVersion: client.getServerVersion() ? "negotiated" : "none",
         serverName: client.getServerVersion()?.name,
         instructions: client.getInstructions(),
         tools: tools.map((tool) => ({ name: tool.name, annotations: tool.annotations })),

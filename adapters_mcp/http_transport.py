@@ -198,6 +198,7 @@ def create_mcp_mount(
     bind_host: str = "127.0.0.1",
     allowed_hosts: Sequence[str] = (),
     timeout: float = CAPABILITY_TIMEOUT_SECONDS,
+    json_response: bool = True,
 ) -> McpMount:
     """The rail at `/mcp/agent` over `bank_app` (the REST app its capabilities call in-process).
 
@@ -206,6 +207,8 @@ def create_mcp_mount(
     `WWW-Authenticate` challenge when a proxy hides it, else the request's Host is used;
     `authorization_servers` lists OAuth issuers of those tokens, if any. `bind_host` and
     `allowed_hosts` set the DNS-rebinding protection (see `transport_security`).
+    `json_response=False` answers each POST as a one-event `text/event-stream` instead of
+    JSON, as the reference host does, for clients that only read an SSE `data:` line.
 
     Raises:
         CatalogError: the REST app's routes give an unsound catalog.
@@ -215,7 +218,7 @@ def create_mcp_mount(
     sdk_app = server.streamable_http_app(
         streamable_http_path=AGENT_PATH,
         stateless_http=True,
-        json_response=True,
+        json_response=json_response,
         transport_security=transport_security(bind_host, allowed_hosts),
     )
     gate = BearerGate(sdk_app, authenticate, public_url=public_url)

@@ -359,8 +359,8 @@ def _decoded(arguments: Mapping[str, Any]) -> JsonObject:
             try:
                 parsed = json.loads(value)
             except ValueError as error:
-                raise_text = f"Invalid arguments for {EXECUTE_TOOL}: {key} must be {_OBJECT_OR_JSON}"
-                raise ToolInputError(raise_text, [{"path": key, "message": f"must be {_OBJECT_OR_JSON}"}]) from error
+                message = f"Invalid arguments for {EXECUTE_TOOL}: {key} must be {_OBJECT_OR_JSON}"
+                raise ToolInputError(message, [{"path": key, "message": f"must be {_OBJECT_OR_JSON}"}]) from error
             if parsed is not None:
                 decoded[key] = parsed
             else:

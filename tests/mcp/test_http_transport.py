@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -176,6 +177,26 @@ def test_a_one_shot_tools_call_without_initialize_works(rpc_alice: RpcCaller) ->
     assert answer["id"] == 1
     assert answer["result"]["structuredContent"]["matches"][0]["name"] == "postMemory"
     assert text_json(answer["result"]) == answer["result"]["structuredContent"]
+
+
+def test_the_rail_can_answer_a_one_shot_call_as_an_sse_data_line_as_the_reference_host_does(
+    bank: MemoryBank, tokens: TokenService, alice: User
+) -> None:
+    rest = create_app(bank, bearer_token_resolver(tokens))
+    mount = create_mcp_mount(rest, tokens.authenticate, allowed_hosts=["testserver"], json_response=False)
+    secret = tokens.issue(user_id=alice.user_id, org_id=alice.organization_id).secret
+    call = {"name": "search_capabilities", "arguments": {"query": "save a memory"}}
+    with TestClient(create_host_app(rest, mount)) as client:
+        response = client.post(
+            "/mcp/agent",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+            headers={"Authorization": f"Bearer {secret}", "Accept": MCP_ACCEPT},
+        )
+
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    (data,) = [line.removeprefix("data:").strip() for line in response.text.splitlines() if line.startswith("data:")]
+    assert json.loads(data)["result"]["structuredContent"]["matches"][0]["name"] == "postMemory"
 
 
 def test_a_handshake_then_calls_work_without_a_session(client: TestClient, rpc_alice: RpcCaller) -> None:

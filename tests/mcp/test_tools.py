@@ -214,7 +214,7 @@ async def test_a_missing_scope_names_the_required_one(
     assert payload(result)["requiredScope"] == required
 
 
-async def test_a_write_only_token_cannot_save_anything_it_cannot_read_back_wrongly(rail: CapabilityRail) -> None:
+async def test_a_write_only_token_can_save(rail: CapabilityRail) -> None:
     writer = User(scopes=frozenset({WRITE_SCOPE}))
 
     saved = await execute(rail, writer, "postMemory", body={"content": "write only"})

@@ -118,7 +118,7 @@ def json_error(status: int, body: Mapping[str, object], headers: Mapping[str, st
 
 async def routing_error(_request: Request, error: Exception) -> Response:
     """Starlette exception handler: the router's 404 and 405 (and any other HTTPException) in the error shape."""
-    if not isinstance(error, HTTPException):  # pragma: no cover - Starlette registers it for HTTPException only
+    if not isinstance(error, HTTPException):  # registered for HTTPException only; this narrows the type
         raise error
     code, message = _ROUTING_CODES.get(error.status_code, ("http_error", str(error.detail)))
     return json_error(error.status_code, {"error": code, "message": message}, error.headers)

@@ -1,5 +1,5 @@
 """`python -m memorybank`: the same as the `memorybank` command."""
 
-from memorybank.cli import main
+from memorybank.entry import main
 
 raise SystemExit(main())

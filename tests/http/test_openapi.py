@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema
+import pytest
+from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
 from adapters_http import MEMORY_ROUTES, build_openapi, build_operation_id
@@ -88,6 +90,11 @@ def test_scopes_and_documented_errors_per_operation() -> None:
     assert set(operations["postMemory"]["responses"]) == {"201", "400", "401", "403", "413", "415", "503"}
     assert set(operations["deleteMemoryById"]["responses"]) == {"204", "401", "403", "404", "503"}
     assert "content" not in operations["deleteMemoryById"]["responses"]["204"]
+
+
+@pytest.mark.parametrize("server_url", [None, "/api"])
+def test_the_document_is_valid_openapi_3_1(server_url: str | None) -> None:
+    validate(build_openapi(server_url=server_url))
 
 
 def test_every_schema_is_valid_json_schema_2020_12() -> None:

@@ -5,6 +5,7 @@ Every function takes what it needs as arguments; nothing here runs at import tim
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -18,6 +19,16 @@ from memorybank_core import Clock, EventSink, MemoryBank, Principal, TokenServic
 
 if TYPE_CHECKING:
     from mcp.server import Server
+
+#: Third-party packages of the `mcp` extra (pip install 'memorybank[mcp]').
+MCP_EXTRA_MODULES = frozenset({"mcp", "mcp_types", "jsonschema"})
+MCP_INSTALL_HINT = "pip install 'memorybank[mcp]'"
+
+logger = logging.getLogger("memorybank")
+
+
+class McpUnavailableError(RuntimeError):
+    """The MCP SDK (the `mcp` extra) is not installed."""
 
 
 def open_ready_storage(choice: DatabaseChoice) -> SqlStorage:
@@ -78,12 +89,16 @@ def build_app(services: Services, *, bind_host: str = "127.0.0.1") -> Starlette:
 
     Bearer tokens from the same database authenticate every request. `bind_host` sets the
     rail's DNS-rebinding protection (a loopback bind serves loopback host names only).
+    Without the `mcp` extra the REST API is served alone, with a warning naming the install.
     """
-    # Imported here, not at the top: the MCP SDK takes about a second to import, and the token
-    # and migrate commands, which share this module, never need it.
-    from adapters_mcp import create_host_app, create_mcp_mount
-
     rest = create_app(services.bank, bearer_token_resolver(services.tokens))
+    try:
+        require_mcp()
+    except McpUnavailableError as error:
+        logger.warning("the MCP rail at /mcp/agent is off: %s", error)
+        return rest
+    from adapters_mcp import create_host_app, create_mcp_mount  # see require_mcp
+
     return create_host_app(rest, create_mcp_mount(rest, services.tokens.authenticate, bind_host=bind_host))
 
 
@@ -95,8 +110,29 @@ def build_local_rail(services: Services, *, user_id: str, org_id: str) -> Server
     """The MCP rail for one local user with both scopes (local trust), for `memorybank mcp` on stdio.
 
     Its REST app accepts no network caller: capabilities run in-process as that user only.
+
+    Raises:
+        McpUnavailableError: the `mcp` extra is not installed.
     """
-    from adapters_mcp import LocalPrincipal, build_local_server  # see build_app
+    require_mcp()
+    from adapters_mcp import LocalPrincipal, build_local_server  # see require_mcp
 
     rest = create_app(services.bank, _no_network_caller)
     return build_local_server(rest, LocalPrincipal(user_id=user_id, organization_id=org_id))
+
+
+def require_mcp() -> None:
+    """Import the MCP facade now, or say that its extra is missing.
+
+    The facade is imported where it is used, not at the top of this module: the MCP SDK
+    takes about a second to import, and the token and migrate commands never need it.
+
+    Raises:
+        McpUnavailableError: the `mcp` extra is not installed.
+    """
+    try:
+        import adapters_mcp  # noqa: F401 - imported for the check; callers import names from it
+    except ModuleNotFoundError as error:
+        if (error.name or "").partition(".")[0] in MCP_EXTRA_MODULES:
+            raise McpUnavailableError(f"the MCP SDK is not installed: {MCP_INSTALL_HINT}") from error
+        raise

@@ -178,7 +178,8 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
 
 
 def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None:
-    from adapters_mcp import serve_stdio  # imported on use: the MCP SDK is slow to import (see bootstrap)
+    _require_mcp()
+    from adapters_mcp import serve_stdio  # see bootstrap.require_mcp
 
     # Validate before touching the database, so a typo in a client's config is reported at once.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
@@ -196,9 +197,17 @@ def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None
 
 
 def _prompt(_args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
-    from adapters_mcp import MEMORY_BANK_PROMPT  # imported on use (see _mcp)
+    _require_mcp()
+    from adapters_mcp import MEMORY_BANK_PROMPT  # see bootstrap.require_mcp
 
     out.write(MEMORY_BANK_PROMPT)
+
+
+def _require_mcp() -> None:
+    try:
+        bootstrap.require_mcp()
+    except bootstrap.McpUnavailableError as error:
+        raise CommandError(f"this command needs the MCP SDK: {bootstrap.MCP_INSTALL_HINT}") from error
 
 
 def _migrate(_args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:

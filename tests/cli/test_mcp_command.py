@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import anyio
 import mcp_types as types
 import pytest
@@ -97,3 +99,38 @@ def test_the_local_rail_writes_and_reads_as_its_one_user_only(db_url: str) -> No
     assert (saved.structured_content or {})["status"] == 201
     assert [m["content"] for m in (listed.structured_content or {})["body"]["memories"]] == ["mine"]
     assert [(m.content, m.org_id) for m in stored] == [("mine", me.organization_id)]
+
+
+@pytest.fixture
+def without_the_mcp_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As after `pip install 'memorybank[sql,http]'`: importing the MCP facade fails on `mcp`."""
+    for name in [n for n in sys.modules if n == "adapters_mcp" or n.startswith("adapters_mcp.")]:
+        monkeypatch.delitem(sys.modules, name)
+    for name in [n for n in sys.modules if n == "mcp" or n.startswith("mcp.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+@pytest.mark.usefixtures("without_the_mcp_sdk")
+def test_serve_without_the_mcp_extra_serves_rest_alone_and_says_so(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    storage = bootstrap.open_ready_storage(choose_database(db_url, {}))
+    try:
+        app = bootstrap.build_app(bootstrap.build_services(storage))
+    finally:
+        storage.close()
+
+    paths = {getattr(route, "path", None) for route in app.routes}
+    assert "/v1/memory" in paths
+    assert "/mcp" not in paths
+    assert "pip install 'memorybank[mcp]'" in caplog.text
+
+
+@pytest.mark.usefixtures("without_the_mcp_sdk")
+@pytest.mark.parametrize("command", [["prompt"], ["mcp", "--user", "usr_x", "--org", "org_x"]])
+def test_the_rail_commands_without_the_mcp_extra_name_the_install_in_one_line(run: Run, command: list[str]) -> None:
+    outcome = run(*command)
+
+    assert outcome.status == 1
+    assert outcome.err == "memorybank: error: this command needs the MCP SDK: pip install 'memorybank[mcp]'\n"
+    assert outcome.out == ""

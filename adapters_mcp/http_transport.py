@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from adapters_http import bearer_secret, build_openapi
+from adapters_http import RETRY_AFTER_SECONDS, bearer_secret, build_openapi
 from adapters_mcp.catalog import Catalog, build_catalog
 from adapters_mcp.server import build_server
 from adapters_mcp.tools import CAPABILITY_TIMEOUT_SECONDS, CapabilityRail
@@ -46,7 +46,6 @@ MCP_PRINCIPAL_KEY = "memorybank.mcp.principal"
 MISSING_TOKEN = "missing_mcp_token"  # noqa: S105 - an error code, not a secret
 INVALID_TOKEN = "invalid_mcp_token"  # noqa: S105 - an error code, not a secret
 INSUFFICIENT_SCOPE = "insufficient_mcp_scope"
-RETRY_AFTER_SECONDS = 1
 
 Authenticate = Callable[[str], Principal | None]
 """A bearer secret -> its principal, or None for an unknown or revoked one (e.g. `TokenService.authenticate`).

@@ -282,6 +282,8 @@ class CapabilityRail:
         except ToolInputError as problem:
             return _input_error(problem), name, None
         try:
+            # The deadline cancels the route's awaits; a storage call already running in the thread
+            # pool finishes first (threads cannot be interrupted), so it bounds waiting, not work.
             with anyio.fail_after(self._timeout):
                 answer = await call_app(
                     self._app, method=capability.method, path=path, query=query, body=body, principal=principal

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import attrs
 
@@ -178,7 +178,3 @@ def _prefix_score(query_word: str, fields: _Fields) -> float:
         return NAME_PREFIX_WEIGHT
     return 0.0
 
-
-def matched_names(ranked: Sequence[RankedCapability]) -> list[str]:
-    """The names in a ranking, best first (for logs and tests)."""
-    return [entry.capability.name for entry in ranked]

@@ -177,4 +177,3 @@ def _prefix_score(query_word: str, fields: _Fields) -> float:
     if any(w != query_word and w.startswith(query_word) for w in fields.name_words):
         return NAME_PREFIX_WEIGHT
     return 0.0
-

@@ -1,4 +1,4 @@
-"""The `memorybank` command: serve, migrate, and token create/list/revoke.
+"""The `memorybank` command: serve, mcp, prompt, migrate, and token create/list/revoke.
 
 Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
 database is unreachable, its schema is not ready, or a token is not found. Every
@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn, TextIO
 
+import anyio
 import uvicorn
 
 from adapters_mysql import SchemaNotReadyError, SqlStorage
@@ -70,6 +71,26 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
     serve.set_defaults(run=_serve)
+
+    mcp = commands.add_parser(
+        "mcp",
+        parents=[database],
+        help="serve the MCP rail on stdio for one local user",
+        description="Serve the capability rail (search_capabilities, execute_capability) on stdin/stdout for "
+        "one local user with both scopes, for MCP clients such as Claude Desktop or Claude Code. stdout "
+        "carries the protocol; messages go to stderr. The embedded SQLite database is created on first use.",
+    )
+    mcp.add_argument("--user", metavar="usr_…", required=True, help="the user whose memories the rail acts on")
+    mcp.add_argument("--org", metavar="org_…", required=True, help="the user's organization (recorded on saves)")
+    mcp.set_defaults(run=_mcp)
+
+    prompt = commands.add_parser(
+        "prompt",
+        help="print the `## Memory Bank` agent prompt",
+        description="Print the `## Memory Bank` section to append to an agent's prompt, for harnesses that do "
+        "not read MCP server instructions.",
+    )
+    prompt.set_defaults(run=_prompt, db=None)
 
     migrate = commands.add_parser(
         "migrate",
@@ -145,14 +166,48 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
         raise CommandError("--port must be from 0 to 65535", EXIT_BAD_INPUT)
     storage = bootstrap.open_ready_storage(choice)
     try:
-        app = bootstrap.build_app(bootstrap.build_services(storage))
+        app = bootstrap.build_app(bootstrap.build_services(storage), bind_host=args.host)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-        print(f"{PROGRAM}: serving http://{args.host}:{args.port} on {redacted(choice.url)}", file=out, flush=True)
+        base = f"http://{args.host}:{args.port}"
+        print(f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}", file=out, flush=True)
         # No uvicorn access log: it prints query strings, and search text must never be logged.
         # The app logs its own access event (operationId, status, timing, request id).
         uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info")
     finally:
         storage.close()
+
+
+def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None:
+    _require_mcp()
+    from adapters_mcp import serve_stdio  # see bootstrap.require_mcp
+
+    # Validate before touching the database, so a typo in a client's config is reported at once.
+    ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
+    ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
+    storage = bootstrap.open_ready_storage(choice)
+    try:
+        server = bootstrap.build_local_rail(bootstrap.build_services(storage), user_id=args.user, org_id=args.org)
+        # stdout is the protocol: every message goes to stderr, which MCP clients keep as the server's log.
+        logging.basicConfig(
+            level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+        )
+        anyio.run(serve_stdio, server)
+    finally:
+        storage.close()
+
+
+def _prompt(_args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
+    _require_mcp()
+    from adapters_mcp import MEMORY_BANK_PROMPT  # see bootstrap.require_mcp
+
+    out.write(MEMORY_BANK_PROMPT)
+
+
+def _require_mcp() -> None:
+    try:
+        bootstrap.require_mcp()
+    except bootstrap.McpUnavailableError as error:
+        raise CommandError(f"this command needs the MCP SDK: {bootstrap.MCP_INSTALL_HINT}") from error
 
 
 def _migrate(_args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:

@@ -1,1 +1,47 @@
-"""The memory bank's REST facade (Starlette) and its OpenAPI document."""
+"""The memory bank's REST facade (Starlette) and its OpenAPI document.
+
+A host imports from here: `create_app` for a standalone app, `memory_routes` to mount
+the routes under its own authentication, `PrincipalResolver` to plug that
+authentication in, and `MEMORY_ROUTES` / `build_openapi` for the route catalog.
+In-process callers (the MCP facade) put an authenticated principal in the ASGI scope
+under `IN_PROCESS_PRINCIPAL_KEY`.
+"""
+
+from adapters_http.app import create_app, memory_routes
+from adapters_http.auth import IN_PROCESS_PRINCIPAL_KEY, PrincipalResolver, bearer_secret, bearer_token_resolver
+from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS, ErrorSpec
+from adapters_http.inputs import MAX_BODY_BYTES
+from adapters_http.openapi import OPENAPI_PATH, build_openapi
+from adapters_http.operation_ids import (
+    MAX_NAME_LENGTH,
+    OperationIdError,
+    build_operation_id,
+    capability_names,
+    structural_shorten,
+)
+from adapters_http.routes import MEMORY_ROUTES, MEMORY_TAG, Param, RouteSpec, check_route_table
+
+__all__ = [
+    "ERROR_TABLE",
+    "IN_PROCESS_PRINCIPAL_KEY",
+    "MAX_BODY_BYTES",
+    "MAX_NAME_LENGTH",
+    "MEMORY_ROUTES",
+    "MEMORY_TAG",
+    "OPENAPI_PATH",
+    "RETRY_AFTER_SECONDS",
+    "ErrorSpec",
+    "OperationIdError",
+    "Param",
+    "PrincipalResolver",
+    "RouteSpec",
+    "bearer_secret",
+    "bearer_token_resolver",
+    "build_openapi",
+    "build_operation_id",
+    "capability_names",
+    "check_route_table",
+    "create_app",
+    "memory_routes",
+    "structural_shorten",
+]

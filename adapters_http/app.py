@@ -1,0 +1,108 @@
+"""Building the Starlette app, or just its memory routes for a host to mount under its own auth."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import partial
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import Lifespan, Receive, Scope, Send
+
+from adapters_http.auth import PrincipalResolver
+from adapters_http.endpoint import REQUEST_ID_HEADER, Endpoint, RequestIdMiddleware, guarded, log_unexpected, request_id
+from adapters_http.errors import internal_error_response, method_not_allowed, routing_error
+from adapters_http.handlers import MemoryHandlers
+from adapters_http.inputs import MAX_BODY_BYTES
+from adapters_http.openapi import build_openapi, openapi_route
+from adapters_http.routes import MEMORY_ROUTES, RouteSpec, check_route_table
+from memorybank_core.use_cases import MemoryBank
+
+
+def memory_routes(
+    bank: MemoryBank,
+    resolve_principal: PrincipalResolver,
+    *,
+    routes: Sequence[RouteSpec] = MEMORY_ROUTES,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> list[BaseRoute]:
+    """The memory routes as Starlette routes, for a host to put in its own app (directly or in a `Mount`).
+
+    Each route resolves its caller with `resolve_principal` (or takes the in-process
+    principal from the ASGI scope), maps errors to the documented responses and logs
+    an access event, whatever app it is mounted in.
+
+    Raises:
+        OperationIdError: the route table yields a duplicate, over-long or colliding name.
+    """
+    check_route_table(routes)
+    handlers = MemoryHandlers(bank, max_body_bytes=max_body_bytes)
+    by_path: dict[str, dict[str, Endpoint]] = {}
+    for spec in routes:
+        endpoint = guarded(partial(spec.handler, handlers), resolve_principal, operation_id=spec.operation_id)
+        by_path.setdefault(spec.starlette_path, {})[spec.method.upper()] = endpoint
+    # One route per path taking every method: a path's wrong methods get our JSON 405 (in a host's app too),
+    # and a literal path is never shadowed by a template (DELETE /v1/memory/search is a 405, not a delete).
+    return [Route(path, _PathEndpoint(endpoints)) for path, endpoints in by_path.items()]
+
+
+class _PathEndpoint:
+    """The ASGI app of one path: dispatches on the method, answers the others with our JSON 405.
+
+    A class, not a function: Starlette gives an ASGI class every method, a function only GET.
+    """
+
+    def __init__(self, endpoints: Mapping[str, Endpoint]) -> None:
+        self._endpoints = dict(endpoints)
+        allowed = set(endpoints) | ({"HEAD"} if "GET" in endpoints else set())
+        self._allow = ", ".join(sorted(allowed))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one request."""
+        request = Request(scope, receive, send)
+        method = "GET" if request.method == "HEAD" and "GET" in self._endpoints else request.method
+        endpoint = self._endpoints.get(method)
+        if endpoint is not None:
+            response = await endpoint(request)
+        else:
+            response = method_not_allowed(self._allow)
+            response.headers[REQUEST_ID_HEADER] = request_id(scope)
+        await response(scope, receive, send)
+
+
+def create_app(
+    bank: MemoryBank,
+    resolve_principal: PrincipalResolver,
+    *,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    lifespan: Lifespan[Starlette] | None = None,
+    title: str = "memorybank",
+) -> Starlette:
+    """The standalone HTTP app: the memory routes, a public `GET /openapi.json`, JSON 404/405/500 bodies.
+
+    Every response carries an `X-Request-Id`. `lifespan` is the composition root's
+    (e.g. to close storage on shutdown).
+    """
+    routes: list[BaseRoute] = [
+        *memory_routes(bank, resolve_principal, max_body_bytes=max_body_bytes),
+        openapi_route(build_openapi(MEMORY_ROUTES, title=title)),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(RequestIdMiddleware)],
+        exception_handlers={HTTPException: routing_error, Exception: _unexpected_error},
+        lifespan=lifespan,
+    )
+
+
+async def _unexpected_error(request: Request, error: Exception) -> Response:
+    # Reached only for errors outside a memory route (those answer for themselves).
+    rid = request_id(request.scope)
+    log_unexpected(error, rid, "app")
+    response = internal_error_response()
+    response.headers[REQUEST_ID_HEADER] = rid
+    return response

@@ -1,0 +1,66 @@
+"""Who is calling: the `PrincipalResolver` port, the bearer-token resolver, and the in-process path.
+
+The facade authenticates (request -> principal) and nothing more; which scope an
+operation needs is the core's decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+
+from memorybank_core.ports import Principal
+from memorybank_core.tokens import TokenService
+
+PrincipalResolver = Callable[[Request], Awaitable[Principal | None]]
+"""A host's way to tell who sent a request (a session cookie, a bearer token, ...); None when nobody valid did.
+
+It may raise `memorybank_core.UnavailableError` when its own store is down (answered 503).
+"""
+
+IN_PROCESS_PRINCIPAL_KEY = "memorybank.principal"
+"""ASGI scope key for in-process callers (the MCP facade): a Principal there is used as-is.
+
+Only code that builds the ASGI scope itself can set it; an HTTP client cannot, so this
+is no way around authentication. The caller must have authenticated the principal.
+"""
+
+_BEARER = "bearer"
+
+
+def bearer_secret(request: Request) -> str | None:
+    """The token in `Authorization: Bearer <token>`, or None when the header is absent or malformed."""
+    header = request.headers.get("authorization")
+    if header is None:
+        return None
+    scheme, _, secret = header.strip().partition(" ")
+    secret = secret.strip()
+    if scheme.lower() != _BEARER or not secret or " " in secret:
+        return None
+    return secret
+
+
+def bearer_token_resolver(tokens: TokenService) -> PrincipalResolver:
+    """The standalone server's resolver: `Authorization: Bearer <secret>` checked against the token store.
+
+    Every request reads the store (no cache), so a revoked token fails on the very next request.
+    """
+
+    async def resolve(request: Request) -> Principal | None:
+        secret = bearer_secret(request)
+        if secret is None:
+            return None
+        return await run_in_threadpool(tokens.authenticate, secret)
+
+    return resolve
+
+
+async def resolve_principal(request: Request, resolver: PrincipalResolver) -> Principal | None:
+    """The in-process principal if the caller placed one in the scope, else whatever `resolver` says."""
+    in_process = request.scope.get(IN_PROCESS_PRINCIPAL_KEY)
+    if in_process is not None:
+        principal: Principal = in_process
+        return principal
+    return await resolver(request)

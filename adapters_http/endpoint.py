@@ -1,0 +1,131 @@
+"""What every memory route does around its handler: request id, principal, error mapping, access event.
+
+It lives in the route itself, not in app middleware, so a host that mounts the routes
+in its own app gets the same behaviour.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+import uuid
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from adapters_http.auth import PrincipalResolver, resolve_principal
+from adapters_http.errors import UnauthorizedError, error_response, internal_error_response, json_error
+from memorybank_core.ports import Principal
+
+Handler = Callable[[Request, Principal], Awaitable[Response]]
+"""A route handler: the request and the caller's principal in, a response out."""
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+"""A Starlette request-response endpoint."""
+
+REQUEST_ID_HEADER = "X-Request-Id"
+REQUEST_ID_KEY = "memorybank.request_id"
+"""ASGI scope key holding the request id, so every layer logs and returns the same one."""
+
+_log = logging.getLogger("memorybank.http")
+
+
+def request_id(scope: Scope) -> str:
+    """The request's id, made on first use and kept in the scope."""
+    existing = scope.get(REQUEST_ID_KEY)
+    if isinstance(existing, str):
+        return existing
+    fresh = uuid.uuid4().hex
+    scope[REQUEST_ID_KEY] = fresh
+    return fresh
+
+
+def guarded(handler: Handler, resolver: PrincipalResolver, *, operation_id: str) -> Endpoint:
+    """Wrap `handler`: resolve the principal (401 without one), map errors, tag and log the response.
+
+    The access event carries the operationId, status and timing, never the path or query
+    string: those may hold ids and search text.
+    """
+
+    async def endpoint(request: Request) -> Response:
+        rid = request_id(request.scope)
+        started = time.perf_counter()
+        try:
+            principal = await resolve_principal(request, resolver)
+            if principal is None:
+                raise UnauthorizedError
+            response = await handler(request, principal)
+        except ClientDisconnect:
+            # Nobody is left to answer; the status is only for the access event.
+            response = json_error(400, {"error": "invalid_request", "message": "The client disconnected."})
+        except Exception as error:
+            mapped = error_response(error)
+            if mapped is None:
+                log_unexpected(error, rid, operation_id)
+                mapped = internal_error_response()
+            response = mapped
+        response.headers[REQUEST_ID_HEADER] = rid
+        duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        _log.info(
+            "http.request operation=%s status=%s duration_ms=%s request_id=%s",
+            operation_id,
+            response.status_code,
+            duration_ms,
+            rid,
+            extra={
+                "event": "http.request",
+                "event_fields": {
+                    "operation_id": operation_id,
+                    "status": response.status_code,
+                    "duration_ms": duration_ms,
+                    "request_id": rid,
+                },
+            },
+        )
+        return response
+
+    return endpoint
+
+
+def log_unexpected(error: BaseException, rid: str, where: str) -> None:
+    """Log an unexpected error with its request id: exception types and stack frames only.
+
+    Messages are left out on purpose: a driver's message can quote the SQL parameters,
+    that is, memory content or search text.
+    """
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        parts.append(f"{type(current).__module__}.{type(current).__qualname__}\n")
+        parts.extend(traceback.format_tb(current.__traceback__))
+        current = current.__cause__ or current.__context__
+    _log.error("unexpected error in %s request_id=%s\n%s", where, rid, "".join(parts).rstrip())
+
+
+class RequestIdMiddleware:
+    """Give every response of the app an `X-Request-Id`, including the router's 404s and 405s."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run the app, adding the header to the response start."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = request_id(scope)
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                if not any(name.lower() == b"x-request-id" for name, _ in headers):
+                    headers.append((b"x-request-id", rid.encode("ascii")))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)

@@ -1,0 +1,124 @@
+"""Errors to responses, in one table. Every error body is `{"error", "message", "details"?}`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from memorybank_core.errors import ForbiddenError, InvalidInputError, NotFoundError, UnavailableError
+
+#: Seconds a client should wait before retrying after a 503.
+RETRY_AFTER_SECONDS = 1
+
+
+class HttpFacadeError(Exception):
+    """Base of the errors only the HTTP facade raises (the core knows nothing of transports)."""
+
+
+class UnauthorizedError(HttpFacadeError):
+    """No principal: no credentials, or credentials that are unknown, malformed or revoked."""
+
+
+class BodyTooLargeError(HttpFacadeError):
+    """The request body is over the facade's byte cap."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        super().__init__(f"the request body must be at most {max_bytes} bytes")
+
+
+class UnsupportedMediaTypeError(HttpFacadeError):
+    """The request body is not declared as JSON."""
+
+
+@attrs.frozen
+class ErrorSpec:
+    """How one kind of error is answered."""
+
+    status: int
+    code: str
+    message: str
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+
+
+#: THE mapping from error classes to responses; checked in order, so subclasses come first.
+ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
+    (InvalidInputError, ErrorSpec(400, "invalid_request", "The request is invalid; see details.")),
+    (
+        UnauthorizedError,
+        ErrorSpec(401, "unauthorized", "A valid bearer token is required.", {"WWW-Authenticate": "Bearer"}),
+    ),
+    (ForbiddenError, ErrorSpec(403, "insufficient_scope", "The token lacks the scope this operation requires.")),
+    # Fixed text on purpose: malformed, never-existing and someone else's ids must give byte-identical bodies.
+    (NotFoundError, ErrorSpec(404, "memory_not_found", "No memory with this id.")),
+    (BodyTooLargeError, ErrorSpec(413, "payload_too_large", "The request body is too large.")),
+    (UnsupportedMediaTypeError, ErrorSpec(415, "unsupported_media_type", "Send the body as application/json.")),
+    (
+        UnavailableError,
+        ErrorSpec(
+            503,
+            "unavailable",
+            "The memory bank is temporarily unavailable; retry shortly.",
+            {"Retry-After": str(RETRY_AFTER_SECONDS)},
+        ),
+    ),
+)
+
+_ROUTING_CODES = {404: ("not_found", "No such route."), 405: ("method_not_allowed", "Method not allowed here.")}
+INTERNAL_ERROR = ErrorSpec(
+    500, "internal_error", "Something went wrong on our side; the request id is in X-Request-Id."
+)
+
+
+def spec_for(error: Exception) -> ErrorSpec | None:
+    """The table's entry for `error`, or None when the error is unexpected."""
+    for error_class, spec in ERROR_TABLE:
+        if isinstance(error, error_class):
+            return spec
+    return None
+
+
+def error_response(error: Exception) -> Response | None:
+    """The response for an expected error, or None when `error` is unexpected (a bug)."""
+    spec = spec_for(error)
+    if spec is None:
+        return None
+    body: dict[str, object] = {"error": spec.code, "message": spec.message}
+    headers = dict(spec.headers)
+    if isinstance(error, InvalidInputError):
+        body["details"] = [{"path": p.path, "message": p.message} for p in error.problems]
+    elif isinstance(error, ForbiddenError):
+        body["message"] = f"The token lacks the scope {error.required_scope}, which this operation requires."
+        body["required_scope"] = error.required_scope
+        headers["WWW-Authenticate"] = f'Bearer error="insufficient_scope", scope="{error.required_scope}"'
+    elif isinstance(error, BodyTooLargeError):
+        body["message"] = f"The request body is over the cap of {error.max_bytes} bytes."
+    return json_error(spec.status, body, headers)
+
+
+def internal_error_response() -> Response:
+    """The generic answer to an unexpected error: nothing about the error itself."""
+    return json_error(INTERNAL_ERROR.status, {"error": INTERNAL_ERROR.code, "message": INTERNAL_ERROR.message})
+
+
+def method_not_allowed(allow: str) -> Response:
+    """405 in the error shape, with the `Allow` header listing the path's methods."""
+    code, message = _ROUTING_CODES[405]
+    return json_error(405, {"error": code, "message": message}, {"Allow": allow})
+
+
+def json_error(status: int, body: Mapping[str, object], headers: Mapping[str, str] | None = None) -> Response:
+    """A JSON error response."""
+    return JSONResponse(dict(body), status_code=status, headers=dict(headers or {}))
+
+
+async def routing_error(_request: Request, error: Exception) -> Response:
+    """Starlette exception handler: the router's 404 and 405 (and any other HTTPException) in the error shape."""
+    if not isinstance(error, HTTPException):  # registered for HTTPException only; this narrows the type
+        raise error
+    code, message = _ROUTING_CODES.get(error.status_code, ("http_error", str(error.detail)))
+    return json_error(error.status_code, {"error": code, "message": message}, error.headers)

@@ -1,0 +1,89 @@
+"""Reading untrusted request input: a size-capped JSON body and single-valued query parameters.
+
+Only transport concerns live here (bytes, media type, JSON syntax, integer syntax);
+every bound is checked by the core, which names the field in its error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from starlette.requests import Request
+
+from adapters_http.errors import BodyTooLargeError, UnsupportedMediaTypeError
+from memorybank_core.errors import InvalidInputError
+
+#: 1 MiB. The largest valid save is about 0.31 MB as raw UTF-8 and about 0.94 MB even if every
+#: character is sent as a `\\uXXXX` surrogate-pair escape (a test pins this), so only abuse hits the cap.
+MAX_BODY_BYTES = 1024 * 1024
+
+# Nine digits fit any page size; longer numerals are out of range anyway and go to the core as text.
+_INTEGER = re.compile(r"-?[0-9]{1,9}")
+
+
+def is_json_media_type(content_type: str | None) -> bool:
+    """True for `application/json` and `application/*+json`, parameters (charset) allowed."""
+    if content_type is None:
+        return False
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json"))
+
+
+async def read_json_body(request: Request, *, max_bytes: int = MAX_BODY_BYTES) -> object:
+    """The request's JSON body, read at most `max_bytes` at a time (never buffered unbounded).
+
+    Raises:
+        UnsupportedMediaTypeError: the body is not declared as JSON.
+        BodyTooLargeError: Content-Length or the bytes actually sent exceed `max_bytes`.
+        InvalidInputError: ("body") the bytes are not UTF-8 JSON.
+    """
+    if not is_json_media_type(request.headers.get("content-type")):
+        raise UnsupportedMediaTypeError
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise BodyTooLargeError(max_bytes)
+    chunks: list[bytes] = []
+    received = 0
+    async for chunk in request.stream():
+        received += len(chunk)
+        if received > max_bytes:
+            raise BodyTooLargeError(max_bytes)
+        chunks.append(chunk)
+    return parse_json(b"".join(chunks))
+
+
+def parse_json(raw: bytes) -> object:
+    """Decode strict JSON: UTF-8, no NaN or Infinity, any nesting depth refused cleanly.
+
+    Raises:
+        InvalidInputError: ("body") for anything that is not such JSON.
+    """
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as error:
+        # ValueError covers bad UTF-8, bad syntax and over-long integers; RecursionError absurd nesting.
+        raise InvalidInputError("body", "must be a UTF-8 encoded JSON object") from error
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def query_value(request: Request, name: str) -> str | None:
+    """The one value of query parameter `name`, or None when absent.
+
+    Raises:
+        InvalidInputError: (`name`) the parameter is repeated.
+    """
+    values = request.query_params.getlist(name)
+    if len(values) > 1:
+        raise InvalidInputError(name, "must be given at most once")
+    return values[0] if values else None
+
+
+def integer_or_text(value: str | None) -> int | str | None:
+    """An integer literal as an int; anything else unchanged, for the core to reject with its bound."""
+    if value is not None and _INTEGER.fullmatch(value):
+        return int(value)
+    return value

@@ -1,0 +1,145 @@
+"""The OpenAPI 3.1 document, generated from the route table.
+
+The MCP facade builds its capability catalog from this document (operationId,
+summary, tags, parameters, body schema), so it must describe exactly what runs.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from adapters_http.endpoint import REQUEST_ID_HEADER
+from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS
+from adapters_http.routes import MEMORY_ROUTES, MEMORY_TAG, Param, RouteSpec, check_route_table
+from adapters_http.schemas import COMPONENTS, JsonSchema, ref
+
+OPENAPI_PATH = "/openapi.json"
+"""Where the standalone app serves the document (public: no token needed)."""
+
+API_VERSION = "v1"
+BEARER_SCHEME = "bearerAuth"
+
+_SUCCESS_TEXT = {200: "OK", 201: "Created", 204: "Deleted; the body is empty."}
+_ERROR_TEXT = {spec.status: f"`{spec.code}`: {spec.message}" for _, spec in ERROR_TABLE}
+
+
+def _header(description: str, schema: JsonSchema) -> JsonSchema:
+    return {"description": description, "required": True, "schema": schema}
+
+
+_REQUEST_ID = _header("An id for this request, as logged by the server.", {"type": "string", "minLength": 1})
+_ERROR_HEADERS: dict[int, dict[str, JsonSchema]] = {
+    401: {"WWW-Authenticate": _header("Always `Bearer ...`.", {"type": "string", "pattern": "^Bearer"})},
+    403: {"WWW-Authenticate": _header('`Bearer error="insufficient_scope", scope=...`.', {"type": "string"})},
+    503: {
+        "Retry-After": _header(
+            f"Seconds to wait before retrying ({RETRY_AFTER_SECONDS}).", {"type": "string", "pattern": "^[0-9]+$"}
+        )
+    },
+}
+
+
+def _parameter(param: Param, location: str) -> JsonSchema:
+    return {
+        "name": param.name,
+        "in": location,
+        "required": param.required,
+        "description": param.description,
+        "schema": copy.deepcopy(param.schema),
+    }
+
+
+def _json_content(schema: JsonSchema) -> JsonSchema:
+    return {"application/json": {"schema": copy.deepcopy(schema)}}
+
+
+def _operation(route: RouteSpec) -> JsonSchema:
+    responses: dict[str, JsonSchema] = {}
+    success: JsonSchema = {
+        "description": _SUCCESS_TEXT.get(route.success_status, "Success"),
+        "headers": {REQUEST_ID_HEADER: _REQUEST_ID},
+    }
+    if route.success_schema is not None:
+        success["content"] = _json_content(route.success_schema)
+    responses[str(route.success_status)] = success
+    for status in route.error_statuses:
+        responses[str(status)] = {
+            "description": _ERROR_TEXT[status],
+            "headers": {REQUEST_ID_HEADER: _REQUEST_ID, **_ERROR_HEADERS.get(status, {})},
+            "content": _json_content(ref("Error")),
+        }
+    operation: JsonSchema = {
+        "operationId": route.operation_id,
+        "summary": route.summary,
+        "description": route.description,
+        "tags": list(route.tags),
+        "security": [{BEARER_SCHEME: [route.required_scope]}],
+        "parameters": [_parameter(p, "path") for p in route.path_params]
+        + [_parameter(p, "query") for p in route.query_params],
+        "responses": responses,
+    }
+    if route.body_schema is not None:
+        operation["requestBody"] = {"required": True, "content": _json_content(route.body_schema)}
+    return operation
+
+
+def build_openapi(
+    routes: Sequence[RouteSpec] = MEMORY_ROUTES,
+    *,
+    title: str = "memorybank",
+    server_url: str | None = None,
+) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of `routes`; a fresh copy each call, safe to modify.
+
+    `server_url` is the prefix the routes are mounted under, when a host mounts them below its root.
+
+    Raises:
+        OperationIdError: the table yields a duplicate, over-long or colliding name.
+    """
+    check_route_table(routes)
+    paths: dict[str, dict[str, JsonSchema]] = {}
+    for route in routes:
+        paths.setdefault(route.path, {})[route.method.lower()] = _operation(route)
+    document: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {
+            "title": title,
+            "version": API_VERSION,
+            "description": (
+                "A per-user memory bank for AI agents: save human-verified memories, search, list and delete "
+                "them. Every call acts on the caller's own memories only."
+            ),
+        },
+        "tags": [{"name": MEMORY_TAG, "description": "The caller's own memory bank."}],
+        "paths": paths,
+        "components": {
+            "schemas": copy.deepcopy(COMPONENTS),
+            "securitySchemes": {
+                BEARER_SCHEME: {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A token from `memorybank token create` (or the host's own credentials).",
+                }
+            },
+        },
+    }
+    if server_url is not None:
+        document["servers"] = [{"url": server_url}]
+    return document
+
+
+def openapi_route(document: dict[str, Any], *, path: str = OPENAPI_PATH) -> Route:
+    """A public route serving `document`."""
+    # Serialized once: the document never changes while the app runs.
+    body = JSONResponse(document).body
+
+    async def serve(_request: Request) -> Response:
+        return Response(body, media_type="application/json")
+
+    return Route(path, serve, methods=["GET"], include_in_schema=False)

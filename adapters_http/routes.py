@@ -1,0 +1,201 @@
+"""THE route table: every memory route, described once.
+
+The Starlette routes, the OpenAPI document and (through it) the MCP capability
+catalog are all generated from `MEMORY_ROUTES`; operationIds are computed from
+method and path, never written by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+import attrs
+from starlette.requests import Request
+from starlette.responses import Response
+
+from adapters_http import schemas
+from adapters_http.handlers import MemoryHandlers
+from adapters_http.operation_ids import build_operation_id, capability_names
+from adapters_http.schemas import JsonSchema
+from memorybank_core import limits
+from memorybank_core.entities import Origin
+from memorybank_core.ports import Principal
+from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE
+
+MEMORY_TAG = "Memory"
+"""The tag every memory route carries; capability catalogs include routes by tag."""
+
+UnboundHandler = Callable[[MemoryHandlers, Request, Principal], Awaitable[Response]]
+"""A `MemoryHandlers` method, before it is bound to a bank."""
+
+
+@attrs.frozen(kw_only=True)
+class Param:
+    """A path or query parameter."""
+
+    name: str
+    schema: JsonSchema
+    description: str
+    required: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class RouteSpec:
+    """One route: how it is matched, documented and handled."""
+
+    method: str
+    path: str
+    """The documented path, OpenAPI style (`/v1/memory/{id}`)."""
+    summary: str
+    """One line that an agent may see alone: it must say how to call the route."""
+    description: str
+    handler: UnboundHandler
+    success_status: int
+    success_schema: JsonSchema | None
+    """The success body; None for an empty one (204)."""
+    error_statuses: tuple[int, ...]
+    required_scope: str
+    """Documentation of the core's rule (the core enforces it): GET needs mcp:read, others mcp:write."""
+    tags: tuple[str, ...] = (MEMORY_TAG,)
+    path_params: tuple[Param, ...] = ()
+    query_params: tuple[Param, ...] = ()
+    body_schema: JsonSchema | None = None
+    """The JSON request body; None when the route takes none."""
+    match_path: str | None = None
+    """The Starlette path when it differs from `path` (e.g. a convertor)."""
+
+    @property
+    def operation_id(self) -> str:
+        """The operationId, computed by the reference host's rule."""
+        return build_operation_id(self.method, self.path)
+
+    @property
+    def starlette_path(self) -> str:
+        """The path the router matches."""
+        return self.match_path or self.path
+
+
+def _count_param(name: str, bound: limits.CountBound, description: str) -> Param:
+    return Param(
+        name=name,
+        schema={"type": "integer", "minimum": bound.min, "maximum": bound.max, "default": bound.default},
+        description=f"{description} {bound.min} to {bound.max}, default {bound.default}; out of range is a 400.",
+    )
+
+
+_ORIGINS = "|".join(f'"{origin.value}"' for origin in Origin)
+
+SAVE_SUMMARY = (
+    'Save a memory. Body: {"content": "...", "tags"?: ["..."], "contexts"?: [{"snippet": "...", '
+    f'"conversation_id"?: "...", "message_id"?: "...", "origin"?: {_ORIGINS}}}]}}'
+)
+
+MEMORY_ROUTES: tuple[RouteSpec, ...] = (
+    RouteSpec(
+        method="POST",
+        path="/v1/memory",
+        summary=SAVE_SUMMARY,
+        description=(
+            f"Saves one human-verified memory in the caller's own bank. `content` holds 1 to {limits.CONTENT.max} "
+            f"characters; up to {limits.TAGS_MAX} tags of 1 to {limits.TAG.max}; up to {limits.CONTEXTS_MAX} "
+            f"contexts, each a snippet of 1 to {limits.SNIPPET.max} characters with optional conversation and "
+            f"message ids (1 to {limits.CITATION_ID.max}). Text is stored trimmed. `scope` and `source` are "
+            "set by the server; unknown fields are ignored. Every invalid field is reported at once."
+        ),
+        handler=MemoryHandlers.save,
+        success_status=201,
+        success_schema=schemas.ref("SavedMemory"),
+        error_statuses=(400, 401, 403, 413, 415, 503),
+        required_scope=WRITE_SCOPE,
+        body_schema=schemas.SAVE_REQUEST,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/memory/search",
+        summary=(
+            f"Search your memories by keywords. Query: q (1-{limits.QUERY.max} characters), limit? "
+            f"(1-{limits.SEARCH_LIMIT.max}, default {limits.SEARCH_LIMIT.default}). Most relevant first; "
+            "no match gives an empty list."
+        ),
+        description=(
+            "Lexical full-text search over the caller's own memories, ranked by relevance (ties: newest first). "
+            "Each result is the memory with its contexts and a positive `score`."
+        ),
+        handler=MemoryHandlers.search,
+        success_status=200,
+        success_schema=schemas.ref("SearchResults"),
+        error_statuses=(400, 401, 403, 503),
+        required_scope=READ_SCOPE,
+        query_params=(
+            Param(
+                name="q",
+                schema=schemas.text(limits.QUERY),
+                description=(
+                    f"What to look for, in the person's own words: {limits.QUERY.min} to {limits.QUERY.max} "
+                    "characters after trimming."
+                ),
+                required=True,
+            ),
+            _count_param("limit", limits.SEARCH_LIMIT, "How many results at most:"),
+        ),
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/memory",
+        summary=(
+            f"List your memories, newest first. Query: limit? (1-{limits.LIST_LIMIT.max}, default "
+            f"{limits.LIST_LIMIT.default}), cursor? (the next_cursor of the previous page)."
+        ),
+        description=(
+            "One page of the caller's memories with their contexts, newest first. `next_cursor` is null on "
+            "the last page; a memory that exists for the whole walk is listed exactly once."
+        ),
+        handler=MemoryHandlers.list,
+        success_status=200,
+        success_schema=schemas.ref("MemoryPage"),
+        error_statuses=(400, 401, 403, 503),
+        required_scope=READ_SCOPE,
+        query_params=(
+            _count_param("limit", limits.LIST_LIMIT, "Page size:"),
+            Param(
+                name="cursor",
+                schema={"type": "string", "minLength": 1, "maxLength": limits.CURSOR_MAX_LENGTH},
+                description="Where to continue: the `next_cursor` of the previous page.",
+            ),
+        ),
+    ),
+    RouteSpec(
+        method="DELETE",
+        path="/v1/memory/{id}",
+        # `path` convertor: an id with slashes (path traversal) still reaches the handler and gets the one 404.
+        match_path="/v1/memory/{id:path}",
+        summary="Delete one of your memories and its contexts, permanently. Path: id (mem_...).",
+        description=(
+            "Hard-deletes the memory and all its contexts. Any id that is not one of the caller's memories "
+            "(malformed, never existing, already deleted, someone else's) gets the same 404."
+        ),
+        handler=MemoryHandlers.delete,
+        success_status=204,
+        success_schema=None,
+        error_statuses=(401, 403, 404, 503),
+        required_scope=WRITE_SCOPE,
+        path_params=(
+            Param(
+                name="id",
+                schema={"type": "string", "minLength": 1},
+                description="The memory's id, `mem_` and 26 base32 characters.",
+                required=True,
+            ),
+        ),
+    ),
+)
+"""The memory routes, in matching order (the search route precedes the `{id}` route)."""
+
+
+def check_route_table(routes: Sequence[RouteSpec]) -> Mapping[str, str]:
+    """Validate a route table's names; return each operationId's capability name.
+
+    Raises:
+        OperationIdError: a duplicate operationId, or a name over 49 characters or colliding.
+    """
+    return capability_names(route.operation_id for route in routes)

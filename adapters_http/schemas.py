@@ -1,0 +1,240 @@
+"""JSON Schemas of the wire format, every bound taken from `memorybank_core.limits`.
+
+They feed the OpenAPI document and, through it, the MCP capability catalog and
+the schemathesis run, so the documented bounds are the enforced ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memorybank_core import limits
+from memorybank_core.entities import Origin, Scope, Source
+
+JsonSchema = dict[str, Any]
+"""A JSON Schema (2020-12, as OpenAPI 3.1 uses it) as plain JSON data."""
+
+# Bounds count characters after trimming, and the core refuses NUL: so a client string must hold a
+# character that Python's str.strip() keeps (ECMA `\s` lacks \x1c-\x1f and \x85) and no NUL anywhere.
+_NOT_BLANK = r"^[^\u0000]*[^\s\u0000\u001c-\u001f\u0085][^\u0000]*$"
+
+
+def _ref(name: str) -> JsonSchema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _text(bound: limits.TextBound, description: str) -> JsonSchema:
+    return {
+        **text(bound),
+        "description": f"{description} {bound.min} to {bound.max} characters after trimming surrounding whitespace.",
+    }
+
+
+def text(bound: limits.TextBound) -> JsonSchema:
+    """A client-sent string within `bound` once trimmed (so not blank)."""
+    return {"type": "string", "minLength": bound.min, "maxLength": bound.max, "pattern": _NOT_BLANK}
+
+
+def _optional(schema: JsonSchema) -> JsonSchema:
+    # The core reads `null` as "not given", so the schema must admit it wherever a field is optional.
+    return {**schema, "type": [schema["type"], "null"]}
+
+
+def _stored_text(bound: limits.TextBound, description: str) -> JsonSchema:
+    return {"type": "string", "minLength": bound.min, "maxLength": bound.max, "description": description}
+
+
+def _timestamp(description: str) -> JsonSchema:
+    return {"type": "string", "format": "date-time", "description": f"{description} ISO-8601, UTC."}
+
+
+def _nullable_enum(values: list[str], description: str) -> JsonSchema:
+    return {"type": ["string", "null"], "enum": [*values, None], "description": description}
+
+
+def _origins() -> list[str]:
+    return [origin.value for origin in Origin]
+
+
+CONTEXT_INPUT: JsonSchema = {
+    "type": "object",
+    "description": "Provenance for the memory: a snippet the agent gathered, and where it came from.",
+    "required": ["snippet"],
+    "properties": {
+        "snippet": _text(limits.SNIPPET, "The excerpt,"),
+        "conversation_id": _optional(_text(limits.CITATION_ID, "The conversation the snippet came from,")),
+        "message_id": _optional(_text(limits.CITATION_ID, "The message the snippet came from,")),
+        "origin": _nullable_enum(
+            _origins(), "Whether the snippet came from the conversation at hand or from a searched one."
+        ),
+    },
+}
+
+SAVE_REQUEST: JsonSchema = {
+    "type": "object",
+    "description": (
+        "A human-verified memory to save. Unknown fields are ignored, and so are `scope` and `source`: "
+        "the server stores every memory in the user's own bank."
+    ),
+    "required": ["content"],
+    "properties": {
+        "content": _text(limits.CONTENT, "The memory: one crisp, self-contained statement,"),
+        "tags": _optional(
+            {
+                "type": "array",
+                "maxItems": limits.TAGS_MAX,
+                "items": _text(limits.TAG, "A tag,"),
+                "description": f"Up to {limits.TAGS_MAX} tags; exact repeats are dropped.",
+            }
+        ),
+        "contexts": _optional(
+            {
+                "type": "array",
+                "maxItems": limits.CONTEXTS_MAX,
+                # Inlined, not a $ref: capability catalogs show this schema to agents as it stands.
+                "items": CONTEXT_INPUT,
+                "description": f"Up to {limits.CONTEXTS_MAX} snippets backing the memory.",
+            }
+        ),
+    },
+}
+
+CITATION: JsonSchema = {
+    "type": "object",
+    "description": "Where a snippet came from; each id is present only when the client gave it.",
+    "properties": {
+        "conversation_id": _stored_text(limits.CITATION_ID, "The conversation the snippet came from."),
+        "message_id": _stored_text(limits.CITATION_ID, "The message the snippet came from."),
+    },
+    "additionalProperties": False,
+}
+
+CONTEXT: JsonSchema = {
+    "type": "object",
+    "required": ["id", "snippet", "citation", "origin", "created_at"],
+    "properties": {
+        "id": _stored_text(limits.ID, "The context's id (`mctx_…`)."),
+        "snippet": _stored_text(limits.SNIPPET, "The excerpt, trimmed."),
+        "citation": {"anyOf": [_ref("Citation"), {"type": "null"}], "description": "Null when no id was given."},
+        "origin": _nullable_enum(_origins(), "Where the agent found the snippet, if it said."),
+        "created_at": _timestamp("When the context was saved (the memory's own creation time)."),
+    },
+    "additionalProperties": False,
+}
+
+MEMORY_PROPERTIES: JsonSchema = {
+    "id": _stored_text(limits.ID, "The memory's id (`mem_…`)."),
+    "content": _stored_text(limits.CONTENT, "The memory, trimmed."),
+    "tags": {"type": "array", "maxItems": limits.TAGS_MAX, "items": _stored_text(limits.TAG, "A tag.")},
+    "source": {"type": "string", "enum": [s.value for s in Source], "description": "Set by the server."},
+    "scope": {"type": "string", "enum": [s.value for s in Scope], "description": "Always `user` in v0."},
+    "created_at": _timestamp("When the memory was saved."),
+    "updated_at": _timestamp("When the memory last changed."),
+    "contexts": {"type": "array", "maxItems": limits.CONTEXTS_MAX, "items": _ref("MemoryContext")},
+}
+_MEMORY_REQUIRED = list(MEMORY_PROPERTIES)
+
+MEMORY: JsonSchema = {
+    "type": "object",
+    "description": "A saved memory with its contexts.",
+    "required": _MEMORY_REQUIRED,
+    "properties": MEMORY_PROPERTIES,
+    "additionalProperties": False,
+}
+
+SEARCH_RESULT: JsonSchema = {
+    "type": "object",
+    "description": "A memory that matched, with its relevance.",
+    "required": [*_MEMORY_REQUIRED, "score"],
+    "properties": {
+        **MEMORY_PROPERTIES,
+        "score": {"type": "number", "exclusiveMinimum": 0, "description": "Relevance; higher is better."},
+    },
+    "additionalProperties": False,
+}
+
+SAVED_MEMORY_RESPONSE: JsonSchema = {
+    "type": "object",
+    "required": ["memory"],
+    "properties": {"memory": _ref("Memory")},
+    "additionalProperties": False,
+}
+
+SEARCH_RESPONSE: JsonSchema = {
+    "type": "object",
+    "required": ["results"],
+    "properties": {
+        "results": {
+            "type": "array",
+            "maxItems": limits.SEARCH_LIMIT.max,
+            "items": _ref("SearchResult"),
+            "description": "Most relevant first (ties: newest first); empty when nothing matches.",
+        }
+    },
+    "additionalProperties": False,
+}
+
+MEMORY_PAGE_RESPONSE: JsonSchema = {
+    "type": "object",
+    "required": ["memories", "next_cursor"],
+    "properties": {
+        "memories": {
+            "type": "array",
+            "maxItems": limits.LIST_LIMIT.max,
+            "items": _ref("Memory"),
+            "description": "Newest first.",
+        },
+        "next_cursor": {
+            "type": ["string", "null"],
+            "maxLength": limits.CURSOR_MAX_LENGTH,
+            "description": "Pass as `cursor` for the next page; null on the last page.",
+        },
+    },
+    "additionalProperties": False,
+}
+
+ERROR: JsonSchema = {
+    "type": "object",
+    "description": "Every error has this shape.",
+    "required": ["error", "message"],
+    "properties": {
+        "error": {"type": "string", "description": "A stable machine-readable code, e.g. `invalid_request`."},
+        "message": {"type": "string", "description": "What went wrong, for a human."},
+        "details": {
+            "type": "array",
+            "description": "For `invalid_request`: every invalid field, by dotted path (`contexts.0.snippet`).",
+            "items": {
+                "type": "object",
+                "required": ["path", "message"],
+                "properties": {"path": {"type": "string"}, "message": {"type": "string"}},
+                "additionalProperties": False,
+            },
+        },
+        "required_scope": {"type": "string", "description": "For `insufficient_scope`: the scope the call needs."},
+    },
+    "additionalProperties": False,
+}
+
+COMPONENTS: dict[str, JsonSchema] = {
+    "SaveMemoryRequest": SAVE_REQUEST,
+    "Memory": MEMORY,
+    "MemoryContext": CONTEXT,
+    "Citation": CITATION,
+    "SearchResult": SEARCH_RESULT,
+    "SavedMemory": SAVED_MEMORY_RESPONSE,
+    "SearchResults": SEARCH_RESPONSE,
+    "MemoryPage": MEMORY_PAGE_RESPONSE,
+    "Error": ERROR,
+}
+"""Every named schema, as the OpenAPI document's `components.schemas`."""
+
+
+def ref(name: str) -> JsonSchema:
+    """A `$ref` to one of COMPONENTS.
+
+    Raises:
+        KeyError: no component has that name.
+    """
+    if name not in COMPONENTS:
+        raise KeyError(name)
+    return _ref(name)

@@ -1,0 +1,258 @@
+"""The rail over streamable HTTP at `/mcp/agent`, inside the host's Starlette app, behind its bearer tokens.
+
+Stateless and JSON-answering, like the reference host: each POST is served on its
+own, so a one-shot `tools/call` without `initialize` works as well as a full session,
+and nothing is kept between requests. The caller is authenticated on every request
+by the same token check as the REST API; the MCP SDK's own OAuth middleware is not
+used because its error answers differ from the reference host's.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import attrs
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from adapters_http import RETRY_AFTER_SECONDS, bearer_secret, build_openapi
+from adapters_mcp.catalog import Catalog, build_catalog
+from adapters_mcp.server import build_server
+from adapters_mcp.tools import CAPABILITY_TIMEOUT_SECONDS, CapabilityRail
+from memorybank_core import READ_SCOPE, WRITE_SCOPE, Principal, UnavailableError
+
+MOUNT_PATH = "/mcp"
+AGENT_PATH = "/agent"
+RAIL_PATH = MOUNT_PATH + AGENT_PATH
+"""Where the rail answers: `/mcp/agent`, as on the reference host."""
+METADATA_PATH = "/.well-known/oauth-protected-resource" + RAIL_PATH
+"""The OAuth protected-resource metadata (RFC 9728) of the rail, served at the host's root."""
+
+RAIL_SCOPES: tuple[str, ...] = (READ_SCOPE, WRITE_SCOPE)
+MCP_PRINCIPAL_KEY = "memorybank.mcp.principal"
+"""ASGI scope key under which the gate leaves the authenticated caller for the tool handlers."""
+
+MISSING_TOKEN = "missing_mcp_token"  # noqa: S105 - an error code, not a secret
+INVALID_TOKEN = "invalid_mcp_token"  # noqa: S105 - an error code, not a secret
+INSUFFICIENT_SCOPE = "insufficient_mcp_scope"
+
+Authenticate = Callable[[str], Principal | None]
+"""A bearer secret -> its principal, or None for an unknown or revoked one (e.g. `TokenService.authenticate`).
+
+It is called in the thread pool (it may read a database) and may raise
+`UnavailableError` when its store is down.
+"""
+
+logger = logging.getLogger(__name__)
+
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+_SAFE_HOST = re.compile(r"^[A-Za-z0-9.\-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
+
+
+def transport_security(bind_host: str, allowed_hosts: Sequence[str] = ()) -> TransportSecuritySettings:
+    """DNS-rebinding protection (Host and Origin checks) for the rail.
+
+    With `allowed_hosts` (`name` or `name:port`, `name:*` for any port) only those Host
+    headers are served. Without, a loopback bind accepts only loopback names, as the SDK
+    would; any other bind turns the check off, because its host names cannot be guessed
+    and the bearer token, which a rebinding page never has, already stops such requests.
+    """
+    hosts = list(allowed_hosts)
+    if bind_host in _LOOPBACK_HOSTS:
+        hosts += ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    if not hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def default_catalog() -> Catalog:
+    """The catalog of this package's own REST routes."""
+    return build_catalog(build_openapi())
+
+
+class BearerGate:
+    """ASGI middleware in front of the rail: a live bearer token with `mcp:read` or `mcp:write`, or no entry.
+
+    Answers like the reference host: 401 `missing_mcp_token` / `invalid_mcp_token` and 403
+    `insufficient_mcp_scope`, each with a `WWW-Authenticate: Bearer` challenge naming the
+    metadata document and the scopes.
+    """
+
+    def __init__(self, app: ASGIApp, authenticate: Authenticate, *, public_url: str | None = None) -> None:
+        self._app = app
+        self._authenticate = authenticate
+        self._public_url = public_url.rstrip("/") if public_url else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        request = Request(scope)
+        secret = bearer_secret(request)
+        if secret is None:
+            await self._refuse(401, MISSING_TOKEN, "Send a bearer token: Authorization: Bearer <token>.", scope)(
+                scope, receive, send
+            )
+            return
+        try:
+            principal = await run_in_threadpool(self._authenticate, secret)
+        except UnavailableError:
+            logger.warning("mcp.auth token store unavailable")
+            unavailable = JSONResponse(
+                {"error": "unavailable", "message": "The memory bank is temporarily unavailable; retry shortly."},
+                status_code=503,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+            await unavailable(scope, receive, send)
+            return
+        if principal is None:
+            await self._refuse(401, INVALID_TOKEN, "The bearer token is unknown or revoked.", scope)(
+                scope, receive, send
+            )
+            return
+        if not set(principal.scopes) & set(RAIL_SCOPES):
+            message = "The token has neither mcp:read nor mcp:write, so it cannot use the rail."
+            await self._refuse(403, INSUFFICIENT_SCOPE, message, scope)(scope, receive, send)
+            return
+        await self._app({**scope, MCP_PRINCIPAL_KEY: principal}, receive, send)
+
+    def _refuse(self, status: int, code: str, message: str, scope: Scope) -> Response:
+        challenge = (
+            f'Bearer error="{code}", resource_metadata="{self._base_url(scope)}{METADATA_PATH}", '
+            f'scope="{" ".join(RAIL_SCOPES)}"'
+        )
+        return JSONResponse(
+            {"error": code, "message": message}, status_code=status, headers={"WWW-Authenticate": challenge}
+        )
+
+    def _base_url(self, scope: Scope) -> str:
+        return self._public_url or base_url(scope)
+
+
+def base_url(scope: Scope) -> str:
+    """`scheme://host[:port]` the client used, from the Host header when it is a plain host name."""
+    host = Request(scope).headers.get("host", "")
+    if not _SAFE_HOST.match(host):
+        # Never echo a malformed Host into a header; fall back to the address the server listens on.
+        server = scope.get("server") or ("localhost", None)
+        host = f"{server[0]}:{server[1]}" if server[1] else str(server[0])
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
+def resource_metadata(resource: str, authorization_servers: Sequence[str]) -> dict[str, Any]:
+    """The RFC 9728 protected-resource metadata of the rail."""
+    return {
+        "resource": resource,
+        "authorization_servers": list(authorization_servers),
+        "scopes_supported": list(RAIL_SCOPES),
+        "bearer_methods_supported": ["header"],
+    }
+
+
+@attrs.frozen(kw_only=True)
+class McpMount:
+    """The rail ready to go into a host's Starlette app: its routes, and the lifespan the host must run.
+
+    `routes` holds `Mount("/mcp", ...)` (the rail at `/mcp/agent`) and the public metadata
+    route at `/.well-known/oauth-protected-resource/mcp/agent`. A mounted app's own lifespan
+    never runs, so the host's lifespan must enter `lifespan()` (see `create_host_app`).
+    """
+
+    routes: tuple[BaseRoute, ...]
+    server: Server[Any]
+    rail: CapabilityRail
+
+    def lifespan(self) -> AbstractAsyncContextManager[None]:
+        """Runs the SDK's session manager (its task group) for as long as the host app serves."""
+        return self.server.session_manager.run()
+
+
+def _principal_from_request(ctx: ServerRequestContext[Any, Any]) -> Principal | None:
+    request = ctx.request
+    if not isinstance(request, Request):
+        return None
+    principal: Principal | None = request.scope.get(MCP_PRINCIPAL_KEY)
+    return principal
+
+
+def create_mcp_mount(
+    bank_app: ASGIApp,
+    authenticate: Authenticate,
+    *,
+    catalog: Catalog | None = None,
+    public_url: str | None = None,
+    authorization_servers: Sequence[str] = (),
+    bind_host: str = "127.0.0.1",
+    allowed_hosts: Sequence[str] = (),
+    timeout: float = CAPABILITY_TIMEOUT_SECONDS,
+    json_response: bool = True,
+) -> McpMount:
+    """The rail at `/mcp/agent` over `bank_app` (the REST app its capabilities call in-process).
+
+    `authenticate` checks bearer secrets (the REST API's own tokens); `public_url`
+    (`https://bank.example.com`) names the server in the metadata document and the
+    `WWW-Authenticate` challenge when a proxy hides it, else the request's Host is used;
+    `authorization_servers` lists OAuth issuers of those tokens, if any. `bind_host` and
+    `allowed_hosts` set the DNS-rebinding protection (see `transport_security`).
+    `json_response=False` answers each POST as a one-event `text/event-stream` instead of
+    JSON, as the reference host does, for clients that only read an SSE `data:` line.
+
+    Raises:
+        CatalogError: the REST app's routes give an unsound catalog.
+    """
+    rail = CapabilityRail(catalog if catalog is not None else default_catalog(), bank_app, timeout=timeout)
+    server = build_server(rail, _principal_from_request)
+    sdk_app = server.streamable_http_app(
+        streamable_http_path=AGENT_PATH,
+        stateless_http=True,
+        json_response=json_response,
+        transport_security=transport_security(bind_host, allowed_hosts),
+    )
+    gate = BearerGate(sdk_app, authenticate, public_url=public_url)
+    fixed_base = public_url.rstrip("/") if public_url else None
+
+    async def metadata(request: Request) -> Response:
+        resource = f"{fixed_base or base_url(request.scope)}{RAIL_PATH}"
+        return JSONResponse(resource_metadata(resource, authorization_servers))
+
+    routes: tuple[BaseRoute, ...] = (
+        Route(METADATA_PATH, metadata, methods=["GET"], include_in_schema=False),
+        Mount(MOUNT_PATH, app=gate),
+    )
+    return McpMount(routes=routes, server=server, rail=rail)
+
+
+def create_host_app(
+    bank_app: ASGIApp,
+    mount: McpMount,
+    *,
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
+) -> Starlette:
+    """One app serving the REST API and the rail: `/mcp/agent`, its metadata, and everything else to `bank_app`.
+
+    `lifespan` is the composition root's own (e.g. closing storage); the rail's session
+    manager runs inside it.
+    """
+
+    @asynccontextmanager
+    async def run(app: Starlette) -> AsyncIterator[None]:
+        async with mount.lifespan():
+            if lifespan is None:
+                yield
+                return
+            async with lifespan(app):
+                yield
+
+    return Starlette(routes=[*mount.routes, Mount("/", app=bank_app)], lifespan=run)

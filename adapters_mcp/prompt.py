@@ -1,0 +1,75 @@
+"""The `## Memory Bank` agent prompt: how an agent saves, recalls, lists and deletes memories through the rail.
+
+It lives with the rail, not in the core, because every instruction in it is about the
+rail: the two tools, search-first discovery, and the capability names the HTTP facade
+derives from its routes. A host appends it to its agent prompt; the MCP server serves
+it as its `instructions` and as the `memory_bank` prompt; `memorybank prompt` prints it.
+"""
+
+from __future__ import annotations
+
+import mcp_types as types
+
+PROMPT_NAME = "memory_bank"
+PROMPT_TITLE = "Memory Bank"
+PROMPT_DESCRIPTION = (
+    "How to save, recall, list and delete the user's memories through search_capabilities and execute_capability."
+)
+
+MEMORY_BANK_PROMPT = """\
+## Memory Bank
+
+The person you work with has a memory bank: a private, server-side store of durable facts they chose to keep \
+(preferences, decisions, project details). It is theirs alone, shared across their sessions and tools, and it is \
+not a local file. You reach it through the capability rail, which has exactly two tools: `search_capabilities` \
+finds a capability (a REST operation) from plain words, and `execute_capability` runs it by name. There is no \
+dedicated memory tool. Always search first, then execute what the search returned: to save a memory, search for a \
+capability to save a memory, then execute it. The names are usually postMemory (save), getMemorySearch (search), \
+getMemory (list) and deleteMemoryById (delete), but use the names the search gives you.
+
+### Saving (only when the person asks, and only after they confirm)
+1. Draft the memory: one crisp, self-contained sentence that will make sense months later without this \
+conversation ("The production deploy target is a Daytona sandbox in eu-west"), plus, if useful, short context \
+snippets from the conversation that back it up (cite the conversation and message ids when you have them).
+2. Show the draft to the person and ask them to confirm it or edit it. Point out anything that looks like a \
+secret or a personal detail and leave it out.
+3. Only after they confirm, call `search_capabilities` with "save a memory" and execute the match it returns \
+(postMemory) with the confirmed text as the body, e.g. `{"content": "...", "tags": ["deploy"], "contexts": \
+[{"snippet": "...", "conversation_id": "...", "message_id": "..."}]}`. Only `content` is required.
+4. Tell the person whether it was saved. If the call failed, say so and offer to retry; never claim a save that \
+did not happen.
+
+### Recalling (only when asked)
+Search the bank only when the person asks you to remember, recall or look something up; never search it on your \
+own initiative. Find the search capability ("search my memories", usually getMemorySearch) and execute it with \
+the person's own phrasing as `q` (query `{"q": "...", "limit": 10}`). Recall is explicit and lexical: it matches \
+the words of saved memories, it does not understand meaning, so if nothing comes back try once more with other \
+likely words before saying nothing was found. Reduce the results to what answers the question (drop duplicates \
+and unrelated hits) and present them plainly, quoting the saved wording.
+
+### Listing and deleting
+To show what is saved, find the list capability ("list my memories", usually getMemory) and page through it with \
+`limit` and the returned `next_cursor`. To delete, find the delete capability ("delete a memory", usually \
+deleteMemoryById), show the exact memory you are about to delete and wait for the person to confirm, then execute \
+it with its id as the `id` path value (`{"path": {"id": "mem_..."}}`). Deleting is permanent.
+
+### Never store secrets
+Never put secrets, passwords, credentials, API keys, access tokens, private keys, connection strings, or \
+sensitive personal data (health, finances, government ids, other people's contact details) in a memory's \
+content, tags or context snippets, even if asked to: say why and offer to save a version without them. Memories \
+are stored as plain text.
+"""
+"""The static `## Memory Bank` section, in Markdown."""
+
+
+def prompt_definition() -> types.Prompt:
+    """The prompt as `prompts/list` shows it."""
+    return types.Prompt(name=PROMPT_NAME, title=PROMPT_TITLE, description=PROMPT_DESCRIPTION, arguments=[])
+
+
+def prompt_result() -> types.GetPromptResult:
+    """The prompt as `prompts/get` returns it: one user message carrying the section."""
+    return types.GetPromptResult(
+        description=PROMPT_DESCRIPTION,
+        messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=MEMORY_BANK_PROMPT))],
+    )

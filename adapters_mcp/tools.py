@@ -1,0 +1,404 @@
+"""The two tools of the rail: `search_capabilities` and `execute_capability`.
+
+Memory is reached by executing a discovered capability, never by a bespoke tool. Every
+failure an agent can fix (a bad argument, an unknown name, a missing scope, a 4xx from
+the route) is a tool result with `isError`, so the model sees it and can correct itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+from starlette.types import ASGIApp
+
+from adapters_mcp.catalog import Capability, Catalog, JsonObject
+from adapters_mcp.inprocess import HttpAnswer, call_app, fill_path, query_string
+from adapters_mcp.ranking import rank
+from memorybank_core import Principal
+
+SEARCH_TOOL = "search_capabilities"
+EXECUTE_TOOL = "execute_capability"
+TOOL_NAMES = (SEARCH_TOOL, EXECUTE_TOOL)
+
+DEFAULT_SEARCH_LIMIT = 5
+MAX_SEARCH_LIMIT = 20
+MAX_QUERY_LENGTH = 512
+CAPABILITY_TIMEOUT_SECONDS = 180.0
+"""The reference host's budget for one executed capability."""
+
+NO_MATCH_HINT = "No matches. Try broader or different keywords."
+
+# Rail error codes (the reference host's), carried in the `error` field of a tool error.
+INVALID_TOOL_INPUT = "invalid_tool_input"
+UNKNOWN_CAPABILITY = "unknown_capability"
+INSUFFICIENT_MCP_SCOPE = "insufficient_mcp_scope"
+CAPABILITY_TIMEOUT = "capability_timeout"
+CAPABILITY_FAILED = "capability_failed"
+
+logger = logging.getLogger(__name__)
+
+_OBJECT_OR_JSON = "an object, or a string holding a JSON object"
+
+SEARCH_INPUT_SCHEMA: JsonObject = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_QUERY_LENGTH,
+            "description": 'What you want to do, in plain words: "save a memory", "search my memories".',
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_SEARCH_LIMIT,
+            "default": DEFAULT_SEARCH_LIMIT,
+            "description": f"How many matches at most: 1 to {MAX_SEARCH_LIMIT}, default {DEFAULT_SEARCH_LIMIT}.",
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+# Single-type `anyOf` branches rather than `type` arrays: clients that map tool schemas onto a
+# single-type dialect (Gemini's OpenAPI subset) reject arrays; the Inspector's --strict flags them.
+_SCALAR: JsonObject = {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}
+
+EXECUTE_INPUT_SCHEMA: JsonObject = {
+    "type": "object",
+    "properties": {
+        "name": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 128,
+            "description": "A capability name returned by search_capabilities, e.g. postMemory.",
+        },
+        "path": {
+            "type": "object",
+            "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            "description": 'Values for the capability\'s pathParams, e.g. {"id": "mem_..."}.',
+        },
+        "query": {
+            "type": "object",
+            "additionalProperties": {"anyOf": [*_SCALAR["anyOf"], {"type": "array", "items": _SCALAR}]},
+            "description": 'Values for the capability\'s queryParams, e.g. {"q": "deploy target", "limit": 5}.',
+        },
+        "body": {
+            "type": "object",
+            "additionalProperties": True,
+            "description": "The JSON body when hasBody is true: see the capability's summary and bodySchema.",
+        },
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+}
+
+_MATCH_SCHEMA: JsonObject = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "method": {"type": "string"},
+        "path": {"type": "string"},
+        "score": {"type": "number"},
+        "summary": {"type": "string"},
+        "pathParams": {"type": "array", "items": {"type": "string"}},
+        "queryParams": {"type": "array", "items": {"type": "string"}},
+        "hasBody": {"type": "boolean"},
+        "bodySchema": {"type": "object", "additionalProperties": True},
+    },
+    "required": ["name", "method", "path", "score", "summary", "pathParams", "queryParams", "hasBody"],
+    "additionalProperties": True,
+}
+
+SEARCH_OUTPUT_SCHEMA: JsonObject = {
+    "type": "object",
+    "properties": {"matches": {"type": "array", "items": _MATCH_SCHEMA}, "hint": {"type": "string"}},
+    "required": ["matches"],
+    "additionalProperties": True,
+}
+
+EXECUTE_OUTPUT_SCHEMA: JsonObject = {
+    "type": "object",
+    "properties": {
+        "status": {"type": "integer", "description": "The route's HTTP status."},
+        "body": {
+            "anyOf": [{"type": "object", "additionalProperties": True}, {"type": "array"}, {"type": "null"}],
+            "description": "The route's JSON body; null when it sent none (204).",
+        },
+    },
+    "required": ["status", "body"],
+    "additionalProperties": True,
+}
+
+SEARCH_DESCRIPTION = (
+    "Find the capability (REST operation) that does what you need, ranked by relevance to a plain-words query "
+    '("save a memory", "search my memories", "list my memories", "delete a memory"). Each match gives the name '
+    "to pass to execute_capability, its method and path, its pathParams and queryParams, and whether it takes "
+    "a JSON body (hasBody, bodySchema). Call this first; never guess a name."
+)
+EXECUTE_DESCRIPTION = (
+    "Run one capability found with search_capabilities, as the signed-in user: name, plus path (values for its "
+    'pathParams), query (values for its queryParams) and body (a JSON object when hasBody is true), e.g. {"name": '
+    '"getMemorySearch", "query": {"q": "deploy target"}}. Returns the route\'s JSON answer; an HTTP status of 400 '
+    "or more is reported as an error with the route's explanation."
+)
+
+
+class UnknownToolError(LookupError):
+    """A `tools/call` named a tool the rail does not have (a protocol error, not a tool error)."""
+
+
+def tool_definitions() -> list[types.Tool]:
+    """The rail's two tools, with their schemas and annotations."""
+    return [
+        types.Tool(
+            name=SEARCH_TOOL,
+            title="Search capabilities",
+            description=SEARCH_DESCRIPTION,
+            input_schema=SEARCH_INPUT_SCHEMA,
+            output_schema=SEARCH_OUTPUT_SCHEMA,
+            annotations=types.ToolAnnotations(
+                title="Search capabilities",
+                read_only_hint=True,
+                destructive_hint=False,
+                idempotent_hint=True,
+                open_world_hint=False,
+            ),
+        ),
+        types.Tool(
+            name=EXECUTE_TOOL,
+            title="Execute a capability",
+            description=EXECUTE_DESCRIPTION,
+            input_schema=EXECUTE_INPUT_SCHEMA,
+            output_schema=EXECUTE_OUTPUT_SCHEMA,
+            annotations=types.ToolAnnotations(
+                title="Execute a capability",
+                read_only_hint=False,
+                destructive_hint=True,
+                idempotent_hint=False,
+                open_world_hint=False,
+            ),
+        ),
+    ]
+
+
+class ToolInputError(ValueError):
+    """Arguments that do not fit a tool's input schema; `details` names every problem by path."""
+
+    def __init__(self, message: str, details: list[dict[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.details = details or []
+
+
+class CapabilityRail:
+    """The rail over one catalog and one REST app: lists, searches and executes capabilities."""
+
+    def __init__(self, catalog: Catalog, app: ASGIApp, *, timeout: float = CAPABILITY_TIMEOUT_SECONDS) -> None:
+        """`app` is the REST app the catalog describes; it is called in-process with each caller's principal."""
+        self.catalog = catalog
+        self._app = app
+        self._timeout = timeout
+        self._tools = tool_definitions()
+        self._validators = {
+            SEARCH_TOOL: Draft202012Validator(SEARCH_INPUT_SCHEMA),
+            EXECUTE_TOOL: Draft202012Validator(EXECUTE_INPUT_SCHEMA),
+        }
+
+    def tools(self) -> list[types.Tool]:
+        """The two tool definitions."""
+        return [tool.model_copy(deep=True) for tool in self._tools]
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None, principal: Principal) -> types.CallToolResult:
+        """Run tool `name` for `principal`; every failure but an unknown tool is a tool error.
+
+        Raises:
+            UnknownToolError: `name` is neither of the two tools.
+        """
+        started = time.perf_counter()
+        if name == SEARCH_TOOL:
+            result = self.search_capabilities(arguments)
+            outcome = "error" if result.is_error else "ok"
+            logger.info("mcp.tool tool=%s outcome=%s ms=%.1f", name, outcome, _ms(started))
+            return result
+        if name == EXECUTE_TOOL:
+            result, capability, status = await self._execute(arguments, principal)
+            logger.info(
+                "mcp.tool tool=%s capability=%s status=%s outcome=%s ms=%.1f",
+                name,
+                capability or "-",
+                status if status is not None else "-",
+                "error" if result.is_error else "ok",
+                _ms(started),
+            )
+            return result
+        raise UnknownToolError(name)
+
+    def search_capabilities(self, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
+        """`{query, limit?}` -> `{matches: [...]}`, best first; an empty list with a hint when nothing matches."""
+        try:
+            args = self._validated(SEARCH_TOOL, _without_nulls(arguments or {}))
+        except ToolInputError as error:
+            return _input_error(error)
+        limit = int(args.get("limit", DEFAULT_SEARCH_LIMIT))
+        ranked = rank(self.catalog, str(args["query"]), limit=limit)
+        answer: JsonObject = {"matches": [entry.capability.describe(score=entry.score) for entry in ranked]}
+        if not ranked:
+            answer["hint"] = NO_MATCH_HINT
+        return _success(answer, answer)
+
+    async def execute_capability(
+        self, arguments: Mapping[str, Any] | None, principal: Principal
+    ) -> types.CallToolResult:
+        """`{name, path?, query?, body?}` -> the route's answer, called in-process as `principal`."""
+        result, _, _ = await self._execute(arguments, principal)
+        return result
+
+    async def _execute(
+        self, arguments: Mapping[str, Any] | None, principal: Principal
+    ) -> tuple[types.CallToolResult, str | None, int | None]:
+        try:
+            args = self._validated(EXECUTE_TOOL, _decoded(_without_nulls(arguments or {})))
+        except ToolInputError as error:
+            return _input_error(error), None, None
+        name = str(args["name"])
+        capability = self.catalog.get(name)
+        if capability is None:
+            message = f'No capability named "{name}". Call search_capabilities to find a valid name.'
+            return _rail_error(UNKNOWN_CAPABILITY, message), None, None
+        if capability.required_scope not in principal.scopes:
+            message = f"{name} needs the {capability.required_scope} scope, which this token does not have."
+            refusal = _rail_error(INSUFFICIENT_MCP_SCOPE, message, requiredScope=capability.required_scope)
+            return refusal, name, None
+        try:
+            path, query, body = _request_parts(capability, args)
+        except ToolInputError as problem:
+            return _input_error(problem), name, None
+        try:
+            # The deadline cancels the route's awaits; a storage call already running in the thread
+            # pool finishes first (threads cannot be interrupted), so it bounds waiting, not work.
+            with anyio.fail_after(self._timeout):
+                answer = await call_app(
+                    self._app, method=capability.method, path=path, query=query, body=body, principal=principal
+                )
+        except TimeoutError:
+            message = f"{name} did not answer within {self._timeout:g} seconds; it may or may not have run."
+            return _rail_error(CAPABILITY_TIMEOUT, message), name, None
+        except Exception:
+            # The REST app answers its own errors; reaching here is a bug. Logged without arguments or content.
+            logger.exception("mcp.tool capability=%s failed in-process", name)
+            message = f"{name} failed unexpectedly; nothing about the failure is known to be the request's fault."
+            return _rail_error(CAPABILITY_FAILED, message), name, None
+        return _route_result(answer), name, answer.status
+
+    def _validated(self, tool: str, arguments: Mapping[str, Any]) -> JsonObject:
+        validator = self._validators[tool]
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: (list(e.absolute_path), e.message))
+        if errors:
+            details = [{"path": _dotted(error), "message": error.message} for error in errors]
+            first = details[0]
+            where = f"{first['path']}: " if first["path"] else ""
+            raise ToolInputError(f"Invalid arguments for {tool}: {where}{first['message']}", details)
+        return dict(arguments)
+
+
+def _request_parts(capability: Capability, args: Mapping[str, Any]) -> tuple[str, bytes, bytes | None]:
+    path_values = {key: str(value) for key, value in dict(args.get("path", {})).items()}
+    for param in capability.path_params:
+        if not path_values.get(param):
+            raise ToolInputError(f"Missing path parameter: {param}")
+    body = args.get("body")
+    if body is not None and not capability.has_body:
+        raise ToolInputError(f"{capability.name} takes no body; pass its parameters in path or query.")
+    if body is None and capability.has_body:
+        raise ToolInputError(f"Missing body: {capability.name} takes a JSON object body (see its summary).")
+    encoded_body = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+    return fill_path(capability.path, path_values), query_string(dict(args.get("query", {}))), encoded_body
+
+
+def _route_result(answer: HttpAnswer) -> types.CallToolResult:
+    body = _json_body(answer)
+    structured: JsonObject = {"status": answer.status, "body": body}
+    if body is not None:
+        text = json.dumps(body, ensure_ascii=False)
+    elif answer.body:
+        # Not JSON (never expected from the REST app): the text is all there is to show.
+        text = answer.body.decode("utf-8", "replace")
+    else:
+        text = json.dumps(structured)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=structured,
+        is_error=answer.status >= 400,
+    )
+
+
+def _json_body(answer: HttpAnswer) -> Any:
+    content_type = (answer.header("content-type") or "").split(";")[0].strip().lower()
+    if not answer.body or content_type != "application/json":
+        return None
+    try:
+        value = json.loads(answer.body)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict | list) else None
+
+
+def _decoded(arguments: Mapping[str, Any]) -> JsonObject:
+    # Agents often send path/query/body as JSON text; a string that is not a JSON object is left
+    # for the schema check to reject with a message naming the field.
+    decoded = dict(arguments)
+    for key in ("path", "query", "body"):
+        value = decoded.get(key)
+        if isinstance(value, str):
+            try:
+                parsed = json.loads(value)
+            except ValueError as error:
+                message = f"Invalid arguments for {EXECUTE_TOOL}: {key} must be {_OBJECT_OR_JSON}"
+                raise ToolInputError(message, [{"path": key, "message": f"must be {_OBJECT_OR_JSON}"}]) from error
+            if parsed is not None:
+                decoded[key] = parsed
+            else:
+                del decoded[key]
+    return decoded
+
+
+def _without_nulls(arguments: Mapping[str, Any]) -> JsonObject:
+    # Agents send `"body": null` for "no body"; null is absence for every optional argument.
+    return {key: value for key, value in arguments.items() if value is not None}
+
+
+def _dotted(error: ValidationError) -> str:
+    return ".".join(str(part) for part in error.absolute_path)
+
+
+def _success(text_value: JsonObject, structured: JsonObject) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(text_value, ensure_ascii=False))],
+        structured_content=structured,
+    )
+
+
+def _rail_error(code: str, message: str, **extra: str) -> types.CallToolResult:
+    # Text only: structured content on an error would have to match the tool's output schema for
+    # clients (the TypeScript SDK) that validate it even when isError is set.
+    payload = {"error": code, "message": message, **extra}
+    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(payload))], is_error=True)
+
+
+def _input_error(error: ToolInputError) -> types.CallToolResult:
+    payload: JsonObject = {"error": INVALID_TOOL_INPUT, "message": str(error)}
+    if error.details:
+        payload["details"] = error.details
+    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(payload))], is_error=True)
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000

@@ -1,0 +1,292 @@
+"""The `memorybank` command: serve, mcp, prompt, migrate, and token create/list/revoke.
+
+Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
+database is unreachable, its schema is not ready, or a token is not found. Every
+failure is one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import NoReturn, TextIO
+
+import anyio
+import uvicorn
+
+from adapters_mysql import SchemaNotReadyError, SqlStorage
+from memorybank import bootstrap
+from memorybank.settings import DATABASE_URL_ENV, DatabaseChoice, choose_database, default_database_path, redacted
+from memorybank_core import ApiToken, InvalidInputError, NotFoundError, UnavailableError, ids
+from memorybank_core.tokens import KNOWN_SCOPES
+
+PROGRAM = "memorybank"
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_BAD_INPUT = 2
+
+#: CLI spelling of the fields the core names in its errors.
+_OPTION_NAMES = {"db": "--db", "user": "--user", "org": "--org", "scope": "--scope", "search": "--search"}
+
+
+class CommandError(Exception):
+    """A failure to report as one line, with its exit status."""
+
+    def __init__(self, message: str, status: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming `--help`, not the whole usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{PROGRAM}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
+    """The argument parser; `env` only feeds the help text (the default database location)."""
+    database = _Parser(add_help=False)
+    database.add_argument(
+        "--db",
+        metavar="URL",
+        help=(
+            f"database URL: sqlite:///path/file.sqlite3, mysql://user:password@host:3306/name (mysqlclient) or "
+            f"mysql+pymysql://...; default: ${DATABASE_URL_ENV}, else {default_database_path(env)}"
+        ),
+    )
+    parser = _Parser(prog=PROGRAM, description="A per-user memory bank for AI agents: REST server and admin tools.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    serve = commands.add_parser(
+        "serve",
+        parents=[database],
+        help="run the HTTP server",
+        description="Run the HTTP API. The embedded SQLite database is created on first start; a MySQL "
+        "database must be migrated first (`memorybank migrate`).",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    serve.set_defaults(run=_serve)
+
+    mcp = commands.add_parser(
+        "mcp",
+        parents=[database],
+        help="serve the MCP rail on stdio for one local user",
+        description="Serve the capability rail (search_capabilities, execute_capability) on stdin/stdout for "
+        "one local user with both scopes, for MCP clients such as Claude Desktop or Claude Code. stdout "
+        "carries the protocol; messages go to stderr. The embedded SQLite database is created on first use.",
+    )
+    mcp.add_argument("--user", metavar="usr_…", required=True, help="the user whose memories the rail acts on")
+    mcp.add_argument("--org", metavar="org_…", required=True, help="the user's organization (recorded on saves)")
+    mcp.set_defaults(run=_mcp)
+
+    prompt = commands.add_parser(
+        "prompt",
+        help="print the `## Memory Bank` agent prompt",
+        description="Print the `## Memory Bank` section to append to an agent's prompt, for harnesses that do "
+        "not read MCP server instructions.",
+    )
+    prompt.set_defaults(run=_prompt, db=None)
+
+    migrate = commands.add_parser(
+        "migrate",
+        parents=[database],
+        help="create or upgrade the database schema",
+        description="Run pending migrations and create the full-text index if it is missing. Safe to repeat.",
+    )
+    migrate.set_defaults(run=_migrate)
+
+    token = commands.add_parser("token", help="manage API tokens", description="Create, list and revoke API tokens.")
+    token_commands = token.add_subparsers(dest="token_command", required=True, metavar="ACTION", parser_class=_Parser)
+    create = token_commands.add_parser(
+        "create",
+        parents=[database],
+        help="create a token; its secret is the last line of output",
+        description="Create a token. The secret is printed once, as the last line of stdout, and never again.",
+    )
+    create.add_argument("--user", metavar="usr_…", help="the user it speaks for (default: a new user id)")
+    create.add_argument("--org", metavar="org_…", help="the user's organization (default: a new organization id)")
+    create.add_argument(
+        "--scope",
+        action="append",
+        choices=sorted(KNOWN_SCOPES),
+        help="a scope to grant; repeat for several (default: all of them)",
+    )
+    create.set_defaults(run=_token_create)
+    listing = token_commands.add_parser(
+        "list", parents=[database], help="list tokens (never their secrets)", description="List tokens."
+    )
+    listing.add_argument("--user", metavar="usr_…", help="only this user's tokens")
+    listing.set_defaults(run=_token_list)
+    revoke = token_commands.add_parser(
+        "revoke",
+        parents=[database],
+        help="revoke a token by id or secret",
+        description="Revoke a token; it stops working on the next request.",
+    )
+    revoke.add_argument("token", metavar="TOKEN_OR_ID", help="the token's id (tok_…) or its secret")
+    revoke.set_defaults(run=_token_revoke)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    environment = os.environ if env is None else env
+    args = build_parser(environment).parse_args(argv)
+    choice = choose_database(args.db, environment)
+    run: Callable[[argparse.Namespace, DatabaseChoice, TextIO], None] = args.run
+    try:
+        run(args, choice, sys.stdout)
+    except CommandError as error:
+        return _fail(str(error), error.status)
+    except InvalidInputError as error:
+        problems = "; ".join(f"{_OPTION_NAMES.get(p.path, p.path)} {p.message}" for p in error.problems)
+        return _fail(problems, EXIT_BAD_INPUT)
+    except SchemaNotReadyError as error:
+        return _fail(str(error), EXIT_FAILURE)
+    except UnavailableError as error:
+        return _fail(f"{error} ({redacted(choice.url)})", EXIT_FAILURE)
+    except OSError as error:
+        return _fail(f"cannot prepare the database location: {error}", EXIT_FAILURE)
+    return EXIT_OK
+
+
+def _fail(message: str, status: int) -> int:
+    one_line = " ".join(message.split())
+    sys.stderr.write(f"{PROGRAM}: error: {one_line}\n")
+    return status
+
+
+def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    if not 0 <= args.port <= 65535:
+        raise CommandError("--port must be from 0 to 65535", EXIT_BAD_INPUT)
+    storage = bootstrap.open_ready_storage(choice)
+    try:
+        app = bootstrap.build_app(bootstrap.build_services(storage), bind_host=args.host)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        base = f"http://{args.host}:{args.port}"
+        print(f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}", file=out, flush=True)
+        # No uvicorn access log: it prints query strings, and search text must never be logged.
+        # The app logs its own access event (operationId, status, timing, request id).
+        uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info")
+    finally:
+        storage.close()
+
+
+def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None:
+    _require_mcp()
+    from adapters_mcp import serve_stdio  # see bootstrap.require_mcp
+
+    # Validate before touching the database, so a typo in a client's config is reported at once.
+    ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
+    ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
+    storage = bootstrap.open_ready_storage(choice)
+    try:
+        server = bootstrap.build_local_rail(bootstrap.build_services(storage), user_id=args.user, org_id=args.org)
+        # stdout is the protocol: every message goes to stderr, which MCP clients keep as the server's log.
+        logging.basicConfig(
+            level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+        )
+        anyio.run(serve_stdio, server)
+    finally:
+        storage.close()
+
+
+def _prompt(_args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
+    _require_mcp()
+    from adapters_mcp import MEMORY_BANK_PROMPT  # see bootstrap.require_mcp
+
+    out.write(MEMORY_BANK_PROMPT)
+
+
+def _require_mcp() -> None:
+    try:
+        bootstrap.require_mcp()
+    except bootstrap.McpUnavailableError as error:
+        raise CommandError(f"this command needs the MCP SDK: {bootstrap.MCP_INSTALL_HINT}") from error
+
+
+def _migrate(_args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    storage = bootstrap.open_storage_for_migration(choice)
+    try:
+        storage.migrate()
+        storage.check_ready()
+    finally:
+        storage.close()
+    print(f"{PROGRAM}: the schema of {redacted(choice.url)} is up to date", file=out)
+
+
+def _with_tokens(choice: DatabaseChoice, work: Callable[[bootstrap.Services], None]) -> None:
+    storage: SqlStorage = bootstrap.open_ready_storage(choice)
+    try:
+        work(bootstrap.build_services(storage))
+    finally:
+        storage.close()
+
+
+def _token_create(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    # Validate before touching the database, so a typo never needs a reachable server to be reported.
+    user_id = args.user if args.user is not None else ids.new_id(ids.USER_PREFIX)
+    org_id = args.org if args.org is not None else ids.new_id(ids.ORGANIZATION_PREFIX)
+    ids.parse_id(user_id, prefix=ids.USER_PREFIX, field="user")
+    ids.parse_id(org_id, prefix=ids.ORGANIZATION_PREFIX, field="org")
+    scopes = frozenset(args.scope) if args.scope else KNOWN_SCOPES
+
+    def create(services: bootstrap.Services) -> None:
+        issued = services.tokens.issue(user_id=user_id, org_id=org_id, scopes=scopes)
+        if args.user is None:
+            print(f"created user id: {user_id}", file=out)
+        if args.org is None:
+            print(f"created organization id: {org_id}", file=out)
+        print(f"token {issued.token.id} for {user_id} in {org_id}, scopes: {_scopes(issued.token)}", file=out)
+        print("the secret below is shown only now; store it safely:", file=out)
+        print(issued.secret, file=out)
+
+    _with_tokens(choice, create)
+
+
+def _token_list(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    if args.user is not None:
+        ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
+
+    def show(services: bootstrap.Services) -> None:
+        tokens = services.tokens.list(user_id=args.user)
+        if not tokens:
+            print("no tokens", file=out)
+            return
+        rows = [("ID", "USER", "ORG", "SCOPES", "CREATED", "REVOKED")]
+        rows += [
+            (
+                t.id,
+                t.user_id,
+                t.org_id,
+                _scopes(t),
+                t.created_at.isoformat(timespec="seconds"),
+                t.revoked_at.isoformat(timespec="seconds") if t.revoked_at else "-",
+            )
+            for t in tokens
+        ]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)
+
+    _with_tokens(choice, show)
+
+
+def _token_revoke(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    def revoke(services: bootstrap.Services) -> None:
+        try:
+            token = services.tokens.revoke(args.token)
+        except NotFoundError as error:
+            raise CommandError("no live token matches that id or secret") from error
+        print(f"revoked token {token.id} of {token.user_id}", file=out)
+
+    _with_tokens(choice, revoke)
+
+
+def _scopes(token: ApiToken) -> str:
+    return " ".join(sorted(token.scopes))

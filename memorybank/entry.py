@@ -1,0 +1,29 @@
+"""The console-script entry point: the command, or one line naming the extras when they are missing.
+
+`memorybank.cli` imports the server stack (Starlette, uvicorn, SQLAlchemy) at module level;
+after a bare `pip install memorybank` those are absent, and a newcomer should read what to
+install, not a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+INSTALL_HINT = "pip install 'memorybank[server]'"
+_OUR_PACKAGES = frozenset(
+    {"memorybank", "memorybank_core", "adapters_http", "adapters_mcp", "adapters_mysql", "migrations"}
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `memorybank`; exit status 1 with a one-line hint if an optional dependency is missing."""
+    try:
+        from memorybank.cli import main as run
+    except ModuleNotFoundError as error:
+        missing = (error.name or "").partition(".")[0]
+        if not missing or missing in _OUR_PACKAGES:
+            raise  # our own module missing is a broken install or a bug, not a missing extra
+        sys.stderr.write(f"memorybank: error: the command needs {missing}, which is not installed: {INSTALL_HINT}\n")
+        return 1
+    return run(argv)

@@ -1,0 +1,78 @@
+"""Where the database is: `--db`, else `MEMORYBANK_DATABASE_URL`, else the embedded SQLite file.
+
+Pure functions of their arguments (the environment is passed in), so nothing is
+read at import time and tests need no monkeypatching.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import attrs
+
+DATABASE_URL_ENV = "MEMORYBANK_DATABASE_URL"
+"""The environment variable naming the database when `--db` is not given."""
+
+DATABASE_FILE_NAME = "memorybank.sqlite3"
+
+
+@attrs.frozen(kw_only=True)
+class DatabaseChoice:
+    """The database a command will use, and why."""
+
+    url: str
+    source: str
+    """`--db`, the environment variable's name, or `default`."""
+    embedded_path: Path | None = None
+    """The SQLite file, when the embedded default was chosen."""
+
+
+def data_home(env: Mapping[str, str]) -> Path:
+    """`$XDG_DATA_HOME`, else `~/.local/share` (the XDG Base Directory default)."""
+    configured = env.get("XDG_DATA_HOME", "").strip()
+    if configured and Path(configured).is_absolute():
+        return Path(configured)
+    home = env.get("HOME", "").strip()
+    return (Path(home) if home else Path.home()) / ".local" / "share"
+
+
+def default_database_path(env: Mapping[str, str]) -> Path:
+    """The embedded database file: `<data home>/memorybank/memorybank.sqlite3`."""
+    return data_home(env) / "memorybank" / DATABASE_FILE_NAME
+
+
+def choose_database(cli_value: str | None, env: Mapping[str, str]) -> DatabaseChoice:
+    """Pick the database URL: the `--db` value, else the environment variable, else the embedded file."""
+    if cli_value is not None:
+        return DatabaseChoice(url=cli_value, source="--db")
+    from_env = env.get(DATABASE_URL_ENV, "").strip()
+    if from_env:
+        return DatabaseChoice(url=from_env, source=DATABASE_URL_ENV)
+    path = default_database_path(env)
+    return DatabaseChoice(url=f"sqlite:///{path}", source="default", embedded_path=path)
+
+
+def prepare_embedded_directory(choice: DatabaseChoice) -> None:
+    """Create the directory of the embedded database file (not the file: storage does that).
+
+    Raises:
+        OSError: the directory cannot be created.
+    """
+    if choice.embedded_path is not None:
+        choice.embedded_path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def redacted(url: str) -> str:
+    """`url` with any password replaced by `***`, for messages and logs."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        user = parts.username or ""
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port is not None else ""
+        return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
+    except ValueError:
+        return "<unparsable URL>"

@@ -1,0 +1,42 @@
+"""The console-script entry point without the server extras."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from memorybank.entry import main
+from tests.served import REPO_ROOT
+
+# A fresh interpreter where `import <name>` fails as if the package were not installed.
+_WITHOUT = (
+    "import sys; sys.modules[{name!r}] = None; from memorybank.entry import main; raise SystemExit(main(['--help']))"
+)
+
+
+@pytest.mark.parametrize("missing", ["uvicorn", "starlette", "sqlalchemy"])
+def test_a_missing_extra_is_one_line_naming_what_to_install(missing: str) -> None:
+    result = subprocess.run(  # noqa: S603 - our own interpreter and code
+        [sys.executable, "-c", _WITHOUT.format(name=missing)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"memorybank: error: the command needs {missing}, which is not installed: pip install 'memorybank[server]'\n"
+    )
+
+
+def test_with_everything_installed_the_entry_point_runs_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: memorybank")

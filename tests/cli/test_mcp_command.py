@@ -1,0 +1,136 @@
+"""`memorybank mcp` and `memorybank prompt`; the rail itself is driven end to end in tests/evals."""
+
+from __future__ import annotations
+
+import sys
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from adapters_mcp import MEMORY_BANK_PROMPT
+from memorybank import bootstrap
+from memorybank.settings import choose_database
+from memorybank_core import SaveRequest
+from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from tests.cli.conftest import Run
+from tests.conftest import User
+
+
+def test_prompt_prints_the_memory_bank_section_exactly(run: Run) -> None:
+    outcome = run("prompt")
+
+    assert outcome.status == 0
+    assert outcome.out == MEMORY_BANK_PROMPT
+    assert outcome.err == ""
+
+
+def test_mcp_needs_a_user_and_an_organization(run: Run) -> None:
+    outcome = run("mcp", "--org", new_id(ORGANIZATION_PREFIX))
+
+    assert outcome.status == 2
+    assert "--user" in outcome.err
+    assert outcome.out == ""
+
+
+@pytest.mark.parametrize(
+    ("user", "org", "named"),
+    [
+        ("alice", new_id(ORGANIZATION_PREFIX), "--user"),
+        (new_id(USER_PREFIX), new_id(USER_PREFIX), "--org"),
+    ],
+)
+def test_mcp_refuses_malformed_ids_in_one_line_before_touching_the_database(
+    run: Run, db_url: str, user: str, org: str, named: str
+) -> None:
+    outcome = run("mcp", "--db", "mysql://nobody@127.0.0.1:1/none", "--user", user, "--org", org)
+
+    assert outcome.status == 2
+    assert outcome.err.startswith(f"memorybank: error: {named} ")
+    assert outcome.err.count("\n") == 1
+    assert outcome.out == ""
+
+
+def test_mcp_reports_an_unreachable_database_in_one_line_on_stderr(run: Run) -> None:
+    outcome = run(
+        "mcp",
+        "--db",
+        "mysql+pymysql://u:pw@127.0.0.1:1/x",
+        "--user",
+        new_id(USER_PREFIX),
+        "--org",
+        new_id(ORGANIZATION_PREFIX),
+    )
+
+    assert outcome.status == 1
+    assert outcome.out == ""
+    assert "pw" not in outcome.err
+
+
+def test_serve_and_mcp_are_in_the_help(run: Run) -> None:
+    outcome = run("--help")
+
+    assert "mcp" in outcome.out
+    assert "prompt" in outcome.out
+
+
+def test_the_local_rail_writes_and_reads_as_its_one_user_only(db_url: str) -> None:
+    me, someone_else = User(), User()
+    storage = bootstrap.open_ready_storage(choose_database(db_url, {}))
+    try:
+        services = bootstrap.build_services(storage)
+        services.bank.save(someone_else, SaveRequest.parse({"content": "not mine"}))
+        server = bootstrap.build_local_rail(services, user_id=me.user_id, org_id=me.organization_id)
+
+        async def session() -> tuple[types.CallToolResult, types.CallToolResult]:
+            async with Client(server) as client:
+                saved = await client.call_tool(
+                    "execute_capability", {"name": "postMemory", "body": {"content": "mine"}}
+                )
+                listed = await client.call_tool("execute_capability", {"name": "getMemory"})
+                return saved, listed
+
+        saved, listed = anyio.run(session)
+        stored = services.bank.list(me, limit=10, cursor=None).memories
+    finally:
+        storage.close()
+
+    assert (saved.structured_content or {})["status"] == 201
+    assert [m["content"] for m in (listed.structured_content or {})["body"]["memories"]] == ["mine"]
+    assert [(m.content, m.org_id) for m in stored] == [("mine", me.organization_id)]
+
+
+@pytest.fixture
+def without_the_mcp_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As after `pip install 'memorybank[sql,http]'`: importing the MCP facade fails on `mcp`."""
+    for name in [n for n in sys.modules if n == "adapters_mcp" or n.startswith("adapters_mcp.")]:
+        monkeypatch.delitem(sys.modules, name)
+    for name in [n for n in sys.modules if n == "mcp" or n.startswith("mcp.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+@pytest.mark.usefixtures("without_the_mcp_sdk")
+def test_serve_without_the_mcp_extra_serves_rest_alone_and_says_so(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    storage = bootstrap.open_ready_storage(choose_database(db_url, {}))
+    try:
+        app = bootstrap.build_app(bootstrap.build_services(storage))
+    finally:
+        storage.close()
+
+    paths = {getattr(route, "path", None) for route in app.routes}
+    assert "/v1/memory" in paths
+    assert "/mcp" not in paths
+    assert "pip install 'memorybank[mcp]'" in caplog.text
+
+
+@pytest.mark.usefixtures("without_the_mcp_sdk")
+@pytest.mark.parametrize("command", [["prompt"], ["mcp", "--user", "usr_x", "--org", "org_x"]])
+def test_the_rail_commands_without_the_mcp_extra_name_the_install_in_one_line(run: Run, command: list[str]) -> None:
+    outcome = run(*command)
+
+    assert outcome.status == 1
+    assert outcome.err == "memorybank: error: this command needs the MCP SDK: pip install 'memorybank[mcp]'\n"
+    assert outcome.out == ""

@@ -1,0 +1,127 @@
+"""`memorybank token create | list | revoke`."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from adapters_mysql import open_storage
+from memorybank_core import READ_SCOPE, TokenService
+from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from tests.cli.conftest import Run
+
+SECRET = re.compile(r"^mbk_[A-Za-z0-9_-]{43}$")
+
+
+def _authenticate(db_url: str, secret: str) -> tuple[str, str, frozenset[str]] | None:
+    storage = open_storage(db_url)
+    try:
+        principal = TokenService(store=storage.token_store).authenticate(secret)
+    finally:
+        storage.close()
+    return None if principal is None else (principal.user_id, principal.organization_id, principal.scopes)
+
+
+def test_token_create_prints_the_secret_alone_on_the_last_line_and_it_authenticates(run: Run, db_url: str) -> None:
+    user, org = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
+
+    outcome = run("token", "create", "--db", db_url, "--user", user, "--org", org)
+
+    assert outcome.status == 0, outcome.err
+    assert SECRET.match(outcome.last_line)
+    assert "created" not in outcome.out
+    assert _authenticate(db_url, outcome.last_line) == (user, org, frozenset({"mcp:read", "mcp:write"}))
+
+
+def test_token_create_without_ids_makes_and_prints_fresh_ones(run: Run, db_url: str) -> None:
+    outcome = run("token", "create", "--db", db_url)
+
+    assert outcome.status == 0, outcome.err
+    user = re.search(r"created user id: (usr_\w+)", outcome.out)
+    org = re.search(r"created organization id: (org_\w+)", outcome.out)
+    assert user
+    assert org
+    found = _authenticate(db_url, outcome.last_line)
+    assert found is not None
+    assert found[:2] == (user.group(1), org.group(1))
+
+
+def test_token_create_grants_only_the_scopes_asked_for(run: Run, db_url: str) -> None:
+    outcome = run("token", "create", "--db", db_url, "--scope", READ_SCOPE)
+
+    found = _authenticate(db_url, outcome.last_line)
+    assert found is not None
+    assert found[2] == frozenset({READ_SCOPE})
+
+
+def test_token_create_refuses_an_unknown_scope_in_one_line(run: Run, db_url: str) -> None:
+    outcome = run("token", "create", "--db", db_url, "--scope", "admin")
+
+    assert outcome.status == 2
+    assert outcome.out == ""
+    assert outcome.err.count("\n") == 1
+    assert "--scope" in outcome.err
+    assert "admin" in outcome.err
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--user", "bob"), ("--user", new_id(ORGANIZATION_PREFIX)), ("--org", "org_123"), ("--org", "")],
+)
+def test_token_create_refuses_a_malformed_id_in_one_line(run: Run, db_url: str, option: str, value: str) -> None:
+    outcome = run("token", "create", "--db", db_url, option, value)
+
+    assert outcome.status == 2
+    assert outcome.err.startswith(f"memorybank: error: {option} must be a TypeID")
+    assert outcome.err.count("\n") == 1
+
+
+def test_token_list_shows_ids_owners_and_scopes_but_never_a_secret(run: Run, db_url: str) -> None:
+    user = new_id(USER_PREFIX)
+    secrets = [run("token", "create", "--db", db_url, "--user", user).last_line for _ in range(2)]
+    other = run("token", "create", "--db", db_url).last_line
+
+    everyone = run("token", "list", "--db", db_url)
+    mine = run("token", "list", "--db", db_url, "--user", user)
+
+    assert everyone.status == 0
+    assert len(everyone.out.strip().split("\n")) == 4  # header + 3 tokens
+    assert len(mine.out.strip().split("\n")) == 3
+    assert all(line.split()[1] == user for line in mine.out.strip().split("\n")[1:])
+    assert "mcp:read mcp:write" in mine.out
+    for secret in [*secrets, other]:
+        assert secret not in everyone.out
+    assert "mbk_" not in everyone.out
+
+
+def test_token_list_of_an_empty_database_says_so(run: Run, db_url: str) -> None:
+    assert run("token", "list", "--db", db_url).out == "no tokens\n"
+
+
+@pytest.mark.parametrize("by", ["id", "secret"])
+def test_token_revoke_by_id_or_secret_stops_the_token(run: Run, db_url: str, by: str) -> None:
+    secret = run("token", "create", "--db", db_url).last_line
+    token_id = run("token", "list", "--db", db_url).out.strip().split("\n")[1].split()[0]
+
+    outcome = run("token", "revoke", "--db", db_url, token_id if by == "id" else secret)
+
+    assert outcome.status == 0, outcome.err
+    assert token_id in outcome.out
+    assert _authenticate(db_url, secret) is None
+    assert run("token", "list", "--db", db_url).out.strip().split("\n")[1].split()[-1] != "-"
+
+
+@pytest.mark.parametrize("target", ["tok_01h455vb4pex5vsknk084sn02q", "mbk_not-a-token", "garbage"])
+def test_token_revoke_of_an_unknown_token_fails_in_one_line(run: Run, db_url: str, target: str) -> None:
+    outcome = run("token", "revoke", "--db", db_url, target)
+
+    assert outcome.status == 1
+    assert outcome.err == "memorybank: error: no live token matches that id or secret\n"
+
+
+def test_revoking_twice_fails_the_second_time(run: Run, db_url: str) -> None:
+    secret = run("token", "create", "--db", db_url).last_line
+    assert run("token", "revoke", "--db", db_url, secret).status == 0
+
+    assert run("token", "revoke", "--db", db_url, secret).status == 1

@@ -1,0 +1,91 @@
+"""Fixtures for the HTTP facade: an app over a fresh bank, and token-holding callers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import httpx2
+import pytest
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from adapters_http import bearer_token_resolver, create_app
+from memorybank_core import InMemoryTokenStore, MemoryBank, TokenService
+from tests.conftest import User
+from tests.contract.backends import FACTORIES, BackendFactory
+
+#: Route tests run on these backends; MariaDB is exercised end to end through a real server instead.
+HTTP_BACKENDS = [name for name in FACTORIES if name in {"memory", "sqlite"}]
+
+
+@pytest.fixture(scope="session", params=HTTP_BACKENDS)
+def backend_factory(request: pytest.FixtureRequest) -> Iterator[BackendFactory]:
+    """Overrides the suite-wide fixture: the HTTP tier runs on the embedded backends only."""
+    factory = FACTORIES[request.param].make()
+    yield factory
+    factory.close()
+
+
+@pytest.fixture
+def tokens() -> TokenService:
+    return TokenService(store=InMemoryTokenStore())
+
+
+@pytest.fixture
+def app(bank: MemoryBank, tokens: TokenService) -> Starlette:
+    return create_app(bank, bearer_token_resolver(tokens))
+
+
+@pytest.fixture
+def client(app: Starlette) -> Iterator[TestClient]:
+    with TestClient(app, raise_server_exceptions=False) as test_client:
+        yield test_client
+
+
+@attrs.frozen
+class Caller:
+    """A user holding a token, talking to the app."""
+
+    client: TestClient
+    user: User
+    secret: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.secret}"}
+
+    def save(self, content: str = "The deploy target is a Daytona sandbox", **body: Any) -> httpx2.Response:
+        return self.client.post("/v1/memory", json={"content": content, **body}, headers=self.headers)
+
+    def saved_id(self, content: str = "The deploy target is a Daytona sandbox", **body: Any) -> str:
+        response = self.save(content, **body)
+        assert response.status_code == 201, response.text
+        memory_id: str = response.json()["memory"]["id"]
+        return memory_id
+
+    def search(self, q: str, **params: Any) -> httpx2.Response:
+        return self.client.get("/v1/memory/search", params={"q": q, **params}, headers=self.headers)
+
+    def list(self, **params: Any) -> httpx2.Response:
+        return self.client.get("/v1/memory", params=params, headers=self.headers)
+
+    def delete(self, memory_id: str) -> httpx2.Response:
+        return self.client.delete(f"/v1/memory/{memory_id}", headers=self.headers)
+
+
+def caller_for(client: TestClient, tokens: TokenService, user: User, scopes: frozenset[str] | None = None) -> Caller:
+    """A caller with a fresh token for `user` (all of the user's scopes unless `scopes` is given)."""
+    issued = tokens.issue(user_id=user.user_id, org_id=user.organization_id, scopes=scopes or user.scopes)
+    return Caller(client=client, user=user, secret=issued.secret)
+
+
+@pytest.fixture
+def as_alice(client: TestClient, tokens: TokenService, alice: User) -> Caller:
+    return caller_for(client, tokens, alice)
+
+
+@pytest.fixture
+def as_bob(client: TestClient, tokens: TokenService, bob: User) -> Caller:
+    return caller_for(client, tokens, bob)

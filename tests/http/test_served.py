@@ -1,0 +1,109 @@
+"""End to end through a real `memorybank serve` process: SQLite quickstart path and MariaDB."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+import sqlalchemy as sa
+
+from adapters_mysql.mysql_fulltext import FULLTEXT_INDEX_NAME
+from tests.mysql_server import ThrowawayDatabase
+from tests.served import run_memorybank, served
+
+
+def _token(db_url: str | None, env: dict[str, str] | None = None, *extra: str) -> str:
+    args = ["token", "create", *extra] + (["--db", db_url] if db_url else [])
+    result = run_memorybank(args, env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.rstrip("\n").split("\n")[-1]
+
+
+def _walk_every_route(base_url: str, alice: str, bob: str) -> None:
+    """Save, search, list and delete as two users, checking that neither sees the other."""
+    as_alice = httpx2.Client(base_url=base_url, headers={"Authorization": f"Bearer {alice}"}, timeout=10)
+    as_bob = httpx2.Client(base_url=base_url, headers={"Authorization": f"Bearer {bob}"}, timeout=10)
+    with as_alice, as_bob:
+        saved = as_alice.post(
+            "/v1/memory",
+            json={"content": "Quarterly planning happens in the Lisbon office", "contexts": [{"snippet": "from chat"}]},
+        )
+        assert saved.status_code == 201, saved.text
+        memory_id = saved.json()["memory"]["id"]
+        assert as_bob.post("/v1/memory", json={"content": "Bob likes the Porto office"}).status_code == 201
+
+        found = as_alice.get("/v1/memory/search", params={"q": "Lisbon planning"}).json()["results"]
+        assert [r["id"] for r in found] == [memory_id]
+        assert found[0]["contexts"][0]["snippet"] == "from chat"
+        assert as_bob.get("/v1/memory/search", params={"q": "Lisbon planning"}).json() == {"results": []}
+        assert [m["id"] for m in as_alice.get("/v1/memory").json()["memories"]] == [memory_id]
+        assert memory_id not in as_bob.get("/v1/memory").text
+
+        assert as_bob.delete(f"/v1/memory/{memory_id}").status_code == 404
+        assert as_alice.delete(f"/v1/memory/{memory_id}").status_code == 204
+        assert as_alice.get("/v1/memory").json() == {"memories": [], "next_cursor": None}
+        assert as_alice.get("/openapi.json").json()["paths"]["/v1/memory"]["post"]["operationId"] == "postMemory"
+
+
+def test_the_quickstart_serves_an_embedded_database_created_on_first_start(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path)}
+    alice, bob = _token(None, env), _token(None, env)
+
+    with served(None, env=env, log=tmp_path / "serve.log") as base_url:
+        _walk_every_route(base_url, alice, bob)
+
+    assert (tmp_path / ".local/share/memorybank/memorybank.sqlite3").is_file()
+
+
+@pytest.fixture
+def mariadb() -> Iterator[ThrowawayDatabase]:
+    database = ThrowawayDatabase()
+    try:
+        yield database
+    finally:
+        database.drop()
+
+
+@pytest.mark.mysql
+def test_mariadb_end_to_end_with_tokens_from_the_command(mariadb: ThrowawayDatabase, tmp_path: Path) -> None:
+    migrated = run_memorybank(["migrate", "--db", mariadb.url])
+    assert migrated.returncode == 0, migrated.stderr
+    alice, bob = _token(mariadb.url), _token(mariadb.url)
+
+    with served(mariadb.url, log=tmp_path / "serve.log") as base_url:
+        _walk_every_route(base_url, alice, bob)
+        assert run_memorybank(["token", "revoke", "--db", mariadb.url, alice]).returncode == 0
+        revoked = httpx2.get(f"{base_url}/v1/memory", headers={"Authorization": f"Bearer {alice}"})
+        assert revoked.status_code == 401
+
+    log = (tmp_path / "serve.log").read_text()
+    assert "Lisbon" not in log
+    assert "http.request operation=getMemorySearch status=200" in log
+
+
+@pytest.mark.mysql
+def test_serve_refuses_a_mariadb_database_that_was_never_migrated(mariadb: ThrowawayDatabase) -> None:
+    result = run_memorybank(["serve", "--db", mariadb.url, "--port", "0"])
+
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert f"memorybank migrate --db {mariadb.url}" in result.stderr
+
+
+@pytest.mark.mysql
+def test_serve_refuses_a_mariadb_database_without_its_fulltext_index(mariadb: ThrowawayDatabase) -> None:
+    assert run_memorybank(["migrate", "--db", mariadb.url]).returncode == 0
+    engine = sa.create_engine(mariadb.url.replace("mysql://", "mysql+mysqldb://", 1), poolclass=sa.pool.NullPool)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(f"DROP INDEX {FULLTEXT_INDEX_NAME} ON memory")
+    engine.dispose()
+
+    refused = run_memorybank(["serve", "--db", mariadb.url, "--port", "0"])
+    fixed = run_memorybank(["migrate", "--db", mariadb.url])
+
+    assert refused.returncode == 1
+    assert FULLTEXT_INDEX_NAME in refused.stderr
+    assert "memorybank migrate" in refused.stderr
+    assert fixed.returncode == 0

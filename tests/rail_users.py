@@ -1,0 +1,44 @@
+"""Users with tokens on a real (SQLite) database, for tests that drive `memorybank serve` and `memorybank mcp`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+
+from memorybank import bootstrap
+from memorybank.settings import choose_database
+from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from tests.served import memorybank_command
+
+
+@attrs.frozen
+class RailUser:
+    """One user on a database: the ids the stdio rail is started with, and a bearer token for HTTP."""
+
+    db_url: str
+    user_id: str
+    org_id: str
+    secret: str
+
+    def stdio_command(self) -> list[str]:
+        """The argv an MCP client runs to reach this user's bank over stdio."""
+        return memorybank_command("mcp", "--db", self.db_url, "--user", self.user_id, "--org", self.org_id)
+
+
+def create_database(directory: Path) -> str:
+    """A fresh SQLite database in `directory`, initialized as `memorybank` does on first use."""
+    db_url = f"sqlite:///{directory / 'bank.sqlite3'}"
+    bootstrap.open_ready_storage(choose_database(db_url, {})).close()
+    return db_url
+
+
+def new_user(db_url: str) -> RailUser:
+    """A new user with a token holding both scopes (issued in-process: `token create` has its own tests)."""
+    user_id, org_id = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
+    storage = bootstrap.open_ready_storage(choose_database(db_url, {}))
+    try:
+        secret = bootstrap.build_services(storage).tokens.issue(user_id=user_id, org_id=org_id).secret
+    finally:
+        storage.close()
+    return RailUser(db_url=db_url, user_id=user_id, org_id=org_id, secret=secret)

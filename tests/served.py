@@ -1,0 +1,98 @@
+"""Run `memorybank serve` as a real process on a free port, for end-to-end tests and the benchmark."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx2
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+STARTUP_SECONDS = 30.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def memorybank_command(*args: str) -> list[str]:
+    """The argv that runs the `memorybank` command from this checkout."""
+    return [sys.executable, "-m", "memorybank", *args]
+
+
+def run_memorybank(
+    args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run one `memorybank` command to completion, capturing its output."""
+    return subprocess.run(  # noqa: S603 - our own command, no shell
+        memorybank_command(*args),
+        cwd=REPO_ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@contextmanager
+def served(db_url: str | None, *, env: Mapping[str, str] | None = None, log: Path | None = None) -> Iterator[str]:
+    """Run `memorybank serve` until the block ends; yield its base URL once it answers.
+
+    Raises:
+        RuntimeError: the server exited or did not answer in time (with its output).
+    """
+    port = free_port()
+    args = ["serve", "--port", str(port)] + (["--db", db_url] if db_url is not None else [])
+    log_path = log or Path(os.devnull)
+    with log_path.open("w") as output:
+        process = subprocess.Popen(  # noqa: S603 - our own command, no shell
+            memorybank_command(*args),
+            cwd=REPO_ROOT,
+            env={**os.environ, **(env or {})},
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        base_url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_until_answering(process, base_url, log_path)
+            yield base_url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_until_answering(process: subprocess.Popen[str], base_url: str, log_path: Path) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"memorybank serve exited with {process.returncode}: {_tail(log_path)}")
+        try:
+            if httpx2.get(f"{base_url}/openapi.json", timeout=1).status_code == 200:
+                return
+        except httpx2.TransportError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"memorybank serve did not answer within {STARTUP_SECONDS} s: {_tail(log_path)}")
+
+
+def _tail(log_path: Path) -> str:
+    try:
+        return log_path.read_text()[-2000:]
+    except OSError:
+        return "(no log)"

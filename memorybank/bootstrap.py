@@ -31,21 +31,23 @@ class McpUnavailableError(RuntimeError):
     """The MCP SDK (the `mcp` extra) is not installed."""
 
 
-def open_ready_storage(choice: DatabaseChoice) -> SqlStorage:
+def open_ready_storage(choice: DatabaseChoice, search: str | None = None) -> SqlStorage:
     """Open the chosen database and make sure its schema is the one this version serves.
 
     SQLite is embedded, so it is initialized in place (created on first use). A MySQL
     schema is never changed here: a missing, behind or index-less schema is refused
     with a message naming `memorybank migrate`.
 
+    `search` names the search engine (None: the dialect's default, owner-scoped).
+
     Raises:
-        InvalidInputError: ("db") a malformed or unsupported URL.
+        InvalidInputError: ("db") a malformed or unsupported URL; ("search") an unknown engine.
         UnavailableError: the database cannot be reached.
         SchemaNotReadyError: the schema is not ready; the message names the fix.
         OSError: the embedded database's directory cannot be created.
     """
     prepare_embedded_directory(choice)
-    storage = open_storage(choice.url)
+    storage = open_storage(choice.url, search=search)
     try:
         if storage.dialect_name == "sqlite":
             storage.initialize()

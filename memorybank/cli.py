@@ -1,4 +1,4 @@
-"""The `memorybank` command: serve, mcp, prompt, migrate, and token create/list/revoke.
+"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, and token create/list/revoke.
 
 Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
 database is unreachable, its schema is not ready, or a token is not found. Every
@@ -12,14 +12,23 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import NoReturn, TextIO
 
 import anyio
 import uvicorn
 
 from adapters_mysql import SchemaNotReadyError, SqlStorage
-from memorybank import bootstrap
-from memorybank.settings import DATABASE_URL_ENV, DatabaseChoice, choose_database, default_database_path, redacted
+from memorybank import bootstrap, portability
+from memorybank.settings import (
+    DATABASE_URL_ENV,
+    SEARCH_ENV,
+    DatabaseChoice,
+    choose_database,
+    choose_search,
+    default_database_path,
+    redacted,
+)
 from memorybank_core import ApiToken, InvalidInputError, NotFoundError, UnavailableError, ids
 from memorybank_core.tokens import KNOWN_SCOPES
 
@@ -57,6 +66,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
             f"database URL: sqlite:///path/file.sqlite3, mysql://user:password@host:3306/name (mysqlclient) or "
             f"mysql+pymysql://...; default: ${DATABASE_URL_ENV}, else {default_database_path(env)}"
         ),
+    )
+    database.add_argument(
+        "--search",
+        metavar="ENGINE",
+        help=f"search engine: owner (owner-scoped, the default), fulltext (MySQL, the seed's) or fts5 (SQLite, "
+        f"the seed's); default: ${SEARCH_ENV}, else owner",
     )
     parser = _Parser(prog=PROGRAM, description="A per-user memory bank for AI agents: REST server and admin tools.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
@@ -100,6 +115,37 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     migrate.set_defaults(run=_migrate)
 
+    importing = commands.add_parser(
+        "import",
+        parents=[database],
+        help="load memories from a JSON Lines file",
+        description="Load memories, one JSON object per line (docs/portability.md), in batches of 1,000 per "
+        "transaction. A bad line is reported by its number and skipped; the exit status is 1 if any was.",
+    )
+    importing.add_argument("file", metavar="FILE.jsonl", type=Path, help="the file to load")
+    importing.set_defaults(run=_import)
+
+    exporting = commands.add_parser(
+        "export",
+        parents=[database],
+        help="write one user's memories as JSON Lines",
+        description="Write every memory of one user, one JSON object per line, in the format import reads: "
+        "ids and timestamps included, so export then import round-trips.",
+    )
+    exporting.add_argument("--user", metavar="usr_…", required=True, help="whose memories")
+    exporting.add_argument("--out", metavar="FILE", type=Path, help="write here instead of stdout")
+    exporting.set_defaults(run=_export)
+
+    reindexing = commands.add_parser(
+        "reindex",
+        parents=[database],
+        help="rebuild the search index of memories indexed by an older scheme",
+        description="Recompute the owner-scoped search terms of memories written by an older tokenization "
+        "scheme (or of all, with --all), in batches of 1,000, with a progress bar. Safe to stop and rerun.",
+    )
+    reindexing.add_argument("--all", action="store_true", help="re-index every memory, not only stale ones")
+    reindexing.set_defaults(run=_reindex)
+
     token = commands.add_parser("token", help="manage API tokens", description="Create, list and revoke API tokens.")
     token_commands = token.add_subparsers(dest="token_command", required=True, metavar="ACTION", parser_class=_Parser)
     create = token_commands.add_parser(
@@ -138,6 +184,7 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
     environment = os.environ if env is None else env
     args = build_parser(environment).parse_args(argv)
     choice = choose_database(args.db, environment)
+    args.search = choose_search(getattr(args, "search", None), environment)
     run: Callable[[argparse.Namespace, DatabaseChoice, TextIO], None] = args.run
     try:
         run(args, choice, sys.stdout)
@@ -164,7 +211,7 @@ def _fail(message: str, status: int) -> int:
 def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be from 0 to 65535", EXIT_BAD_INPUT)
-    storage = bootstrap.open_ready_storage(choice)
+    storage = bootstrap.open_ready_storage(choice, args.search)
     try:
         app = bootstrap.build_app(bootstrap.build_services(storage), bind_host=args.host)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -184,7 +231,7 @@ def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None
     # Validate before touching the database, so a typo in a client's config is reported at once.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
-    storage = bootstrap.open_ready_storage(choice)
+    storage = bootstrap.open_ready_storage(choice, args.search)
     try:
         server = bootstrap.build_local_rail(bootstrap.build_services(storage), user_id=args.user, org_id=args.org)
         # stdout is the protocol: every message goes to stderr, which MCP clients keep as the server's log.
@@ -218,6 +265,46 @@ def _migrate(_args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> 
     finally:
         storage.close()
     print(f"{PROGRAM}: the schema of {redacted(choice.url)} is up to date", file=out)
+
+
+def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    if not args.file.is_file():
+        raise CommandError(f"{args.file} is not a readable file", EXIT_BAD_INPUT)
+    storage = bootstrap.open_ready_storage(choice, args.search)
+    try:
+        report = portability.import_file(args.file, storage.store, show_progress=sys.stderr.isatty())
+    finally:
+        storage.close()
+    for problem in report.skipped:
+        sys.stderr.write(f"{PROGRAM}: skipped {problem.describe()}\n")
+    print(f"{PROGRAM}: imported {report.imported} memories, skipped {len(report.skipped)} lines", file=out)
+    if report.skipped:
+        raise CommandError(f"{len(report.skipped)} lines were skipped (listed above)", EXIT_FAILURE)
+
+
+def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    # Validate before touching the database.
+    ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
+    storage = bootstrap.open_ready_storage(choice, args.search)
+    try:
+        if args.out is None:
+            count = portability.export_user(storage.store, args.user, out)
+        else:
+            with args.out.open("w", encoding="utf-8") as file:
+                count = portability.export_user(storage.store, args.user, file)
+    finally:
+        storage.close()
+    # stdout may be the export itself: the summary goes to stderr.
+    sys.stderr.write(f"{PROGRAM}: exported {count} memories of {args.user}\n")
+
+
+def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    storage = bootstrap.open_ready_storage(choice, args.search)
+    try:
+        count = portability.reindex_with_progress(storage, everything=args.all, show_progress=sys.stderr.isatty())
+    finally:
+        storage.close()
+    print(f"{PROGRAM}: re-indexed {count} memories", file=out)
 
 
 def _with_tokens(choice: DatabaseChoice, work: Callable[[bootstrap.Services], None]) -> None:

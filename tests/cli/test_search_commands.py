@@ -1,0 +1,103 @@
+"""`memorybank import`, `export`, `reindex` and the `--search` / MEMORYBANK_SEARCH choice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from adapters_mysql import Fts5OwnerScopedSearch, Fts5Search
+from adapters_mysql.schema import memory
+from memorybank import bootstrap
+from memorybank.settings import choose_database, choose_search
+from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from tests.cli.conftest import Run
+
+USER, ORG = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
+
+
+def write_lines(path: Path, *lines: object) -> Path:
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    return path
+
+
+def test_import_then_export_round_trips_through_the_command(run: Run, db_url: str, tmp_path: Path) -> None:
+    source = write_lines(
+        tmp_path / "in.jsonl",
+        {"user_id": USER, "org_id": ORG, "content": "deploys nightly", "tags": ["infra"]},
+        {"user_id": USER, "org_id": ORG, "content": "東京 ramen", "contexts": [{"snippet": "lunch"}]},
+    )
+    imported = run("import", str(source), "--db", db_url)
+    assert (imported.status, imported.out.strip()) == (0, "memorybank: imported 2 memories, skipped 0 lines")
+    first = run("export", "--user", USER, "--db", db_url)
+    assert first.status == 0
+    assert len(first.out.splitlines()) == 2
+    assert "exported 2 memories" in first.err
+    # Export -> import into another database -> export again: the same lines.
+    other = f"sqlite:///{tmp_path / 'other.sqlite3'}"
+    exported = tmp_path / "out.jsonl"
+    assert run("export", "--user", USER, "--db", db_url, "--out", str(exported)).status == 0
+    assert exported.read_text() == first.out
+    assert run("import", str(exported), "--db", other).status == 0
+    assert run("export", "--user", USER, "--db", other).out == first.out
+
+
+def test_import_reports_bad_lines_by_number_and_fails(run: Run, db_url: str, tmp_path: Path) -> None:
+    source = write_lines(
+        tmp_path / "in.jsonl",
+        {"user_id": USER, "org_id": ORG, "content": "fine"},
+        "{broken",
+        {"user_id": "nobody", "org_id": ORG, "content": "secret text never echoed"},
+    )
+    outcome = run("import", str(source), "--db", db_url)
+    assert outcome.status == 1
+    assert "imported 1 memories, skipped 2 lines" in outcome.out
+    assert "skipped line 2: line must be one JSON object" in outcome.err
+    assert "skipped line 3: user_id must be a TypeID" in outcome.err
+    assert "secret text" not in outcome.err
+
+
+def test_import_of_a_missing_file_is_bad_input(run: Run, db_url: str, tmp_path: Path) -> None:
+    outcome = run("import", str(tmp_path / "nope.jsonl"), "--db", db_url)
+    assert outcome.status == 2
+    assert "is not a readable file" in outcome.err
+
+
+def test_export_refuses_a_malformed_user_before_touching_the_database(run: Run) -> None:
+    outcome = run("export", "--user", "alice", "--db", "mysql://nobody@127.0.0.1:1/none")
+    assert outcome.status == 2
+    assert "--user must be a TypeID" in outcome.err
+
+
+def test_reindex_rewrites_stale_memories(run: Run, db_url: str, tmp_path: Path) -> None:
+    source = write_lines(tmp_path / "in.jsonl", {"user_id": USER, "org_id": ORG, "content": "kettle"})
+    assert run("import", str(source), "--db", db_url).status == 0
+    engine = sa.create_engine(db_url)
+    with engine.begin() as connection:
+        connection.execute(memory.update().values(search_version=0))
+    engine.dispose()
+    assert run("reindex", "--db", db_url).out.strip() == "memorybank: re-indexed 1 memories"
+    assert run("reindex", "--db", db_url).out.strip() == "memorybank: re-indexed 0 memories"
+    assert run("reindex", "--all", "--db", db_url).out.strip() == "memorybank: re-indexed 1 memories"
+
+
+def test_the_search_engine_comes_from_the_option_then_the_environment(db_url: str) -> None:
+    assert choose_search("fts5", {"MEMORYBANK_SEARCH": "owner"}) == "fts5"
+    assert choose_search(None, {"MEMORYBANK_SEARCH": " fts5 "}) == "fts5"
+    assert choose_search(None, {"MEMORYBANK_SEARCH": ""}) is None
+    choice = choose_database(db_url, {})
+    for name, kind in ((None, Fts5OwnerScopedSearch), ("owner", Fts5OwnerScopedSearch), ("fts5", Fts5Search)):
+        storage = bootstrap.open_ready_storage(choice, name)
+        try:
+            assert isinstance(storage.search_engine, kind)
+        finally:
+            storage.close()
+
+
+def test_an_engine_the_database_lacks_is_bad_input(run: Run, db_url: str, env: dict[str, str]) -> None:
+    outcome = run("reindex", "--db", db_url, "--search", "fulltext")
+    assert outcome.status == 2
+    assert "--search must name a search engine sqlite supports: fts5, owner" in outcome.err
+    env["MEMORYBANK_SEARCH"] = "nonsense"
+    assert run("reindex", "--db", db_url).status == 2

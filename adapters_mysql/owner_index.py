@@ -24,6 +24,7 @@ the document count, average length and document frequencies from the owner's row
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections import Counter
@@ -63,6 +64,7 @@ def _base36(number: int, width: int) -> str:
     return "".join(reversed(digits))
 
 
+@functools.lru_cache(maxsize=4096)
 def owner_tag(user_id: str) -> str:
     """The owner's 8-character `[0-9a-z]` tag (36^8 ≈ 2.8e12 values), stable forever for a `user_id`."""
     digest = hashlib.blake2b(user_id.encode("utf-8"), digest_size=_HASH_BYTES).digest()
@@ -71,10 +73,15 @@ def owner_tag(user_id: str) -> str:
 
 def encode_term(tag: str, term: str) -> str:
     """The tagged token stored and searched for `term` of the owner with `tag`."""
+    return tag + _term_suffix(term)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _term_suffix(term: str) -> str:
     if _PLAIN.fullmatch(term) and TAG_LENGTH + len(term) <= MAX_TOKEN_LENGTH:
-        return tag + term
+        return term
     digest = hashlib.blake2b(term.encode("utf-8"), digest_size=_HASH_BYTES).digest()
-    return tag + "_" + _base36(int.from_bytes(digest, "big"), 13)
+    return "_" + _base36(int.from_bytes(digest, "big"), 13)
 
 
 @attrs.frozen
@@ -95,7 +102,7 @@ class OwnerIndexer:
     def document(self, memory: Memory) -> SearchDocument:
         """The search columns for `memory`."""
         tag = owner_tag(memory.user_id)
-        tokens = [encode_term(tag, term) for term in memory_terms(self.analyzer, memory)]
+        tokens = [tag + _term_suffix(term) for term in memory_terms(self.analyzer, memory)]
         return SearchDocument(search_terms=" ".join(tokens), doc_length=len(tokens), search_version=SEARCH_VERSION)
 
     def query_tokens(self, user_id: str, query: str) -> list[str]:

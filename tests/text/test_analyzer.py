@@ -142,3 +142,9 @@ def test_the_scheme_version_is_bumped_whenever_the_output_changes() -> None:
     )
     output = repr((analyzer.document_terms(sample), analyzer.query_terms(sample)))
     assert (ANALYZER_VERSION, hashlib.sha256(output.encode()).hexdigest()[:16]) == (1, "6ea6e80cac6db91e")
+
+
+@settings(max_examples=300)
+@given(any_text)
+def test_the_fast_document_path_yields_exactly_the_tokens_terms(text: str) -> None:
+    assert analyzer.document_terms(text) == [token.term for token in tokens(text)]

@@ -11,7 +11,7 @@ from tests.http.conftest import Caller
 
 def test_no_route_reveals_or_touches_another_users_memory(as_alice: Caller, as_bob: Caller) -> None:
     alice_ids = {
-        as_alice.saved_id("Alice banks with Zephyrbank", tags=["finance"], contexts=[{"snippet": "zephyr note"}]),
+        as_alice.saved_id("Alice banks with Zephyrbank", tags=["finance"], contexts=[{"snippet": "zephyr memo"}]),
         as_alice.saved_id("Alice shared deploy notes"),
     }
     bob_ids = {as_bob.saved_id("Bob shared deploy notes")}
@@ -19,9 +19,10 @@ def test_no_route_reveals_or_touches_another_users_memory(as_alice: Caller, as_b
     # list: each sees exactly their own
     assert {m["id"] for m in as_bob.list(limit=100).json()["memories"]} == bob_ids
     assert {m["id"] for m in as_alice.list(limit=100).json()["memories"]} == alice_ids
-    # search: a word only Alice used finds nothing for Bob; a shared word finds only one's own
+    # search: words only Alice used (stems too: "note" would find Bob's "notes") find nothing for Bob;
+    # a shared word finds only one's own
     assert as_bob.search("zephyrbank").json() == {"results": []}
-    assert as_bob.search("zephyr note finance").json() == {"results": []}
+    assert as_bob.search("zephyr memo finance").json() == {"results": []}
     assert {r["id"] for r in as_bob.search("shared deploy notes").json()["results"]} == bob_ids
     assert {r["id"] for r in as_alice.search("shared deploy notes").json()["results"]} <= alice_ids
     # delete: Bob cannot delete Alice's memories, and they survive his attempts

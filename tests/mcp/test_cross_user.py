@@ -27,7 +27,7 @@ def found_ids(caller: RpcCaller, q: str) -> set[str]:
 
 def test_no_capability_reveals_or_touches_another_users_memory(rpc_alice: RpcCaller, rpc_bob: RpcCaller) -> None:
     alice_ids = {
-        saved_id(rpc_alice, "Alice banks with Zephyrbank", tags=["finance"], contexts=[{"snippet": "zephyr note"}]),
+        saved_id(rpc_alice, "Alice banks with Zephyrbank", tags=["finance"], contexts=[{"snippet": "zephyr memo"}]),
         saved_id(rpc_alice, "Alice shared deploy notes"),
     }
     bob_ids = {saved_id(rpc_bob, "Bob shared deploy notes")}
@@ -37,7 +37,7 @@ def test_no_capability_reveals_or_touches_another_users_memory(rpc_alice: RpcCal
     assert listed_ids(rpc_alice) == alice_ids
     # search: a word only Alice used finds nothing for Bob; a shared word finds only one's own
     assert found_ids(rpc_bob, "zephyrbank") == set()
-    assert found_ids(rpc_bob, "zephyr note finance") == set()
+    assert found_ids(rpc_bob, "zephyr memo finance") == set()
     assert found_ids(rpc_bob, "shared deploy notes") == bob_ids
     assert found_ids(rpc_alice, "shared deploy notes") <= alice_ids
     # delete: Bob cannot delete Alice's memories, and they survive his attempts

@@ -34,6 +34,26 @@ SEARCH_COLUMNS = frozenset({"search_terms", "doc_length", "search_version"})
 _ENTITY_COLUMNS = [column for column in memory_table.c if column.name not in SEARCH_COLUMNS]
 
 
+#: Contexts joined to their memory: same owner (the shard key), same memory.
+_MEMORY_WITH_CONTEXTS = memory_table.outerjoin(
+    memory_context,
+    sa.and_(memory_context.c.user_id == memory_table.c.user_id, memory_context.c.memory_id == memory_table.c.id),
+)
+_CONTEXT_COLUMNS = [column.label(f"context_{column.name}") for column in memory_context.c]
+
+
+class _ContextColumns:
+    """A joined row's context columns, under their own names."""
+
+    __slots__ = ("_row",)
+
+    def __init__(self, row: sa.Row[Any]) -> None:
+        self._row = row
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._row, f"context_{name}")
+
+
 def owned_memories(user_id: str) -> sa.ColumnElement[bool]:
     """The owner predicate on `memory`: the user's own, personal memories only."""
     return sa.and_(memory_table.c.user_id == user_id, memory_table.c.scope == Scope.USER.value)
@@ -94,12 +114,21 @@ class SqlMemoryStore(MemoryStore):
         wanted = list(dict.fromkeys(memory_ids))
         if not wanted:
             return {}
+        # One round trip: each memory joined with its contexts (search loads its results here).
         with unavailable_on_driver_error("load"), self._engine.connect() as connection:
             rows = connection.execute(
-                sa.select(*_ENTITY_COLUMNS).where(owned_memories(user_id), memory_table.c.id.in_(wanted))
+                sa.select(*_ENTITY_COLUMNS, *_CONTEXT_COLUMNS)
+                .select_from(_MEMORY_WITH_CONTEXTS)
+                .where(owned_memories(user_id), memory_table.c.id.in_(wanted))
+                .order_by(memory_table.c.id, memory_context.c.created_at, memory_context.c.id)
             ).all()
-            memories = _with_contexts(connection, user_id, rows)
-        return {found.id: found for found in memories}
+        memory_rows: dict[str, sa.Row[Any]] = {}
+        contexts: dict[str, list[MemoryContext]] = {}
+        for row in rows:
+            memory_rows.setdefault(row.id, row)
+            if row.context_id is not None:
+                contexts.setdefault(row.id, []).append(_context(_ContextColumns(row)))
+        return {memory_id: _memory(row, contexts.get(memory_id, [])) for memory_id, row in memory_rows.items()}
 
     def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
         query = sa.select(*_ENTITY_COLUMNS).where(owned_memories(user_id))
@@ -206,7 +235,7 @@ def _memory(row: sa.Row[Any], contexts: list[MemoryContext]) -> Memory:
     )
 
 
-def _context(row: sa.Row[Any]) -> MemoryContext:
+def _context(row: sa.Row[Any] | _ContextColumns) -> MemoryContext:
     citation = row.citation
     return MemoryContext(
         id=row.id,

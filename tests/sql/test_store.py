@@ -91,7 +91,7 @@ def test_every_statement_on_the_memory_tables_carries_the_owner(
             assert _SCOPE_PREDICATE.search(statement.sql), f"no scope predicate: {statement.sql}"
 
 
-def test_get_many_and_list_load_memories_and_contexts_in_two_queries(
+def test_get_many_loads_in_one_query_and_list_in_two(
     storage: SqlStorage, statements: list[Statement]
 ) -> None:
     owner = new_user()
@@ -102,8 +102,9 @@ def test_get_many_and_list_load_memories_and_contexts_in_two_queries(
         storage.store.add(user_id=owner, memory=memory)
     statements.clear()
     found = storage.store.get_many(user_id=owner, memory_ids=[m.id for m in memories])
-    assert len(found) == 8
-    assert len(queries(statements)) == 2
+    assert found == {m.id: m for m in memories}
+    # Memories joined with their contexts: search loads its results in one round trip.
+    assert len(queries(statements)) == 1
     statements.clear()
     assert len(storage.store.list(user_id=owner, limit=100, after=None)) == 8
     assert len(queries(statements)) == 2

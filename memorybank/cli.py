@@ -111,7 +111,8 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "migrate",
         parents=[database],
         help="create or upgrade the database schema",
-        description="Run pending migrations and create the full-text index if it is missing. Safe to repeat.",
+        description="Run pending migrations, create the full-text indexes if they are missing, and re-index "
+        "memories written by an older search scheme. Safe to repeat.",
     )
     migrate.set_defaults(run=_migrate)
 

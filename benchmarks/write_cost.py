@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -72,6 +73,7 @@ def variants(workdir: Path, *, mysql: bool) -> list[tuple[str, Callable[[], Memo
     made.append(("in-memory", in_memory))
 
     def sqlite() -> MemoryBank:
+        workdir.mkdir(parents=True, exist_ok=True)
         storage = open_storage(f"sqlite:///{workdir / 'writes.sqlite3'}")
         storage.initialize()
         return MemoryBank(store=storage.store, search_engine=storage.search_engine, events=RecordingEventSink())
@@ -144,19 +146,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Command line."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.write_cost", description=__doc__)
     parser.add_argument("--saves", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median is reported")
     parser.add_argument("--no-mysql", action="store_true")
     parser.add_argument("--sizes-of", type=int, default=None, metavar="ROWS")
     arguments = parser.parse_args(argv)
     print(f"machine: {machine()}", file=sys.stderr)
     batch = requests(arguments.saves)
-    results = []
+    rates: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="memorybank-writes-") as workdir:
-        for name, make in variants(Path(workdir), mysql=not arguments.no_mysql):
-            rate = saves_per_second(make(), batch)
-            print(f"  {name}: {rate:,.0f} saves/s", file=sys.stderr)
-            results.append([name, f"{rate:,.0f}", f"{1000 / rate:.2f}"])
+        # Rounds interleave the variants, so a slow spell of the disk (every save is a commit)
+        # does not land on one variant only; the median round is reported.
+        for round_number in range(arguments.rounds):
+            for name, make in variants(Path(workdir) / str(round_number), mysql=not arguments.no_mysql):
+                rate = saves_per_second(make(), batch)
+                print(f"  round {round_number + 1}: {name}: {rate:,.0f} saves/s", file=sys.stderr)
+                rates.setdefault(name, []).append(rate)
+    results = [
+        [name, f"{statistics.median(found):,.0f}", f"{1000 / statistics.median(found):.2f}"]
+        for name, found in rates.items()
+    ]
     print(
-        f"{arguments.saves} saves of one memory with two snippets\n\n"
+        f"{arguments.saves} saves of one memory with two snippets, median of {arguments.rounds} rounds\n\n"
         + table(["engine", "saves/s", "ms per save"], results)
         + f"\n\nanalysis share: {analysis_microseconds(batch):.0f} µs per save (analyzer alone)"
     )

@@ -99,7 +99,7 @@ def test_the_write_cost_benchmark_saves_with_every_engine(
     bench_server: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     try:
-        write_cost.main(["--saves", "10"])
+        write_cost.main(["--saves", "10", "--rounds", "1"])
     finally:
         drop_database("writes_owner")
         drop_database("writes_seed")

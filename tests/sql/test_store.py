@@ -91,9 +91,7 @@ def test_every_statement_on_the_memory_tables_carries_the_owner(
             assert _SCOPE_PREDICATE.search(statement.sql), f"no scope predicate: {statement.sql}"
 
 
-def test_get_many_loads_in_one_query_and_list_in_two(
-    storage: SqlStorage, statements: list[Statement]
-) -> None:
+def test_get_many_loads_in_one_query_and_list_in_two(storage: SqlStorage, statements: list[Statement]) -> None:
     owner = new_user()
     memories = [
         make_memory(owner, snippets=("a", "b", "c"), created_at=SAVED_AT + timedelta(seconds=n)) for n in range(8)

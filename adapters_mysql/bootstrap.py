@@ -96,4 +96,5 @@ def check_ready(connection: sa.Connection, *, fix_command: str) -> None:
         )
     missing = missing_search_structures(connection)
     if missing:
-        raise SchemaNotReadyError(f"{' and '.join(missing)} is missing: run `{fix_command}`")
+        verb = "are" if len(missing) > 1 else "is"
+        raise SchemaNotReadyError(f"{' and '.join(missing)} {verb} missing: run `{fix_command}`")

@@ -19,6 +19,7 @@ from adapters_mysql import (
     Fts5OwnerScopedSearch,
     MysqlOwnerScopedSearch,
     OwnerIndexer,
+    SchemaNotReadyError,
     SqlStorage,
     open_storage,
     owner_index,
@@ -192,5 +193,25 @@ def test_migrating_from_revision_0001_indexes_the_rows_it_holds(new_database_url
         hits = storage.search_engine.search(user_id=owner, query="harbor", limit=5)
         assert [h.memory_id for h in hits] == ["mem_01m8vgptfke8as43r5emqcrs44"]
         assert storage.count_to_reindex() == 0
+    finally:
+        storage.close()
+
+
+def test_check_ready_names_a_missing_owner_scoped_structure_and_migrate_restores_it(new_database_url: str) -> None:
+    storage = open_storage(new_database_url)
+    try:
+        storage.migrate()
+        with storage.engine.begin() as connection:
+            if storage.dialect_name == "mysql":
+                connection.exec_driver_sql("DROP INDEX memory_search_terms_fulltext ON memory")
+            else:
+                connection.exec_driver_sql("DROP TRIGGER memory_terms_fts_after_insert")
+        with pytest.raises(SchemaNotReadyError, match=r"(memory_search_terms_fulltext|memory_terms_fts).* is missing"):
+            storage.check_ready()
+        storage.migrate()
+        storage.check_ready()
+        owner = new_user()
+        storage.store.add(user_id=owner, memory=make_memory(owner, "restored harbor"))
+        assert len(storage.search_engine.search(user_id=owner, query="harbor", limit=5)) == 1
     finally:
         storage.close()

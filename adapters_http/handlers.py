@@ -13,7 +13,6 @@ from starlette.responses import JSONResponse, Response
 from adapters_http.inputs import MAX_BODY_BYTES, integer_or_text, query_value, read_json_body
 from adapters_http.serialization import memory_json, memory_page_json, search_results_json
 from memorybank_core.ports import Principal
-from memorybank_core.requests import SaveRequest
 from memorybank_core.use_cases import MemoryBank
 
 
@@ -27,8 +26,7 @@ class MemoryHandlers:
     async def save(self, request: Request, principal: Principal) -> Response:
         """`POST /v1/memory` -> 201 `{"memory": {...}}`."""
         body = await read_json_body(request, max_bytes=self._max_body_bytes)
-        save_request = SaveRequest.parse(body)
-        memory = await run_in_threadpool(self._bank.save, principal, save_request)
+        memory = await run_in_threadpool(self._bank.save_body, principal, body)
         return JSONResponse({"memory": memory_json(memory)}, status_code=201)
 
     async def search(self, request: Request, principal: Principal) -> Response:

@@ -197,7 +197,7 @@ def create_mcp_mount(
     bind_host: str = "127.0.0.1",
     allowed_hosts: Sequence[str] = (),
     timeout: float = CAPABILITY_TIMEOUT_SECONDS,
-    json_response: bool = True,
+    json_response: bool = False,
 ) -> McpMount:
     """The rail at `/mcp/agent` over `bank_app` (the REST app its capabilities call in-process).
 
@@ -206,8 +206,9 @@ def create_mcp_mount(
     `WWW-Authenticate` challenge when a proxy hides it, else the request's Host is used;
     `authorization_servers` lists OAuth issuers of those tokens, if any. `bind_host` and
     `allowed_hosts` set the DNS-rebinding protection (see `transport_security`).
-    `json_response=False` answers each POST as a one-event `text/event-stream` instead of
-    JSON, as the reference host does, for clients that only read an SSE `data:` line.
+    By default each POST is answered as a one-event `text/event-stream`, as the reference
+    host does (its own eval reads the SSE `data:` line); every MCP client reads that.
+    `json_response=True` answers with plain JSON instead.
 
     Raises:
         CatalogError: the REST app's routes give an unsound catalog.

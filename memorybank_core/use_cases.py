@@ -94,6 +94,19 @@ class MemoryBank:
         )
         return memory
 
+    def save_body(self, principal: Principal, body: object, *, source: Source = Source.CHAT) -> Memory:
+        """Save from an untrusted JSON body: the scope is checked before the body is parsed.
+
+        So a caller without `mcp:write` learns nothing from validation errors.
+
+        Raises:
+            ForbiddenError: the principal lacks `mcp:write`.
+            InvalidInputError: the body breaks a bound or a type rule; nothing is written.
+            UnavailableError: storage is down; nothing is written.
+        """
+        _authorize(principal, WRITE_SCOPE)
+        return self.save(principal, SaveRequest.parse(body), source=source)
+
     def search(self, principal: Principal, *, query: object, limit: object = None) -> list[SearchResult]:
         """The principal's memories that match `query`, most relevant first; empty when nothing matches.
 

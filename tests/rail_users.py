@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -42,3 +44,9 @@ def new_user(db_url: str) -> RailUser:
     finally:
         storage.close()
     return RailUser(db_url=db_url, user_id=user_id, org_id=org_id, secret=secret)
+
+
+def sse_data(stream: str) -> Any:
+    """The JSON of the single `data:` line of a one-event SSE answer, as the reference host's eval reads it."""
+    (data,) = [line.removeprefix("data:").strip() for line in stream.splitlines() if line.startswith("data:")]
+    return json.loads(data)

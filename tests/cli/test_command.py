@@ -29,7 +29,7 @@ def test_every_command_has_help(run: Run, argv: list[str]) -> None:
     [
         (["token", "list", "--db", "nonsense"], 2, "--db is not a database URL"),
         (["token", "list", "--db", "postgres://u@h/db"], 2, "--db uses the unsupported scheme"),
-        (["token", "list", "--db", "mysql://root@127.0.0.1:9/x"], 1, "cannot connect to the database"),
+        (["token", "list", "--db", "mysql+pymysql://root@127.0.0.1:9/x"], 1, "cannot connect to the database"),
         (["migrate", "--db", "mysql://root@127.0.0.1:9"], 2, "--db must name the database"),
         (["token", "list", "--user", "alice"], 2, "--user must be a TypeID"),
         (["serve", "--port", "http"], 2, "--port: invalid int value"),
@@ -51,7 +51,7 @@ def test_bad_input_fails_with_one_line(run: Run, argv: list[str], status: int, r
 def test_the_real_command_prints_help_and_fails_bad_input_without_a_traceback(tmp_path: Path) -> None:
     helped = run_memorybank(["--help"])
     failed = run_memorybank(
-        ["token", "list", "--db", "mysql://root:hunter2@127.0.0.1:9/x"], env={"HOME": str(tmp_path)}
+        ["token", "list", "--db", "mysql+pymysql://root:hunter2@127.0.0.1:9/x"], env={"HOME": str(tmp_path)}
     )
 
     assert helped.returncode == 0

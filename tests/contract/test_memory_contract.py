@@ -244,3 +244,11 @@ def test_invalid_save_writes_nothing(bank: MemoryBank, alice: User) -> None:
     with pytest.raises(InvalidInputError):
         bank.save(alice, SaveRequest.parse({"content": "ok", "contexts": [{"snippet": "ok"}, {"snippet": ""}]}))
     assert bank.list(alice).memories == ()
+
+
+def test_a_caller_without_write_scope_is_refused_before_its_body_is_judged(bank: MemoryBank, alice: User) -> None:
+    reader = User(user_id=alice.user_id, organization_id=alice.organization_id, scopes=frozenset({"mcp:read"}))
+    with pytest.raises(ForbiddenError):
+        bank.save_body(reader, {"content": ""})
+    saved = bank.save_body(alice, {"content": " from a JSON body ", "scope": "org"})
+    assert (saved.content, saved.scope) == ("from a JSON body", Scope.USER)

@@ -27,7 +27,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from adapters_mcp import MEMORY_BANK_PROMPT
-from tests.rail_users import RailUser, create_database, new_user
+from tests.rail_users import RailUser, create_database, new_user, sse_data
 from tests.served import REPO_ROOT, served
 
 pytestmark = pytest.mark.anyio
@@ -193,7 +193,7 @@ async def test_save_then_recall_over_stdio(stdio_sessions: Connect) -> None:
 
 
 async def test_a_one_shot_tools_call_without_initialize_over_a_real_server(bank: RailUser, base_url: str) -> None:
-    # The reference host's own eval talks to /mcp/agent this way.
+    # The reference host's own eval talks to /mcp/agent this way, and reads the SSE `data:` line.
     async with httpx2.AsyncClient(timeout=30) as http:
         response = await http.post(
             f"{base_url}/mcp/agent",
@@ -207,7 +207,8 @@ async def test_a_one_shot_tools_call_without_initialize_over_a_real_server(bank:
         )
 
     assert response.status_code == 200, response.text
-    assert response.json()["result"]["structuredContent"]["matches"][0]["name"] == "postMemory"
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert sse_data(response.text)["result"]["structuredContent"]["matches"][0]["name"] == "postMemory"
 
 
 def test_the_stdio_server_exits_cleanly_when_the_client_closes_stdin_and_prints_nothing_else(bank: RailUser) -> None:

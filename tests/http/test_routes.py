@@ -6,7 +6,9 @@ import re
 
 from starlette.testclient import TestClient
 
-from tests.http.conftest import Caller
+from memorybank_core import TokenService
+from tests.conftest import User
+from tests.http.conftest import Caller, caller_for
 
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 
@@ -135,3 +137,12 @@ def test_head_on_a_list_answers_like_get_without_a_body(client: TestClient, as_a
 
     assert response.status_code == 200
     assert response.content == b""
+
+
+def test_a_read_only_token_gets_403_for_a_save_even_when_the_body_is_invalid(
+    client: TestClient, tokens: TokenService, alice: User
+) -> None:
+    reader = caller_for(client, tokens, alice, scopes=frozenset({"mcp:read"}))
+    response = reader.save("")
+    assert response.status_code == 403
+    assert response.json()["error"] == "insufficient_scope"

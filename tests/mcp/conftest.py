@@ -17,6 +17,7 @@ from adapters_mcp import CapabilityRail, McpMount, create_host_app, create_mcp_m
 from memorybank_core import InMemoryTokenStore, MemoryBank, Principal, TokenService
 from tests.conftest import User
 from tests.contract.backends import FACTORIES, BackendFactory
+from tests.rail_users import sse_data
 
 #: The rail runs on the embedded backends; MariaDB is exercised by the HTTP and contract tiers.
 MCP_BACKENDS = [name for name in FACTORIES if name in {"memory", "sqlite"}]
@@ -97,7 +98,7 @@ class RpcCaller:
             headers={"Authorization": f"Bearer {self.secret}", "Accept": MCP_ACCEPT},
         )
         assert response.status_code == 200, response.text
-        return response.json()
+        return sse_data(response.text)
 
     def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """The `CallToolResult` of one tool call, as JSON."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +18,7 @@ from adapters_mcp import MEMORY_BANK_PROMPT, create_host_app, create_mcp_mount, 
 from memorybank_core import InMemoryTokenStore, MemoryBank, TokenService, UnavailableError
 from tests.conftest import User
 from tests.mcp.conftest import MCP_ACCEPT, RpcCaller, rpc_caller, text_json
+from tests.rail_users import sse_data
 
 METADATA_URL = "http://testserver/.well-known/oauth-protected-resource/mcp/agent"
 INITIALIZE = {
@@ -179,11 +179,9 @@ def test_a_one_shot_tools_call_without_initialize_works(rpc_alice: RpcCaller) ->
     assert text_json(answer["result"]) == answer["result"]["structuredContent"]
 
 
-def test_the_rail_can_answer_a_one_shot_call_as_an_sse_data_line_as_the_reference_host_does(
-    bank: MemoryBank, tokens: TokenService, alice: User
-) -> None:
+def test_the_rail_can_answer_plain_json_instead_of_sse(bank: MemoryBank, tokens: TokenService, alice: User) -> None:
     rest = create_app(bank, bearer_token_resolver(tokens))
-    mount = create_mcp_mount(rest, tokens.authenticate, allowed_hosts=["testserver"], json_response=False)
+    mount = create_mcp_mount(rest, tokens.authenticate, allowed_hosts=["testserver"], json_response=True)
     secret = tokens.issue(user_id=alice.user_id, org_id=alice.organization_id).secret
     call = {"name": "search_capabilities", "arguments": {"query": "save a memory"}}
     with TestClient(create_host_app(rest, mount)) as client:
@@ -194,9 +192,8 @@ def test_the_rail_can_answer_a_one_shot_call_as_an_sse_data_line_as_the_referenc
         )
 
     assert response.status_code == 200
-    assert response.headers["content-type"].startswith("text/event-stream")
-    (data,) = [line.removeprefix("data:").strip() for line in response.text.splitlines() if line.startswith("data:")]
-    assert json.loads(data)["result"]["structuredContent"]["matches"][0]["name"] == "postMemory"
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.json()["result"]["structuredContent"]["matches"][0]["name"] == "postMemory"
 
 
 def test_a_handshake_then_calls_work_without_a_session(client: TestClient, rpc_alice: RpcCaller) -> None:
@@ -211,7 +208,7 @@ def test_a_handshake_then_calls_work_without_a_session(client: TestClient, rpc_a
 
     assert initialized.status_code == 200
     assert "mcp-session-id" not in initialized.headers  # stateless: nothing is kept between requests
-    result = initialized.json()["result"]
+    result = sse_data(initialized.text)["result"]
     assert result["instructions"] == MEMORY_BANK_PROMPT
     assert result["capabilities"]["tools"] is not None
     assert result["capabilities"]["prompts"] is not None

@@ -22,7 +22,7 @@ def test_without_a_server_url_mysql_tests_fail_under_ci(monkeypatch: pytest.Monk
 
 
 def test_an_unreachable_server_fails_rather_than_skips(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ENV_VAR, "mysql://root@127.0.0.1:1")
+    monkeypatch.setenv(ENV_VAR, "mysql+pymysql://root@127.0.0.1:1")
     monkeypatch.delenv("CI", raising=False)
     with pytest.raises(pytest.fail.Exception, match="cannot be reached"):
         ThrowawayDatabase()

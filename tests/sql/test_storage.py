@@ -75,7 +75,7 @@ def test_every_registered_engine_names_the_dialects_it_serves() -> None:
 def test_an_unreachable_mysql_server_is_unavailable() -> None:
     # Port 1 on localhost: nothing listens there, so the connection is refused at once.
     with pytest.raises(UnavailableError, match="cannot connect"):
-        open_storage("mysql://root@127.0.0.1:1/memorybank")
+        open_storage("mysql+pymysql://root@127.0.0.1:1/memorybank")
 
 
 def test_a_sqlite_file_in_a_missing_directory_is_unavailable(tmp_path: Path) -> None:

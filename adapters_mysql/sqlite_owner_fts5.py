@@ -102,13 +102,15 @@ def _match(tokens: Sequence[str]) -> sa.ColumnElement[bool]:
     return sa.literal_column(TERMS_FTS_TABLE_NAME).op("MATCH")(sa.bindparam("tokens", expression, type_=sa.Text))
 
 
+def _matched_rows(tokens: Sequence[str]) -> sa.ColumnElement[bool]:
+    # `rowid IN (full-text match)` makes SQLite run the match once and probe memory by rowid.
+    # A plain join lets the planner walk the owner's rows and run one FTS5 lookup per row,
+    # 20x slower for an owner with a thousand matching memories.
+    return sa.literal_column("memory.rowid").in_(sa.select(_fts.c.rowid).where(_match(tokens)))
+
+
 def _matching(user_id: str, tokens: Sequence[str]) -> sa.Subquery:
-    return (
-        sa.select(memory.c.id)
-        .select_from(_fts.join(memory, sa.literal_column("memory.rowid") == _fts.c.rowid))
-        .where(_match(tokens), owned_memories(user_id))
-        .subquery()
-    )
+    return sa.select(memory.c.id).where(_matched_rows(tokens), owned_memories(user_id)).subquery()
 
 
 def _candidates(user_id: str, tokens: Sequence[str], limit: int) -> sa.Select[str, str | None, int, int, int]:
@@ -126,8 +128,7 @@ def _candidates(user_id: str, tokens: Sequence[str], limit: int) -> sa.Select[st
             owner_count.label("owner_count"),
             owner_length.label("owner_length"),
         )
-        .select_from(_fts.join(memory, sa.literal_column("memory.rowid") == _fts.c.rowid))
-        .where(_match(tokens), owned_memories(user_id))
+        .where(_matched_rows(tokens), owned_memories(user_id))
         # Only decides which candidates survive the bound: the newest.
         .order_by(memory.c.created_at.desc(), memory.c.id.desc())
         .limit(limit)

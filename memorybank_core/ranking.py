@@ -5,6 +5,7 @@ Scoring per owner means another user's data can never change a user's ranking.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -32,19 +33,6 @@ def idf(document_count: int, containing: int) -> float:
     return math.log(1 + (document_count - containing + 0.5) / (containing + 0.5))
 
 
-def bm25(query_terms: Sequence[str], counts: Counter[str], length: int, stats: CorpusStats) -> float:
-    """The BM25 score of one document (its term counts and length) for `query_terms`."""
-    norm = K1 * (1 - B + B * length / max(stats.average_length, 1e-9))
-    return sum(
-        idf(stats.document_count, stats.document_frequency.get(term, 0))
-        * counts[term]
-        * (K1 + 1)
-        / (counts[term] + norm)
-        for term in query_terms
-        if counts[term] > 0
-    )
-
-
 def rank(
     query_terms: Sequence[str],
     documents: Mapping[str, Counter[str]],
@@ -58,14 +46,26 @@ def rank(
     A document's length is the sum of its counts, unless `lengths` gives it: an engine that
     stores each document's length need only count the query's terms.
     """
-    hits = []
+    # Everything that does not depend on the document is computed once: this loop runs for
+    # every candidate (up to a thousand), so it is kept to dict lookups and arithmetic.
+    weights = {
+        term: idf(stats.document_count, stats.document_frequency.get(term, 0)) * (K1 + 1)
+        for term in dict.fromkeys(query_terms)
+    }
+    constant = K1 * (1 - B)
+    per_length = K1 * B / max(stats.average_length, 1e-9)
+    scored: list[tuple[float, str]] = []
     for memory_id, counts in documents.items():
         length = lengths[memory_id] if lengths is not None else sum(counts.values())
-        score = bm25(query_terms, counts, length, stats)
+        norm = constant + per_length * length
+        score = 0.0
+        for term, weight in weights.items():
+            frequency = counts.get(term, 0)
+            if frequency:
+                score += weight * frequency / (frequency + norm)
         if score > 0:
-            hits.append(SearchHit(memory_id=memory_id, score=score))
-    hits.sort(key=lambda hit: (hit.score, hit.memory_id), reverse=True)
-    return hits[:limit]
+            scored.append((score, memory_id))
+    return [SearchHit(memory_id=memory_id, score=score) for score, memory_id in heapq.nlargest(limit, scored)]
 
 
 def corpus_stats(documents: Mapping[str, Counter[str]], terms: Sequence[str]) -> CorpusStats:

@@ -24,14 +24,11 @@ from tqdm import tqdm
 
 from adapters_mysql import SqlStorage
 from memorybank_core import (
-    Citation,
     InvalidInputError,
     ListPosition,
     Memory,
-    MemoryContext,
     MemoryStore,
     SaveRequest,
-    Scope,
     Source,
     ids,
 )
@@ -161,7 +158,7 @@ def parse_line(line: str, *, now: Callable[[], datetime]) -> Memory:
     created_at = check(lambda: _optional_time(data.get("created_at"), "created_at"))
     updated_at = check(lambda: _optional_time(data.get("updated_at"), "updated_at"))
     source = check(lambda: _source(data.get("source")))
-    request = check(lambda: SaveRequest.parse(data))
+    request: SaveRequest | None = check(lambda: SaveRequest.parse(data))
     given = data.get("contexts")
     raw_contexts: list[object] = given if isinstance(given, list) else []
     context_ids: list[str | None] = []
@@ -171,34 +168,15 @@ def parse_line(line: str, *, now: Callable[[], datetime]) -> Memory:
         context_times.append(check(partial(_optional_time, _get(raw, "created_at"), f"contexts.{index}.created_at")))
     if problems or request is None:
         raise InvalidInputError.from_problems([p for error in problems for p in error.problems])
-    created = created_at or now()
-    memory_id = memory_id or ids.new_id(ids.MEMORY_PREFIX)
-    contexts = tuple(
-        MemoryContext(
-            id=context_ids[index] or ids.new_id(ids.CONTEXT_PREFIX),
-            memory_id=memory_id,
-            snippet=context.snippet,
-            citation=(
-                Citation(conversation_id=context.conversation_id, message_id=context.message_id)
-                if context.conversation_id is not None or context.message_id is not None
-                else None
-            ),
-            origin=context.origin,
-            created_at=context_times[index] or created,
-        )
-        for index, context in enumerate(request.contexts)
-    )
-    return Memory(
-        id=memory_id,
+    return request.to_memory(
+        memory_id=memory_id or ids.new_id(ids.MEMORY_PREFIX),
         user_id=user_id,
         org_id=org_id,
-        scope=Scope.USER,
-        content=request.content,
         source=source,
-        tags=request.tags,
-        created_at=created,
-        updated_at=updated_at or created,
-        contexts=contexts,
+        created_at=created_at or now(),
+        updated_at=updated_at,
+        context_ids=[context_id or ids.new_id(ids.CONTEXT_PREFIX) for context_id in context_ids],
+        context_times=context_times,
     )
 
 

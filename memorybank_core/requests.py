@@ -8,13 +8,14 @@ are `scope` and `source`: the server decides those.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from functools import partial
 from typing import TypeVar
 
 import attrs
 
 from memorybank_core import limits
-from memorybank_core.entities import Origin
+from memorybank_core.entities import Citation, Memory, MemoryContext, Origin, Scope, Source
 from memorybank_core.errors import InvalidInputError, Problem
 from memorybank_core.validation import clean_text
 
@@ -55,6 +56,53 @@ class SaveRequest:
         if content is None or tags is None or contexts is None or collector.problems:
             raise InvalidInputError.from_problems(collector.problems)
         return cls(content=content, tags=tags, contexts=contexts)
+
+    def to_memory(
+        self,
+        *,
+        memory_id: str,
+        user_id: str,
+        org_id: str,
+        source: Source,
+        created_at: datetime,
+        context_ids: Sequence[str],
+        context_times: Sequence[datetime | None] = (),
+        updated_at: datetime | None = None,
+    ) -> Memory:
+        """The memory this request describes, once its ids and times are chosen; its scope is always 'user'.
+
+        `context_ids` gives one id per context; a context without a time in `context_times` gets `created_at`.
+        """
+        if len(context_ids) != len(self.contexts):
+            raise ValueError("one context id per context")
+        times = list(context_times) + [None] * (len(self.contexts) - len(context_times))
+        contexts = tuple(
+            MemoryContext(
+                id=context_id,
+                memory_id=memory_id,
+                snippet=context.snippet,
+                citation=(
+                    Citation(conversation_id=context.conversation_id, message_id=context.message_id)
+                    if context.conversation_id is not None or context.message_id is not None
+                    else None
+                ),
+                origin=context.origin,
+                created_at=time or created_at,
+            )
+            for context, context_id, time in zip(self.contexts, context_ids, times, strict=True)
+        )
+        return Memory(
+            id=memory_id,
+            user_id=user_id,
+            org_id=org_id,
+            scope=Scope.USER,
+            content=self.content,
+            source=source,
+            tags=self.tags,
+            created_at=created_at,
+            updated_at=updated_at or created_at,
+            contexts=contexts,
+        )
 
     @classmethod
     def of(

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from memorybank_core import events, ids, limits
 from memorybank_core.clock import SystemClock
 from memorybank_core.cursor import decode_cursor, encode_cursor
-from memorybank_core.entities import Citation, Memory, MemoryContext, MemoryPage, Scope, SearchResult, Source
+from memorybank_core.entities import Memory, MemoryPage, SearchResult, Source
 from memorybank_core.errors import ForbiddenError, NotFoundError
 from memorybank_core.events import LoggingEventSink
 from memorybank_core.ports import Clock, EventSink, ListPosition, MemoryStore, Principal, SearchEngine
@@ -53,34 +53,13 @@ class MemoryBank:
         """
         started = time.perf_counter()
         owner = _authorize(principal, WRITE_SCOPE)
-        now = self._clock.now()
-        memory_id = self._new_id(ids.MEMORY_PREFIX)
-        contexts = tuple(
-            MemoryContext(
-                id=self._new_id(ids.CONTEXT_PREFIX),
-                memory_id=memory_id,
-                snippet=context.snippet,
-                citation=(
-                    Citation(conversation_id=context.conversation_id, message_id=context.message_id)
-                    if context.conversation_id is not None or context.message_id is not None
-                    else None
-                ),
-                origin=context.origin,
-                created_at=now,
-            )
-            for context in request.contexts
-        )
-        memory = Memory(
-            id=memory_id,
+        memory = request.to_memory(
+            memory_id=self._new_id(ids.MEMORY_PREFIX),
             user_id=owner,
             org_id=principal.organization_id,
-            scope=Scope.USER,
-            content=request.content,
             source=source,
-            tags=request.tags,
-            created_at=now,
-            updated_at=now,
-            contexts=contexts,
+            created_at=self._clock.now(),
+            context_ids=[self._new_id(ids.CONTEXT_PREFIX) for _ in request.contexts],
         )
         self._store.add(user_id=owner, memory=memory)
         self._emit(
@@ -88,7 +67,7 @@ class MemoryBank:
             started,
             memory_id=memory.id,
             user_id=owner,
-            context_count=len(contexts),
+            context_count=len(memory.contexts),
             tag_count=len(memory.tags),
             content_length=len(memory.content),
         )

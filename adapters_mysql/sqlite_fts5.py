@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import attrs
 import sqlalchemy as sa
 
 from adapters_mysql.errors import unavailable_on_driver_error
@@ -93,31 +94,57 @@ class Fts5Search(SearchEngine):
         return [SearchHit(memory_id=row.id, score=float(row.score)) for row in rows if row.score > 0]
 
 
+@attrs.frozen
+class Fts5Objects:
+    """An external-content FTS5 table and the triggers that keep it in step with `memory`."""
+
+    table: str
+    triggers: tuple[str, ...]
+    create_statements: tuple[str, ...]
+    rebuild_statement: str
+    drop_statements: tuple[str, ...]
+
+    def ready(self, connection: sa.Connection) -> bool:
+        """True when the table and all its triggers exist."""
+        names = set(
+            connection.execute(
+                sa.select(_sqlite_master.c.name).where(
+                    _sqlite_master.c.name.in_([self.table, *self.triggers]),
+                    _sqlite_master.c.type.in_(["table", "trigger"]),
+                )
+            ).scalars()
+        )
+        return names == {self.table, *self.triggers}
+
+    def ensure(self, connection: sa.Connection) -> bool:
+        """Create the table and triggers if missing (indexing existing rows); True if anything was made."""
+        if self.ready(connection):
+            return False
+        for statement in self.create_statements:
+            connection.execute(sa.text(statement))
+        # Rows written while the table or a trigger was missing are not indexed: rebuild from `memory`.
+        connection.execute(sa.text(self.rebuild_statement))
+        return True
+
+    def drop(self, connection: sa.Connection) -> None:
+        """Drop the table and its triggers (for downgrades)."""
+        for statement in self.drop_statements:
+            connection.execute(sa.text(statement))
+
+
+CONTENT_FTS = Fts5Objects(FTS_TABLE_NAME, FTS_TRIGGER_NAMES, _CREATE_STATEMENTS, _REBUILD, _DROP_STATEMENTS)
+
+
 def fts5_ready(connection: sa.Connection) -> bool:
     """True when the FTS5 table and all its triggers exist."""
-    names = set(
-        connection.execute(
-            sa.select(_sqlite_master.c.name).where(
-                _sqlite_master.c.name.in_([FTS_TABLE_NAME, *FTS_TRIGGER_NAMES]),
-                _sqlite_master.c.type.in_(["table", "trigger"]),
-            )
-        ).scalars()
-    )
-    return names == {FTS_TABLE_NAME, *FTS_TRIGGER_NAMES}
+    return CONTENT_FTS.ready(connection)
 
 
 def ensure_fts5(connection: sa.Connection) -> bool:
     """Create the FTS5 table and triggers if missing (indexing existing rows); True if anything was made."""
-    if fts5_ready(connection):
-        return False
-    for statement in _CREATE_STATEMENTS:
-        connection.execute(sa.text(statement))
-    # Rows written while the table or a trigger was missing are not indexed: rebuild from `memory`.
-    connection.execute(sa.text(_REBUILD))
-    return True
+    return CONTENT_FTS.ensure(connection)
 
 
 def drop_fts5(connection: sa.Connection) -> None:
     """Drop the FTS5 table and its triggers (for downgrades)."""
-    for statement in _DROP_STATEMENTS:
-        connection.execute(sa.text(statement))
+    CONTENT_FTS.drop(connection)

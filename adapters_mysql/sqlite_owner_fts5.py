@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.owner_index import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
 from adapters_mysql.schema import memory
+from adapters_mysql.sqlite_fts5 import Fts5Objects
 from adapters_mysql.store import owned_memories
 from memorybank_core import SearchEngine, SearchHit
 
@@ -50,7 +51,6 @@ _DROP_STATEMENTS = (
     "DROP TABLE IF EXISTS memory_terms_fts",
 )
 
-_sqlite_master = sa.table("sqlite_master", sa.column("type", sa.String), sa.column("name", sa.String))
 _fts = sa.table(TERMS_FTS_TABLE_NAME, sa.column("rowid", sa.Integer))
 
 
@@ -135,31 +135,19 @@ def _candidates(user_id: str, tokens: Sequence[str], limit: int) -> sa.Select[st
     )
 
 
+TERMS_FTS = Fts5Objects(TERMS_FTS_TABLE_NAME, TERMS_FTS_TRIGGER_NAMES, _CREATE_STATEMENTS, _REBUILD, _DROP_STATEMENTS)
+
+
 def terms_fts5_ready(connection: sa.Connection) -> bool:
     """True when the tagged-token FTS5 table and all its triggers exist."""
-    names = set(
-        connection.execute(
-            sa.select(_sqlite_master.c.name).where(
-                _sqlite_master.c.name.in_([TERMS_FTS_TABLE_NAME, *TERMS_FTS_TRIGGER_NAMES]),
-                _sqlite_master.c.type.in_(["table", "trigger"]),
-            )
-        ).scalars()
-    )
-    return names == {TERMS_FTS_TABLE_NAME, *TERMS_FTS_TRIGGER_NAMES}
+    return TERMS_FTS.ready(connection)
 
 
 def ensure_terms_fts5(connection: sa.Connection) -> bool:
     """Create the tagged-token FTS5 table and triggers if missing (indexing existing rows); True if made."""
-    if terms_fts5_ready(connection):
-        return False
-    for statement in _CREATE_STATEMENTS:
-        connection.execute(sa.text(statement))
-    # Rows written while the table or a trigger was missing are not indexed: rebuild from `memory`.
-    connection.execute(sa.text(_REBUILD))
-    return True
+    return TERMS_FTS.ensure(connection)
 
 
 def drop_terms_fts5(connection: sa.Connection) -> None:
     """Drop the tagged-token FTS5 table and its triggers (for downgrades)."""
-    for statement in _DROP_STATEMENTS:
-        connection.execute(sa.text(statement))
+    TERMS_FTS.drop(connection)

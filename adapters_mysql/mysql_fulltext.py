@@ -107,10 +107,18 @@ def ensure_fulltext_index(connection: sa.Connection) -> bool:
 
     The first FULLTEXT index rebuilds the table and blocks writes while it builds.
     """
-    if fulltext_index_exists(connection):
+    return create_fulltext_index_if_missing(connection, FULLTEXT_INDEX_NAME, _CREATE_FULLTEXT)
+
+
+def create_fulltext_index_if_missing(connection: sa.Connection, name: str, create_statement: str) -> bool:
+    """Run `create_statement` unless the FULLTEXT index `name` exists; True if this call created it.
+
+    A concurrent creator winning the race (duplicate key name) counts as "already there".
+    """
+    if fulltext_index_exists(connection, name):
         return False
     try:
-        connection.execute(sa.text(_CREATE_FULLTEXT))
+        connection.execute(sa.text(create_statement))
     except (sa.exc.OperationalError, sa.exc.ProgrammingError) as error:
         if driver_error_code(error) == _DUPLICATE_KEY_NAME:
             return False

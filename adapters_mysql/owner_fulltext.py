@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.dialects.mysql import match
 
-from adapters_mysql.errors import driver_error_code, unavailable_on_driver_error
-from adapters_mysql.mysql_fulltext import fulltext_index_exists
+from adapters_mysql.errors import unavailable_on_driver_error
+from adapters_mysql.mysql_fulltext import create_fulltext_index_if_missing, fulltext_index_exists
 from adapters_mysql.owner_index import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
 from adapters_mysql.schema import memory
 from adapters_mysql.store import owned_memories
@@ -26,9 +26,6 @@ from memorybank_core import Scope, SearchEngine, SearchHit
 
 #: Created by `adapters_mysql.bootstrap` (revision 0002 on).
 OWNER_FULLTEXT_INDEX_NAME = "memory_search_terms_fulltext"
-
-#: MySQL's "Duplicate key name": a concurrent creator won the race.
-_DUPLICATE_KEY_NAME = 1061
 
 # Static DDL with no input in it, hence text().
 _CREATE_FULLTEXT = f"CREATE FULLTEXT INDEX {OWNER_FULLTEXT_INDEX_NAME} ON {memory.name} (search_terms)"
@@ -128,15 +125,7 @@ def ensure_owner_fulltext_index(connection: sa.Connection) -> bool:
 
     Building it blocks writes to `memory` (about a minute per million rows).
     """
-    if owner_fulltext_index_exists(connection):
-        return False
-    try:
-        connection.execute(sa.text(_CREATE_FULLTEXT))
-    except (sa.exc.OperationalError, sa.exc.ProgrammingError) as error:
-        if driver_error_code(error) == _DUPLICATE_KEY_NAME:
-            return False
-        raise
-    return True
+    return create_fulltext_index_if_missing(connection, OWNER_FULLTEXT_INDEX_NAME, _CREATE_FULLTEXT)
 
 
 def drop_owner_fulltext_index(connection: sa.Connection) -> None:

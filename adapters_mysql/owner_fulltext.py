@@ -17,12 +17,11 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.dialects.mysql import match
 
-from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.mysql_fulltext import create_fulltext_index_if_missing, fulltext_index_exists
-from adapters_mysql.owner_index import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
+from adapters_mysql.owner_index import CandidateRow, OwnerScopedSearch
 from adapters_mysql.schema import memory
 from adapters_mysql.store import owned_memories
-from memorybank_core import Scope, SearchEngine, SearchHit
+from memorybank_core import Scope
 
 #: Created by `adapters_mysql.bootstrap` (revision 0002 on).
 OWNER_FULLTEXT_INDEX_NAME = "memory_search_terms_fulltext"
@@ -31,7 +30,7 @@ OWNER_FULLTEXT_INDEX_NAME = "memory_search_terms_fulltext"
 _CREATE_FULLTEXT = f"CREATE FULLTEXT INDEX {OWNER_FULLTEXT_INDEX_NAME} ON {memory.name} (search_terms)"
 
 
-class MysqlOwnerScopedSearch(SearchEngine):
+class MysqlOwnerScopedSearch(OwnerScopedSearch):
     """The `SearchEngine` port over the owner-tagged FULLTEXT index, with exact per-owner BM25.
 
     At most `candidate_limit` matching rows are scored: past it, the rows InnoDB ranks highest
@@ -39,38 +38,24 @@ class MysqlOwnerScopedSearch(SearchEngine):
     are still counted over all the owner's rows.
     """
 
-    def __init__(
-        self, engine: sa.Engine, indexer: OwnerIndexer | None = None, *, candidate_limit: int = DEFAULT_CANDIDATE_LIMIT
-    ) -> None:
-        self._engine = engine
-        self._indexer = indexer or OwnerIndexer()
-        self._candidate_limit = candidate_limit
+    def _candidates(
+        self, connection: sa.Connection, user_id: str, tokens: Sequence[str], limit: int
+    ) -> Sequence[CandidateRow]:
+        # One round trip: every candidate, each carrying the owner's totals (computed once).
+        return connection.execute(_CANDIDATES, _parameters(user_id, tokens, limit)).all()
 
-    def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
-        tokens = self._indexer.query_tokens(user_id, query)
-        if not tokens:
-            return []
-        parameters = {"owner": user_id, "tokens": " ".join(tokens), "limit": self._candidate_limit + 1}
-        with unavailable_on_driver_error("search"), self._engine.connect() as connection:
-            # One round trip: every candidate, each carrying the owner's totals (computed once).
-            rows = connection.execute(_CANDIDATES, parameters).all()
-            if not rows:
-                return []
-            document_frequency = None
-            if len(rows) > self._candidate_limit:
-                # Past the bound, keep the candidates InnoDB ranks highest, and count each df apart.
-                rows = connection.execute(_BEST_CANDIDATES, parameters).all()[: self._candidate_limit]
-                document_frequency = {
-                    token: connection.execute(_owner_matches(user_id, token)).scalar_one() for token in tokens
-                }
-        return rank_candidates(
-            tokens,
-            [Candidate(row.id, row.search_terms or "", row.doc_length) for row in rows],
-            document_count=int(rows[0].owner_count),
-            total_length=int(rows[0].owner_length),
-            document_frequency=document_frequency,
-            limit=limit,
-        )
+    def _best_candidates(
+        self, connection: sa.Connection, user_id: str, tokens: Sequence[str], rows: Sequence[CandidateRow]
+    ) -> Sequence[CandidateRow]:
+        # Past the bound, keep the candidates InnoDB ranks highest.
+        return connection.execute(_BEST_CANDIDATES, _parameters(user_id, tokens, len(rows))).all()
+
+    def _matching_count(self, connection: sa.Connection, user_id: str, token: str) -> int:
+        return int(connection.execute(_owner_matches(user_id, token)).scalar_one())
+
+
+def _parameters(user_id: str, tokens: Sequence[str], limit: int) -> dict[str, object]:
+    return {"owner": user_id, "tokens": " ".join(tokens), "limit": limit}
 
 
 def _relevance(tokens: sa.BindParameter[str]) -> sa.ColumnElement[float]:

@@ -13,12 +13,10 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.owner_index import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
+from adapters_mysql.owner_index import CandidateRow, OwnerScopedSearch
 from adapters_mysql.schema import memory
 from adapters_mysql.sqlite_fts5 import Fts5Objects
 from adapters_mysql.store import owned_memories
-from memorybank_core import SearchEngine, SearchHit
 
 TERMS_FTS_TABLE_NAME = "memory_terms_fts"
 TERMS_FTS_TRIGGER_NAMES = (
@@ -54,46 +52,22 @@ _DROP_STATEMENTS = (
 _fts = sa.table(TERMS_FTS_TABLE_NAME, sa.column("rowid", sa.Integer))
 
 
-class Fts5OwnerScopedSearch(SearchEngine):
+class Fts5OwnerScopedSearch(OwnerScopedSearch):
     """The `SearchEngine` port over FTS5 on the tagged tokens, with exact per-owner BM25.
 
     At most `candidate_limit` matching rows are scored: past it, the newest are kept, while
     document frequencies are still counted over all the owner's rows.
     """
 
-    def __init__(
-        self, engine: sa.Engine, indexer: OwnerIndexer | None = None, *, candidate_limit: int = DEFAULT_CANDIDATE_LIMIT
-    ) -> None:
-        self._engine = engine
-        self._indexer = indexer or OwnerIndexer()
-        self._candidate_limit = candidate_limit
+    def _candidates(
+        self, connection: sa.Connection, user_id: str, tokens: Sequence[str], limit: int
+    ) -> Sequence[CandidateRow]:
+        # One statement: the candidates, newest first (which decides who survives the bound),
+        # each carrying the owner's totals (computed once).
+        return connection.execute(_candidates(user_id, tokens, limit)).all()
 
-    def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
-        tokens = self._indexer.query_tokens(user_id, query)
-        if not tokens:
-            return []
-        with unavailable_on_driver_error("search"), self._engine.connect() as connection:
-            # One statement: the candidates, each carrying the owner's totals (computed once).
-            rows = connection.execute(_candidates(user_id, tokens, self._candidate_limit + 1)).all()
-            if not rows:
-                return []
-            document_frequency = None
-            if len(rows) > self._candidate_limit:
-                rows = rows[: self._candidate_limit]
-                document_frequency = {
-                    token: connection.execute(
-                        sa.select(sa.func.count()).select_from(_matching(user_id, [token]))
-                    ).scalar_one()
-                    for token in tokens
-                }
-        return rank_candidates(
-            tokens,
-            [Candidate(row.id, row.search_terms or "", row.doc_length) for row in rows],
-            document_count=int(rows[0].owner_count),
-            total_length=int(rows[0].owner_length),
-            document_frequency=document_frequency,
-            limit=limit,
-        )
+    def _matching_count(self, connection: sa.Connection, user_id: str, token: str) -> int:
+        return int(connection.execute(sa.select(sa.func.count()).select_from(_matching(user_id, [token]))).scalar_one())
 
 
 def _match(tokens: Sequence[str]) -> sa.ColumnElement[bool]:

@@ -78,3 +78,13 @@ def mysql_url() -> Iterator[str]:
         yield database.url
     finally:
         database.drop()
+
+
+@pytest.fixture
+def mariadb() -> Iterator[ThrowawayDatabase]:
+    """A throwaway database of this test's own, dropped afterwards."""
+    database = ThrowawayDatabase()
+    try:
+        yield database
+    finally:
+        database.drop()

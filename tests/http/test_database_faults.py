@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -34,15 +33,6 @@ class Answer:
     body: str
     retry_after: str | None
     memory_id: str | None = None
-
-
-@pytest.fixture
-def mariadb() -> Iterator[ThrowawayDatabase]:
-    database = ThrowawayDatabase()
-    try:
-        yield database
-    finally:
-        database.drop()
 
 
 def _stream(base_url: str, secret: str, worker: int, stop: threading.Event, answers: list[Answer]) -> None:

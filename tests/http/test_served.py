@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -55,15 +54,6 @@ def test_the_quickstart_serves_an_embedded_database_created_on_first_start(tmp_p
         _walk_every_route(base_url, alice, bob)
 
     assert (tmp_path / ".local/share/memorybank/memorybank.sqlite3").is_file()
-
-
-@pytest.fixture
-def mariadb() -> Iterator[ThrowawayDatabase]:
-    database = ThrowawayDatabase()
-    try:
-        yield database
-    finally:
-        database.drop()
 
 
 @pytest.mark.mysql

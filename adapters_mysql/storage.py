@@ -11,10 +11,12 @@ from sqlalchemy.engine import URL
 from adapters_mysql.bootstrap import bootstrap, check_ready
 from adapters_mysql.engines import for_writing, mysql_engine, sqlite_engine
 from adapters_mysql.errors import driver_error_code, unavailable_on_driver_error
+from adapters_mysql.failover import HostRing, display_hosts, fail_over_between, split_hosts
 from adapters_mysql.mysql_fulltext import MysqlFulltextSearch
 from adapters_mysql.owner_fulltext import MysqlOwnerScopedSearch
 from adapters_mysql.owner_index import OwnerIndexer
 from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, count_to_reindex, reindex
+from adapters_mysql.retrying import ResilientMemoryStore, ResilientSearch, ResilientTokenStore
 from adapters_mysql.revisions import current_revision, stamp_head, upgrade_to_head
 from adapters_mysql.schema import metadata
 from adapters_mysql.sqlite_fts5 import Fts5Search
@@ -74,9 +76,10 @@ class SqlStorage:
         self.engine = engine
         self.dialect_name: str = engine.dialect.name
         self.indexer = indexer or OwnerIndexer()
-        self.store = SqlMemoryStore(engine, self.indexer)
-        self.search_engine = search_engine
-        self.token_store = SqlTokenStore(engine)
+        # Every port is retried after a lost connection or a conflict (adapters_mysql.retrying).
+        self.store = ResilientMemoryStore(SqlMemoryStore(engine, self.indexer))
+        self.search_engine = ResilientSearch(search_engine)
+        self.token_store = ResilientTokenStore(SqlTokenStore(engine))
         self._display_url = display_url
 
     @property
@@ -155,7 +158,8 @@ class SqlStorage:
 def open_storage(url: str, *, search: str | None = None) -> SqlStorage:
     """Open SQL storage at `url` and check that the database answers.
 
-    `url` is `mysql://user:pw@host:port/db` (mysqlclient), `mysql+pymysql://…`,
+    `url` is `mysql://user:pw@host:port/db` (mysqlclient), `mysql+pymysql://…`, or, for a
+    cluster, `mysql://user:pw@host1:port1,host2:port2/db` (adapters_mysql.failover),
     `sqlite:///path/file.sqlite3`, or `sqlite://` (in memory, for tests). `search` names the
     search engine: `owner` (both dialects; the default), or the seed-literal `fulltext` (MySQL)
     or `fts5` (SQLite). The store always writes the owner-scoped search document, so the
@@ -167,8 +171,13 @@ def open_storage(url: str, *, search: str | None = None) -> SqlStorage:
             name or a missing driver; ("search") an unknown engine or one the dialect lacks.
         UnavailableError: the database cannot be reached.
     """
-    given = _parse_url(url)
+    single_host, hosts = split_hosts(url.strip()) if isinstance(url, str) else (url, ())
+    given = _parse_url(single_host)
+    if hosts and given.get_backend_name() != "mysql":
+        raise InvalidInputError("db", "names several hosts, which only a mysql:// URL may")
     engine = _create_engine(given)
+    if hosts:
+        fail_over_between(engine, HostRing(hosts))
     try:
         indexer = OwnerIndexer()
         search_engine = _search_engine(engine, search, indexer)
@@ -177,7 +186,7 @@ def open_storage(url: str, *, search: str | None = None) -> SqlStorage:
         engine.dispose()
         raise
     # URL.set() ignores None, so the password is dropped with the NamedTuple's _replace.
-    display_url = given._replace(password=None).render_as_string(hide_password=False)
+    display_url = display_hosts(given, hosts)
     return SqlStorage(engine=engine, search_engine=search_engine, display_url=display_url, indexer=indexer)
 
 

@@ -71,14 +71,14 @@ def redacted(url: str) -> str:
     """`url` with any password replaced by `***`, for messages and logs."""
     try:
         parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        user = parts.username or ""
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port is not None else ""
-        return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
     except ValueError:
         return "<unparsable URL>"
+    # By hand rather than parts.password: a cluster URL's netloc lists several host:port pairs.
+    userinfo, at, hosts = parts.netloc.rpartition("@")
+    user, colon, _password = userinfo.partition(":")
+    if not at or not colon:
+        return url
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{hosts}"))
 
 
 def choose_search(cli_value: str | None, env: Mapping[str, str]) -> str | None:

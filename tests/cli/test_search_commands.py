@@ -90,7 +90,7 @@ def test_the_search_engine_comes_from_the_option_then_the_environment(db_url: st
     for name, kind in ((None, Fts5OwnerScopedSearch), ("owner", Fts5OwnerScopedSearch), ("fts5", Fts5Search)):
         storage = bootstrap.open_ready_storage(choice, name)
         try:
-            assert isinstance(storage.search_engine, kind)
+            assert isinstance(storage.search_engine.inner, kind)
         finally:
             storage.close()
 

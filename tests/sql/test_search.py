@@ -253,4 +253,4 @@ def test_mysql_still_finds_a_word_that_is_in_every_row(mysql_storage: SqlStorage
 
 
 def test_the_default_engine_of_each_dialect_is_owner_scoped(storage: SqlStorage) -> None:
-    assert isinstance(storage.search_engine, (Fts5OwnerScopedSearch, MysqlOwnerScopedSearch))
+    assert isinstance(storage.search_engine.inner, (Fts5OwnerScopedSearch, MysqlOwnerScopedSearch))

@@ -93,7 +93,7 @@ def test_sqlite_connections_are_configured_for_a_threaded_server(tmp_path: Path)
             }
         assert settings == {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": 5000}
         assert storage.dialect_name == "sqlite"
-        assert isinstance(storage.search_engine, Fts5OwnerScopedSearch)
+        assert isinstance(storage.search_engine.inner, Fts5OwnerScopedSearch)
     finally:
         storage.close()
 
@@ -157,7 +157,7 @@ def test_both_mysql_drivers_serve_the_bank(scheme: str) -> None:
         storage.initialize()
         storage.check_ready()
         assert storage.dialect_name == "mysql"
-        assert isinstance(storage.search_engine, MysqlOwnerScopedSearch)
+        assert isinstance(storage.search_engine.inner, MysqlOwnerScopedSearch)
         bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
         alice = User()
         saved = bank.save(alice, SaveRequest.of("emoji 🦜 survive the utf8mb4 connection"))

@@ -1,0 +1,182 @@
+"""Safe retries of storage operations after a lost connection, a failover or a Galera conflict.
+
+Every port method is retried when its failure says the database may serve the next attempt:
+
+- *Nothing was committed* (MySQL errors 1213 deadlock or Galera certification conflict, 1205
+  lock wait timeout, 1047 node not ready, 2003 cannot connect, a full pool): the attempt is
+  simply repeated.
+- *The outcome is unknown* (the connection was lost, 2006/2013/2055, possibly during COMMIT):
+  a write is first checked, then repeated only if it did not land:
+  - a save looks its memory up by id, owner-scoped; if it is there (with its contexts: one
+    transaction), the save succeeded. The id is minted before the first attempt, so a repeat can
+    never store a second copy: it would hit the primary key.
+  - a delete is repeated; if the repeat finds nothing to delete, the memory is gone and the
+    answer is "deleted" (the first attempt removed it, or there was none: either way the caller
+    is told the memory does not exist any more, which leaks nothing about anyone else's).
+  - token creation and revocation follow the same two rules.
+- Anything else (bad SQL, a constraint) is raised at once.
+
+When every attempt fails, the last `UnavailableError` reaches the caller (HTTP 503 with
+Retry-After). For a save that means: not stored, unless the last failure left the outcome
+unknown and the database never answered the check; then the memory may exist, and a client
+should list or search before saving it again (a new save mints a new id). The attempts span
+about 4 s, longer than a Galera cluster takes to drop a dead node (about 2.4 s with the
+timeouts in docs/scaling.md), so that case needs the whole cluster down, not one node.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import TypeVar
+
+from sqlalchemy import exc
+
+from adapters_mysql.errors import driver_error_code
+from adapters_mysql.store import SqlMemoryStore
+from memorybank_core import (
+    ApiToken,
+    ListPosition,
+    Memory,
+    MemoryStore,
+    SearchEngine,
+    SearchHit,
+    TokenStore,
+    UnavailableError,
+)
+
+_log = logging.getLogger("memorybank.storage")
+
+T = TypeVar("T")
+
+#: Seconds to wait before each repeat; the number of attempts is one more than this.
+PAUSES: tuple[float, ...] = (0.05, 0.25, 0.5, 1.0, 2.0)
+
+#: MySQL errors after which the statement or transaction did not commit.
+NOTHING_COMMITTED = frozenset({1205, 1213, 1047, 2003, 1040})
+#: MySQL errors after which a transaction's fate is unknown: the connection died.
+OUTCOME_UNKNOWN = frozenset({2006, 2013, 2055})
+
+
+class Failure(enum.Enum):
+    """What a failed attempt says about the write it carried."""
+
+    NOTHING_COMMITTED = "nothing committed"
+    OUTCOME_UNKNOWN = "outcome unknown"
+
+
+def classify(error: UnavailableError) -> Failure | None:
+    """Whether (and how) a failed attempt may be repeated; None when it may not."""
+    cause = error.__cause__
+    if isinstance(cause, exc.TimeoutError):
+        return Failure.NOTHING_COMMITTED  # the pool had no connection: nothing ran
+    code = driver_error_code(cause) if cause is not None else None
+    if code in OUTCOME_UNKNOWN or (isinstance(cause, exc.DBAPIError) and cause.connection_invalidated):
+        return Failure.OUTCOME_UNKNOWN
+    if code in NOTHING_COMMITTED:
+        return Failure.NOTHING_COMMITTED
+    return None
+
+
+def retrying(operation: str, attempt: Callable[[bool], T], *, pauses: Sequence[float] = PAUSES) -> T:
+    """Run `attempt` until it succeeds or fails in a way no repeat can fix.
+
+    `attempt` receives True once an earlier attempt's outcome became unknown, so a write can
+    look whether it already landed.
+
+    Raises:
+        UnavailableError: the last failure, once the attempts are used up or it is not retryable.
+    """
+    unknown = False
+    for pause in (*pauses, None):
+        try:
+            return attempt(unknown)
+        except UnavailableError as error:
+            failure = classify(error)
+            if failure is None or pause is None:
+                raise
+            unknown = unknown or failure is Failure.OUTCOME_UNKNOWN
+            _log.warning("retrying %s in %.2f s (%s)", operation, pause, failure.value)
+            time.sleep(pause)
+    raise AssertionError("unreachable: the last pause is None")  # pragma: no cover
+
+
+class ResilientMemoryStore(MemoryStore):
+    """A `MemoryStore` whose operations are retried as the module describes."""
+
+    def __init__(self, store: SqlMemoryStore) -> None:
+        self.inner = store
+
+    def add(self, *, user_id: str, memory: Memory) -> None:
+        def attempt(unknown: bool) -> None:
+            if unknown and self._landed(user_id, memory.id):
+                return
+            try:
+                self.inner.add(user_id=user_id, memory=memory)
+            except exc.IntegrityError:
+                # The id is ours and fresh: a clash means an interrupted attempt landed after all.
+                if not self._landed(user_id, memory.id):
+                    raise
+
+        retrying("save", attempt)
+
+    def _landed(self, user_id: str, memory_id: str) -> bool:
+        return memory_id in self.inner.get_many(user_id=user_id, memory_ids=[memory_id])
+
+    def get_many(self, *, user_id: str, memory_ids: Sequence[str]) -> Mapping[str, Memory]:
+        return retrying("load", lambda _unknown: self.inner.get_many(user_id=user_id, memory_ids=memory_ids))
+
+    def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
+        return retrying("list", lambda _unknown: self.inner.list(user_id=user_id, limit=limit, after=after))
+
+    def delete(self, *, user_id: str, memory_id: str) -> bool:
+        # After an interrupted attempt, nothing left to delete means the memory is gone.
+        return retrying("delete", lambda unknown: self.inner.delete(user_id=user_id, memory_id=memory_id) or unknown)
+
+    def add_many(self, memories: Sequence[Memory]) -> None:
+        """Bulk import, not retried: a rerun of the import reports the lines already stored."""
+        self.inner.add_many(memories)
+
+
+class ResilientSearch(SearchEngine):
+    """A `SearchEngine` whose searches are retried (they only read)."""
+
+    def __init__(self, engine: SearchEngine) -> None:
+        self.inner = engine
+
+    def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
+        return retrying("search", lambda _unknown: self.inner.search(user_id=user_id, query=query, limit=limit))
+
+
+class ResilientTokenStore(TokenStore):
+    """A `TokenStore` whose operations are retried as the module describes."""
+
+    def __init__(self, store: TokenStore) -> None:
+        self.inner = store
+
+    def add(self, token: ApiToken) -> None:
+        def attempt(unknown: bool) -> None:
+            if unknown and self.inner.get(token.id) is not None:
+                return
+            try:
+                self.inner.add(token)
+            except exc.IntegrityError:
+                if self.inner.get(token.id) is None:
+                    raise
+
+        retrying("token add", attempt)
+
+    def find_by_hash(self, token_hash: str) -> ApiToken | None:
+        return retrying("token lookup", lambda _unknown: self.inner.find_by_hash(token_hash))
+
+    def get(self, token_id: str) -> ApiToken | None:
+        return retrying("token lookup", lambda _unknown: self.inner.get(token_id))
+
+    def list(self, *, user_id: str | None) -> Sequence[ApiToken]:
+        return retrying("token list", lambda _unknown: self.inner.list(user_id=user_id))
+
+    def revoke(self, token_id: str, *, at: datetime) -> bool:
+        return retrying("token revoke", lambda unknown: self.inner.revoke(token_id, at=at) or unknown)

@@ -21,6 +21,7 @@ from adapters_mysql.owner_fulltext import (
 )
 from adapters_mysql.revisions import current_revision, head_revision, known_revisions
 from adapters_mysql.schema import memory
+from adapters_mysql.spider import check_shards, is_spider_head
 from adapters_mysql.sqlite_fts5 import FTS_TABLE_NAME, ensure_fts5, fts5_ready
 from adapters_mysql.sqlite_owner_fts5 import TERMS_FTS_TABLE_NAME, ensure_terms_fts5, terms_fts5_ready
 
@@ -98,3 +99,5 @@ def check_ready(connection: sa.Connection, *, fix_command: str) -> None:
     if missing:
         verb = "are" if len(missing) > 1 else "is"
         raise SchemaNotReadyError(f"{' and '.join(missing)} {verb} missing: run `{fix_command}`")
+    if connection.dialect.name == "mysql" and is_spider_head(connection):
+        check_shards(connection, head_revision=head, fix_command=fix_command)

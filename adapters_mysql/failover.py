@@ -93,7 +93,9 @@ class HostRing:
     def prefer(self, index: int) -> None:
         with self._lock:
             if index != self._preferred:
-                _log.warning("database host %s is unreachable; using %s", self.hosts[self._preferred], self.hosts[index])
+                _log.warning(
+                    "database host %s is unreachable; using %s", self.hosts[self._preferred], self.hosts[index]
+                )
             self._preferred = index
 
     @property
@@ -121,7 +123,8 @@ def fail_over_between(engine: sa.Engine, ring: HostRing) -> None:
                 return connection
             connection.close()
             last = dbapi.OperationalError(WSREP_NOT_READY, f"{host} is not ready (wsrep_ready is OFF)")
-        assert last is not None  # the ring has at least one host
+        if last is None:  # pragma: no cover - a ring has at least one host
+            raise RuntimeError("no database host to connect to")
         raise last
 
     @event.listens_for(engine, "handle_error")

@@ -3,8 +3,8 @@
 Every port method is retried when its failure says the database may serve the next attempt:
 
 - *Nothing was committed* (MySQL errors 1213 deadlock or Galera certification conflict, 1205
-  lock wait timeout, 1047 node not ready, 2003 cannot connect, a full pool): the attempt is
-  simply repeated.
+  lock wait timeout, 1047 node not ready, 1180 commit refused outside the primary component,
+  2003 cannot connect, 1040 too many connections, a full pool): the attempt is repeated.
 - *The outcome is unknown* (the connection was lost, 2006/2013/2055, possibly during COMMIT):
   a write is first checked, then repeated only if it did not land:
   - a save looks its memory up by id, owner-scoped; if it is there (with its contexts: one
@@ -56,7 +56,7 @@ T = TypeVar("T")
 PAUSES: tuple[float, ...] = (0.05, 0.25, 0.5, 1.0, 2.0)
 
 #: MySQL errors after which the statement or transaction did not commit.
-NOTHING_COMMITTED = frozenset({1205, 1213, 1047, 2003, 1040})
+NOTHING_COMMITTED = frozenset({1205, 1213, 1047, 1180, 2003, 1040})
 #: MySQL errors after which a transaction's fate is unknown: the connection died.
 OUTCOME_UNKNOWN = frozenset({2006, 2013, 2055})
 

@@ -19,6 +19,8 @@ from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, count_to_reindex, reindex
 from adapters_mysql.retrying import ResilientMemoryStore, ResilientSearch, ResilientTokenStore
 from adapters_mysql.revisions import current_revision, stamp_head, upgrade_to_head
 from adapters_mysql.schema import metadata
+from adapters_mysql.spider import is_spider_head, refuse_a_spider_head
+from adapters_mysql.spider_store import SpiderMemoryStore
 from adapters_mysql.sqlite_fts5 import Fts5Search
 from adapters_mysql.sqlite_owner_fts5 import Fts5OwnerScopedSearch
 from adapters_mysql.store import SqlMemoryStore
@@ -72,12 +74,13 @@ class SqlStorage:
         search_engine: SearchEngine,
         display_url: str,
         indexer: OwnerIndexer | None = None,
+        store_type: type[SqlMemoryStore] = SqlMemoryStore,
     ) -> None:
         self.engine = engine
         self.dialect_name: str = engine.dialect.name
         self.indexer = indexer or OwnerIndexer()
         # Every port is retried after a lost connection or a conflict (adapters_mysql.retrying).
-        self.store = ResilientMemoryStore(SqlMemoryStore(engine, self.indexer))
+        self.store = ResilientMemoryStore(store_type(engine, self.indexer))
         self.search_engine = ResilientSearch(search_engine)
         self.token_store = ResilientTokenStore(SqlTokenStore(engine))
         self._display_url = display_url
@@ -112,6 +115,7 @@ class SqlStorage:
             UnavailableError: the database cannot be reached.
         """
         with unavailable_on_driver_error("migrate"), for_writing(self.engine).begin() as connection:
+            refuse_a_spider_head(connection, self.fix_command)
             upgrade_to_head(connection)
             bootstrap(connection)
         self.reindex(progress=progress)
@@ -181,13 +185,19 @@ def open_storage(url: str, *, search: str | None = None) -> SqlStorage:
     try:
         indexer = OwnerIndexer()
         search_engine = _search_engine(engine, search, indexer)
-        _ping(engine)
+        spider = _ping(engine)
     except (InvalidInputError, UnavailableError):
         engine.dispose()
         raise
     # URL.set() ignores None, so the password is dropped with the NamedTuple's _replace.
     display_url = display_hosts(given, hosts)
-    return SqlStorage(engine=engine, search_engine=search_engine, display_url=display_url, indexer=indexer)
+    return SqlStorage(
+        engine=engine,
+        search_engine=search_engine,
+        display_url=display_url,
+        indexer=indexer,
+        store_type=SpiderMemoryStore if spider else SqlMemoryStore,
+    )
 
 
 def _parse_url(url: object) -> URL:
@@ -226,10 +236,12 @@ def _search_engine(engine: sa.Engine, name: str | None, indexer: OwnerIndexer) -
     return kind.make(engine, indexer)
 
 
-def _ping(engine: sa.Engine) -> None:
+def _ping(engine: sa.Engine) -> bool:
+    """Check that the database answers; True when it is a Spider head (adapters_mysql.spider)."""
     try:
         with engine.connect() as connection:
             connection.execute(sa.select(1))
+            return engine.dialect.name == "mysql" and is_spider_head(connection)
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
         # A connection failure's message names the host and the reason, never memory content.
         reason = getattr(error, "orig", error)

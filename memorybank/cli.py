@@ -18,7 +18,7 @@ from typing import NoReturn, TextIO
 import anyio
 import uvicorn
 
-from adapters_mysql import SchemaNotReadyError, SqlStorage
+from adapters_mysql import SchemaNotReadyError, SqlStorage, migrate_sharded, split_shard_urls
 from memorybank import bootstrap, portability
 from memorybank.settings import (
     DATABASE_URL_ENV,
@@ -38,7 +38,14 @@ EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 
 #: CLI spelling of the fields the core names in its errors.
-_OPTION_NAMES = {"db": "--db", "user": "--user", "org": "--org", "scope": "--scope", "search": "--search"}
+_OPTION_NAMES = {
+    "shards": "--shards",
+    "db": "--db",
+    "user": "--user",
+    "org": "--org",
+    "scope": "--scope",
+    "search": "--search",
+}
 
 
 class CommandError(Exception):
@@ -112,7 +119,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         parents=[database],
         help="create or upgrade the database schema",
         description="Run pending migrations, create the full-text indexes if they are missing, and re-index "
-        "memories written by an older search scheme. Safe to repeat.",
+        "memories written by an older search scheme. Safe to repeat. With --shards, --db names a Spider head: "
+        "every data node is migrated first, then the head's Spider tables are defined over them "
+        "(docs/scaling.md).",
+    )
+    migrate.add_argument(
+        "--shards",
+        metavar="URL,URL,...",
+        help="the data nodes of a sharded deployment, in order (the first also holds the unsharded tables)",
     )
     migrate.set_defaults(run=_migrate)
 
@@ -258,7 +272,17 @@ def _require_mcp() -> None:
         raise CommandError(f"this command needs the MCP SDK: {bootstrap.MCP_INSTALL_HINT}") from error
 
 
-def _migrate(_args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+def _migrate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    if args.shards is not None:
+        if choice.embedded_path is not None:
+            raise CommandError("--shards needs --db (or $MEMORYBANK_DATABASE_URL) naming the Spider head", EXIT_BAD_INPUT)
+        shards = split_shard_urls(args.shards)
+        migrate_sharded(choice.url, shards)
+        print(
+            f"{PROGRAM}: the schema of {len(shards)} data nodes and the head {redacted(choice.url)} is up to date",
+            file=out,
+        )
+        return
     storage = bootstrap.open_storage_for_migration(choice)
     try:
         storage.migrate()

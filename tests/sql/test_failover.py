@@ -47,7 +47,7 @@ def test_a_host_that_refuses_connections_is_passed_over_and_named_nowhere_in_the
     real = sa.make_url(mariadb.url)
     dead = free_port()
     hosts = f"127.0.0.1:{dead},{real.host}:{real.port or 3306}"
-    credentials = real.username + (f":{real.password}" if real.password else "")
+    credentials = (real.username or "") + (f":{real.password}" if real.password else "")
     storage = open_storage(f"mysql://{credentials}@{hosts}/{real.database}")
     try:
         storage.migrate()

@@ -1,0 +1,33 @@
+"""`SpiderMemoryStore`: the SQL store behind a Spider head, where a DELETE does not count its rows.
+
+MariaDB 10.11's Spider pushes a `DELETE` down to the data node whole and then reports 0 affected
+rows, whether it removed one or none (an `UPDATE` counts correctly). The plain store decides
+"deleted or not found" from that count, so here the memory is looked up first, owner-scoped and
+locked (`FOR UPDATE`, on the one data node that holds the user), in the same transaction.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from adapters_mysql.errors import unavailable_on_driver_error
+from adapters_mysql.schema import memory, memory_context
+from adapters_mysql.store import SqlMemoryStore, owned_memories
+
+
+class SpiderMemoryStore(SqlMemoryStore):
+    """`SqlMemoryStore` whose delete reads before it writes (see the module)."""
+
+    def delete(self, *, user_id: str, memory_id: str) -> bool:
+        mine = sa.and_(owned_memories(user_id), memory.c.id == memory_id)
+        with unavailable_on_driver_error("delete"), self._writer.begin() as connection:
+            if connection.execute(sa.select(memory.c.id).where(mine).with_for_update()).first() is None:
+                return False
+            # Contexts first, as the plain store does; both statements stay on the user's data node.
+            connection.execute(
+                memory_context.delete().where(
+                    memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id
+                )
+            )
+            connection.execute(memory.delete().where(mine))
+            return True

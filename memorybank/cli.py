@@ -275,7 +275,9 @@ def _require_mcp() -> None:
 def _migrate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     if args.shards is not None:
         if choice.embedded_path is not None:
-            raise CommandError("--shards needs --db (or $MEMORYBANK_DATABASE_URL) naming the Spider head", EXIT_BAD_INPUT)
+            raise CommandError(
+                "--shards needs --db (or $MEMORYBANK_DATABASE_URL) naming the Spider head", EXIT_BAD_INPUT
+            )
         shards = split_shard_urls(args.shards)
         migrate_sharded(choice.url, shards)
         print(

@@ -81,6 +81,8 @@ def import_lines(
     """Import JSON Lines: validate each, write the valid ones in batches of `batch_size`.
 
     Blank lines are ignored. `progress` is called with the number of lines each batch covered.
+    A batch holds one user's memories only (a new user's line starts a new batch), so every
+    transaction stays on one shard of a sharded database.
     A batch the store refuses as a whole (an id already stored) is retried one memory at a
     time, so only the offending lines are skipped.
 
@@ -106,9 +108,15 @@ def import_lines(
         if not line.strip():
             continue
         try:
-            batch.append((number, parse_line(line, now=now)))
+            parsed = parse_line(line, now=now)
         except InvalidInputError as error:
             skipped.append(LineProblem(number, tuple(f"{p.path} {p.message}" for p in error.problems)))
+            continue
+        # A batch is one transaction, and a transaction never spans two users: on a sharded
+        # database two users may live on two servers, where a commit of both is not atomic.
+        if batch and batch[-1][1].user_id != parsed.user_id:
+            flush()
+        batch.append((number, parsed))
         if len(batch) >= batch_size:
             flush()
     flush()

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import MySQLdb
+import pytest
 
+from tests.mysql_server import in_ci
 from tests.served import free_port
 
 APP_USER = "memorybank"
@@ -30,6 +32,7 @@ DATABASE = "memorybank"
 START_SECONDS = 90.0
 GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 SPIDER_PLUGIN = "/usr/lib/mysql/plugin/ha_spider.so"
+_PACKAGE_FILES = {"galera-4": GALERA_PROVIDER, "mariadb-plugin-spider": SPIDER_PLUGIN}
 
 #: Faster failure detection than Galera's defaults (suspect 5 s, inactive 15 s), but not as fast as
 #: it goes: with a 1 s suspect timeout, the two survivors of a kill on a busy 2-core machine
@@ -200,6 +203,20 @@ class Node:
             return (self.directory / "error.log").read_text(errors="replace")[-3000:]
         except OSError:
             return "(no log)"
+
+
+def require_cluster_tools() -> None:
+    """Skip the calling test (fail it under CI=true) when this machine cannot run private clusters."""
+    missing = [name for name in ("mariadbd", "mariadb-install-db", "rsync") if shutil.which(name) is None]
+    missing += [f"{package} ({path})" for package, path in _PACKAGE_FILES.items() if not Path(path).is_file()]
+    if os.geteuid() != 0:
+        missing.append("root (the nodes run as the mysql user)")
+    if not missing:
+        return
+    message = f"the cluster tier needs {', '.join(missing)}"
+    if in_ci():
+        pytest.fail(f"{message}, and under CI=true cluster tests must run, not skip", pytrace=False)
+    pytest.skip(f"CLUSTER TESTS SKIPPED: {message}")
 
 
 def tool(name: str) -> str:

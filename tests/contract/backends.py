@@ -71,7 +71,15 @@ FACTORIES: dict[str, Registration] = {
         lambda: _sql_factory("mysql", search="fulltext"), marks=(pytest.mark.mysql,), ranks_like_reference=False
     ),
     "mysql-owner": Registration(lambda: _sql_factory("mysql", search="owner"), marks=(pytest.mark.mysql,)),
+    # A Spider head over three data nodes, sharded by user_id (the cluster tier: -m cluster).
+    "spider": Registration(lambda: _spider_factory(), marks=(pytest.mark.cluster,)),
 }
+
+
+def _spider_factory() -> BackendFactory:
+    from tests.clusters.spider_deployment import SpiderFactory  # imported on use, as below
+
+    return SpiderFactory()
 
 
 def _sql_factory(kind: str, *, search: str | None = None) -> BackendFactory:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from datetime import timedelta
 from typing import Any
@@ -17,33 +16,18 @@ from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
 from memorybank_core import (
     ListPosition,
-    MemoryBank,
-    NotFoundError,
-    SaveRequest,
     Scope,
     UnavailableError,
     limits,
 )
-from tests.conftest import User, start_clock
 from tests.sql.backends import MysqlFactory
 from tests.sql.conftest import Statement
 from tests.sql.memories import SAVED_AT, make_memory, new_user
-
-#: A statement that touches the memory tables (memory_fts is FTS5's own table, checked via its join).
-_TOUCHES_MEMORY_TABLES = re.compile(r"\b(memory|memory_context)\b")
-#: The owner predicate as SQLAlchemy renders it, with either driver's placeholder.
-_OWNER_PREDICATE = re.compile(r"\b(memory|memory_context)\.user_id = (%s|\?)")
-_SCOPE_PREDICATE = re.compile(r"\bmemory\.scope = (%s|\?)")
-_INSERT = re.compile(r"^INSERT INTO (memory|memory_context) \(([^)]*)\)")
+from tests.sql.owner_statements import check_every_statement_carries_one_owner, queries
 
 
 class InjectedFault(Exception):
     """Raised by a test between two statements of one transaction."""
-
-
-def queries(statements: list[Statement]) -> list[Statement]:
-    """The statements that touch the memory tables (not BEGIN and the like)."""
-    return [s for s in statements if _TOUCHES_MEMORY_TABLES.search(s.sql)]
 
 
 def rows_of(storage: SqlStorage, user_id: str) -> tuple[int, int]:
@@ -61,34 +45,7 @@ def rows_of(storage: SqlStorage, user_id: str) -> tuple[int, int]:
 def test_every_statement_on_the_memory_tables_carries_the_owner(
     storage: SqlStorage, statements: list[Statement]
 ) -> None:
-    alice, bob = User(), User()
-    bank = MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=start_clock())
-    contexts = [{"snippet": "from the harbor chat", "conversation_id": "c1"}, {"snippet": "second"}]
-    saved = [
-        bank.save(alice, SaveRequest.parse({"content": f"lighthouse note {n}", "contexts": contexts})) for n in "abc"
-    ]
-    theirs = bank.save(bob, SaveRequest.of("lighthouse of bob"))
-    assert {r.memory.id for r in bank.search(alice, query="lighthouse")} == {m.id for m in saved}
-    first = bank.list(alice, limit=2)
-    assert first.next_cursor is not None
-    bank.list(alice, limit=2, cursor=first.next_cursor)
-    bank.delete(alice, memory_id=saved[0].id)
-    with pytest.raises(NotFoundError):
-        bank.delete(alice, memory_id=theirs.id)
-
-    touching = queries(statements)
-    kinds = {s.sql.split()[0] for s in touching}
-    assert kinds == {"INSERT", "SELECT", "DELETE"}, "the cycle must exercise every kind of statement"
-    for statement in touching:
-        owners = [u.user_id for u in (alice, bob) if statement.binds(u.user_id)]
-        assert len(owners) == 1, f"binds no single owner: {statement.sql}"
-        insert = _INSERT.match(statement.sql)
-        if insert is not None:
-            assert "user_id" in insert.group(2).split(", "), statement.sql
-            continue
-        assert _OWNER_PREDICATE.search(statement.sql), f"no owner predicate: {statement.sql}"
-        if re.search(r"\bFROM memory\b|\bJOIN memory\b", statement.sql):
-            assert _SCOPE_PREDICATE.search(statement.sql), f"no scope predicate: {statement.sql}"
+    check_every_statement_carries_one_owner(storage, statements)
 
 
 def test_get_many_loads_in_one_query_and_list_in_two(storage: SqlStorage, statements: list[Statement]) -> None:

@@ -8,6 +8,7 @@ from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.spider import apply_to_head
 from adapters_mysql.storage import SqlStorage, open_storage
 from memorybank_core import InvalidInputError
+from memorybank_search import OwnerIndexer
 
 
 def split_shard_urls(value: str) -> list[str]:
@@ -27,7 +28,13 @@ def split_shard_urls(value: str) -> list[str]:
     return urls
 
 
-def migrate_sharded(head_url: str, shard_urls: Sequence[str], *, progress: Callable[[int], None] | None = None) -> None:
+def migrate_sharded(
+    head_url: str,
+    shard_urls: Sequence[str],
+    *,
+    indexer: OwnerIndexer,
+    progress: Callable[[int], None] | None = None,
+) -> None:
     """Migrate every data node (alembic, bootstrap, re-index), then define the head's Spider tables.
 
     Safe to repeat: nodes at head are left alone, and so are head tables whose definition did not
@@ -43,11 +50,11 @@ def migrate_sharded(head_url: str, shard_urls: Sequence[str], *, progress: Calla
     shards: list[SqlStorage] = []
     try:
         for url in shard_urls:
-            shards.append(open_storage(url))
+            shards.append(open_storage(url, indexer=indexer))
         for shard in shards:
             shard.migrate(progress=progress)
             shard.check_ready()
-        head = open_storage(head_url)
+        head = open_storage(head_url, indexer=indexer)
         try:
             with (
                 unavailable_on_driver_error("migrate"),

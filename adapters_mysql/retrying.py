@@ -36,7 +36,7 @@ from typing import TypeVar
 from sqlalchemy import exc
 
 from adapters_mysql.errors import driver_error_code
-from adapters_mysql.store import SqlMemoryStore
+from adapters_mysql.memory_store import SqlMemoryStore
 from memorybank_core import (
     ApiToken,
     ListPosition,

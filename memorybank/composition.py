@@ -13,8 +13,8 @@ import attrs
 from starlette.applications import Starlette
 from starlette.requests import Request
 
-from adapters_http import bearer_token_resolver, create_app
 import adapters_mysql
+from adapters_http import bearer_token_resolver, create_app
 from adapters_mysql import SqlStorage, open_storage
 from memorybank.settings import DatabaseChoice, prepare_embedded_directory
 from memorybank_core import Clock, EventSink, MemoryBank, Principal, TokenService

@@ -10,6 +10,7 @@ import atexit
 from contextlib import ExitStack
 
 from adapters_mysql import SqlStorage, open_storage
+from memorybank_search import OwnerIndexer
 from tests.clusters.nodes import DATABASE, SpiderCluster, require_cluster_tools, spider_cluster
 from tests.contract.backends import Backend, BackendFactory
 from tests.served import run_memorybank
@@ -53,7 +54,7 @@ class SpiderFactory(BackendFactory):
 
     def __init__(self) -> None:
         self.cluster = shared_spider()
-        self.storage: SqlStorage = open_storage(self.cluster.head.url())
+        self.storage: SqlStorage = open_storage(self.cluster.head.url(), indexer=OwnerIndexer())
 
     def fresh(self) -> Backend:
         empty_every_node(self.cluster)

@@ -18,6 +18,7 @@ import pytest
 from adapters_mysql import SqlStorage, open_storage
 from memorybank_core import MemoryBank, SaveRequest
 from memorybank_core.ids import new_id
+from memorybank_search import OwnerIndexer
 from tests.clusters.nodes import DATABASE, Node, SpiderCluster
 from tests.clusters.spider_deployment import empty_every_node, migrate_command, shared_spider
 from tests.conftest import User, start_clock
@@ -41,7 +42,7 @@ def cluster() -> SpiderCluster:
 
 @pytest.fixture
 def head(cluster: SpiderCluster) -> Iterator[SqlStorage]:
-    storage = open_storage(cluster.head.url())
+    storage = open_storage(cluster.head.url(), indexer=OwnerIndexer())
     yield storage
     storage.close()
 

@@ -8,8 +8,8 @@ import pytest
 import sqlalchemy as sa
 
 from adapters_mysql import SqlStorage
+from adapters_mysql.memory_store import SqlMemoryStore
 from adapters_mysql.retrying import Failure, ResilientMemoryStore, classify, retrying
-from adapters_mysql.store import SqlMemoryStore
 from memorybank_core import Memory, UnavailableError
 from tests.sql.memories import make_memory, new_user
 from tests.sql.test_store import rows_of
@@ -30,7 +30,7 @@ class FlakyStore(SqlMemoryStore):
     """A real store whose next writes fail as scripted: before or after the real write runs."""
 
     def __init__(self, storage: SqlStorage) -> None:
-        super().__init__(storage.engine)
+        super().__init__(storage.engine, storage.indexer)
         self.script: list[tuple[int, bool]] = []
         self.writes = 0
 

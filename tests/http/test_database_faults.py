@@ -1,4 +1,4 @@
-"""Database faults: kill the app's MariaDB connections mid-stream; 503s only, nothing half-written, self-healing."""
+"""Database faults: kill the app's MariaDB connections mid-stream; retried or 503, never 500, nothing half-written."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def _kill_app_connections(admin: sa.Engine, database: str, stop: threading.Event
 
 
 @pytest.mark.mysql
-def test_killed_connections_give_503s_never_500s_no_half_saves_and_the_app_recovers(
+def test_killed_connections_are_retried_or_503_never_500_no_half_saves_and_the_app_recovers(
     mariadb: ThrowawayDatabase, tmp_path: Path
 ) -> None:
     assert run_memorybank(["migrate", "--db", mariadb.url]).returncode == 0
@@ -106,7 +106,10 @@ def test_killed_connections_give_503s_never_500s_no_half_saves_and_the_app_recov
     statuses = Counter((a.operation, a.status) for a in answers)
     assert kills[0] > 0
     assert {status for _, status in statuses} <= {200, 201, 503}, statuses
-    assert statuses[("save", 503)] + statuses[("search", 503)] > 0, f"no request was caught by a kill: {statuses}"
+    # A request caught by a kill is retried on a new connection (adapters_mysql.retrying), or
+    # answered 503 when its attempts run out: the server logs each caught attempt.
+    caught = (tmp_path / "serve.log").read_text().count("storage unavailable during")
+    assert caught > 0, f"no request was caught by a kill: {statuses}"
     for answer in answers:
         if answer.status == 503:
             assert answer.retry_after == str(RETRY_AFTER_SECONDS)

@@ -20,6 +20,7 @@ from adapters_mcp.catalog import (
 from adapters_mcp.http_transport import (
     METADATA_PATH,
     RAIL_PATH,
+    RAIL_SCOPES,
     Authenticate,
     BearerGate,
     McpMount,
@@ -50,6 +51,7 @@ __all__ = [
     "METADATA_PATH",
     "PROMPT_NAME",
     "RAIL_PATH",
+    "RAIL_SCOPES",
     "SAFE_INCLUDED_TAGS",
     "SEARCH_TOOL",
     "TOOL_NAMES",

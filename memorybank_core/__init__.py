@@ -17,6 +17,7 @@ from memorybank_core.entities import (
     Source,
 )
 from memorybank_core.errors import (
+    CredentialsRefusedError,
     ForbiddenError,
     InvalidInputError,
     MemoryBankError,
@@ -48,6 +49,7 @@ __all__ = [
     "Citation",
     "Clock",
     "ContextInput",
+    "CredentialsRefusedError",
     "EventSink",
     "FixedClock",
     "ForbiddenError",

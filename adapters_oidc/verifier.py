@@ -132,7 +132,12 @@ class IssuerTokenVerifier:
         expires = answer.get("exp")
         if isinstance(expires, int | float) and expires + self.settings.leeway_seconds < time.time():
             raise CredentialsRefusedError("the token has expired")
-        return principal_from_claims(issuer.issuer, answer, self.settings)
+        claims = dict(answer)
+        if "sub" not in claims and isinstance(answer.get("client_id"), str):
+            # A client acting for itself (client credentials): RFC 9068 section 2.2 makes its JWT `sub` the
+            # client id, so the same client is the same person whichever token format the issuer uses.
+            claims["sub"] = answer["client_id"]
+        return principal_from_claims(issuer.issuer, claims, self.settings)
 
 
 def _reason(error: jwt.PyJWTError) -> str:

@@ -50,7 +50,8 @@ server.listen(config.port ?? 0, "127.0.0.1", () => {
       },
     ],
     jwks: { keys: config.keys?.length ? config.keys : [freshKey()] },
-    scopes: ["openid", "profile", "email", "offline_access"],
+    // The resource scopes are listed too, so clients may register with them (RFC 7591 `scope`).
+    scopes: ["openid", "profile", "email", "offline_access", "mcp:read", "mcp:write"],
     claims: { openid: ["sub"], profile: ["name"], email: ["email"] },
     findAccount: (_ctx, sub) => ({
       accountId: sub,

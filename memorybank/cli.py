@@ -236,7 +236,8 @@ def _add_oauth_options(serve: argparse.ArgumentParser) -> None:
     )
 
 
-def _oauth_options(args: argparse.Namespace) -> oauth_settings.OAuthOptions:
+def oauth_options(args: argparse.Namespace) -> oauth_settings.OAuthOptions:
+    """The OAuth options of a parsed `serve` command line."""
     return oauth_settings.OAuthOptions(
         public_url=args.public_url,
         issuers=args.oauth_issuer,
@@ -282,7 +283,7 @@ def _fail(message: str, status: int) -> int:
 def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be from 0 to 65535", EXIT_BAD_INPUT)
-    oauth = oauth_settings.choose_oauth(_oauth_options(args), args.environment, host=args.host, port=args.port)
+    oauth = oauth_settings.choose_oauth(oauth_options(args), args.environment, host=args.host, port=args.port)
     storage = bootstrap.open_ready_storage(choice, args.search)
     issuers = IssuerTokenVerifier(oauth) if oauth is not None else None
     try:

@@ -41,7 +41,7 @@ def require_node() -> str:
     elif not OIDC_PROVIDER_PACKAGE.exists():
         problem = f"oidc-provider is not installed in {IDP_DIR / 'node_modules'}"
     if problem is not None:
-        reason = f"OAUTH TESTS NOT RUN: {problem}; run `npm ci` in tests/oauth/idp (needs Node 20+)"
+        reason = f"OAUTH TESTS NOT RUN: {problem}; run tests/oauth/idp/install.sh (needs Node 20+ and npm)"
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)

@@ -30,7 +30,7 @@ def serve_commands(text: str = AUTH_DOC) -> list[tuple[list[str], dict[str, str]
                 name, _, value = words[1].partition("=")
                 env[name] = value
             elif words[:2] == ["memorybank", "serve"]:
-                found.append((words[1:words.index("#")] if "#" in words else words[1:], dict(env)))
+                found.append((words[1 : words.index("#")] if "#" in words else words[1:], dict(env)))
     return found
 
 

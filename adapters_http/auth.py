@@ -43,9 +43,10 @@ def bearer_secret(request: Request) -> str | None:
 
 
 Authenticate = Callable[[str], Principal | None]
-"""A bearer secret -> its principal, or None for an unknown one; called in the thread pool.
+"""A bearer secret -> its principal, or None for an unknown or revoked one (e.g. `TokenService.authenticate`).
 
-It may raise `CredentialsRefusedError` (401 naming the reason) or `UnavailableError` (503).
+It is called in the thread pool (it may read a database or ask an issuer) and may raise
+`CredentialsRefusedError` (401 naming the reason) or `UnavailableError` (503) when its store or issuer is down.
 """
 
 

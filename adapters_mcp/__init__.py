@@ -7,6 +7,7 @@ agent's prompt. The capability catalog (`build_catalog`) and the tools (`Capabil
 are public for hosts that assemble their own server.
 """
 
+from adapters_http import Authenticate
 from adapters_mcp.catalog import (
     BLOCKED_OPERATION_IDS,
     BLOCKED_TAGS,
@@ -21,7 +22,6 @@ from adapters_mcp.http_transport import (
     METADATA_PATH,
     RAIL_PATH,
     RAIL_SCOPES,
-    Authenticate,
     BearerGate,
     McpMount,
     create_host_app,

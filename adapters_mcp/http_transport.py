@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from adapters_http import RETRY_AFTER_SECONDS, bearer_challenge, bearer_secret, build_openapi
+from adapters_http import RETRY_AFTER_SECONDS, Authenticate, bearer_challenge, bearer_secret, build_openapi
 from adapters_mcp.catalog import Catalog, build_catalog
 from adapters_mcp.server import build_server
 from adapters_mcp.tools import CAPABILITY_TIMEOUT_SECONDS, CapabilityRail
@@ -49,12 +49,6 @@ INSUFFICIENT_SCOPE = "insufficient_mcp_scope"
 RFC6750_INSUFFICIENT_SCOPE = "insufficient_scope"
 """The 403 challenge's error code: RFC 6750's, which OAuth clients act on (step-up authorization)."""
 
-Authenticate = Callable[[str], Principal | None]
-"""A bearer secret -> its principal, or None for an unknown or revoked one (e.g. `TokenService.authenticate`).
-
-It is called in the thread pool (it may read a database or ask an issuer) and may raise
-`CredentialsRefusedError` (401 naming the reason) or `UnavailableError` when its store or issuer is down.
-"""
 
 logger = logging.getLogger(__name__)
 

@@ -18,6 +18,9 @@ class IssuerMetadata:
     issuer: str
     jwks_uri: str
     introspection_endpoint: str | None = None
+    authorization_endpoint: str | None = None
+    token_endpoint: str | None = None
+    end_session_endpoint: str | None = None
 
 
 def metadata_urls(issuer: str) -> tuple[str, ...]:
@@ -52,10 +55,16 @@ def discover(http: httpx2.Client, issuer: str) -> IssuerMetadata:
         jwks_uri = document.get("jwks_uri")
         if not isinstance(jwks_uri, str) or not jwks_uri.startswith(("https://", "http://")):
             raise UnavailableError("the issuer metadata has no jwks_uri")
-        introspection = document.get("introspection_endpoint")
         return IssuerMetadata(
             issuer=issuer,
             jwks_uri=jwks_uri,
-            introspection_endpoint=introspection if isinstance(introspection, str) else None,
+            introspection_endpoint=_url(document.get("introspection_endpoint")),
+            authorization_endpoint=_url(document.get("authorization_endpoint")),
+            token_endpoint=_url(document.get("token_endpoint")),
+            end_session_endpoint=_url(document.get("end_session_endpoint")),
         )
     raise failure
+
+
+def _url(value: object) -> str | None:
+    return value if isinstance(value, str) and value.startswith(("https://", "http://")) else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx2
@@ -82,21 +82,53 @@ class IssuerTokenVerifier:
                 issuer, or (opaque, without introspection) cannot be checked at all.
             UnavailableError: the issuer's metadata, keys or introspection endpoint cannot be reached.
         """
-        if token.count(".") == 2:
-            return self._verify_jwt(token)
-        if self.settings.introspection is not None:
-            return self._introspect(token, self.settings.introspection)
-        raise CredentialsRefusedError("the token is not a JWT and token introspection is not configured")
+        try:
+            if token.count(".") == 2:
+                return self._verify_jwt(token)
+            if self.settings.introspection is not None:
+                return self._introspect(token, self.settings.introspection)
+            raise CredentialsRefusedError("the token is not a JWT and token introspection is not configured")
+        except CredentialsRefusedError as refused:
+            logger.info("oauth.token_refused reason=%s", refused.reason)
+            raise
 
     def _verify_jwt(self, token: str) -> OAuthPrincipal:
         try:
-            header = jwt.get_unverified_header(token)
             unverified = jwt.decode(token, options={"verify_signature": False})
         except jwt.PyJWTError as error:
             raise CredentialsRefusedError("the token is not a well-formed JWT") from error
         issuer = self._issuers.get(str(unverified.get("iss")))
         if issuer is None:
             raise CredentialsRefusedError("the token's issuer is not trusted")
+        claims = self.verified_claims(token, issuer, audiences=self.settings.accepted_audiences)
+        return principal_from_claims(issuer.issuer, claims, self.settings)
+
+    def trusted_issuer(self, issuer: str) -> TrustedIssuer:
+        """One of the configured issuers.
+
+        Raises:
+            KeyError: `issuer` is not configured.
+        """
+        return self._issuers[issuer]
+
+    @property
+    def http(self) -> httpx2.Client:
+        """The HTTP client used to reach the issuers."""
+        return self._http
+
+    def verified_claims(
+        self, token: str, issuer: TrustedIssuer, *, audiences: Sequence[str], required: Sequence[str] = REQUIRED_CLAIMS
+    ) -> Mapping[str, Any]:
+        """The claims of a JWT signed by `issuer` for one of `audiences`, checked as described in the module.
+
+        Raises:
+            CredentialsRefusedError: the signature, algorithm, key, issuer, audience or times are wrong.
+            UnavailableError: the issuer's keys cannot be fetched.
+        """
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError as error:
+            raise CredentialsRefusedError("the token is not a well-formed JWT") from error
         if header.get("alg") not in ACCEPTED_ALGORITHMS:
             raise CredentialsRefusedError("the token's signing algorithm is not accepted")
         kid = header.get("kid")
@@ -108,14 +140,14 @@ class IssuerTokenVerifier:
                 token,
                 key,
                 algorithms=list(ACCEPTED_ALGORITHMS),
-                audience=list(self.settings.accepted_audiences),
+                audience=list(audiences),
                 issuer=issuer.issuer,
                 leeway=self.settings.leeway_seconds,
-                options={"require": list(REQUIRED_CLAIMS)},
+                options={"require": list(required)},
             )
         except jwt.PyJWTError as error:
             raise CredentialsRefusedError(_reason(error)) from error
-        return principal_from_claims(issuer.issuer, claims, self.settings)
+        return claims
 
     def _introspect(self, token: str, settings: IntrospectionSettings) -> OAuthPrincipal:
         issuer = self._issuers[settings.issuer]

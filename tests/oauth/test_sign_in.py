@@ -45,7 +45,7 @@ def test_a_person_signs_in_and_is_the_same_user_as_with_access_tokens(sign_in: O
 
 
 def test_a_returned_state_that_is_not_ours_is_refused(sign_in: OidcSignIn) -> None:
-    url, pending = sign_in.begin(CALLBACK)
+    url, _pending = sign_in.begin(CALLBACK)
     returned = sign_in_at_provider(url, login="carol", redirect_uri=CALLBACK)
     _other_url, other = sign_in.begin(CALLBACK)
 

@@ -7,8 +7,6 @@ clients. Nothing in this module signs a token: tokens come from the provider's t
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -17,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import pytest
+
+from tests.node_packages import require_node
 
 IDP_DIR = Path(__file__).resolve().parent / "idp"
 PROVIDER = IDP_DIR / "provider.mjs"
@@ -32,21 +31,14 @@ CLIENT_SECRETS = {
 }
 
 
-def require_node() -> str:
+def require_provider() -> str:
     """The node executable with the provider installed; fails under CI=true, else skips, when either is absent."""
-    executable = shutil.which("node")
-    problem = None
-    if executable is None:
-        problem = "node is not on PATH"
-    elif not OIDC_PROVIDER_PACKAGE.exists():
-        problem = f"oidc-provider is not installed in {IDP_DIR / 'node_modules'}"
-    if problem is not None:
-        reason = f"OAUTH TESTS NOT RUN: {problem}; run tests/oauth/idp/install.sh (needs Node 20+ and npm)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    assert executable is not None
-    return executable
+    return require_node(
+        tier="OAUTH",
+        installed=[OIDC_PROVIDER_PACKAGE],
+        where=IDP_DIR / "node_modules",
+        install="tests/oauth/idp/install.sh",
+    )
 
 
 class Idp:
@@ -109,7 +101,7 @@ def start_idp(*, port: int = 0, keys: Sequence[dict[str, Any]] = (), panel_redir
     Raises:
         RuntimeError: the provider exited or printed nothing in time (with its stderr).
     """
-    node = require_node()
+    node = require_provider()
     config = {"port": port, "keys": list(keys), "panelRedirectUris": list(panel_redirect_uris)}
     # stderr goes to a file, not a pipe nobody reads (a full pipe would block the provider).
     with tempfile.TemporaryFile("w+") as log:

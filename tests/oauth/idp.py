@@ -85,10 +85,14 @@ class Idp:
 
 @contextmanager
 def running_idp(
-    *, port: int = 0, keys: Sequence[dict[str, Any]] = (), panel_redirect_uris: Sequence[str] = ()
+    *,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    keys: Sequence[dict[str, Any]] = (),
+    panel_redirect_uris: Sequence[str] = (),
 ) -> Iterator[Idp]:
     """Run a provider until the block ends."""
-    idp = start_idp(port=port, keys=keys, panel_redirect_uris=panel_redirect_uris)
+    idp = start_idp(port=port, host=host, keys=keys, panel_redirect_uris=panel_redirect_uris)
     try:
         yield idp
     finally:
@@ -102,7 +106,7 @@ def start_idp(*, port: int = 0, keys: Sequence[dict[str, Any]] = (), panel_redir
         RuntimeError: the provider exited or printed nothing in time (with its stderr).
     """
     node = require_provider()
-    config = {"port": port, "keys": list(keys), "panelRedirectUris": list(panel_redirect_uris)}
+    config = {"port": port, "host": host, "keys": list(keys), "panelRedirectUris": list(panel_redirect_uris)}
     # stderr goes to a file, not a pipe nobody reads (a full pipe would block the provider).
     with tempfile.TemporaryFile("w+") as log:
         process = subprocess.Popen(  # noqa: S603 - our pinned provider, no shell

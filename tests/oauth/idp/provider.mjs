@@ -2,9 +2,9 @@
 // itself; the provider does all of it.
 //
 // Usage: node provider.mjs '<json config>'
-//   {"port": 0, "keys": [<private JWK>, ...], "panelRedirectUris": ["http://127.0.0.1:P/panel/oidc/callback"]}
-// Listens on 127.0.0.1 (port 0: any free one) and prints one line `{"issuer": "http://127.0.0.1:PORT"}` when
-// ready. Without keys it makes one RS256 key. The provider's login form accepts any login name (its dev
+//   {"port": 0, "host": "127.0.0.1", "keys": [<private JWK>, ...], "panelRedirectUris": ["http://…/callback"]}
+// Listens on 127.0.0.1 (port 0: any free one) and prints one line `{"issuer": "http://HOST:PORT"}` when ready;
+// `host` only names it (`localhost` makes the provider another site than a server on 127.0.0.1, as in life). Without keys it makes one RS256 key. The provider's login form accepts any login name (its dev
 // interactions): the login becomes the subject, so two logins are two people.
 //
 // Clients:
@@ -34,7 +34,7 @@ function accessTokenFormat(client) {
 
 const server = http.createServer();
 server.listen(config.port ?? 0, "127.0.0.1", () => {
-  const issuer = `http://127.0.0.1:${server.address().port}`;
+  const issuer = `http://${config.host ?? "127.0.0.1"}:${server.address().port}`;
   const provider = new Provider(issuer, {
     clients: [
       { client_id: "rs-tests", client_secret: "rs-tests-secret", grant_types: ["client_credentials"], response_types: [], redirect_uris: [] },

@@ -12,8 +12,9 @@ import httpx2
 from starlette.testclient import TestClient
 
 from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings
-from memorybank.bootstrap import Services, build_app
-from memorybank_core import InMemorySearch, InMemoryStore, InMemoryTokenStore, MemoryBank, TokenService
+from memorybank.composition import Services, build_app
+from memorybank_core import InMemoryStore, InMemoryTokenStore, MemoryBank, TokenService
+from memorybank_search import InMemorySearch, OwnerIndexer
 
 BASE_URL = "http://127.0.0.1:8000"
 RESOURCE = BASE_URL + "/mcp/agent"
@@ -74,7 +75,9 @@ def serving(issuers: Sequence[str], **settings: Any) -> Iterator[Server]:
     )
     store = InMemoryStore()
     tokens = TokenService(store=InMemoryTokenStore())
-    services = Services(bank=MemoryBank(store=store, search_engine=InMemorySearch(store)), tokens=tokens)
+    services = Services(
+        bank=MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer())), tokens=tokens
+    )
     app = build_app(services, issuers=verifier)
     with TestClient(app, base_url=BASE_URL) as client:
         yield Server(client=client, verifier=verifier, tokens=tokens, clock=clock, requests=requests)

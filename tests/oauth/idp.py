@@ -99,7 +99,13 @@ def running_idp(
         idp.stop()
 
 
-def start_idp(*, port: int = 0, keys: Sequence[dict[str, Any]] = (), panel_redirect_uris: Sequence[str] = ()) -> Idp:
+def start_idp(
+    *,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    keys: Sequence[dict[str, Any]] = (),
+    panel_redirect_uris: Sequence[str] = (),
+) -> Idp:
     """Start a provider and wait for its issuer line.
 
     Raises:

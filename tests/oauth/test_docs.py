@@ -9,10 +9,11 @@ import shlex
 from starlette.testclient import TestClient
 
 from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings
-from memorybank.bootstrap import Services, build_app
 from memorybank.cli import build_parser, oauth_options
+from memorybank.composition import Services, build_app
 from memorybank.oauth_settings import choose_oauth
-from memorybank_core import InMemorySearch, InMemoryStore, InMemoryTokenStore, MemoryBank, TokenService
+from memorybank_core import InMemoryStore, InMemoryTokenStore, MemoryBank, TokenService
+from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.served import REPO_ROOT
 
 AUTH_DOC = (REPO_ROOT / "docs" / "auth.md").read_text()
@@ -77,7 +78,7 @@ def test_the_documented_metadata_is_what_the_first_example_serves() -> None:
     verifier = IssuerTokenVerifier(settings_of(argv, env))
     store = InMemoryStore()
     services = Services(
-        bank=MemoryBank(store=store, search_engine=InMemorySearch(store)),
+        bank=MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer())),
         tokens=TokenService(store=InMemoryTokenStore()),
     )
 

@@ -19,9 +19,10 @@ Every port method is retried when its failure says the database may serve the ne
 When every attempt fails, the last `UnavailableError` reaches the caller (HTTP 503 with
 Retry-After). For a save that means: not stored, unless the last failure left the outcome
 unknown and the database never answered the check; then the memory may exist, and a client
-should list or search before saving it again (a new save mints a new id). The attempts span
-about 4 s, longer than a Galera cluster takes to drop a dead node (about 2.4 s with the
-timeouts in docs/scaling.md), so that case needs the whole cluster down, not one node.
+should list or search before saving it again (a new save mints a new id). The pauses add up
+to about 7 s, longer than a Galera cluster takes to drop a dead node (about 4 s with the
+timeouts in docs/scaling.md; writes wait meanwhile rather than fail), so that case needs the
+whole cluster down, not one node.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ _log = logging.getLogger("memorybank.storage")
 T = TypeVar("T")
 
 #: Seconds to wait before each repeat; the number of attempts is one more than this.
-PAUSES: tuple[float, ...] = (0.05, 0.25, 0.5, 1.0, 2.0)
+PAUSES: tuple[float, ...] = (0.05, 0.25, 0.5, 1.0, 2.0, 3.0)
 
 #: MySQL errors after which the statement or transaction did not commit.
 NOTHING_COMMITTED = frozenset({1205, 1213, 1047, 1180, 2003, 1040})

@@ -24,7 +24,7 @@ from benchmarks.corpus import TEN_PERCENT, CorpusSpec, CorpusWriter
 from memorybank import portability
 from memorybank_core import ContextInput, MemoryBank, SaveRequest, ids
 from memorybank_search import OwnerIndexer
-from tests.clusters.nodes import Node, galera_cluster, node_directory, spider_cluster, stopped_at_exit
+from tests.clusters.nodes import galera_cluster, single_server, spider_cluster
 from tests.clusters.spider_deployment import migrate_command
 from tests.served import run_memorybank
 
@@ -32,17 +32,11 @@ OPERATIONS = ("save", "search", "list")
 
 
 @contextmanager
-def single_server() -> Iterator[str]:
+def one_server() -> Iterator[str]:
     """One private MariaDB server; its URL."""
-    with node_directory("memorybank-single-") as root:
-        node = Node("single", root / "single")
-        with stopped_at_exit([node]):
-            node.install()
-            node.start()
-            node.wait_ready()
-            node.create_app_user()
-            _migrate(["migrate", "--db", node.url()])
-            yield node.url()
+    with single_server() as server:
+        _migrate(["migrate", "--db", server.node.url()])
+        yield server.node.url()
 
 
 @contextmanager
@@ -98,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--budget", type=float, default=15.0, help="seconds per operation at most (default 15)")
     args = parser.parse_args(argv)
     spec = CorpusSpec(users=args.users)
-    deployments = {"one server": single_server, "Galera, 3 nodes": galera, "Spider head + 3 data nodes": spider}
+    deployments = {"one server": one_server, "Galera, 3 nodes": galera, "Spider head + 3 data nodes": spider}
     rows = []
     for name, start in deployments.items():
         with start() as url:

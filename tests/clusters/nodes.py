@@ -15,10 +15,10 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import MySQLdb
 import pytest
@@ -301,14 +301,29 @@ wsrep_sst_receive_address=127.0.0.1:{sst}
 """
 
 
+class _Deployment(Protocol):
+    @property
+    def nodes(self) -> list[Node]: ...
+
+    def start(self) -> None: ...
+
+
+D = TypeVar("D", bound=_Deployment)
+
+
 @contextmanager
-def galera_cluster(size: int = 3) -> Iterator[GaleraCluster]:
-    """A started Galera cluster of `size` nodes with the app's database and user; removed afterwards."""
-    with node_directory("memorybank-galera-") as root:
-        cluster = GaleraCluster(root, size)
-        with stopped_at_exit(cluster.nodes):
-            cluster.start()
-            yield cluster
+def _running(prefix: str, make: Callable[[Path], D]) -> Iterator[D]:
+    """A started deployment in a temporary directory; every node stopped and the directory removed afterwards."""
+    with node_directory(prefix) as root:
+        deployment = make(root)
+        with stopped_at_exit(deployment.nodes):
+            deployment.start()
+            yield deployment
+
+
+def galera_cluster(size: int = 3) -> AbstractContextManager[GaleraCluster]:
+    """A started Galera cluster of `size` nodes with the app's database and user."""
+    return _running("memorybank-galera-", lambda root: GaleraCluster(root, size))
 
 
 class SpiderCluster:
@@ -338,11 +353,28 @@ class SpiderCluster:
         return [node.url() for node in self.shards]
 
 
-@contextmanager
-def spider_cluster(shards: int = 3) -> Iterator[SpiderCluster]:
-    """A started Spider head and `shards` data nodes; stopped and removed afterwards."""
-    with node_directory("memorybank-spider-") as root:
-        cluster = SpiderCluster(root, shards)
-        with stopped_at_exit(cluster.nodes):
-            cluster.start()
-            yield cluster
+def spider_cluster(shards: int = 3) -> AbstractContextManager[SpiderCluster]:
+    """A started Spider head and `shards` data nodes."""
+    return _running("memorybank-spider-", lambda root: SpiderCluster(root, shards))
+
+
+class SingleServer:
+    """One private server, for comparison with the clusters."""
+
+    def __init__(self, root: Path) -> None:
+        self.node = Node("single", root / "single")
+
+    @property
+    def nodes(self) -> list[Node]:
+        return [self.node]
+
+    def start(self) -> None:
+        self.node.install()
+        self.node.start()
+        self.node.wait_ready()
+        self.node.create_app_user()
+
+
+def single_server() -> AbstractContextManager[SingleServer]:
+    """A started private server with the app's database and user."""
+    return _running("memorybank-single-", SingleServer)

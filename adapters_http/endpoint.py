@@ -43,7 +43,7 @@ def request_id(scope: Scope) -> str:
     return fresh
 
 
-def guarded(handler: Handler, resolver: PrincipalResolver, *, operation_id: str) -> Endpoint:
+def authenticated_endpoint(handler: Handler, resolver: PrincipalResolver, *, operation_id: str) -> Endpoint:
     """Wrap `handler`: resolve the principal (401 without one), map errors, tag and log the response.
 
     The access event carries the operationId, status and timing, never the path or query

@@ -26,8 +26,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from adapters_http import RETRY_AFTER_SECONDS, bearer_secret, build_openapi
-from adapters_mcp.catalog import Catalog, build_catalog
+from adapters_http import RETRY_AFTER_SECONDS, bearer_secret
+from adapters_mcp.catalog import Catalog
 from adapters_mcp.server import build_server
 from adapters_mcp.tools import CAPABILITY_TIMEOUT_SECONDS, CapabilityRail
 from memorybank_core import READ_SCOPE, WRITE_SCOPE, Principal, UnavailableError
@@ -45,7 +45,6 @@ MCP_PRINCIPAL_KEY = "memorybank.mcp.principal"
 
 MISSING_TOKEN = "missing_mcp_token"  # noqa: S105 - an error code, not a secret
 INVALID_TOKEN = "invalid_mcp_token"  # noqa: S105 - an error code, not a secret
-INSUFFICIENT_SCOPE = "insufficient_mcp_scope"
 
 Authenticate = Callable[[str], Principal | None]
 """A bearer secret -> its principal, or None for an unknown or revoked one (e.g. `TokenService.authenticate`).
@@ -77,17 +76,12 @@ def transport_security(bind_host: str, allowed_hosts: Sequence[str] = ()) -> Tra
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
-def default_catalog() -> Catalog:
-    """The catalog of this package's own REST routes."""
-    return build_catalog(build_openapi())
-
-
 class BearerGate:
-    """ASGI middleware in front of the rail: a live bearer token with `mcp:read` or `mcp:write`, or no entry.
+    """ASGI middleware in front of the rail: a live bearer token, or no entry.
 
-    Answers like the reference host: 401 `missing_mcp_token` / `invalid_mcp_token` and 403
-    `insufficient_mcp_scope`, each with a `WWW-Authenticate: Bearer` challenge naming the
-    metadata document and the scopes.
+    Answers like the reference host: 401 `missing_mcp_token` / `invalid_mcp_token`, with a
+    `WWW-Authenticate: Bearer` challenge naming the metadata document and the scopes. Which
+    scope a capability needs is the core's decision, made once when the capability runs.
     """
 
     def __init__(self, app: ASGIApp, authenticate: Authenticate, *, public_url: str | None = None) -> None:
@@ -121,10 +115,6 @@ class BearerGate:
             await self._refuse(401, INVALID_TOKEN, "The bearer token is unknown or revoked.", scope)(
                 scope, receive, send
             )
-            return
-        if not set(principal.scopes) & set(RAIL_SCOPES):
-            message = "The token has neither mcp:read nor mcp:write, so it cannot use the rail."
-            await self._refuse(403, INSUFFICIENT_SCOPE, message, scope)(scope, receive, send)
             return
         await self._app({**scope, MCP_PRINCIPAL_KEY: principal}, receive, send)
 
@@ -191,7 +181,7 @@ def create_mcp_mount(
     bank_app: ASGIApp,
     authenticate: Authenticate,
     *,
-    catalog: Catalog | None = None,
+    catalog: Catalog,
     public_url: str | None = None,
     authorization_servers: Sequence[str] = (),
     bind_host: str = "127.0.0.1",
@@ -201,6 +191,7 @@ def create_mcp_mount(
 ) -> McpMount:
     """The rail at `/mcp/agent` over `bank_app` (the REST app its capabilities call in-process).
 
+    `catalog` describes `bank_app`'s capabilities (`default_catalog()` for this package's routes).
     `authenticate` checks bearer secrets (the REST API's own tokens); `public_url`
     (`https://bank.example.com`) names the server in the metadata document and the
     `WWW-Authenticate` challenge when a proxy hides it, else the request's Host is used;
@@ -213,7 +204,7 @@ def create_mcp_mount(
     Raises:
         CatalogError: the REST app's routes give an unsound catalog.
     """
-    rail = CapabilityRail(catalog if catalog is not None else default_catalog(), bank_app, timeout=timeout)
+    rail = CapabilityRail(catalog, bank_app, timeout=timeout)
     server = build_server(rail, _principal_from_request)
     sdk_app = server.streamable_http_app(
         streamable_http_path=AGENT_PATH,

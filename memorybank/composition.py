@@ -102,9 +102,10 @@ def build_app(services: Services, *, bind_host: str = "127.0.0.1") -> Starlette:
     except McpUnavailableError as error:
         logger.warning("the MCP rail at /mcp/agent is off: %s", error)
         return rest
-    from adapters_mcp import create_host_app, create_mcp_mount  # see require_mcp
+    from adapters_mcp import create_host_app, create_mcp_mount, default_catalog  # see require_mcp
 
-    return create_host_app(rest, create_mcp_mount(rest, services.tokens.authenticate, bind_host=bind_host))
+    mount = create_mcp_mount(rest, services.tokens.authenticate, catalog=default_catalog(), bind_host=bind_host)
+    return create_host_app(rest, mount)
 
 
 async def _no_network_caller(_request: Request) -> Principal | None:
@@ -120,10 +121,11 @@ def build_local_rail(services: Services, *, user_id: str, org_id: str) -> Server
         McpUnavailableError: the `mcp` extra is not installed.
     """
     require_mcp()
-    from adapters_mcp import LocalPrincipal, build_local_server  # see require_mcp
+    from adapters_mcp import LocalPrincipal, build_local_server, default_catalog  # see require_mcp
 
     rest = create_app(services.bank, _no_network_caller)
-    return build_local_server(rest, LocalPrincipal(user_id=user_id, organization_id=org_id))
+    principal = LocalPrincipal(user_id=user_id, organization_id=org_id)
+    return build_local_server(rest, principal, catalog=default_catalog())
 
 
 def require_mcp() -> None:

@@ -75,23 +75,24 @@ def test_an_unknown_or_revoked_token_is_401_invalid_mcp_token(
         assert challenge(response.headers["www-authenticate"])["error"] == "invalid_mcp_token"
 
 
-def test_a_token_with_neither_rail_scope_enters_and_the_core_refuses_every_capability(bank: MemoryBank) -> None:
-    # The gate only authenticates; which scope a capability needs is decided once, by the core.
-    someone = User(scopes=frozenset({"profile:read"}))
-    rest = create_app(bank, bearer_token_resolver(TokenService(store=InMemoryTokenStore())))
-    mount = create_mcp_mount(rest, lambda _secret: someone, allowed_hosts=["testserver"], catalog=default_catalog())
-    with TestClient(create_host_app(rest, mount)) as client:
-        stranger = RpcCaller(client=client, user=someone, secret="anything")
-        listed = stranger.execute("getMemory")
-        saved = stranger.execute("postMemory", body={"content": ""})
+def test_a_token_with_neither_rail_scope_is_403(bank: MemoryBank) -> None:
+    def authenticate(_secret: str) -> User:
+        return User(scopes=frozenset({"profile:read"}))
 
-    assert text_json(listed) == {
-        "error": "insufficient_mcp_scope",
-        "message": "getMemory needs the mcp:read scope, which this token does not have.",
-        "requiredScope": "mcp:read",
+    rest = create_app(bank, bearer_token_resolver(TokenService(store=InMemoryTokenStore())))
+    app = create_host_app(
+        rest, create_mcp_mount(rest, authenticate, allowed_hosts=["testserver"], catalog=default_catalog())
+    )
+    with TestClient(app) as client:
+        response = post_rpc(client, {"Authorization": "Bearer anything"})
+
+    assert response.status_code == 403
+    assert response.json()["error"] == "insufficient_mcp_scope"
+    assert challenge(response.headers["www-authenticate"]) == {
+        "error": "insufficient_scope",
+        "resource_metadata": METADATA_URL,
+        "scope": "mcp:read mcp:write",
     }
-    # Refused before the body is judged: no validation details for a caller who may not write.
-    assert text_json(saved)["requiredScope"] == "mcp:write"
 
 
 def test_a_read_only_token_may_enter_and_is_refused_writes_per_capability(

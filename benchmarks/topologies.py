@@ -22,7 +22,7 @@ from adapters_mysql import SqlStorage, open_storage
 from benchmarks.common import Principal, Timing, machine, table, time_calls
 from benchmarks.corpus import TEN_PERCENT, CorpusSpec, CorpusWriter
 from memorybank import portability
-from memorybank_core import ContextInput, MemoryBank, SaveRequest, ids
+from memorybank_core import MemoryBank, SaveRequest, ids
 from memorybank_search import OwnerIndexer
 from tests.clusters.nodes import galera_cluster, single_server, spider_cluster
 from tests.clusters.spider_deployment import migrate_command
@@ -71,9 +71,11 @@ def measure(url: str, spec: CorpusSpec, *, repeats: int, budget: float) -> dict[
             raise SystemExit(f"the corpus import skipped {len(report.skipped)} lines")
         bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
         user = Principal(user_id=writer.measured_user, organization_id=ids.new_id(ids.ORGANIZATION_PREFIX))
-        save = SaveRequest.of(
-            "The harbor deployment checklist moved to the shared drive",
-            contexts=[ContextInput(snippet="from the planning chat")] * 2,
+        save = SaveRequest.parse(
+            {
+                "content": "The harbor deployment checklist moved to the shared drive",
+                "contexts": [{"snippet": "from the planning chat"}] * 2,
+            }
         )
         return {
             "save": time_calls(partial(bank.save, user, save), repeats=repeats, budget_seconds=budget),

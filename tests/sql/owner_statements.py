@@ -56,7 +56,7 @@ def check_every_statement_carries_one_owner(storage: SqlStorage, statements: lis
     saved = [
         bank.save(alice, SaveRequest.parse({"content": f"lighthouse note {n}", "contexts": contexts})) for n in "abc"
     ]
-    theirs = bank.save(bob, SaveRequest.of("lighthouse of bob"))
+    theirs = bank.save(bob, {"content": "lighthouse of bob"})
     assert {r.memory.id for r in bank.search(alice, query="lighthouse")} == {m.id for m in saved}
     first = bank.list(alice, limit=2)
     assert first.next_cursor is not None

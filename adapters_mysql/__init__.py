@@ -8,6 +8,7 @@ from adapters_mysql.errors import SchemaNotReadyError
 from adapters_mysql.mysql_fulltext import MysqlFulltextSearch
 from adapters_mysql.owner_fulltext import MysqlOwnerScopedSearch
 from adapters_mysql.owner_index import OwnerIndexer
+from adapters_mysql.panel_session_store import SqlPanelSessionStore
 from adapters_mysql.sqlite_fts5 import Fts5Search
 from adapters_mysql.sqlite_owner_fts5 import Fts5OwnerScopedSearch
 from adapters_mysql.storage import SqlStorage, open_storage
@@ -22,6 +23,7 @@ __all__ = [
     "OwnerIndexer",
     "SchemaNotReadyError",
     "SqlMemoryStore",
+    "SqlPanelSessionStore",
     "SqlStorage",
     "SqlTokenStore",
     "open_storage",

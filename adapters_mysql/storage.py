@@ -14,6 +14,7 @@ from adapters_mysql.errors import driver_error_code, unavailable_on_driver_error
 from adapters_mysql.mysql_fulltext import MysqlFulltextSearch
 from adapters_mysql.owner_fulltext import MysqlOwnerScopedSearch
 from adapters_mysql.owner_index import OwnerIndexer
+from adapters_mysql.panel_session_store import SqlPanelSessionStore
 from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, count_to_reindex, reindex
 from adapters_mysql.revisions import current_revision, stamp_head, upgrade_to_head
 from adapters_mysql.schema import metadata
@@ -61,7 +62,7 @@ DEFAULT_SEARCH: dict[str, str] = {"mysql": "owner", "sqlite": "owner"}
 
 
 class SqlStorage:
-    """Everything the bank needs from one SQL database: store, search engine, token store, schema tools."""
+    """Everything the bank needs from one SQL database: store, search, token and panel session stores, schema."""
 
     def __init__(
         self,
@@ -77,6 +78,7 @@ class SqlStorage:
         self.store = SqlMemoryStore(engine, self.indexer)
         self.search_engine = search_engine
         self.token_store = SqlTokenStore(engine)
+        self.panel_sessions = SqlPanelSessionStore(engine)
         self._display_url = display_url
 
     @property

@@ -12,6 +12,8 @@ from memorybank_core.entities import (
     MemoryContext,
     MemoryPage,
     Origin,
+    PanelCredential,
+    PanelCredentialKind,
     Scope,
     SearchResult,
     Source,
@@ -25,12 +27,14 @@ from memorybank_core.errors import (
     UnavailableError,
 )
 from memorybank_core.events import LoggingEventSink, RecordingEventSink
-from memorybank_core.inmemory import InMemorySearch, InMemoryStore, InMemoryTokenStore
+from memorybank_core.inmemory import InMemoryPanelSessionStore, InMemorySearch, InMemoryStore, InMemoryTokenStore
+from memorybank_core.panel_sessions import IssuedLink, PanelSessions, StartedSession
 from memorybank_core.ports import (
     Clock,
     EventSink,
     ListPosition,
     MemoryStore,
+    PanelSessionStore,
     Principal,
     SearchEngine,
     SearchHit,
@@ -51,10 +55,12 @@ __all__ = [
     "EventSink",
     "FixedClock",
     "ForbiddenError",
+    "InMemoryPanelSessionStore",
     "InMemorySearch",
     "InMemoryStore",
     "InMemoryTokenStore",
     "InvalidInputError",
+    "IssuedLink",
     "IssuedToken",
     "ListPosition",
     "LoggingEventSink",
@@ -66,6 +72,10 @@ __all__ = [
     "MemoryStore",
     "NotFoundError",
     "Origin",
+    "PanelCredential",
+    "PanelCredentialKind",
+    "PanelSessionStore",
+    "PanelSessions",
     "Principal",
     "Problem",
     "RecordingEventSink",
@@ -76,6 +86,7 @@ __all__ = [
     "SearchResult",
     "SimpleAnalyzer",
     "Source",
+    "StartedSession",
     "SystemClock",
     "TokenPrincipal",
     "TokenService",

@@ -13,9 +13,10 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 
 from adapters_http import bearer_token_resolver, create_app
+from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
 from adapters_mysql import SqlStorage, open_storage
 from memorybank.settings import DatabaseChoice, prepare_embedded_directory
-from memorybank_core import Clock, EventSink, MemoryBank, Principal, TokenService
+from memorybank_core import Clock, EventSink, MemoryBank, PanelSessions, Principal, TokenService
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -76,32 +77,48 @@ class Services:
 
     bank: MemoryBank
     tokens: TokenService
+    panel_sessions: PanelSessions
 
 
 def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: EventSink | None = None) -> Services:
-    """The bank and the token service over `storage`."""
+    """The bank, the token service and the panel's sessions over `storage`."""
     return Services(
         bank=MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=clock, events=events),
         tokens=TokenService(store=storage.token_store, clock=clock),
+        panel_sessions=PanelSessions(store=storage.panel_sessions, clock=clock),
     )
 
 
 def build_app(services: Services, *, bind_host: str = "127.0.0.1") -> Starlette:
-    """The standalone app: the REST API and the MCP rail at `/mcp/agent`, behind the same bearer tokens.
+    """The standalone app: the REST API, the management panel at `/` and the MCP rail at `/mcp/agent`.
 
-    Bearer tokens from the same database authenticate every request. `bind_host` sets the
-    rail's DNS-rebinding protection (a loopback bind serves loopback host names only).
-    Without the `mcp` extra the REST API is served alone, with a warning naming the install.
+    Bearer tokens from the same database authenticate the API and the rail; the panel's
+    session cookie authenticates the API too, on the panel's own same-origin calls only.
+    `bind_host` sets the rail's DNS-rebinding protection (a loopback bind serves loopback
+    host names only). Without the `mcp` extra the REST API and the panel (without its
+    copy-prompt button) are served alone, with a warning naming the install.
     """
-    rest = create_app(services.bank, bearer_token_resolver(services.tokens))
     try:
         require_mcp()
     except McpUnavailableError as error:
         logger.warning("the MCP rail at /mcp/agent is off: %s", error)
-        return rest
-    from adapters_mcp import create_host_app, create_mcp_mount  # see require_mcp
+        return build_rest_app(services, prompt="")
+    from adapters_mcp import MEMORY_BANK_PROMPT, create_host_app, create_mcp_mount  # see require_mcp
 
+    rest = build_rest_app(services, prompt=MEMORY_BANK_PROMPT)
     return create_host_app(rest, create_mcp_mount(rest, services.tokens.authenticate, bind_host=bind_host))
+
+
+def build_rest_app(services: Services, *, prompt: str) -> Starlette:
+    """The REST API and the management panel: bearer tokens or the panel's session cookie (panel calls only).
+
+    `prompt` is the text of the panel's copy-prompt button (empty hides it).
+    """
+    resolver = bearer_or_session(
+        bearer_token_resolver(services.tokens), session_cookie_resolver(services.panel_sessions)
+    )
+    sign_in = PanelSignIn(sessions=services.panel_sessions, authenticate_token=services.tokens.authenticate)
+    return create_app(services.bank, resolver, panel=panel_routes(sign_in=sign_in, prompt=prompt))
 
 
 async def _no_network_caller(_request: Request) -> Principal | None:

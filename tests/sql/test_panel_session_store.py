@@ -48,7 +48,9 @@ def sessions(store: PanelSessionStore, clock: FixedClock) -> PanelSessions:
 
 def person() -> TokenPrincipal:
     return TokenPrincipal(
-        user_id=new_id(USER_PREFIX), organization_id=new_id(ORGANIZATION_PREFIX), scopes={READ_SCOPE, WRITE_SCOPE}
+        user_id=new_id(USER_PREFIX),
+        organization_id=new_id(ORGANIZATION_PREFIX),
+        scopes=frozenset({READ_SCOPE, WRITE_SCOPE}),
     )
 
 
@@ -90,9 +92,11 @@ def test_sign_out_and_revoke_end_sessions_and_unused_links(sessions: PanelSessio
 
 def test_a_session_keeps_only_the_scopes_its_principal_had(sessions: PanelSessions) -> None:
     reader = TokenPrincipal(
-        user_id=new_id(USER_PREFIX), organization_id=new_id(ORGANIZATION_PREFIX), scopes={READ_SCOPE}
+        user_id=new_id(USER_PREFIX), organization_id=new_id(ORGANIZATION_PREFIX), scopes=frozenset({READ_SCOPE})
     )
-    nobody = TokenPrincipal(user_id=new_id(USER_PREFIX), organization_id=new_id(ORGANIZATION_PREFIX), scopes={"x"})
+    nobody = TokenPrincipal(
+        user_id=new_id(USER_PREFIX), organization_id=new_id(ORGANIZATION_PREFIX), scopes=frozenset({"x"})
+    )
 
     principal = sessions.authenticate(sessions.start(reader).secret)
 

@@ -424,4 +424,8 @@ async function start() {
 }
 
 if (!navigator.onLine) goOffline("browser");
+// A sign-in link opened in a tab that already shows the panel changes only the fragment.
+window.addEventListener("hashchange", () => {
+  if (location.hash.startsWith("#link=")) start();
+});
 start();

@@ -316,16 +316,25 @@ class Panel:
         return self.driver.find_elements(By.CSS_SELECTOR, "#memory-list article")
 
     def shown_ids(self) -> list[str]:
-        return [str(a.get_attribute("data-memory-id")) for a in self.memories()]
+        ids: list[str] = self.driver.execute_script(
+            "return [...document.querySelectorAll('#memory-list article')].map(a => a.dataset.memoryId)"
+        )
+        return ids
 
     def shown_texts(self) -> list[str]:
-        return [a.find_element(By.CSS_SELECTOR, ".memory-content").text for a in self.memories()]
+        texts: list[str] = self.driver.execute_script(
+            "return [...document.querySelectorAll('#memory-list .memory-content')].map(p => p.textContent)"
+        )
+        return texts
 
     def active(self) -> WebElement:
         return self.driver.switch_to.active_element
 
     def toast_texts(self) -> list[str]:
-        return [t.text for t in self.driver.find_elements(By.CSS_SELECTOR, "#toasts .toast")]
+        texts: list[str] = self.driver.execute_script(
+            "return [...document.querySelectorAll('#toasts .toast')].map(t => t.textContent)"
+        )
+        return texts
 
     def until(self, condition: Callable[[], T | None | bool], *, timeout: float = 10) -> T:
         result: T = WebDriverWait(self.driver, timeout, poll_frequency=0.05).until(lambda _driver: condition())

@@ -45,10 +45,11 @@ function contextsOf(memory) {
 export function memoryCard(memory, { canDelete, onDelete }) {
   const saved = new Date(memory.created_at);
   const contentId = `content-${memory.id}`;
-  // Focusable so keyboard users get the exact time too (CSS shows data-exact on focus; screen readers read the span).
+  // Focusable so keyboard users get the exact time too: CSS shows data-exact on hover and focus; screen
+  // readers read the hidden span.
   const time = h(
     "time",
-    { datetime: memory.created_at, tabindex: "0", title: exactTime(saved), "data-exact": exactTime(saved) },
+    { datetime: memory.created_at, tabindex: "0", "data-exact": exactTime(saved) },
     relativeTime(saved),
     h("span", { className: "visually-hidden", text: `, ${exactTime(saved)}` }),
   );

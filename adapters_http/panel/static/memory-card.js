@@ -4,6 +4,8 @@
 import { h, icon, ICONS } from "./dom.js";
 import { exactTime, relativeTime } from "./time.js";
 
+const LONG_MEMORY = 480; // characters; longer memories start folded
+
 const SOURCES = { chat: "Saved from a chat", modal: "Saved from the save dialog" };
 const ORIGINS = { active_conversation: "This conversation", searched_conversation: "A searched conversation" };
 
@@ -64,13 +66,25 @@ export function memoryCard(memory, { canDelete, onDelete }) {
       )
     : null;
   remove?.addEventListener("click", () => onDelete(memory.id));
+  const content = h("p", { className: "memory-content", id: contentId, dir: "auto", text: memory.content });
+  let showAll = null;
+  if (memory.content.length > LONG_MEMORY) {
+    content.classList.add("is-clamped");
+    showAll = h("button", { type: "button", className: "show-all", "aria-expanded": "false", "aria-controls": contentId }, "Show all");
+    showAll.addEventListener("click", () => {
+      const open = content.classList.toggle("is-clamped") === false;
+      showAll.setAttribute("aria-expanded", String(open));
+      showAll.textContent = open ? "Show less" : "Show all";
+    });
+  }
   const article = h(
     "article",
     { className: "memory", tabindex: "-1", "aria-labelledby": contentId, "data-memory-id": memory.id },
     h(
       "div",
       { className: "memory-body" },
-      h("p", { className: "memory-content", id: contentId, dir: "auto", text: memory.content }),
+      content,
+      showAll,
       tags,
       h("p", { className: "memory-meta" }, time, h("span", { className: "meta-sep", "aria-hidden": "true", text: "·" }), h("span", { text: SOURCES[memory.source] ?? memory.source })),
       contextsOf(memory),

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import pytest
@@ -26,7 +26,6 @@ import uvicorn
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.wait import WebDriverWait
 
@@ -51,7 +50,6 @@ AXE_SCRIPT = Path(__file__).resolve().parent / "node_modules" / "axe-core" / "ax
 ARTIFACTS = REPO_ROOT / "build" / "panel"
 DESKTOP = (1280, 900)
 PHONE = (360, 780)
-T = TypeVar("T")
 
 #: What each role means in the panel's markup: the elements that can carry it.
 ROLE_SELECTORS = {
@@ -67,21 +65,29 @@ ROLE_SELECTORS = {
 
 
 def _missing(problem: str) -> None:
-    reason = f"BROWSER TESTS NOT RUN: {problem}; run .ci/run's browser step (apt chromium chromium-driver, tests/browser/install.sh)"
+    reason = (
+        f"BROWSER TESTS NOT RUN: {problem}; install them as .ci/run does "
+        "(apt-get install chromium chromium-driver; tests/browser/install.sh)"
+    )
     if os.environ.get("CI", "").strip().lower() == "true":
         pytest.fail(reason, pytrace=False)
     pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
-def chromium() -> Iterator[WebDriver]:
+def chromium() -> Iterator[webdriver.Chrome]:
     """One headless Chromium for the session; fails under CI=true, else skips, when it or axe-core is missing."""
     for path in (CHROMIUM, CHROMEDRIVER, AXE_SCRIPT):
         if not path.exists():
             _missing(f"{path} is missing")
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={DESKTOP[0]},{DESKTOP[1]}"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        f"--window-size={DESKTOP[0]},{DESKTOP[1]}",
+    ):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)), options=options)
@@ -243,7 +249,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 class Panel:
     """The panel in the browser, seen the way a person sees it: by role and accessible name."""
 
-    def __init__(self, driver: WebDriver, world: World) -> None:
+    def __init__(self, driver: webdriver.Chrome, world: World) -> None:
         self.driver = driver
         self.world = world
         self.base_url = world.server.url
@@ -289,7 +295,8 @@ class Panel:
             return matches[0] if len(matches) == 1 else None
 
         try:
-            return self.until(one, timeout=timeout)
+            found: WebElement = self.until(one, timeout=timeout)
+            return found
         except TimeoutException:
             names = [e.accessible_name for e in self.all(role)]
             raise AssertionError(f"no single visible {role} named {name!r}; visible {role}s: {names}") from None
@@ -336,9 +343,9 @@ class Panel:
         )
         return texts
 
-    def until(self, condition: Callable[[], T | None | bool], *, timeout: float = 10) -> T:
-        result: T = WebDriverWait(self.driver, timeout, poll_frequency=0.05).until(lambda _driver: condition())
-        return result
+    def until(self, condition: Callable[[], Any], *, timeout: float = 10) -> Any:
+        """Wait until `condition()` is truthy; return it."""
+        return WebDriverWait(self.driver, timeout, poll_frequency=0.05).until(lambda _driver: condition())
 
     # conditions of the browser
 
@@ -390,14 +397,20 @@ class Panel:
         self.check_accessibility(name)
 
     def console_errors(self) -> list[str]:
-        return [e["message"] for e in self.driver.get_log("browser") if e["level"] == "SEVERE"]
+        return [e["message"] for e in browser_log(self.driver) if e["level"] == "SEVERE"]
 
     def csp_violations(self) -> list[str]:
         return [m for m in self.console_errors() if "Content Security Policy" in m]
 
 
+def browser_log(driver: webdriver.Chrome) -> list[dict[str, Any]]:
+    """The browser's console messages since the last call (Selenium leaves `get_log` untyped)."""
+    entries: list[dict[str, Any]] = driver.get_log("browser")  # type: ignore[no-untyped-call]
+    return entries
+
+
 @pytest.fixture
-def panel(chromium: WebDriver, world: World) -> Iterator[Panel]:
+def panel(chromium: webdriver.Chrome, world: World) -> Iterator[Panel]:
     """The panel in a clean browser: no cookies or storage, online, desktop size, light scheme, no faults."""
     world.store.reset()
     page = Panel(chromium, world)
@@ -407,9 +420,7 @@ def panel(chromium: WebDriver, world: World) -> Iterator[Panel]:
     chromium.get(world.server.url + "/panel/assets/icon.svg")  # an origin page, to clear its storage
     chromium.delete_all_cookies()
     chromium.execute_script("localStorage.clear(); sessionStorage.clear();")
-    chromium.get_log("browser")  # drop what earlier tests logged
+    browser_log(chromium)  # drop what earlier tests logged
     yield page
     chromium.get("about:blank")  # closes every undo window of this test before the next one starts
     world.store.reset()
-
-

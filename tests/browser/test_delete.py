@@ -57,7 +57,9 @@ def test_a_failed_delete_brings_the_memory_back_with_an_error_toast(panel: Panel
     panel.until(lambda: panel.shown_texts() == ["Speaks Portuguese"], timeout=AFTER_THE_WINDOW)
 
     errors = [t for t in panel.toast_texts() if t.startswith("Couldn’t delete")]
-    assert errors == ["Couldn’t delete the memory, so it is back in your list. The memory bank’s storage is unavailable right now."]
+    assert errors == [
+        "Couldn’t delete the memory, so it is back in your list. The memory bank’s storage is unavailable right now."
+    ]
     panel.state("delete-failed")
     assert world.memory_ids(person) != []
 
@@ -67,7 +69,7 @@ def test_after_a_removal_focus_moves_to_the_next_memory_else_the_previous_else_t
 ) -> None:
     person = world.person(["third", "second", "first"])  # shown newest first: first, second, third
     panel.sign_in(person)
-    first, second, third = world.memory_ids(person)
+    first, _second, third = world.memory_ids(person)
 
     panel.press("button", "Delete memory: second")
     assert panel.active().get_attribute("data-memory-id") == third  # the next one

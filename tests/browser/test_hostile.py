@@ -54,7 +54,8 @@ def test_stored_xss_renders_as_inert_text_fires_nothing_and_breaks_no_layout(pan
     width = panel.driver.execute_script("return window.innerWidth")
     assert all(article.size["width"] <= width for article in panel.memories())
     bidi = panel.driver.execute_script(
-        "return [...document.querySelectorAll('.memory-content, .tag, .snippet')].map(e => getComputedStyle(e).unicodeBidi)"
+        "return [...document.querySelectorAll('.memory-content, .tag, .snippet')]"
+        ".map(e => getComputedStyle(e).unicodeBidi)"
     )
     assert set(bidi) == {"isolate"}  # an override inside cannot reorder the text around it
     assert panel.csp_violations() == []
@@ -86,7 +87,8 @@ async function attempt(name, path, init) {{
     window.results[name] = "blocked";
   }}
 }}
-attempt("delete with the panel header", "/v1/memory/{memory_id}", {{method: "DELETE", headers: {{"X-Memorybank-Panel": "1"}}}});
+attempt("delete with the panel header", "/v1/memory/{memory_id}",
+  {{method: "DELETE", headers: {{"X-Memorybank-Panel": "1"}}}});
 attempt("delete", "/v1/memory/{memory_id}", {{method: "DELETE"}});
 attempt("read with the panel header", "/v1/memory", {{headers: {{"X-Memorybank-Panel": "1"}}}});
 attempt("no-cors save", "/v1/memory", {{method: "POST", mode: "no-cors", headers: {{"Content-Type": "text/plain"}},

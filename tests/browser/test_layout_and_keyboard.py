@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -11,7 +14,7 @@ from tests.browser.conftest import DESKTOP, PHONE, Panel, World
 
 pytestmark = pytest.mark.browser
 
-SOME_MEMORIES = [
+SOME_MEMORIES: list[Mapping[str, Any]] = [
     {
         "content": "Prefers concise answers with code first",
         "tags": ["style"],

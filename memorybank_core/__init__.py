@@ -3,7 +3,6 @@
 A host imports its names from here; adapters implement its ports.
 """
 
-from memorybank_core.analysis import Analyzer, SimpleAnalyzer, memory_terms, search_fields
 from memorybank_core.clock import FixedClock, SystemClock
 from memorybank_core.entities import (
     ApiToken,
@@ -27,7 +26,7 @@ from memorybank_core.errors import (
     UnavailableError,
 )
 from memorybank_core.events import LoggingEventSink, RecordingEventSink
-from memorybank_core.inmemory import InMemoryPanelSessionStore, InMemorySearch, InMemoryStore, InMemoryTokenStore
+from memorybank_core.inmemory import InMemoryPanelSessionStore, InMemoryStore, InMemoryTokenStore
 from memorybank_core.panel_sessions import IssuedLink, PanelSessions, StartedSession
 from memorybank_core.ports import (
     Clock,
@@ -47,7 +46,6 @@ from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE, MemoryBank
 __all__ = [
     "READ_SCOPE",
     "WRITE_SCOPE",
-    "Analyzer",
     "ApiToken",
     "Citation",
     "Clock",
@@ -56,7 +54,6 @@ __all__ = [
     "FixedClock",
     "ForbiddenError",
     "InMemoryPanelSessionStore",
-    "InMemorySearch",
     "InMemoryStore",
     "InMemoryTokenStore",
     "InvalidInputError",
@@ -84,7 +81,6 @@ __all__ = [
     "SearchEngine",
     "SearchHit",
     "SearchResult",
-    "SimpleAnalyzer",
     "Source",
     "StartedSession",
     "SystemClock",
@@ -92,6 +88,4 @@ __all__ = [
     "TokenService",
     "TokenStore",
     "UnavailableError",
-    "memory_terms",
-    "search_fields",
 ]

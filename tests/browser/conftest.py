@@ -1,7 +1,7 @@
 """The browser tier: the management panel in headless Chromium (Debian's), driven by Selenium.
 
 One browser for the whole session, reset between tests. The panel is served by the real
-composition root (`bootstrap.build_app`) over SQLite, in a uvicorn thread that a test can
+composition root (`composition.build_app`) over SQLite, in a uvicorn thread that a test can
 stop and start again (the server going down). The bank's store can be told to fail or to
 be slow. Elements are found by role and accessible name, as a person would find them.
 axe-core (pinned in package-lock.json) runs on every state; its results and a screenshot
@@ -30,7 +30,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.wait import WebDriverWait
 
 from adapters_mysql import SqlStorage, open_storage
-from memorybank import bootstrap
+from memorybank import composition
 from memorybank_core import (
     ListPosition,
     Memory,
@@ -42,6 +42,7 @@ from memorybank_core import (
     UnavailableError,
 )
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from memorybank_search import OwnerIndexer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -202,7 +203,7 @@ class World:
         )
         writer = TokenPrincipal(user_id=user_id, organization_id=org_id, scopes=frozenset({"mcp:read", "mcp:write"}))
         for memory in memories:
-            self.bank.save_body(writer, {"content": memory} if isinstance(memory, str) else dict(memory))
+            self.bank.save(writer, {"content": memory} if isinstance(memory, str) else dict(memory))
         principal = TokenPrincipal(user_id=user_id, organization_id=org_id, scopes=issued.token.scopes)
         return Person(principal=principal, token=issued.secret)
 
@@ -224,15 +225,15 @@ class World:
 @pytest.fixture(scope="session")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     database = tmp_path_factory.mktemp("panel") / "panel.sqlite3"
-    storage: SqlStorage = open_storage(f"sqlite:///{database}")
+    storage: SqlStorage = open_storage(f"sqlite:///{database}", indexer=OwnerIndexer())
     storage.initialize()
     store = FaultyStore(storage.store)
-    services = bootstrap.Services(
+    services = composition.Services(
         bank=MemoryBank(store=store, search_engine=storage.search_engine),
         tokens=TokenService(store=storage.token_store),
         panel_sessions=PanelSessions(store=storage.panel_sessions),
     )
-    server = LiveServer(bootstrap.build_app(services))
+    server = LiveServer(composition.build_app(services))
     server.start()
     try:
         yield World(

@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from adapters_http.panel import PANEL_HEADER, SESSION_COOKIE
-from memorybank.bootstrap import Services, build_rest_app
+from memorybank.composition import Services, build_rest_app
 from memorybank_core import InMemoryPanelSessionStore, InMemoryTokenStore, MemoryBank, PanelSessions, TokenService
 from tests.conftest import User
 from tests.contract.backends import FACTORIES, BackendFactory

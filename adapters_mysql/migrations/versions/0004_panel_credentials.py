@@ -1,7 +1,7 @@
 """Add panel_credential: the management panel's one-time sign-in links and sessions (hashes only).
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-12-02
 
 Sizes are literals on purpose, as in 0001.
@@ -15,8 +15,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mysql
 
-revision = "0003"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 

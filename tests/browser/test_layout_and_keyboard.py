@@ -120,7 +120,7 @@ def test_the_memory_switch_hides_the_memory_features_on_this_device_and_survives
     assert panel.shown_texts() == ["Likes jazz"]
 
 
-@pytest.mark.parametrize(("size", "dark"), [(PHONE, False), (PHONE, True), (DESKTOP, True)])
+@pytest.mark.parametrize(("size", "dark"), [(PHONE, False), (PHONE, True), (DESKTOP, False), (DESKTOP, True)])
 def test_the_panel_fits_a_phone_and_a_desktop_in_light_and_dark(
     panel: Panel, world: World, size: tuple[int, int], dark: bool
 ) -> None:

@@ -24,7 +24,7 @@ def test_a_one_time_link_signs_me_in_to_my_memories_newest_first_and_then_stops_
     assert panel.shown_ids() == world.memory_ids(person)
     assert "#link" not in panel.driver.current_url  # the code left the address bar
     assert panel.driver.execute_script("return document.cookie") == ""  # HttpOnly: no script can read it
-    panel.state("list-desktop-light")
+    panel.state("list-after-link")
 
     panel.driver.delete_all_cookies()
     panel.open(f"/#link={link.code}")

@@ -12,11 +12,13 @@ import attrs
 from starlette.applications import Starlette
 from starlette.requests import Request
 
-from adapters_http import bearer_token_resolver, create_app
+from adapters_http import Authenticate, bearer_resolver, create_app
 from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
 from adapters_mysql import SqlStorage, open_storage
+from adapters_oidc import IssuerTokenVerifier
 from memorybank.settings import DatabaseChoice, prepare_embedded_directory
 from memorybank_core import Clock, EventSink, MemoryBank, PanelSessions, Principal, TokenService
+from memorybank_core.tokens import SECRET_PREFIX
 from memorybank_search import OwnerIndexer
 
 if TYPE_CHECKING:
@@ -92,36 +94,93 @@ def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: E
     )
 
 
-def build_app(services: Services, *, bind_host: str = "127.0.0.1") -> Starlette:
+def credential_check(tokens: TokenService, issuers: IssuerTokenVerifier | None) -> Authenticate:
+    """The bearer check of the standalone server: exactly one kind of credential decides each request.
+
+    A secret with the built-in prefix (`mbk_`) is looked up in the token store and nowhere else;
+    anything else goes to the configured issuers (a JWT, or an opaque token for introspection), and
+    without issuers it is unknown. No credential is ever tried against both.
+    """
+    if issuers is None:
+        return tokens.authenticate
+
+    def authenticate(secret: str) -> Principal | None:
+        if secret.startswith(SECRET_PREFIX):
+            return tokens.authenticate(secret)
+        return issuers.authenticate(secret)
+
+    return authenticate
+
+
+def build_app(
+    services: Services, *, bind_host: str = "127.0.0.1", issuers: IssuerTokenVerifier | None = None
+) -> Starlette:
     """The standalone app: the REST API, the management panel at `/` and the MCP rail at `/mcp/agent`.
 
-    Bearer tokens from the same database authenticate the API and the rail; the panel's
-    session cookie authenticates the API too, on the panel's own same-origin calls only.
+    Bearer tokens from the same database authenticate every request, and with `issuers`
+    access tokens from the configured OAuth issuers too (see `credential_check`); the
+    protected-resource metadata then lists those issuers, and every bearer challenge names it.
     `bind_host` sets the rail's DNS-rebinding protection (a loopback bind serves loopback
-    host names only). Without the `mcp` extra the REST API and the panel (without its
-    copy-prompt button) are served alone, with a warning naming the install.
+    host names only). The panel's session cookie authenticates the REST API too, on the
+    panel's own same-origin calls only (`build_rest_app`). Without the `mcp` extra the REST
+    API and the panel (without its copy-prompt button) are served alone, with a warning
+    naming the install.
     """
+    authenticate = credential_check(services.tokens, issuers)
     try:
         require_mcp()
     except McpUnavailableError as error:
         logger.warning("the MCP rail at /mcp/agent is off: %s", error)
-        return build_rest_app(services, prompt="")
-    from adapters_mcp import MEMORY_BANK_PROMPT, create_host_app, create_mcp_mount  # see require_mcp
-
-    rest = build_rest_app(services, prompt=MEMORY_BANK_PROMPT)
-    return create_host_app(rest, create_mcp_mount(rest, services.tokens.authenticate, bind_host=bind_host))
-
-
-def build_rest_app(services: Services, *, prompt: str) -> Starlette:
-    """The REST API and the management panel: bearer tokens or the panel's session cookie (panel calls only).
-
-    `prompt` is the text of the panel's copy-prompt button (empty hides it).
-    """
-    resolver = bearer_or_session(
-        bearer_token_resolver(services.tokens), session_cookie_resolver(services.panel_sessions)
+        return build_rest_app(services, authenticate=authenticate, prompt="")
+    from adapters_mcp import (  # see require_mcp
+        MEMORY_BANK_PROMPT,
+        METADATA_PATH,
+        RAIL_PATH,
+        RAIL_SCOPES,
+        create_host_app,
+        create_mcp_mount,
     )
-    sign_in = PanelSignIn(sessions=services.panel_sessions, authenticate_token=services.tokens.authenticate)
-    return create_app(services.bank, resolver, panel=panel_routes(sign_in=sign_in, prompt=prompt))
+
+    # The OAuth resource identifier is the rail's URL; the server's public base is what precedes its path.
+    public_url = issuers.settings.resource.removesuffix(RAIL_PATH) if issuers else None
+    rest = build_rest_app(
+        services,
+        authenticate=authenticate,
+        prompt=MEMORY_BANK_PROMPT,
+        resource_metadata_url=f"{public_url}{METADATA_PATH}" if public_url else None,
+    )
+    mount = create_mcp_mount(
+        rest,
+        authenticate,
+        bind_host=bind_host,
+        public_url=public_url,
+        authorization_servers=issuers.settings.issuers if issuers else (),
+        scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
+    )
+    return create_host_app(rest, mount)
+
+
+def build_rest_app(
+    services: Services,
+    *,
+    authenticate: Authenticate,
+    prompt: str,
+    resource_metadata_url: str | None = None,
+) -> Starlette:
+    """The REST API and the management panel: a bearer credential, or the panel's session cookie on panel calls.
+
+    `authenticate` checks bearer credentials (see `credential_check`); a credential pasted into
+    the panel's sign-in page is checked by it too. `prompt` is the text of the panel's
+    copy-prompt button (empty hides it).
+    """
+    resolver = bearer_or_session(bearer_resolver(authenticate), session_cookie_resolver(services.panel_sessions))
+    sign_in = PanelSignIn(sessions=services.panel_sessions, authenticate_token=authenticate)
+    return create_app(
+        services.bank,
+        resolver,
+        resource_metadata_url=resource_metadata_url,
+        panel=panel_routes(sign_in=sign_in, prompt=prompt),
+    )
 
 
 async def _no_network_caller(_request: Request) -> Principal | None:

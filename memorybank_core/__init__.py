@@ -18,6 +18,7 @@ from memorybank_core.entities import (
     Source,
 )
 from memorybank_core.errors import (
+    CredentialsRefusedError,
     ForbiddenError,
     InvalidInputError,
     MemoryBankError,
@@ -50,6 +51,7 @@ __all__ = [
     "Citation",
     "Clock",
     "ContextInput",
+    "CredentialsRefusedError",
     "EventSink",
     "FixedClock",
     "ForbiddenError",

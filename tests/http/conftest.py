@@ -46,7 +46,7 @@ def panel_sessions() -> PanelSessions:
 def app(bank: MemoryBank, tokens: TokenService, panel_sessions: PanelSessions) -> Starlette:
     """The standalone server's REST app: bearer tokens, or the panel's session cookie on panel calls."""
     services = Services(bank=bank, tokens=tokens, panel_sessions=panel_sessions)
-    return build_rest_app(services, prompt=TEST_PROMPT)
+    return build_rest_app(services, authenticate=tokens.authenticate, prompt=TEST_PROMPT)
 
 
 @pytest.fixture

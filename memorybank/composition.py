@@ -139,6 +139,7 @@ def build_app(
         RAIL_SCOPES,
         create_host_app,
         create_mcp_mount,
+        default_catalog,
     )
 
     # The OAuth resource identifier is the rail's URL; the server's public base is what precedes its path.
@@ -152,6 +153,7 @@ def build_app(
     mount = create_mcp_mount(
         rest,
         authenticate,
+        catalog=default_catalog(),
         bind_host=bind_host,
         public_url=public_url,
         authorization_servers=issuers.settings.issuers if issuers else (),
@@ -196,10 +198,11 @@ def build_local_rail(services: Services, *, user_id: str, org_id: str) -> Server
         McpUnavailableError: the `mcp` extra is not installed.
     """
     require_mcp()
-    from adapters_mcp import LocalPrincipal, build_local_server  # see require_mcp
+    from adapters_mcp import LocalPrincipal, build_local_server, default_catalog  # see require_mcp
 
     rest = create_app(services.bank, _no_network_caller)
-    return build_local_server(rest, LocalPrincipal(user_id=user_id, organization_id=org_id))
+    principal = LocalPrincipal(user_id=user_id, organization_id=org_id)
+    return build_local_server(rest, principal, catalog=default_catalog())
 
 
 def require_mcp() -> None:

@@ -103,10 +103,10 @@ def test_when_the_server_is_unreachable_a_banner_shows_and_the_panel_recovers_wh
     world.server.stop()
     try:
         panel.press("button", "Load more memories")
+        panel.until(lambda: any("can’t be reached" in text for text in panel.toast_texts()))
         panel.until(lambda: "Can’t reach the memory bank server" in _banner(panel))
         assert not panel.button("Load more memories").is_enabled()
         assert not panel.button("Delete memory: memory 24").is_enabled()
-        assert any("can’t be reached" in text for text in panel.toast_texts())
         panel.state("server-unreachable")
     finally:
         world.server.start()

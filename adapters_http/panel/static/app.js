@@ -245,7 +245,7 @@ async function commitDelete(id) {
     restore(pending.memory);
     if (error.kind === "network") goOffline("server");
     if (error.kind === "signed-out") return signedOut();
-    toasts.show({ message: `Couldn’t delete the memory, so it is back in your list. ${error.message}`, tone: "error", duration: 8000 });
+    toasts.show({ message: `Couldn’t delete the memory, so it is back in your list. ${error.message}`, tone: "error" });
   }
 }
 

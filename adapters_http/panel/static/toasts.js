@@ -3,7 +3,8 @@
 import { h, icon, ICONS } from "./dom.js";
 
 export function createToasts(region) {
-  function show({ message, tone = "info", action = null, duration = 4000, onExpire = null }) {
+  // Errors stay longer: they are read, not glanced at.
+  function show({ message, tone = "info", action = null, duration = tone === "error" ? 8000 : 4000, onExpire = null }) {
     const text = h("p", { className: "toast-text", text: message });
     const toast = h("div", { className: `toast toast-${tone}` }, icon(tone === "error" ? ICONS.alert : ICONS.check, "icon toast-icon"), text);
     let remaining = duration;

@@ -9,8 +9,8 @@ from the first data node's `SHOW CREATE TABLE`, so every revision carries over u
   data node. Its primary and unique keys gain `user_id` on the head (Spider requires the
   partitioning column in every unique key); on the data nodes they stay as they are, and ids
   remain globally unique because they are UUIDv7 TypeIDs, not because an index says so.
-- Every other table, and `api_token` (looked up by token hash before the user is known), is
-  *unsharded*: it lives on the first data node, and the head links to it. Like Vitess's
+- Every other table, and `api_token` and `panel_credential` (looked up by secret hash before
+  the user is known), is *unsharded*: it lives on the first data node, and the head links to it. Like Vitess's
   unsharded keyspace, that node is then needed by every request (token lookup).
 - The head also links to each data node's revision table (`memorybank_shard_version_N`), so
   `check_ready` on the head verifies that every node is reachable and at head.
@@ -37,8 +37,9 @@ _log = logging.getLogger("memorybank.storage")
 
 #: The sharding key of every sharded table.
 SHARD_KEY = "user_id"
-#: Tables with a `user_id` that are not sharded: the token lookup runs before the user is known.
-UNSHARDED_TABLES = frozenset({"api_token"})
+#: Tables with a `user_id` that are not sharded: their lookups by secret hash (API tokens, panel
+#: sessions) run before the user is known.
+UNSHARDED_TABLES = frozenset({"api_token", "panel_credential"})
 #: The head's own bookkeeping table: one row per Spider table, with its definition's hash.
 BOOKKEEPING_TABLE = "memorybank_spider_table"
 #: On the head, the link to data node N's revision table is `memorybank_shard_version_N`.

@@ -17,6 +17,7 @@ from adapters_mysql.failover import Host, HostRing, display_hosts, fail_over_bet
 from adapters_mysql.memory_store import SqlMemoryStore
 from adapters_mysql.mysql_search import MysqlOwnerScopedSearch
 from adapters_mysql.owner_search import OwnerScopedSearch
+from adapters_mysql.panel_session_store import SqlPanelSessionStore
 from adapters_mysql.readiness import check_ready, ensure_search_index
 from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, count_to_reindex, reindex
 from adapters_mysql.retrying import ResilientMemoryStore, ResilientSearch, ResilientTokenStore
@@ -52,7 +53,7 @@ _SEARCH_ENGINES: dict[str, type[OwnerScopedSearch]] = {
 
 
 class SqlStorage:
-    """Everything the bank needs from one SQL database: store, search engine, token store, schema tools."""
+    """Everything the bank needs from one SQL database: store, search, token and panel session stores, schema."""
 
     def __init__(
         self, *, engine: sa.Engine, indexer: OwnerIndexer, display_url: str, spider_head: bool = False
@@ -78,6 +79,7 @@ class SqlStorage:
         self.store = ResilientMemoryStore(store)
         self.search_engine = ResilientSearch(search_engine(engine, indexer))
         self.token_store = ResilientTokenStore(SqlTokenStore(engine))
+        self.panel_sessions = SqlPanelSessionStore(engine)
         self._display_url = display_url
 
     @property

@@ -45,7 +45,7 @@ def migrate_command(cluster: SpiderCluster) -> list[str]:
 def empty_every_node(cluster: SpiderCluster) -> None:
     """Delete every row on the data nodes (the head holds none)."""
     for node in cluster.shards:
-        for table in ("memory_context", "memory", "api_token"):
+        for table in ("memory_context", "memory", "api_token", "panel_credential"):
             node.query(f"TRUNCATE TABLE `{DATABASE}`.`{table}`")
 
 

@@ -10,13 +10,24 @@ from adapters_mysql.owner_fulltext import MysqlOwnerScopedSearch
 from adapters_mysql.owner_index import OwnerIndexer
 from adapters_mysql.sqlite_fts5 import Fts5Search
 from adapters_mysql.sqlite_owner_fts5 import Fts5OwnerScopedSearch
-from adapters_mysql.storage import SqlStorage, open_storage
+from adapters_mysql.storage import (
+    CreateDatabaseRefusedError,
+    DatabaseMissingError,
+    MigrationReport,
+    SqlStorage,
+    create_database,
+    create_database_statement,
+    open_storage,
+)
 from adapters_mysql.store import SqlMemoryStore
 from adapters_mysql.token_store import SqlTokenStore
 
 __all__ = [
+    "CreateDatabaseRefusedError",
+    "DatabaseMissingError",
     "Fts5OwnerScopedSearch",
     "Fts5Search",
+    "MigrationReport",
     "MysqlFulltextSearch",
     "MysqlOwnerScopedSearch",
     "OwnerIndexer",
@@ -24,5 +35,7 @@ __all__ = [
     "SqlMemoryStore",
     "SqlStorage",
     "SqlTokenStore",
+    "create_database",
+    "create_database_statement",
     "open_storage",
 ]

@@ -6,6 +6,7 @@ Every function takes what it needs as arguments; nothing here runs at import tim
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -13,7 +14,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 
 from adapters_http import bearer_token_resolver, create_app
-from adapters_mysql import SqlStorage, open_storage
+from adapters_mysql import DatabaseMissingError, SqlStorage, create_database, open_storage
 from memorybank.settings import DatabaseChoice, prepare_embedded_directory
 from memorybank_core import Clock, EventSink, MemoryBank, Principal, TokenService
 
@@ -58,16 +59,24 @@ def open_ready_storage(choice: DatabaseChoice, search: str | None = None) -> Sql
     return storage
 
 
-def open_storage_for_migration(choice: DatabaseChoice) -> SqlStorage:
-    """Open the chosen database without any schema check, for `memorybank migrate`.
+def open_storage_for_migration(choice: DatabaseChoice) -> tuple[SqlStorage, bool]:
+    """Open the chosen database without any schema check, for `memorybank migrate`; True if it was created.
+
+    A MySQL database the server lacks is created (utf8mb4), as migrate is the install step.
 
     Raises:
         InvalidInputError: ("db") a malformed or unsupported URL.
+        CreateDatabaseRefusedError: the database is missing and the account may not create it;
+            the message holds the statement to run.
         UnavailableError: the database cannot be reached.
         OSError: the embedded database's directory cannot be created.
     """
     prepare_embedded_directory(choice)
-    return open_storage(choice.url)
+    try:
+        return open_storage(choice.url), False
+    except DatabaseMissingError:
+        create_database(choice.url)
+        return open_storage(choice.url), True
 
 
 @attrs.frozen(kw_only=True)
@@ -86,11 +95,12 @@ def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: E
     )
 
 
-def build_app(services: Services, *, bind_host: str = "127.0.0.1") -> Starlette:
+def build_app(services: Services, *, bind_host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Starlette:
     """The standalone app: the REST API and the MCP rail at `/mcp/agent`, behind the same bearer tokens.
 
     Bearer tokens from the same database authenticate every request. `bind_host` sets the
-    rail's DNS-rebinding protection (a loopback bind serves loopback host names only).
+    rail's DNS-rebinding protection (a loopback bind serves loopback host names only);
+    `allowed_hosts` adds the names a reverse proxy forwards (`adapters_mcp.transport_security`).
     Without the `mcp` extra the REST API is served alone, with a warning naming the install.
     """
     rest = create_app(services.bank, bearer_token_resolver(services.tokens))
@@ -101,7 +111,9 @@ def build_app(services: Services, *, bind_host: str = "127.0.0.1") -> Starlette:
         return rest
     from adapters_mcp import create_host_app, create_mcp_mount  # see require_mcp
 
-    return create_host_app(rest, create_mcp_mount(rest, services.tokens.authenticate, bind_host=bind_host))
+    return create_host_app(
+        rest, create_mcp_mount(rest, services.tokens.authenticate, bind_host=bind_host, allowed_hosts=allowed_hosts)
+    )
 
 
 async def _no_network_caller(_request: Request) -> Principal | None:
@@ -133,7 +145,9 @@ def require_mcp() -> None:
         McpUnavailableError: the `mcp` extra is not installed.
     """
     try:
-        import adapters_mcp  # noqa: F401 - imported for the check; callers import names from it
+        # The package itself imports lazily; its transports are what need the SDK.
+        import adapters_mcp.http_transport
+        import adapters_mcp.stdio_transport  # noqa: F401 - imported for the check; callers import names from it
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] in MCP_EXTRA_MODULES:
             raise McpUnavailableError(f"the MCP SDK is not installed: {MCP_INSTALL_HINT}") from error

@@ -9,7 +9,7 @@ under `IN_PROCESS_PRINCIPAL_KEY`.
 
 from adapters_http.app import create_app, memory_routes
 from adapters_http.auth import IN_PROCESS_PRINCIPAL_KEY, PrincipalResolver, bearer_secret, bearer_token_resolver
-from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS, ErrorSpec
+from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS, ErrorSpec, error_response, method_not_allowed
 from adapters_http.inputs import MAX_BODY_BYTES
 from adapters_http.openapi import OPENAPI_PATH, build_openapi
 from adapters_http.operation_ids import (
@@ -42,6 +42,8 @@ __all__ = [
     "capability_names",
     "check_route_table",
     "create_app",
+    "error_response",
     "memory_routes",
+    "method_not_allowed",
     "structural_shorten",
 ]

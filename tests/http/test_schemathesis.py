@@ -18,6 +18,9 @@ from adapters_http import bearer_token_resolver, create_app
 from memorybank_core import InMemorySearch, InMemoryStore, InMemoryTokenStore, MemoryBank, TokenService
 from tests.conftest import User
 
+# Heavy property-based tier: deselected by default (pyproject addopts), run by `.ci/run` as `-m fuzz`.
+pytestmark = pytest.mark.fuzz
+
 #: Per operation and backend; keeps the whole run well under a minute on two cores.
 MAX_EXAMPLES = 60
 

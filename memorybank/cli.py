@@ -23,11 +23,9 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 from memorybank.settings import (
     ALLOWED_HOSTS_ENV,
     DATABASE_URL_ENV,
-    SEARCH_ENV,
     DatabaseChoice,
     choose_allowed_hosts,
     choose_database,
-    choose_search,
     default_database_path,
     redacted,
 )
@@ -35,7 +33,7 @@ from memorybank_core import ApiToken, InvalidInputError, MemoryBankError, NotFou
 from memorybank_core.tokens import KNOWN_SCOPES
 
 if TYPE_CHECKING:
-    from memorybank import bootstrap
+    from memorybank import composition
 
 PROGRAM = "memorybank"
 EXIT_OK = 0
@@ -48,7 +46,6 @@ _OPTION_NAMES = {
     "user": "--user",
     "org": "--org",
     "scope": "--scope",
-    "search": "--search",
     "allowed_host": "--allowed-host",
 }
 
@@ -78,12 +75,6 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
             f"database URL: sqlite:///path/file.sqlite3, mysql://user:password@host:3306/name (mysqlclient) or "
             f"mysql+pymysql://...; default: ${DATABASE_URL_ENV}, else {default_database_path(env)}"
         ),
-    )
-    database.add_argument(
-        "--search",
-        metavar="ENGINE",
-        help=f"search engine: owner (owner-scoped, the default), fulltext (MySQL, the seed's) or fts5 (SQLite, "
-        f"the seed's); default: ${SEARCH_ENV}, else owner",
     )
     parser = _Parser(prog=PROGRAM, description="A per-user memory bank for AI agents: REST server and admin tools.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
@@ -208,7 +199,6 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
     environment = os.environ if env is None else env
     args = build_parser(environment).parse_args(argv)
     choice = choose_database(args.db, environment)
-    args.search = choose_search(getattr(args, "search", None), environment)
     args.env = environment
     run: Callable[[argparse.Namespace, DatabaseChoice, TextIO], None] = args.run
     try:
@@ -236,14 +226,16 @@ def _fail(message: str, status: int) -> int:
 def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     import uvicorn
 
-    from memorybank import bootstrap
+    from memorybank import composition
 
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be from 0 to 65535", EXIT_BAD_INPUT)
     allowed_hosts = choose_allowed_hosts(args.allowed_hosts, args.env)
-    storage = bootstrap.open_ready_storage(choice, args.search)
+    storage = composition.open_ready_storage(choice)
     try:
-        app = bootstrap.build_app(bootstrap.build_services(storage), bind_host=args.host, allowed_hosts=allowed_hosts)
+        app = composition.build_app(
+            composition.build_services(storage), bind_host=args.host, allowed_hosts=allowed_hosts
+        )
         # Bound here, before saying "serving": a port in use is one clear line, not a log after the banner.
         listener = _listen(args.host, args.port)
         port = listener.getsockname()[1]
@@ -286,17 +278,17 @@ def _url_host(host: str) -> str:
 def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None:
     import anyio
 
-    from memorybank import bootstrap
+    from memorybank import composition
 
     _require_mcp()
-    from adapters_mcp import serve_stdio  # see bootstrap.require_mcp
+    from adapters_mcp import serve_stdio  # see composition.require_mcp
 
     # Validate before touching the database, so a typo in a client's config is reported at once.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
-    storage = bootstrap.open_ready_storage(choice, args.search)
+    storage = composition.open_ready_storage(choice)
     try:
-        server = bootstrap.build_local_rail(bootstrap.build_services(storage), user_id=args.user, org_id=args.org)
+        server = composition.build_local_rail(composition.build_services(storage), user_id=args.user, org_id=args.org)
         # stdout is the protocol: every message goes to stderr, which MCP clients keep as the server's log.
         logging.basicConfig(
             level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -314,18 +306,18 @@ def _prompt(_args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> 
 
 
 def _require_mcp() -> None:
-    from memorybank import bootstrap
+    from memorybank import composition
 
     try:
-        bootstrap.require_mcp()
-    except bootstrap.McpUnavailableError as error:
-        raise CommandError(f"this command needs the MCP SDK: {bootstrap.MCP_INSTALL_HINT}") from error
+        composition.require_mcp()
+    except composition.McpUnavailableError as error:
+        raise CommandError(f"this command needs the MCP SDK: {composition.MCP_INSTALL_HINT}") from error
 
 
 def _migrate(_args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    from memorybank import bootstrap
+    from memorybank import composition
 
-    storage, created_database = bootstrap.open_storage_for_migration(choice)
+    storage, created_database = composition.open_storage_for_migration(choice)
     try:
         report = storage.migrate()
         storage.check_ready()
@@ -348,11 +340,11 @@ def _migrate(_args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> 
 
 
 def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    from memorybank import bootstrap, portability
+    from memorybank import composition, portability
 
     if not args.file.is_file():
         raise CommandError(f"{args.file} is not a readable file", EXIT_BAD_INPUT)
-    storage = bootstrap.open_ready_storage(choice, args.search)
+    storage = composition.open_ready_storage(choice)
     try:
         from memorybank import portability
 
@@ -367,11 +359,11 @@ def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 
 
 def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    from memorybank import bootstrap, portability
+    from memorybank import composition, portability
 
     # Validate before touching the database.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
-    storage = bootstrap.open_ready_storage(choice, args.search)
+    storage = composition.open_ready_storage(choice)
     try:
         if args.out is None:
             count = portability.export_user(storage.store, args.user, out)
@@ -385,9 +377,9 @@ def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 
 
 def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    from memorybank import bootstrap, portability
+    from memorybank import composition, portability
 
-    storage = bootstrap.open_ready_storage(choice, args.search)
+    storage = composition.open_ready_storage(choice)
     try:
         count = portability.reindex_with_progress(storage, everything=args.all, show_progress=sys.stderr.isatty())
     finally:
@@ -395,12 +387,12 @@ def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
     print(f"{PROGRAM}: re-indexed {count} memories", file=out)
 
 
-def _with_tokens(choice: DatabaseChoice, work: Callable[[bootstrap.Services], None]) -> None:
-    from memorybank import bootstrap
+def _with_tokens(choice: DatabaseChoice, work: Callable[[composition.Services], None]) -> None:
+    from memorybank import composition
 
-    storage = bootstrap.open_ready_storage(choice)
+    storage = composition.open_ready_storage(choice)
     try:
-        work(bootstrap.build_services(storage))
+        work(composition.build_services(storage))
     finally:
         storage.close()
 
@@ -413,7 +405,7 @@ def _token_create(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO)
     ids.parse_id(org_id, prefix=ids.ORGANIZATION_PREFIX, field="org")
     scopes = frozenset(args.scope) if args.scope else KNOWN_SCOPES
 
-    def create(services: bootstrap.Services) -> None:
+    def create(services: composition.Services) -> None:
         issued = services.tokens.issue(user_id=user_id, org_id=org_id, scopes=scopes)
         if args.user is None:
             # On stderr too, so it shows when stdout is captured (TOKEN=$(memorybank token create | tail -n 1)).
@@ -437,7 +429,7 @@ def _token_list(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
     if args.user is not None:
         ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
 
-    def show(services: bootstrap.Services) -> None:
+    def show(services: composition.Services) -> None:
         tokens = services.tokens.list(user_id=args.user)
         if not tokens:
             print("no tokens", file=out)
@@ -462,7 +454,7 @@ def _token_list(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
 
 
 def _token_revoke(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    def revoke(services: bootstrap.Services) -> None:
+    def revoke(services: composition.Services) -> None:
         try:
             token = services.tokens.revoke(args.token)
         except NotFoundError as error:

@@ -44,3 +44,11 @@ def test_the_command_answers_without_importing_the_server_stack(argv: list[str])
 
     assert probe["status"] in (0, None)
     assert sorted(set(HEAVY) & set(probe["loaded"])) == []
+
+
+def test_every_public_name_of_the_mcp_facade_resolves() -> None:
+    import adapters_mcp
+
+    missing = [name for name in adapters_mcp.__all__ if getattr(adapters_mcp, name, None) is None]
+
+    assert missing == []

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from adapters_mysql import open_storage
+from memorybank_search import OwnerIndexer
 from tests.docs.examples import database_pages, examples, fence_count, pages, python_pages, run_page
 from tests.mysql_server import ThrowawayDatabase
 
 
 def _migrated(url: str) -> str:
-    storage = open_storage(url)
+    storage = open_storage(url, indexer=OwnerIndexer())
     try:
         storage.migrate()
     finally:

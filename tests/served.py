@@ -46,6 +46,21 @@ def run_memorybank(
     )
 
 
+def run_shell(
+    command: str, *, cwd: Path, env: Mapping[str, str], timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run a documented shell command with bash (`-euo pipefail`), as a reader would paste it; capture its output."""
+    return subprocess.run(  # noqa: S603 - commands from our own docs
+        ["bash", "-euo", "pipefail", "-c", command],  # noqa: S607
+        cwd=cwd,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 @attrs.frozen
 class Server:
     """A running `memorybank serve`: where it answers, and its process (to inspect its file descriptors)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.docs.test_readme_quickstart import bash_blocks
-from tests.served import REPO_ROOT
+from tests.served import REPO_ROOT, run_shell
 
 pytestmark = pytest.mark.install
 
@@ -20,15 +20,7 @@ INSTALL_TIMEOUT_SECONDS = 900
 
 
 def _bash(command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(  # noqa: S603 - the README's commands, run by bash as a reader would
-        ["bash", "-euo", "pipefail", "-c", command],  # noqa: S607
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_TIMEOUT_SECONDS,
-        check=False,
-    )
+    return run_shell(command, cwd=REPO_ROOT, env=env, timeout=INSTALL_TIMEOUT_SECONDS)
 
 
 def test_the_quickstart_then_the_develop_set_up_work_in_a_fresh_virtualenv(tmp_path: Path) -> None:

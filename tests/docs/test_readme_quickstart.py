@@ -20,7 +20,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.served import REPO_ROOT, free_port
+from tests.served import REPO_ROOT, free_port, run_shell
 
 README = REPO_ROOT / "README.md"
 DOCUMENTED_ADDRESS = "127.0.0.1:8000"
@@ -108,15 +108,7 @@ def server(shell_env: dict[str, str], tmp_path: Path) -> Iterator[str]:
 
 
 def run_block(block: str, address: str, shell_env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(  # noqa: S603 - the README's commands, run by bash as a reader would
-        ["bash", "-euo", "pipefail", "-c", block.replace(DOCUMENTED_ADDRESS, address)],  # noqa: S607
-        cwd=cwd,
-        env=shell_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_shell(block.replace(DOCUMENTED_ADDRESS, address), cwd=cwd, env=shell_env)
 
 
 def json_documents(text: str) -> list[Any]:

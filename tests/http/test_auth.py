@@ -14,7 +14,7 @@ from starlette.types import Receive, Scope, Send
 from adapters_http import IN_PROCESS_PRINCIPAL_KEY, bearer_secret, create_app
 from memorybank_core import READ_SCOPE, WRITE_SCOPE, MemoryBank, Principal, TokenService
 from tests.conftest import User
-from tests.http.conftest import Caller, caller_for
+from tests.http.conftest import TWO_AUTHORIZATION_HEADERS_ANSWER, Caller, caller_for
 
 ROUTES: dict[str, Callable[[TestClient, dict[str, str]], httpx2.Response]] = {
     "postMemory": lambda c, h: c.post("/v1/memory", json={"content": "x"}, headers=h),
@@ -186,11 +186,7 @@ def test_two_authorization_headers_are_400_and_change_nothing(
     )
 
     assert response.status_code == 400
-    assert response.json() == {
-        "error": "invalid_request",
-        "message": "The request is invalid; see details.",
-        "details": [{"path": "authorization", "message": "must be sent once, not 2 times"}],
-    }
+    assert response.json() == TWO_AUTHORIZATION_HEADERS_ANSWER
     assert as_alice.list().json()["memories"] == []
 
 

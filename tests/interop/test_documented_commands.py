@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 
 from tests.interop.conftest import CLIENT_TIMEOUT_SECONDS, INTEROP_DIR
 from tests.rail_users import RailUser
-from tests.served import REPO_ROOT
+from tests.served import REPO_ROOT, run_shell
 
 pytestmark = pytest.mark.interop
 
@@ -62,14 +61,8 @@ def test_each_documented_inspector_command_works_as_written(
         "MEMORYBANK_DATABASE_URL": user.db_url,
     }
 
-    completed = subprocess.run(  # noqa: S603 - the documented command, run by bash as a reader would
-        ["bash", "-c", command.replace(DOCUMENTED_BASE_URL, base_url)],  # noqa: S607
-        cwd=INTEROP_DIR,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=CLIENT_TIMEOUT_SECONDS,
-        check=False,
+    completed = run_shell(
+        command.replace(DOCUMENTED_BASE_URL, base_url), cwd=INTEROP_DIR, env=environment, timeout=CLIENT_TIMEOUT_SECONDS
     )
 
     assert completed.returncode == 0, (completed.stdout, completed.stderr)

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from tests.http.conftest import TWO_AUTHORIZATION_HEADERS_ANSWER
 from tests.mcp.conftest import MCP_ACCEPT, RpcCaller
 from tests.rail_users import create_database, new_user
 from tests.served import serving
@@ -73,11 +74,7 @@ def test_two_authorization_headers_are_400_never_the_first_one_wins(client: Test
     )
 
     assert response.status_code == 400
-    assert response.json() == {
-        "error": "invalid_request",
-        "message": "The request is invalid; see details.",
-        "details": [{"path": "authorization", "message": "must be sent once, not 2 times"}],
-    }
+    assert response.json() == TWO_AUTHORIZATION_HEADERS_ANSWER
 
 
 def _post_raw(client: TestClient, secret: str, body: bytes) -> Any:

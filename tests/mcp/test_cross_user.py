@@ -1,13 +1,12 @@
 """Merge gate (seed §8): no route, through REST or the MCP rail, ever reveals or touches another user's memory.
 
 One gate, parametrized over the two ways in: the rail runs the REST routes in-process, so each
-check is written once and run through both.
+check is written once and run through both, on `memorybank serve`'s app (tests/mcp/conftest.py).
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterator
 from typing import Any, Protocol
 
 import anyio
@@ -18,21 +17,11 @@ from starlette.testclient import TestClient
 from starlette.types import Message, Scope
 
 from adapters_http import bearer_token_resolver, create_app
-from adapters_mcp import create_host_app, create_mcp_mount
-from memorybank_core import InMemoryTokenStore, MemoryBank, TokenService
+from memorybank_core import MemoryBank, TokenService
 from memorybank_core.ids import MEMORY_PREFIX, new_id
 from tests.conftest import User
-from tests.contract.backends import FACTORIES, BackendFactory
 from tests.http.conftest import Caller, caller_for
 from tests.mcp.conftest import RpcCaller, rpc_caller
-
-
-@pytest.fixture(scope="session", params=["memory", "sqlite"])
-def backend_factory(request: pytest.FixtureRequest) -> Iterator[BackendFactory]:
-    """The embedded backends; MariaDB runs the same ownership rules in tests/contract."""
-    factory = FACTORIES[request.param].make()
-    yield factory
-    factory.close()
 
 
 class Door(Protocol):
@@ -95,24 +84,6 @@ class RailDoor(Door):
     def delete(self, raw_id: str) -> tuple[int, Any]:
         result = self.caller.execute("deleteMemoryById", path={"id": raw_id})
         return result["structuredContent"]["status"], result
-
-
-@pytest.fixture
-def tokens() -> TokenService:
-    return TokenService(store=InMemoryTokenStore())
-
-
-@pytest.fixture
-def host_app(bank: MemoryBank, tokens: TokenService) -> Starlette:
-    """`memorybank serve`'s shape: REST and the rail in one app, the same tokens for both."""
-    rest = create_app(bank, bearer_token_resolver(tokens))
-    return create_host_app(rest, create_mcp_mount(rest, tokens.authenticate, allowed_hosts=["testserver"]))
-
-
-@pytest.fixture
-def client(host_app: Starlette) -> Iterator[TestClient]:
-    with TestClient(host_app, raise_server_exceptions=False) as test_client:
-        yield test_client
 
 
 def _door(way: str, client: TestClient, tokens: TokenService, user: User) -> Door:

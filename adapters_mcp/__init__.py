@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 # Names are imported on first use (PEP 562): the MCP SDK takes about a second to import, and
 # `memorybank prompt` needs only the prompt's text.
 if TYPE_CHECKING:
+    from adapters_http import Authenticate
     from adapters_mcp.catalog import (
         BLOCKED_OPERATION_IDS,
         BLOCKED_TAGS,
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from adapters_mcp.http_transport import (
         METADATA_PATH,
         RAIL_PATH,
-        Authenticate,
+        RAIL_SCOPES,
         BearerGate,
         McpMount,
         create_host_app,
@@ -80,6 +81,7 @@ __all__ = [
     "METADATA_PATH",
     "PROMPT_NAME",
     "RAIL_PATH",
+    "RAIL_SCOPES",
     "SAFE_INCLUDED_TAGS",
     "SEARCH_TOOL",
     "TOOL_NAMES",

@@ -16,6 +16,7 @@ from memorybank_core.entities import (
     Source,
 )
 from memorybank_core.errors import (
+    CredentialsRefusedError,
     ForbiddenError,
     InvalidInputError,
     MemoryBankError,
@@ -46,6 +47,7 @@ __all__ = [
     "Citation",
     "Clock",
     "ContextInput",
+    "CredentialsRefusedError",
     "EventSink",
     "FixedClock",
     "ForbiddenError",

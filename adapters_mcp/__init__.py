@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         Catalog,
         CatalogError,
         build_catalog,
+        default_catalog,
         is_exposed,
     )
     from adapters_mcp.http_transport import (
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
         McpMount,
         create_host_app,
         create_mcp_mount,
-        default_catalog,
         transport_security,
     )
     from adapters_mcp.prompt import MEMORY_BANK_PROMPT, PROMPT_NAME

@@ -1,12 +1,14 @@
-"""Merge gate (seed §8): no route, through REST or the MCP rail, ever reveals or touches another user's memory.
+"""Merge gate (seed §8): no route, through any door, ever reveals or touches another user's memory.
 
-One gate, parametrized over the two ways in: the rail runs the REST routes in-process, so each
-check is written once and run through both, on `memorybank serve`'s app (tests/mcp/conftest.py).
+One gate on `memorybank serve`'s whole app (composition.build_app), parametrized over its three
+doors: bearer tokens on the REST routes, the management panel's session cookie on the same
+routes, and the MCP rail, which runs those routes in-process. Each check is written once.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import anyio
@@ -17,10 +19,11 @@ from starlette.testclient import TestClient
 from starlette.types import Message, Scope
 
 from adapters_http import bearer_token_resolver, create_app
-from memorybank_core import MemoryBank, TokenService
+from memorybank.composition import Services, build_app
+from memorybank_core import InMemoryPanelSessionStore, MemoryBank, PanelSessions, TokenService
 from memorybank_core.ids import MEMORY_PREFIX, new_id
 from tests.conftest import User
-from tests.http.conftest import Caller, caller_for
+from tests.http.conftest import Caller, caller_for, panel_caller_for
 from tests.mcp.conftest import RpcCaller, rpc_caller
 
 
@@ -86,24 +89,43 @@ class RailDoor(Door):
         return result["structuredContent"]["status"], result
 
 
-def _door(way: str, client: TestClient, tokens: TokenService, user: User) -> Door:
-    return RestDoor(caller_for(client, tokens, user)) if way == "rest" else RailDoor(rpc_caller(client, tokens, user))
+@pytest.fixture
+def panel_sessions() -> PanelSessions:
+    return PanelSessions(store=InMemoryPanelSessionStore())
 
 
-@pytest.fixture(params=["rest", "rail"])
+@pytest.fixture
+def serve_client(bank: MemoryBank, tokens: TokenService, panel_sessions: PanelSessions) -> Iterator[TestClient]:
+    """`memorybank serve`'s app: REST, the panel and the rail, over one bank and one token store."""
+    services = Services(bank=bank, tokens=tokens, panel_sessions=panel_sessions)
+    with TestClient(build_app(services, allowed_hosts=["testserver"]), raise_server_exceptions=False) as client:
+        yield client
+
+
+@pytest.fixture(params=["bearer", "panel", "rail"])
 def way(request: pytest.FixtureRequest) -> str:
     name: str = request.param
     return name
 
 
-@pytest.fixture
-def alice_door(way: str, client: TestClient, tokens: TokenService, alice: User) -> Door:
-    return _door(way, client, tokens, alice)
+def _door(way: str, client: TestClient, tokens: TokenService, sessions: PanelSessions, user: User) -> Door:
+    if way == "rail":
+        return RailDoor(rpc_caller(client, tokens, user))
+    return RestDoor(panel_caller_for(client, sessions, user) if way == "panel" else caller_for(client, tokens, user))
 
 
 @pytest.fixture
-def bob_door(way: str, client: TestClient, tokens: TokenService, bob: User) -> Door:
-    return _door(way, client, tokens, bob)
+def alice_door(
+    way: str, serve_client: TestClient, tokens: TokenService, panel_sessions: PanelSessions, alice: User
+) -> Door:
+    return _door(way, serve_client, tokens, panel_sessions, alice)
+
+
+@pytest.fixture
+def bob_door(
+    way: str, serve_client: TestClient, tokens: TokenService, panel_sessions: PanelSessions, bob: User
+) -> Door:
+    return _door(way, serve_client, tokens, panel_sessions, bob)
 
 
 def _ids(page: dict[str, Any]) -> set[str]:

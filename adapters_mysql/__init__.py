@@ -11,10 +11,21 @@ from adapters_mysql.mysql_search import MysqlOwnerScopedSearch
 from adapters_mysql.panel_session_store import SqlPanelSessionStore
 from adapters_mysql.sharding import migrate_sharded, split_shard_urls
 from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch
-from adapters_mysql.storage import SqlStorage, open_storage
+from adapters_mysql.storage import (
+    CreateDatabaseRefusedError,
+    DatabaseMissingError,
+    MigrationReport,
+    SqlStorage,
+    create_database,
+    create_database_statement,
+    open_storage,
+)
 from adapters_mysql.token_store import SqlTokenStore
 
 __all__ = [
+    "CreateDatabaseRefusedError",
+    "DatabaseMissingError",
+    "MigrationReport",
     "MysqlOwnerScopedSearch",
     "SchemaNotReadyError",
     "SqlMemoryStore",
@@ -22,6 +33,8 @@ __all__ = [
     "SqlStorage",
     "SqlTokenStore",
     "SqliteOwnerScopedSearch",
+    "create_database",
+    "create_database_statement",
     "migrate_sharded",
     "open_storage",
     "split_shard_urls",

@@ -11,6 +11,7 @@ from adapters_http.app import create_app, memory_routes
 from adapters_http.auth import IN_PROCESS_PRINCIPAL_KEY, PrincipalResolver, bearer_secret, bearer_token_resolver
 from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS, ErrorSpec
 from adapters_http.inputs import MAX_BODY_BYTES
+from adapters_http.observation import RequestObserver, current_request_id
 from adapters_http.openapi import OPENAPI_PATH, build_openapi
 from adapters_http.operation_ids import (
     MAX_NAME_LENGTH,
@@ -20,20 +21,27 @@ from adapters_http.operation_ids import (
     structural_shorten,
 )
 from adapters_http.routes import MEMORY_ROUTES, MEMORY_TAG, Param, RouteSpec, check_route_table
+from adapters_http.system import HEALTH_PATH, METRICS_PATH, READY_PATH, MetricsExposition, Readiness, system_routes
 
 __all__ = [
     "ERROR_TABLE",
+    "HEALTH_PATH",
     "IN_PROCESS_PRINCIPAL_KEY",
     "MAX_BODY_BYTES",
     "MAX_NAME_LENGTH",
     "MEMORY_ROUTES",
     "MEMORY_TAG",
+    "METRICS_PATH",
     "OPENAPI_PATH",
+    "READY_PATH",
     "RETRY_AFTER_SECONDS",
     "ErrorSpec",
+    "MetricsExposition",
     "OperationIdError",
     "Param",
     "PrincipalResolver",
+    "Readiness",
+    "RequestObserver",
     "RouteSpec",
     "bearer_secret",
     "bearer_token_resolver",
@@ -42,6 +50,8 @@ __all__ = [
     "capability_names",
     "check_route_table",
     "create_app",
+    "current_request_id",
     "memory_routes",
     "structural_shorten",
+    "system_routes",
 ]

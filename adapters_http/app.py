@@ -18,6 +18,7 @@ from adapters_http.endpoint import REQUEST_ID_HEADER, Endpoint, RequestIdMiddlew
 from adapters_http.errors import internal_error_response, method_not_allowed, routing_error
 from adapters_http.handlers import MemoryHandlers
 from adapters_http.inputs import MAX_BODY_BYTES
+from adapters_http.observation import RequestObserver
 from adapters_http.openapi import build_openapi, openapi_route
 from adapters_http.routes import MEMORY_ROUTES, RouteSpec, check_route_table
 from memorybank_core.use_cases import MemoryBank
@@ -29,12 +30,13 @@ def memory_routes(
     *,
     routes: Sequence[RouteSpec] = MEMORY_ROUTES,
     max_body_bytes: int = MAX_BODY_BYTES,
+    observer: RequestObserver | None = None,
 ) -> list[BaseRoute]:
     """The memory routes as Starlette routes, for a host to put in its own app (directly or in a `Mount`).
 
     Each route resolves its caller with `resolve_principal` (or takes the in-process
     principal from the ASGI scope), maps errors to the documented responses and logs
-    an access event, whatever app it is mounted in.
+    an access event, whatever app it is mounted in; `observer` (metrics) is told of each request.
 
     Raises:
         OperationIdError: the route table yields a duplicate, over-long or colliding name.
@@ -43,7 +45,9 @@ def memory_routes(
     handlers = MemoryHandlers(bank, max_body_bytes=max_body_bytes)
     by_path: dict[str, dict[str, Endpoint]] = {}
     for spec in routes:
-        endpoint = guarded(partial(spec.handler, handlers), resolve_principal, operation_id=spec.operation_id)
+        endpoint = guarded(
+            partial(spec.handler, handlers), resolve_principal, operation_id=spec.operation_id, observer=observer
+        )
         by_path.setdefault(spec.starlette_path, {})[spec.method.upper()] = endpoint
     # One route per path taking every method: a path's wrong methods get our JSON 405 (in a host's app too),
     # and a literal path is never shadowed by a template (DELETE /v1/memory/search is a 405, not a delete).
@@ -81,15 +85,19 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     lifespan: Lifespan[Starlette] | None = None,
     title: str = "memorybank",
+    observer: RequestObserver | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The standalone HTTP app: the memory routes, a public `GET /openapi.json`, JSON 404/405/500 bodies.
 
     Every response carries an `X-Request-Id`. `lifespan` is the composition root's
-    (e.g. to close storage on shutdown).
+    (e.g. to close storage on shutdown). `observer` is told of each memory request;
+    `extra_routes` are served beside the memory routes (e.g. `system_routes`).
     """
     routes: list[BaseRoute] = [
-        *memory_routes(bank, resolve_principal, max_body_bytes=max_body_bytes),
+        *memory_routes(bank, resolve_principal, max_body_bytes=max_body_bytes, observer=observer),
         openapi_route(build_openapi(MEMORY_ROUTES, title=title)),
+        *extra_routes,
     ]
     return Starlette(
         routes=routes,

@@ -6,16 +6,20 @@ Every function takes what it needs as arguments; nothing here runs at import tim
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import attrs
 from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.routing import BaseRoute
 
-from adapters_http import bearer_token_resolver, create_app
-from adapters_mysql import SqlStorage, open_storage
+from adapters_http import RequestObserver, bearer_token_resolver, create_app, system_routes
+from adapters_mysql import SchemaNotReadyError, SqlStorage, open_storage
 from memorybank.settings import DatabaseChoice, prepare_embedded_directory
-from memorybank_core import Clock, EventSink, MemoryBank, Principal, TokenService
+from memorybank_core import Clock, EventSink, MemoryBank, Principal, TokenService, UnavailableError
+from memorybank_core.events import LoggingEventSink
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -86,22 +90,73 @@ def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: E
     )
 
 
-def build_app(services: Services, *, bind_host: str = "127.0.0.1") -> Starlette:
+def build_app(
+    services: Services,
+    *,
+    bind_host: str = "127.0.0.1",
+    observer: RequestObserver | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
+    lifespan: Any = None,
+) -> Starlette:
     """The standalone app: the REST API and the MCP rail at `/mcp/agent`, behind the same bearer tokens.
 
     Bearer tokens from the same database authenticate every request. `bind_host` sets the
     rail's DNS-rebinding protection (a loopback bind serves loopback host names only).
     Without the `mcp` extra the REST API is served alone, with a warning naming the install.
+    `observer`, `extra_routes` and `lifespan` are for the server (see `build_server_app`).
     """
-    rest = create_app(services.bank, bearer_token_resolver(services.tokens))
+    rest = create_app(
+        services.bank, bearer_token_resolver(services.tokens), observer=observer, extra_routes=extra_routes
+    )
     try:
         require_mcp()
     except McpUnavailableError as error:
         logger.warning("the MCP rail at /mcp/agent is off: %s", error)
+        if lifespan is not None:
+            rest.router.lifespan_context = lifespan
         return rest
     from adapters_mcp import create_host_app, create_mcp_mount  # see require_mcp
 
-    return create_host_app(rest, create_mcp_mount(rest, services.tokens.authenticate, bind_host=bind_host))
+    mount = create_mcp_mount(rest, services.tokens.authenticate, bind_host=bind_host)
+    return create_host_app(rest, mount, lifespan=lifespan)
+
+
+def build_server_app(storage: SqlStorage, *, bind_host: str, metrics_token: str | None) -> Starlette:
+    """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
+
+    `/healthz` and `/readyz` are public; `/metrics` is served only with a `metrics_token`. The
+    app closes `storage` when it shuts down.
+    """
+    # Imported here, not at the top: prometheus_client fixes its multiprocess mode at import, after
+    # `memorybank serve` has set PROMETHEUS_MULTIPROC_DIR.
+    from adapters_metrics import PrometheusMetrics
+
+    metrics = PrometheusMetrics(forward=LoggingEventSink())
+    services = build_services(storage, events=metrics)
+
+    def readiness() -> str | None:
+        try:
+            storage.check_ready()
+        except SchemaNotReadyError:
+            return "the database schema is not ready: run `memorybank migrate`"
+        except UnavailableError:
+            return "the database cannot be reached"
+        return None
+
+    @asynccontextmanager
+    async def close_storage(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            storage.close()
+
+    return build_app(
+        services,
+        bind_host=bind_host,
+        observer=metrics,
+        extra_routes=system_routes(readiness=readiness, metrics=metrics.render, metrics_token=metrics_token),
+        lifespan=close_storage,
+    )
 
 
 async def _no_network_caller(_request: Request) -> Principal | None:

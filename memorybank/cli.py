@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 import anyio
-import uvicorn
 
 from adapters_mysql import SchemaNotReadyError, SqlStorage
-from memorybank import bootstrap, portability
+from memorybank import bootstrap, portability, serving
+from memorybank.logs import LOG_FORMATS
 from memorybank.settings import (
     DATABASE_URL_ENV,
     SEARCH_ENV,
@@ -85,6 +85,22 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes sharing the port, each with its own connection pool (default: 1)",
+    )
+    serve.add_argument(
+        "--log-format", choices=LOG_FORMATS, default="text", help="text lines or JSON lines (default: text)"
+    )
+    serve.add_argument(
+        "--shutdown-timeout",
+        type=int,
+        default=10,
+        metavar="SECONDS",
+        help="on SIGTERM, how long in-flight requests may take to finish (default: 10)",
+    )
     serve.set_defaults(run=_serve)
 
     mcp = commands.add_parser(
@@ -212,17 +228,24 @@ def _fail(message: str, status: int) -> int:
 def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be from 0 to 65535", EXIT_BAD_INPUT)
-    storage = bootstrap.open_ready_storage(choice, args.search)
-    try:
-        app = bootstrap.build_app(bootstrap.build_services(storage), bind_host=args.host)
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-        base = f"http://{args.host}:{args.port}"
-        print(f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}", file=out, flush=True)
-        # No uvicorn access log: it prints query strings, and search text must never be logged.
-        # The app logs its own access event (operationId, status, timing, request id).
-        uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info")
-    finally:
-        storage.close()
+    if not 1 <= args.workers <= 64:
+        raise CommandError("--workers must be from 1 to 64", EXIT_BAD_INPUT)
+    if not 0 <= args.shutdown_timeout <= 3600:
+        raise CommandError("--shutdown-timeout must be from 0 to 3600 seconds", EXIT_BAD_INPUT)
+    if args.workers > 1 and not serving.shared_between_processes(choice.url):
+        raise CommandError("--workers above 1 needs a database file or server: in-memory SQLite lives in one process")
+    # Check (and on SQLite create) the database once here, so a problem is one line, not a failed worker.
+    bootstrap.open_ready_storage(choice, args.search).close()
+    base = f"http://{args.host}:{args.port}"
+    workers = f", {args.workers} workers" if args.workers > 1 else ""
+    print(f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}{workers}", file=out, flush=True)
+    serving.run(
+        serving.ServeOptions(database_url=choice.url, search=args.search, bind_host=args.host),
+        port=args.port,
+        workers=args.workers,
+        log_format=args.log_format,
+        shutdown_timeout=args.shutdown_timeout,
+    )
 
 
 def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None:

@@ -11,10 +11,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import attrs
 import httpx2
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-STARTUP_SECONDS = 30.0
+STARTUP_SECONDS = 90.0
 
 
 def free_port() -> int:
@@ -25,9 +26,9 @@ def free_port() -> int:
         return port
 
 
-def memorybank_command(*args: str) -> list[str]:
-    """The argv that runs the `memorybank` command from this checkout."""
-    return [sys.executable, "-m", "memorybank", *args]
+def memorybank_command(*args: str, module: str = "memorybank") -> list[str]:
+    """The argv that runs the `memorybank` command from this checkout (or a `module` that wraps it)."""
+    return [sys.executable, "-m", module, *args]
 
 
 def run_memorybank(
@@ -45,19 +46,53 @@ def run_memorybank(
     )
 
 
+@attrs.frozen
+class Server:
+    """A running `memorybank serve`: where it answers and its process (the supervisor, with workers)."""
+
+    url: str
+    process: subprocess.Popen[str]
+
+
 @contextmanager
-def served(db_url: str | None, *, env: Mapping[str, str] | None = None, log: Path | None = None) -> Iterator[str]:
-    """Run `memorybank serve` until the block ends; yield its base URL once it answers.
+def served(
+    db_url: str | None,
+    *,
+    env: Mapping[str, str] | None = None,
+    log: Path | None = None,
+    args: Sequence[str] = (),
+) -> Iterator[str]:
+    """Run `memorybank serve` (with extra `args`) until the block ends; yield its base URL once it answers.
+
+    Raises:
+        RuntimeError: the server exited or did not answer in time (with its output).
+    """
+    with serving(db_url, env=env, log=log, args=args) as server:
+        yield server.url
+
+
+@contextmanager
+def serving(
+    db_url: str | None,
+    *,
+    env: Mapping[str, str] | None = None,
+    log: Path | None = None,
+    args: Sequence[str] = (),
+    module: str = "memorybank",
+) -> Iterator[Server]:
+    """Like `served`, yielding the process too (to signal it, or to read its CPU time).
+
+    `module` runs the command through a wrapper (the throughput benchmark's profiler).
 
     Raises:
         RuntimeError: the server exited or did not answer in time (with its output).
     """
     port = free_port()
-    args = ["serve", "--port", str(port)] + (["--db", db_url] if db_url is not None else [])
+    argv = ["serve", "--port", str(port), *args] + (["--db", db_url] if db_url is not None else [])
     log_path = log or Path(os.devnull)
     with log_path.open("w") as output:
         process = subprocess.Popen(  # noqa: S603 - our own command, no shell
-            memorybank_command(*args),
+            memorybank_command(*argv, module=module),
             cwd=REPO_ROOT,
             env={**os.environ, **(env or {})},
             stdout=output,
@@ -67,11 +102,11 @@ def served(db_url: str | None, *, env: Mapping[str, str] | None = None, log: Pat
         base_url = f"http://127.0.0.1:{port}"
         try:
             _wait_until_answering(process, base_url, log_path)
-            yield base_url
+            yield Server(url=base_url, process=process)
         finally:
             process.terminate()
             try:
-                process.wait(timeout=15)
+                process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()

@@ -221,7 +221,8 @@ def memory_from_rows(row: sa.Row[Any], context_rows: Sequence[sa.Row[Any]]) -> M
 
 
 def _memory(row: sa.Row[Any], contexts: list[MemoryContext]) -> Memory:
-    return Memory(
+    # Our own rows: built without re-running the input validators (validation guards saves and imports).
+    return Memory.restore(
         id=row.id,
         user_id=row.user_id,
         org_id=row.org_id,
@@ -237,12 +238,12 @@ def _memory(row: sa.Row[Any], contexts: list[MemoryContext]) -> Memory:
 
 def _context(row: sa.Row[Any] | _ContextColumns) -> MemoryContext:
     citation = row.citation
-    return MemoryContext(
+    return MemoryContext.restore(
         id=row.id,
         memory_id=row.memory_id,
         snippet=row.snippet,
         citation=(
-            Citation(conversation_id=citation.get("conversation_id"), message_id=citation.get("message_id"))
+            Citation.restore(conversation_id=citation.get("conversation_id"), message_id=citation.get("message_id"))
             if citation
             else None
         ),

@@ -6,6 +6,8 @@ Every function takes what it needs as arguments; nothing here runs at import tim
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -16,6 +18,7 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute
 
 from adapters_http import RequestObserver, bearer_token_resolver, create_app, system_routes
+from adapters_http.draining import ConnectionDraining
 from adapters_mysql import SchemaNotReadyError, SqlStorage, open_storage
 from memorybank.settings import DatabaseChoice, prepare_embedded_directory
 from memorybank_core import Clock, EventSink, MemoryBank, Principal, TokenService, UnavailableError
@@ -121,11 +124,12 @@ def build_app(
     return create_host_app(rest, mount, lifespan=lifespan)
 
 
-def build_server_app(storage: SqlStorage, *, bind_host: str, metrics_token: str | None) -> Starlette:
+def build_server_app(storage: SqlStorage, *, bind_host: str, metrics_token: str | None) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
-    `/healthz` and `/readyz` are public; `/metrics` is served only with a `metrics_token`. The
-    app closes `storage` when it shuts down.
+    `/healthz` and `/readyz` are public; `/metrics` is served only with a `metrics_token`. On
+    SIGTERM every response closes its connection (`ConnectionDraining`); the app closes
+    `storage` when it shuts down.
     """
     # Imported here, not at the top: prometheus_client fixes its multiprocess mode at import, after
     # `memorybank serve` has set PROMETHEUS_MULTIPROC_DIR.
@@ -143,20 +147,35 @@ def build_server_app(storage: SqlStorage, *, bind_host: str, metrics_token: str 
             return "the database cannot be reached"
         return None
 
+    draining: ConnectionDraining
+
     @asynccontextmanager
-    async def close_storage(_app: Starlette) -> AsyncIterator[None]:
+    async def drain_then_close_storage(_app: Starlette) -> AsyncIterator[None]:
+        # Runs inside uvicorn's own signal handling: chain ours before its handler.
+        uvicorn_handler = signal.getsignal(signal.SIGTERM)
+
+        def on_sigterm(number: int, frame: object) -> None:
+            draining.begin()
+            if callable(uvicorn_handler):
+                uvicorn_handler(number, frame)  # type: ignore[arg-type]
+
+        # Only uvicorn's main thread may set handlers (a test client runs the lifespan elsewhere).
+        if callable(uvicorn_handler) and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, on_sigterm)
         try:
             yield
         finally:
             storage.close()
 
-    return build_app(
+    app = build_app(
         services,
         bind_host=bind_host,
         observer=metrics,
         extra_routes=system_routes(readiness=readiness, metrics=metrics.render, metrics_token=metrics_token),
-        lifespan=close_storage,
+        lifespan=drain_then_close_storage,
     )
+    draining = ConnectionDraining(app)
+    return draining
 
 
 async def _no_network_caller(_request: Request) -> Principal | None:

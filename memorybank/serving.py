@@ -18,7 +18,7 @@ import tempfile
 import attrs
 import sqlalchemy as sa
 import uvicorn
-from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
 from memorybank import bootstrap
 from memorybank.logs import logging_config
@@ -82,7 +82,7 @@ def run(
             shutil.rmtree(os.environ.pop(METRICS_DIR_ENV), ignore_errors=True)
 
 
-def app_from_environment() -> Starlette:
+def app_from_environment() -> ASGIApp:
     """uvicorn's app factory, run in each worker: the server app for the options `run` left behind."""
     options = ServeOptions(**json.loads(os.environ[OPTIONS_ENV]))
     storage = bootstrap.open_ready_storage(DatabaseChoice(url=options.database_url, source="serve"), options.search)

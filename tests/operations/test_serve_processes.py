@@ -19,6 +19,9 @@ from adapters_mysql.schema import memory, memory_context
 from tests.mysql_server import ThrowawayDatabase
 from tests.served import run_memorybank, serving
 
+#: Each test starts real server processes with workers: a tier of its own (`pytest -m serve_processes`).
+pytestmark = pytest.mark.serve_processes
+
 METRICS_TOKEN = "metrics-token-for-tests"
 CLIENT_THREADS = 4
 SAVING_SECONDS_BEFORE_SIGTERM = 1.5

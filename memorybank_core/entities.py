@@ -12,7 +12,6 @@ import attrs
 from memorybank_core import limits
 from memorybank_core.validation import bounded_text, max_items, optional_bounded_text, utc_datetime
 
-
 _Entity = TypeVar("_Entity")
 
 
@@ -89,7 +88,7 @@ class MemoryContext:
     def restore(
         cls,
         *,
-        id: str,  # noqa: A002 - the field's name
+        id: str,
         memory_id: str,
         snippet: str,
         citation: Citation | None,
@@ -135,7 +134,7 @@ class Memory:
     def restore(
         cls,
         *,
-        id: str,  # noqa: A002 - the field's name
+        id: str,
         user_id: str,
         org_id: str,
         scope: Scope,

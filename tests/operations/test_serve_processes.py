@@ -175,8 +175,8 @@ def test_sigterm_during_a_stream_of_saves_loses_no_acknowledged_save(database_ur
     storage = open_storage(database_url)
     try:
         with storage.engine.connect() as connection:
-            stored = dict(connection.execute(sa.select(memory.c.id, memory.c.content)).all())
-            contexts = dict(
+            stored: dict[str, str] = dict(connection.execute(sa.select(memory.c.id, memory.c.content)).all())
+            contexts: dict[str, int] = dict(
                 connection.execute(
                     sa.select(memory_context.c.memory_id, sa.func.count()).group_by(memory_context.c.memory_id)
                 ).all()

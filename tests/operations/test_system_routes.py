@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from adapters_metrics import PrometheusMetrics
 from adapters_mcp import build_catalog
+from adapters_metrics import PrometheusMetrics
 from adapters_mysql import SqlStorage, open_storage
 from memorybank import bootstrap
 from memorybank_core import UnavailableError
@@ -37,7 +37,9 @@ def client(storage: SqlStorage) -> Iterator[TestClient]:
 
 def _token(storage: SqlStorage) -> str:
     services = bootstrap.build_services(storage)
-    return services.tokens.issue(user_id="usr_01h455vb4pex5vsknk084sn02q", org_id="org_01h455vb4pex5vsknk084sn02q").secret
+    return services.tokens.issue(
+        user_id="usr_01h455vb4pex5vsknk084sn02q", org_id="org_01h455vb4pex5vsknk084sn02q"
+    ).secret
 
 
 def test_health_and_readiness_answer_anyone(client: TestClient) -> None:
@@ -54,7 +56,10 @@ def test_readiness_is_503_with_the_reason_when_the_schema_is_missing(tmp_path: P
         alive = client.get("/healthz")
 
     assert ready.status_code == 503
-    assert ready.json() == {"status": "not_ready", "reason": "the database schema is not ready: run `memorybank migrate`"}
+    assert ready.json() == {
+        "status": "not_ready",
+        "reason": "the database schema is not ready: run `memorybank migrate`",
+    }
     assert alive.status_code == 200
 
 

@@ -1,6 +1,6 @@
 """Re-indexing: rewrite the owner-scoped search document of rows written by an older scheme.
 
-`memory.search_version` records the scheme (`owner_index.SEARCH_VERSION`) that wrote a row's
+`memory.search_version` records the scheme (`memorybank_search.SEARCH_VERSION`) that wrote a row's
 `search_terms`; rows migrated from revision 0001 hold 0. Re-indexing walks the table by primary
 key in batches, one transaction per batch, so it can be stopped and resumed at any point, and it
 runs beside a live server (a row saved meanwhile is already current).
@@ -15,9 +15,9 @@ import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.owner_index import SEARCH_VERSION, OwnerIndexer
+from adapters_mysql.memory_store import memory_from_rows
 from adapters_mysql.schema import memory, memory_context
-from adapters_mysql.store import memory_from_rows
+from memorybank_search import SEARCH_VERSION, OwnerIndexer
 
 DEFAULT_BATCH_SIZE = 1000
 

@@ -52,6 +52,7 @@ from benchmarks.http_overhead import KeepAliveClient
 from benchmarks.processes import CpuSnapshot, descendants, listening_pid, snapshot
 from memorybank.portability import import_lines
 from memorybank_core import TokenService
+from memorybank_search import OwnerIndexer
 from tests.served import REPO_ROOT, serving
 
 MIX_USERS = 1000
@@ -73,7 +74,7 @@ def _mix_url(backend: str, rows: int) -> str:
 
 
 def _open_schema(url: str) -> SqlStorage:
-    storage = open_storage(url)
+    storage = open_storage(url, indexer=OwnerIndexer())
     if storage.dialect_name == "mysql":
         storage.migrate()
     else:
@@ -259,7 +260,7 @@ class Latency:
 def _measured_user_token(url: str) -> Iterator[tuple[str, str, list[str]]]:
     """A token for the scale corpus's measured user, its id and 20 of its memory ids; the token is revoked after."""
     user_id = CorpusWriter(CorpusSpec(users=1)).measured_user
-    storage = open_storage(url)
+    storage = open_storage(url, indexer=OwnerIndexer())
     try:
         storage.check_ready()
         with storage.engine.connect() as connection:
@@ -283,7 +284,7 @@ def measure_latency(rows: int, *, iterations: int) -> list[Latency]:
     url = database_url(str(rows))
     latencies: list[Latency] = []
     with _measured_user_token(url) as (secret, user_id, memory_ids):
-        storage = open_storage(url)
+        storage = open_storage(url, indexer=OwnerIndexer())
         try:
             timing = time_calls(
                 lambda: storage.store.get_many(user_id=user_id, memory_ids=memory_ids),

@@ -18,14 +18,12 @@ from typing import NoReturn, TextIO
 import anyio
 
 from adapters_mysql import SchemaNotReadyError, SqlStorage
-from memorybank import bootstrap, portability, serving
+from memorybank import composition, portability, serving
 from memorybank.logs import LOG_FORMATS
 from memorybank.settings import (
     DATABASE_URL_ENV,
-    SEARCH_ENV,
     DatabaseChoice,
     choose_database,
-    choose_search,
     default_database_path,
     redacted,
 )
@@ -38,7 +36,7 @@ EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 
 #: CLI spelling of the fields the core names in its errors.
-_OPTION_NAMES = {"db": "--db", "user": "--user", "org": "--org", "scope": "--scope", "search": "--search"}
+_OPTION_NAMES = {"db": "--db", "user": "--user", "org": "--org", "scope": "--scope"}
 
 
 class CommandError(Exception):
@@ -66,12 +64,6 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
             f"database URL: sqlite:///path/file.sqlite3, mysql://user:password@host:3306/name (mysqlclient) or "
             f"mysql+pymysql://...; default: ${DATABASE_URL_ENV}, else {default_database_path(env)}"
         ),
-    )
-    database.add_argument(
-        "--search",
-        metavar="ENGINE",
-        help=f"search engine: owner (owner-scoped, the default), fulltext (MySQL, the seed's) or fts5 (SQLite, "
-        f"the seed's); default: ${SEARCH_ENV}, else owner",
     )
     parser = _Parser(prog=PROGRAM, description="A per-user memory bank for AI agents: REST server and admin tools.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
@@ -201,7 +193,6 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
     environment = os.environ if env is None else env
     args = build_parser(environment).parse_args(argv)
     choice = choose_database(args.db, environment)
-    args.search = choose_search(getattr(args, "search", None), environment)
     run: Callable[[argparse.Namespace, DatabaseChoice, TextIO], None] = args.run
     try:
         run(args, choice, sys.stdout)
@@ -235,12 +226,12 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
     if args.workers > 1 and not serving.shared_between_processes(choice.url):
         raise CommandError("--workers above 1 needs a database file or server: in-memory SQLite lives in one process")
     # Check (and on SQLite create) the database once here, so a problem is one line, not a failed worker.
-    bootstrap.open_ready_storage(choice, args.search).close()
+    composition.open_ready_storage(choice).close()
     base = f"http://{args.host}:{args.port}"
     workers = f", {args.workers} workers" if args.workers > 1 else ""
     print(f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}{workers}", file=out, flush=True)
     serving.run(
-        serving.ServeOptions(database_url=choice.url, search=args.search, bind_host=args.host),
+        serving.ServeOptions(database_url=choice.url, bind_host=args.host),
         port=args.port,
         workers=args.workers,
         log_format=args.log_format,
@@ -250,14 +241,14 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
 
 def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None:
     _require_mcp()
-    from adapters_mcp import serve_stdio  # see bootstrap.require_mcp
+    from adapters_mcp import serve_stdio  # see composition.require_mcp
 
     # Validate before touching the database, so a typo in a client's config is reported at once.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
-    storage = bootstrap.open_ready_storage(choice, args.search)
+    storage = composition.open_ready_storage(choice)
     try:
-        server = bootstrap.build_local_rail(bootstrap.build_services(storage), user_id=args.user, org_id=args.org)
+        server = composition.build_local_rail(composition.build_services(storage), user_id=args.user, org_id=args.org)
         # stdout is the protocol: every message goes to stderr, which MCP clients keep as the server's log.
         logging.basicConfig(
             level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -269,20 +260,20 @@ def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None
 
 def _prompt(_args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
     _require_mcp()
-    from adapters_mcp import MEMORY_BANK_PROMPT  # see bootstrap.require_mcp
+    from adapters_mcp import MEMORY_BANK_PROMPT  # see composition.require_mcp
 
     out.write(MEMORY_BANK_PROMPT)
 
 
 def _require_mcp() -> None:
     try:
-        bootstrap.require_mcp()
-    except bootstrap.McpUnavailableError as error:
-        raise CommandError(f"this command needs the MCP SDK: {bootstrap.MCP_INSTALL_HINT}") from error
+        composition.require_mcp()
+    except composition.McpUnavailableError as error:
+        raise CommandError(f"this command needs the MCP SDK: {composition.MCP_INSTALL_HINT}") from error
 
 
 def _migrate(_args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    storage = bootstrap.open_storage_for_migration(choice)
+    storage = composition.open_storage_for_migration(choice)
     try:
         storage.migrate()
         storage.check_ready()
@@ -294,7 +285,7 @@ def _migrate(_args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> 
 def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     if not args.file.is_file():
         raise CommandError(f"{args.file} is not a readable file", EXIT_BAD_INPUT)
-    storage = bootstrap.open_ready_storage(choice, args.search)
+    storage = composition.open_ready_storage(choice)
     try:
         report = portability.import_file(args.file, storage.store, show_progress=sys.stderr.isatty())
     finally:
@@ -309,7 +300,7 @@ def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     # Validate before touching the database.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
-    storage = bootstrap.open_ready_storage(choice, args.search)
+    storage = composition.open_ready_storage(choice)
     try:
         if args.out is None:
             count = portability.export_user(storage.store, args.user, out)
@@ -323,7 +314,7 @@ def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 
 
 def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    storage = bootstrap.open_ready_storage(choice, args.search)
+    storage = composition.open_ready_storage(choice)
     try:
         count = portability.reindex_with_progress(storage, everything=args.all, show_progress=sys.stderr.isatty())
     finally:
@@ -331,10 +322,10 @@ def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
     print(f"{PROGRAM}: re-indexed {count} memories", file=out)
 
 
-def _with_tokens(choice: DatabaseChoice, work: Callable[[bootstrap.Services], None]) -> None:
-    storage: SqlStorage = bootstrap.open_ready_storage(choice)
+def _with_tokens(choice: DatabaseChoice, work: Callable[[composition.Services], None]) -> None:
+    storage: SqlStorage = composition.open_ready_storage(choice)
     try:
-        work(bootstrap.build_services(storage))
+        work(composition.build_services(storage))
     finally:
         storage.close()
 
@@ -347,7 +338,7 @@ def _token_create(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO)
     ids.parse_id(org_id, prefix=ids.ORGANIZATION_PREFIX, field="org")
     scopes = frozenset(args.scope) if args.scope else KNOWN_SCOPES
 
-    def create(services: bootstrap.Services) -> None:
+    def create(services: composition.Services) -> None:
         issued = services.tokens.issue(user_id=user_id, org_id=org_id, scopes=scopes)
         if args.user is None:
             print(f"created user id: {user_id}", file=out)
@@ -364,7 +355,7 @@ def _token_list(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
     if args.user is not None:
         ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
 
-    def show(services: bootstrap.Services) -> None:
+    def show(services: composition.Services) -> None:
         tokens = services.tokens.list(user_id=args.user)
         if not tokens:
             print("no tokens", file=out)
@@ -389,7 +380,7 @@ def _token_list(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
 
 
 def _token_revoke(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    def revoke(services: bootstrap.Services) -> None:
+    def revoke(services: composition.Services) -> None:
         try:
             token = services.tokens.revoke(args.token)
         except NotFoundError as error:

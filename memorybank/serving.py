@@ -20,7 +20,7 @@ import sqlalchemy as sa
 import uvicorn
 from starlette.types import ASGIApp
 
-from memorybank import bootstrap
+from memorybank import composition
 from memorybank.logs import logging_config
 from memorybank.settings import DatabaseChoice
 
@@ -41,7 +41,6 @@ class ServeOptions:
     """What every worker needs to build the same app."""
 
     database_url: str
-    search: str | None = None
     bind_host: str = "127.0.0.1"
 
 
@@ -85,7 +84,7 @@ def run(
 def app_from_environment() -> ASGIApp:
     """uvicorn's app factory, run in each worker: the server app for the options `run` left behind."""
     options = ServeOptions(**json.loads(os.environ[OPTIONS_ENV]))
-    storage = bootstrap.open_ready_storage(DatabaseChoice(url=options.database_url, source="serve"), options.search)
-    return bootstrap.build_server_app(
+    storage = composition.open_ready_storage(DatabaseChoice(url=options.database_url, source="serve"))
+    return composition.build_server_app(
         storage, bind_host=options.bind_host, metrics_token=os.environ.get(METRICS_TOKEN_ENV) or None
     )

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from adapters_mysql import open_storage
 from adapters_mysql.schema import memory, memory_context
+from memorybank_search import OwnerIndexer
 from tests.mysql_server import ThrowawayDatabase
 from tests.served import run_memorybank, serving
 
@@ -172,7 +173,7 @@ def test_sigterm_during_a_stream_of_saves_loses_no_acknowledged_save(database_ur
     assert acknowledged_before > 0, "no save was acknowledged before SIGTERM"
     assert stream.other_statuses == [], "a save was answered with an error instead of finishing"
     assert stopped_after < EXIT_SECONDS
-    storage = open_storage(database_url)
+    storage = open_storage(database_url, indexer=OwnerIndexer())
     try:
         with storage.engine.connect() as connection:
             stored: dict[str, str] = dict(connection.execute(sa.select(memory.c.id, memory.c.content)).all())

@@ -1,4 +1,4 @@
-"""Health, readiness and metrics of the server app, in process (`bootstrap.build_server_app`)."""
+"""Health, readiness and metrics of the server app, in process (`composition.build_server_app`)."""
 
 from __future__ import annotations
 
@@ -11,20 +11,21 @@ from starlette.testclient import TestClient
 from adapters_mcp import build_catalog
 from adapters_metrics import PrometheusMetrics
 from adapters_mysql import SqlStorage, open_storage
-from memorybank import bootstrap
+from memorybank import composition
 from memorybank_core import UnavailableError
+from memorybank_search import OwnerIndexer
 
 METRICS_TOKEN = "metrics-secret-for-tests"
 
 
 def _client(storage: SqlStorage, *, metrics_token: str | None = METRICS_TOKEN) -> TestClient:
-    app = bootstrap.build_server_app(storage, bind_host="127.0.0.1", metrics_token=metrics_token)
+    app = composition.build_server_app(storage, bind_host="127.0.0.1", metrics_token=metrics_token)
     return TestClient(app, raise_server_exceptions=False)
 
 
 @pytest.fixture
 def storage(tmp_path: Path) -> SqlStorage:
-    opened = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}")
+    opened = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}", indexer=OwnerIndexer())
     opened.initialize()
     return opened  # the app's lifespan closes it
 
@@ -36,7 +37,7 @@ def client(storage: SqlStorage) -> Iterator[TestClient]:
 
 
 def _token(storage: SqlStorage) -> str:
-    services = bootstrap.build_services(storage)
+    services = composition.build_services(storage)
     return services.tokens.issue(
         user_id="usr_01h455vb4pex5vsknk084sn02q", org_id="org_01h455vb4pex5vsknk084sn02q"
     ).secret
@@ -49,7 +50,9 @@ def test_health_and_readiness_answer_anyone(client: TestClient) -> None:
 
 
 def test_readiness_is_503_with_the_reason_when_the_schema_is_missing(tmp_path: Path) -> None:
-    bare = open_storage(f"sqlite:///{tmp_path / 'empty.sqlite3'}")  # never initialized: no tables
+    bare = open_storage(
+        f"sqlite:///{tmp_path / 'empty.sqlite3'}", indexer=OwnerIndexer()
+    )  # never initialized: no tables
 
     with _client(bare) as client:
         ready = client.get("/readyz")

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from adapters_mysql import SqlStorage, open_storage
 from adapters_mysql.schema import TABLES
+from memorybank_search import OwnerIndexer
 from tests.contract.backends import Backend, BackendFactory
 from tests.mysql_server import ThrowawayDatabase
 
@@ -20,10 +21,10 @@ from tests.mysql_server import ThrowawayDatabase
 class SqliteFactory(BackendFactory):
     """A SQLite file in a temporary directory, created by the fresh-install path (`initialize`)."""
 
-    def __init__(self, *, search: str | None = None) -> None:
+    def __init__(self) -> None:
         self._directory = tempfile.TemporaryDirectory(prefix="memorybank-test-")
         self.url = f"sqlite:///{Path(self._directory.name) / 'memorybank.sqlite3'}"
-        self.storage: SqlStorage = open_storage(self.url, search=search)
+        self.storage: SqlStorage = open_storage(self.url, indexer=OwnerIndexer())
         self.storage.initialize()
 
     def fresh(self) -> Backend:
@@ -41,10 +42,10 @@ class SqliteFactory(BackendFactory):
 class MysqlFactory(BackendFactory):
     """A throwaway MySQL/MariaDB database, created by the migrate path (`migrate`)."""
 
-    def __init__(self, *, search: str | None = None) -> None:
+    def __init__(self) -> None:
         self._database = ThrowawayDatabase()
         self.url = self._database.url
-        self.storage: SqlStorage = open_storage(self.url, search=search)
+        self.storage: SqlStorage = open_storage(self.url, indexer=OwnerIndexer())
         self.storage.migrate()
 
     def fresh(self) -> Backend:

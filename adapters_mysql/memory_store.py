@@ -14,7 +14,6 @@ import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.owner_index import OwnerIndexer
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
 from memorybank_core import (
@@ -28,6 +27,7 @@ from memorybank_core import (
     Scope,
     Source,
 )
+from memorybank_search import OwnerIndexer
 
 #: The search document is the search engines' business: loading memories leaves it in the table.
 SEARCH_COLUMNS = frozenset({"search_terms", "doc_length", "search_version"})
@@ -66,10 +66,10 @@ class SqlMemoryStore(MemoryStore):
     same transaction, whichever search engine reads it.
     """
 
-    def __init__(self, engine: sa.Engine, indexer: OwnerIndexer | None = None) -> None:
+    def __init__(self, engine: sa.Engine, indexer: OwnerIndexer) -> None:
         self._engine = engine
         self._writer = for_writing(engine)
-        self._indexer = indexer or OwnerIndexer()
+        self._indexer = indexer
 
     def add(self, *, user_id: str, memory: Memory) -> None:
         if memory.user_id != user_id:

@@ -1,4 +1,4 @@
-"""The composition root: storage -> MemoryBank -> HTTP app and MCP rail. The only place the parts are wired.
+"""The composition root: indexer -> storage -> MemoryBank -> HTTP app and MCP rail. The only place the parts are wired.
 
 Every function takes what it needs as arguments; nothing here runs at import time.
 """
@@ -23,6 +23,7 @@ from adapters_mysql import SchemaNotReadyError, SqlStorage, open_storage
 from memorybank.settings import DatabaseChoice, prepare_embedded_directory
 from memorybank_core import Clock, EventSink, MemoryBank, Principal, TokenService, UnavailableError
 from memorybank_core.events import LoggingEventSink
+from memorybank_search import OwnerIndexer
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -38,23 +39,20 @@ class McpUnavailableError(RuntimeError):
     """The MCP SDK (the `mcp` extra) is not installed."""
 
 
-def open_ready_storage(choice: DatabaseChoice, search: str | None = None) -> SqlStorage:
+def open_ready_storage(choice: DatabaseChoice) -> SqlStorage:
     """Open the chosen database and make sure its schema is the one this version serves.
 
     SQLite is embedded, so it is initialized in place (created on first use). A MySQL
     schema is never changed here: a missing, behind or index-less schema is refused
     with a message naming `memorybank migrate`.
 
-    `search` names the search engine (None: the dialect's default, owner-scoped).
-
     Raises:
-        InvalidInputError: ("db") a malformed or unsupported URL; ("search") an unknown engine.
+        InvalidInputError: ("db") a malformed or unsupported URL.
         UnavailableError: the database cannot be reached.
         SchemaNotReadyError: the schema is not ready; the message names the fix.
         OSError: the embedded database's directory cannot be created.
     """
-    prepare_embedded_directory(choice)
-    storage = open_storage(choice.url, search=search)
+    storage = _open_storage(choice)
     try:
         if storage.dialect_name == "sqlite":
             storage.initialize()
@@ -73,8 +71,13 @@ def open_storage_for_migration(choice: DatabaseChoice) -> SqlStorage:
         UnavailableError: the database cannot be reached.
         OSError: the embedded database's directory cannot be created.
     """
+    return _open_storage(choice)
+
+
+def _open_storage(choice: DatabaseChoice) -> SqlStorage:
     prepare_embedded_directory(choice)
-    return open_storage(choice.url)
+    # The one indexer of the process: the store writes its documents and the engine reads them.
+    return open_storage(choice.url, indexer=OwnerIndexer())
 
 
 @attrs.frozen(kw_only=True)

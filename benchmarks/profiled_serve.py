@@ -4,8 +4,9 @@
 
 Runs the real command line in this process, profiling from when its port answers; when the
 server stops (SIGTERM), writes a summary: the functions with the largest inclusive share of
-all CPU time profiled, then the largest self share. The request path's own frames (this repository's packages) are listed apart, so the
-summary reads like a flame graph folded by function. `benchmarks.throughput mix --profile`
+all CPU time profiled, then the largest self share. The request path's own frames (this
+repository's packages) are listed apart, so the summary reads like a flame graph folded by
+function. `benchmarks.throughput mix --profile`
 drives it.
 """
 

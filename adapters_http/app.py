@@ -42,11 +42,16 @@ def memory_routes(
         OperationIdError: the route table yields a duplicate, over-long or colliding name.
     """
     check_route_table(routes)
-    handlers = MemoryHandlers(bank, max_body_bytes=max_body_bytes)
+    handlers = MemoryHandlers(bank)
     by_path: dict[str, dict[str, Endpoint]] = {}
     for spec in routes:
         endpoint = guarded(
-            partial(spec.handler, handlers), resolve_principal, operation_id=spec.operation_id, observer=observer
+            partial(spec.handler, handlers),
+            resolve_principal,
+            operation_id=spec.operation_id,
+            unit_of_work=bank.unit_of_work,
+            max_body_bytes=max_body_bytes if spec.body_schema is not None else None,
+            observer=observer,
         )
         by_path.setdefault(spec.starlette_path, {})[spec.method.upper()] = endpoint
     # One route per path taking every method: a path's wrong methods get our JSON 405 (in a host's app too),

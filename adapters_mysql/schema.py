@@ -134,5 +134,16 @@ api_token = sa.Table(
     **MYSQL_TABLE_OPTIONS,
 )
 
+#: One row (id 1) counting every revocation ever made, bumped in the revoking transaction. A
+#: server re-verifies the tokens it has cached whenever it changes (`memorybank_core.tokens`).
+#: No row yet reads as 0.
+api_token_revocations = sa.Table(
+    "api_token_revocations",
+    metadata,
+    sa.Column("id", sa.SmallInteger(), primary_key=True, autoincrement=False),
+    sa.Column("generation", sa.BigInteger(), nullable=False),
+    **MYSQL_TABLE_OPTIONS,
+)
+
 #: The tables this package owns, in creation order.
-TABLES: tuple[sa.Table, ...] = (memory, memory_context, api_token)
+TABLES: tuple[sa.Table, ...] = (memory, memory_context, api_token, api_token_revocations)

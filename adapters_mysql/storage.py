@@ -22,6 +22,7 @@ from adapters_mysql.revisions import current_revision, stamp_head, upgrade_to_he
 from adapters_mysql.schema import metadata
 from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch
 from adapters_mysql.token_store import SqlTokenStore
+from adapters_mysql.unit_of_work import SqlUnitOfWork
 from memorybank_core import InvalidInputError, UnavailableError
 from memorybank_search import OwnerIndexer
 
@@ -67,6 +68,7 @@ class SqlStorage:
         self.store = SqlMemoryStore(engine, indexer)
         self.search_engine: OwnerScopedSearch = search_engine(engine, indexer)
         self.token_store = SqlTokenStore(engine)
+        self.unit_of_work = SqlUnitOfWork(engine)
         self._display_url = display_url
 
     @property

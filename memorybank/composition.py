@@ -91,7 +91,13 @@ class Services:
 def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: EventSink | None = None) -> Services:
     """The bank and the token service over `storage`."""
     return Services(
-        bank=MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=clock, events=events),
+        bank=MemoryBank(
+            store=storage.store,
+            search_engine=storage.search_engine,
+            clock=clock,
+            events=events,
+            unit_of_work=storage.unit_of_work,
+        ),
         tokens=TokenService(store=storage.token_store, clock=clock),
     )
 

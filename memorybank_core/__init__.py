@@ -30,10 +30,12 @@ from memorybank_core.ports import (
     EventSink,
     ListPosition,
     MemoryStore,
+    NoUnitOfWork,
     Principal,
     SearchEngine,
     SearchHit,
     TokenStore,
+    UnitOfWork,
 )
 from memorybank_core.requests import ContextInput, SaveRequest
 from memorybank_core.tokens import IssuedToken, TokenPrincipal, TokenService
@@ -61,6 +63,7 @@ __all__ = [
     "MemoryContext",
     "MemoryPage",
     "MemoryStore",
+    "NoUnitOfWork",
     "NotFoundError",
     "Origin",
     "Principal",
@@ -77,4 +80,5 @@ __all__ = [
     "TokenService",
     "TokenStore",
     "UnavailableError",
+    "UnitOfWork",
 ]

@@ -191,3 +191,19 @@ def test_sigterm_during_a_stream_of_saves_loses_no_acknowledged_save(database_ur
     log = (tmp_path / "serve.log").read_text()
     assert "Traceback" not in log
     assert "status=500" not in log
+
+
+def test_a_revoked_token_fails_on_the_next_request_in_every_worker(database_url: str, tmp_path: Path) -> None:
+    secret = _token(database_url)
+    auth = {"Authorization": f"Bearer {secret}"}
+    fresh_connections = 24
+
+    with serving(database_url, args=["--workers", "2"], log=tmp_path / "serve.log") as server:
+        # New connections, spread by the kernel over both workers: each worker verifies and remembers the token.
+        before = [httpx2.get(f"{server.url}/v1/memory", headers=auth, timeout=30) for _ in range(fresh_connections)]
+        revoked = run_memorybank(["token", "revoke", "--db", database_url, secret])
+        after = [httpx2.get(f"{server.url}/v1/memory", headers=auth, timeout=30) for _ in range(fresh_connections)]
+
+    assert [answer.status_code for answer in before] == [200] * fresh_connections
+    assert revoked.returncode == 0, revoked.stderr
+    assert [answer.status_code for answer in after] == [401] * fresh_connections

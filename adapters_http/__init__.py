@@ -8,8 +8,15 @@ under `IN_PROCESS_PRINCIPAL_KEY`.
 """
 
 from adapters_http.app import create_app, memory_routes
-from adapters_http.auth import IN_PROCESS_PRINCIPAL_KEY, PrincipalResolver, bearer_secret, bearer_token_resolver
-from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS, ErrorSpec
+from adapters_http.auth import (
+    IN_PROCESS_PRINCIPAL_KEY,
+    Authenticate,
+    PrincipalResolver,
+    bearer_resolver,
+    bearer_secret,
+    bearer_token_resolver,
+)
+from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS, ErrorSpec, bearer_challenge
 from adapters_http.inputs import MAX_BODY_BYTES
 from adapters_http.observation import RequestObserver, current_request_id
 from adapters_http.openapi import OPENAPI_PATH, build_openapi
@@ -35,6 +42,7 @@ __all__ = [
     "OPENAPI_PATH",
     "READY_PATH",
     "RETRY_AFTER_SECONDS",
+    "Authenticate",
     "ErrorSpec",
     "MetricsExposition",
     "OperationIdError",
@@ -43,6 +51,8 @@ __all__ = [
     "Readiness",
     "RequestObserver",
     "RouteSpec",
+    "bearer_challenge",
+    "bearer_resolver",
     "bearer_secret",
     "bearer_token_resolver",
     "build_openapi",

@@ -42,30 +42,38 @@ def bearer_secret(request: Request) -> str | None:
     return secret
 
 
-class BearerTokenResolver:
-    """The standalone server's resolver: `Authorization: Bearer <secret>` checked with the `TokenService`.
+Authenticate = Callable[[str], Principal | None]
+"""A bearer secret -> its principal, or None for an unknown or revoked one (e.g. `TokenService.authenticate`).
 
-    Every request reads the store's revocation generation (`TokenService.authenticate`), so a
-    revoked token fails on the very next request. It is a blocking resolver: the memory routes
-    call `resolve_blocking` in the same worker thread and unit of work as the use case, so a
-    request makes one thread-pool hop and uses one database connection.
+It is called in the thread pool (it may read a database or ask an issuer) and may raise
+`CredentialsRefusedError` (401 naming the reason) or `UnavailableError` (503) when its store or issuer is down.
+"""
+
+
+def bearer_token_resolver(tokens: TokenService) -> PrincipalResolver:
+    """The standalone server's resolver: `Authorization: Bearer <secret>` checked against the token store.
+
+    Every request reads the store (no cache), so a revoked token fails on the very next request.
     """
+    return bearer_resolver(tokens.authenticate)
 
-    def __init__(self, tokens: TokenService) -> None:
-        self._tokens = tokens
 
-    def resolve_blocking(self, request: Request) -> Principal | None:
-        """The principal, from a worker thread (it reads the token store)."""
+def bearer_resolver(authenticate: Authenticate) -> PrincipalResolver:
+    """A resolver that hands `Authorization: Bearer <secret>` to `authenticate` (in the thread pool)."""
+
+    async def resolve(request: Request) -> Principal | None:
         secret = bearer_secret(request)
         if secret is None:
             return None
-        return self._tokens.authenticate(secret)
+        return await run_in_threadpool(authenticate, secret)
 
-    async def __call__(self, request: Request) -> Principal | None:
-        """The `PrincipalResolver` form, for callers that are not memory routes."""
-        return await run_in_threadpool(self.resolve_blocking, request)
+    return resolve
 
 
-def bearer_token_resolver(tokens: TokenService) -> BearerTokenResolver:
-    """The standalone server's resolver (see `BearerTokenResolver`)."""
-    return BearerTokenResolver(tokens)
+async def resolve_principal(request: Request, resolver: PrincipalResolver) -> Principal | None:
+    """The in-process principal if the caller placed one in the scope, else whatever `resolver` says."""
+    in_process = request.scope.get(IN_PROCESS_PRINCIPAL_KEY)
+    if in_process is not None:
+        principal: Principal = in_process
+        return principal
+    return await resolver(request)

@@ -12,20 +12,17 @@ import traceback
 import uuid
 from collections.abc import Awaitable, Callable
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from adapters_http.auth import IN_PROCESS_PRINCIPAL_KEY, PrincipalResolver
+from adapters_http.auth import PrincipalResolver, resolve_principal
 from adapters_http.errors import UnauthorizedError, error_response, internal_error_response, json_error
-from adapters_http.inputs import read_json_body
 from adapters_http.observation import CURRENT_REQUEST_ID, RequestObserver
-from memorybank_core.ports import Principal, UnitOfWork
+from memorybank_core.ports import Principal
 
-Handler = Callable[[Request, object, Principal], Response]
-"""A route handler, run in a worker thread: the request, its JSON body (None if the route takes none)
-and the caller's principal in, a response out."""
+Handler = Callable[[Request, Principal], Awaitable[Response]]
+"""A route handler: the request and the caller's principal in, a response out."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 """A Starlette request-response endpoint."""
@@ -49,21 +46,18 @@ def request_id(scope: Scope) -> str:
     return rid
 
 
-def guarded(
+def authenticated_endpoint(
     handler: Handler,
     resolver: PrincipalResolver,
     *,
     operation_id: str,
-    unit_of_work: UnitOfWork,
-    max_body_bytes: int | None = None,
+    resource_metadata: str | None = None,
     observer: RequestObserver | None = None,
 ) -> Endpoint:
     """Wrap `handler`: resolve the principal (401 without one), map errors, tag and log the response.
 
-    With `max_body_bytes` the route takes a JSON body, read on the event loop first; its errors
-    are raised only after authentication, so a caller without credentials always gets the 401.
-    Then one worker thread runs, in one `unit_of_work` (one database connection): a blocking
-    resolver (`resolve_blocking`, e.g. the bearer tokens), the handler and its serialization.
+    `resource_metadata` is the URL of the server's protected-resource metadata, named in bearer challenges.
+
     The access event carries the operationId, status and timing, never the path or query
     string: those may hold ids and search text. `observer` (metrics) is told the same.
     """
@@ -73,40 +67,16 @@ def guarded(
         started = time.perf_counter()
         failure: Exception | None = None
         try:
-            body: object = None
-            body_error: Exception | None = None
-            if max_body_bytes is not None:
-                try:
-                    body = await read_json_body(request, max_bytes=max_body_bytes)
-                except ClientDisconnect:
-                    raise
-                except Exception as error:  # answered after authentication, below
-                    body_error = error
-            principal: Principal | None = request.scope.get(IN_PROCESS_PRINCIPAL_KEY)
-            blocking: Callable[[Request], Principal | None] | None = None
+            principal = await resolve_principal(request, resolver)
             if principal is None:
-                blocking = getattr(resolver, "resolve_blocking", None)
-                if blocking is None:
-                    principal = await resolver(request)
-                    if principal is None:
-                        raise UnauthorizedError
-
-            def work() -> Response:
-                with unit_of_work():
-                    caller = principal if blocking is None else blocking(request)
-                    if caller is None:
-                        raise UnauthorizedError
-                    if body_error is not None:
-                        raise body_error
-                    return handler(request, body, caller)
-
-            response = await run_in_threadpool(work)
+                raise UnauthorizedError
+            response = await handler(request, principal)
         except ClientDisconnect:
             # Nobody is left to answer; the status is only for the access event.
             response = json_error(400, {"error": "invalid_request", "message": "The client disconnected."})
         except Exception as error:
             failure = error
-            mapped = error_response(error)
+            mapped = error_response(error, resource_metadata=resource_metadata)
             if mapped is None:
                 log_unexpected(error, rid, operation_id)
                 mapped = internal_error_response()

@@ -7,7 +7,7 @@ method and path, never written by hand.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import attrs
 from starlette.requests import Request
@@ -25,8 +25,8 @@ from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE
 MEMORY_TAG = "Memory"
 """The tag every memory route carries; capability catalogs include routes by tag."""
 
-UnboundHandler = Callable[[MemoryHandlers, Request, object, Principal], Response]
-"""A `MemoryHandlers` method, before it is bound to a bank: request, JSON body (None without one), principal."""
+UnboundHandler = Callable[[MemoryHandlers, Request, Principal], Awaitable[Response]]
+"""A `MemoryHandlers` method, before it is bound to a bank."""
 
 
 @attrs.frozen(kw_only=True)

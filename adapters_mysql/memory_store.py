@@ -27,6 +27,7 @@ from memorybank_core import (
     Scope,
     Source,
 )
+from memorybank_core.wire import citation_ids
 from memorybank_search import OwnerIndexer
 
 #: The search document is the search engines' business: loading memories leaves it in the table.
@@ -189,17 +190,11 @@ def _context_row(context: MemoryContext, user_id: str) -> dict[str, Any]:
         "id": context.id,
         "memory_id": context.memory_id,
         "user_id": user_id,
-        "citation": _citation_json(citation) if citation is not None else None,
+        "citation": citation_ids(citation) or None,
         "snippet": context.snippet,
         "origin": context.origin.value if context.origin is not None else None,
         "created_at": context.created_at,
     }
-
-
-def _citation_json(citation: Citation) -> dict[str, str] | None:
-    fields = {"conversation_id": citation.conversation_id, "message_id": citation.message_id}
-    present = {key: value for key, value in fields.items() if value is not None}
-    return present or None
 
 
 def _with_contexts(connection: sa.Connection, user_id: str, rows: Sequence[sa.Row[Any]]) -> list[Memory]:

@@ -83,7 +83,7 @@ def _count_revocation(connection: sa.Connection) -> None:
         .values(generation=api_token_revocations.c.generation + 1)
     ).rowcount
     if bumped == 0:
-        # No row yet: a database made by `create_all`, not by migration 0004 (SQLite's first
+        # No row yet: a database made by `create_all`, not by migration 0005 (SQLite's first
         # start). SQLite serializes writers, so two first revocations cannot both get here.
         connection.execute(api_token_revocations.insert().values(id=1, generation=1))
 

@@ -1,4 +1,4 @@
-"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, and token create/list/revoke.
+"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, panel-link, token create/list/revoke.
 
 Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
 database is unreachable, its schema is not ready, or a token is not found. Every
@@ -12,13 +12,16 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import NoReturn, TextIO
+from urllib.parse import urlsplit
 
 import anyio
 
 from adapters_mysql import SchemaNotReadyError, SqlStorage
-from memorybank import composition, portability, serving
+from adapters_oidc import IssuerTokenVerifier
+from memorybank import composition, oauth_settings, portability, serving
 from memorybank.logs import LOG_FORMATS
 from memorybank.settings import (
     DATABASE_URL_ENV,
@@ -36,7 +39,15 @@ EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 
 #: CLI spelling of the fields the core names in its errors.
-_OPTION_NAMES = {"db": "--db", "user": "--user", "org": "--org", "scope": "--scope"}
+_OPTION_NAMES = {
+    "db": "--db",
+    "user": "--user",
+    "org": "--org",
+    "scope": "--scope",
+    "ttl": "--ttl",
+    **{name: f"--{name}" for name in ("public-url", "oauth-issuer", "oauth-scope", "oauth-default-org")},
+    "oauth-introspection-issuer": "--oauth-introspection-issuer",
+}
 
 
 class CommandError(Exception):
@@ -93,6 +104,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="on SIGTERM, how long in-flight requests may take to finish (default: 10)",
     )
+    _add_oauth_options(serve)
     serve.set_defaults(run=_serve)
 
     mcp = commands.add_parser(
@@ -155,6 +167,29 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     reindexing.add_argument("--all", action="store_true", help="re-index every memory, not only stale ones")
     reindexing.set_defaults(run=_reindex)
 
+    panel_link = commands.add_parser(
+        "panel-link",
+        parents=[database],
+        help="print a one-time sign-in link to the management panel",
+        description="Print a one-time URL that signs a person in to the management panel served by "
+        "`memorybank serve` at /. The link works once, for --ttl; --revoke ends every session and unused "
+        "link of the user instead.",
+    )
+    panel_link.add_argument("--user", metavar="usr_…", required=True, help="whose panel")
+    panel_link.add_argument(
+        "--org", metavar="org_…", help="the user's organization (default: that of the user's latest API token)"
+    )
+    panel_link.add_argument(
+        "--ttl", default="10m", help="how long the link works: 30s, 10m, 2h, 1d (default: 10m; at most 1d)"
+    )
+    panel_link.add_argument(
+        "--url", default="http://127.0.0.1:8000", help="the server's address (default: http://127.0.0.1:8000)"
+    )
+    panel_link.add_argument(
+        "--revoke", action="store_true", help="end the user's panel sessions and unused links instead"
+    )
+    panel_link.set_defaults(run=_panel_link)
+
     token = commands.add_parser("token", help="manage API tokens", description="Create, list and revoke API tokens.")
     token_commands = token.add_subparsers(dest="token_command", required=True, metavar="ACTION", parser_class=_Parser)
     create = token_commands.add_parser(
@@ -188,11 +223,72 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     return parser
 
 
+def _add_oauth_options(serve: argparse.ArgumentParser) -> None:
+    oauth = serve.add_argument_group(
+        "OAuth (an identity provider's access tokens beside the built-in tokens; docs/auth.md)"
+    )
+    oauth.add_argument(
+        "--public-url",
+        metavar="URL",
+        help=f"the server's public base URL (https://bank.example.com); the OAuth resource is URL/mcp/agent; "
+        f"default: ${oauth_settings.PUBLIC_URL_ENV}, else http://HOST:PORT on a loopback bind",
+    )
+    oauth.add_argument(
+        "--oauth-issuer",
+        metavar="URL",
+        action="append",
+        default=[],
+        help=f"trust access tokens from this issuer; repeat for several (default: ${oauth_settings.ISSUERS_ENV})",
+    )
+    oauth.add_argument(
+        "--oauth-audience",
+        metavar="AUD",
+        action="append",
+        default=[],
+        help=f"an accepted token audience; repeat for several (default: ${oauth_settings.AUDIENCES_ENV}, "
+        "else the resource URL)",
+    )
+    oauth.add_argument(
+        "--oauth-scope",
+        metavar="OURS=THEIRS",
+        action="append",
+        default=[],
+        help=f"the issuer scope granting mcp:read or mcp:write, e.g. mcp:read=memory.read; repeatable "
+        f"(default: ${oauth_settings.SCOPES_ENV}, else the same names)",
+    )
+    oauth.add_argument(
+        "--oauth-user-claim", metavar="CLAIM", help="the claim naming the person instead of sub (e.g. oid)"
+    )
+    oauth.add_argument("--oauth-org-claim", metavar="CLAIM", help="the claim naming the person's organization")
+    oauth.add_argument("--oauth-default-org", metavar="org_…", help="the organization of people whose token names none")
+    oauth.add_argument(
+        "--oauth-introspection-issuer",
+        metavar="URL",
+        help=f"check opaque tokens with this issuer's introspection endpoint, as the client "
+        f"${oauth_settings.CLIENT_ID_ENV} / ${oauth_settings.CLIENT_SECRET_ENV}",
+    )
+
+
+def oauth_options(args: argparse.Namespace) -> oauth_settings.OAuthOptions:
+    """The OAuth options of a parsed `serve` command line."""
+    return oauth_settings.OAuthOptions(
+        public_url=args.public_url,
+        issuers=args.oauth_issuer,
+        audiences=args.oauth_audience,
+        scopes=args.oauth_scope,
+        user_claim=args.oauth_user_claim,
+        org_claim=args.oauth_org_claim,
+        default_org=args.oauth_default_org,
+        introspection_issuer=args.oauth_introspection_issuer,
+    )
+
+
 def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = None) -> int:
     """Run the command line; return the exit status."""
     environment = os.environ if env is None else env
     args = build_parser(environment).parse_args(argv)
     choice = choose_database(args.db, environment)
+    args.environment = environment
     run: Callable[[argparse.Namespace, DatabaseChoice, TextIO], None] = args.run
     try:
         run(args, choice, sys.stdout)
@@ -224,15 +320,26 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
     if not 0 <= args.shutdown_timeout <= 3600:
         raise CommandError("--shutdown-timeout must be from 0 to 3600 seconds", EXIT_BAD_INPUT)
     if args.workers > 1 and not serving.shared_between_processes(choice.url):
-        raise CommandError("--workers above 1 needs a database file or server: in-memory SQLite lives in one process")
-    # Check (and on SQLite create) the database once here, so a problem is one line, not a failed worker.
+        raise CommandError(
+            "--workers above 1 needs a database file or server: in-memory SQLite lives in one process",
+            EXIT_BAD_INPUT,
+        )
+    options = oauth_options(args)
+    # Check everything once here, so a problem is one line, not a failed worker: the OAuth
+    # settings, the issuers' metadata and the database (on SQLite, created here).
+    oauth = oauth_settings.choose_oauth(options, args.environment, host=args.host, port=args.port)
+    if oauth is not None:
+        issuers = IssuerTokenVerifier(oauth)
+        try:
+            issuers.warm_up()
+        finally:
+            issuers.close()
     composition.open_ready_storage(choice).close()
     base = f"http://{args.host}:{args.port}"
     workers = f", {args.workers} workers" if args.workers > 1 else ""
     print(f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}{workers}", file=out, flush=True)
     serving.run(
-        serving.ServeOptions(database_url=choice.url, bind_host=args.host),
-        port=args.port,
+        serving.ServeOptions(database_url=choice.url, bind_host=args.host, port=args.port, oauth=options),
         workers=args.workers,
         log_format=args.log_format,
         shutdown_timeout=args.shutdown_timeout,
@@ -388,6 +495,55 @@ def _token_revoke(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO)
         print(f"revoked token {token.id} of {token.user_id}", file=out)
 
     _with_tokens(choice, revoke)
+
+
+_TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_ttl(text: str) -> timedelta:
+    """`30s`, `10m`, `2h` or `1d` as a duration.
+
+    Raises:
+        CommandError: anything else (exit status 2).
+    """
+    value, unit = text.strip()[:-1], text.strip()[-1:]
+    if not value.isdecimal() or unit not in _TTL_UNITS or len(value) > 6:
+        raise CommandError("--ttl must be a duration such as 30s, 10m, 2h or 1d", EXIT_BAD_INPUT)
+    return timedelta(seconds=int(value) * _TTL_UNITS[unit])
+
+
+def _panel_link(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    # Validate before touching the database.
+    ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
+    if args.org is not None:
+        ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
+    ttl = parse_ttl(args.ttl)
+    base = urlsplit(args.url)
+    if base.scheme not in {"http", "https"} or not base.netloc:
+        raise CommandError("--url must be the server's http:// or https:// address", EXIT_BAD_INPUT)
+
+    def link(services: composition.Services) -> None:
+        if args.revoke:
+            ended = services.panel_sessions.revoke_user(args.user)
+            print(f"ended {ended} panel sessions and unused sign-in links of {args.user}", file=out)
+            return
+        org_id = args.org or _latest_org(services, args.user)
+        issued = services.panel_sessions.issue_link(user_id=args.user, org_id=org_id, ttl=ttl)
+        expires = issued.expires_at.isoformat(timespec="seconds")
+        print(f"one-time sign-in link for {args.user}, valid until {expires}:", file=out)
+        # The code travels in the fragment: browsers never send it to a server or in a Referer.
+        print(f"{args.url.rstrip('/')}/#link={issued.code}", file=out)
+
+    _with_tokens(choice, link)
+
+
+def _latest_org(services: composition.Services, user_id: str) -> str:
+    tokens = services.tokens.list(user_id=user_id)
+    if not tokens:
+        raise CommandError(
+            f"--org is required: {user_id} has no API token to take the organization from", EXIT_BAD_INPUT
+        )
+    return tokens[-1].org_id
 
 
 def _scopes(token: ApiToken) -> str:

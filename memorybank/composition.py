@@ -17,12 +17,15 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import BaseRoute
 
-from adapters_http import RequestObserver, bearer_token_resolver, create_app, system_routes
+from adapters_http import Authenticate, RequestObserver, bearer_resolver, create_app, system_routes
 from adapters_http.draining import ConnectionDraining
+from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
 from adapters_mysql import SchemaNotReadyError, SqlStorage, open_storage
+from adapters_oidc import IssuerTokenVerifier
 from memorybank.settings import DatabaseChoice, prepare_embedded_directory
-from memorybank_core import Clock, EventSink, MemoryBank, Principal, TokenService, UnavailableError
+from memorybank_core import Clock, EventSink, MemoryBank, PanelSessions, Principal, TokenService, UnavailableError
 from memorybank_core.events import LoggingEventSink
+from memorybank_core.tokens import SECRET_PREFIX
 from memorybank_search import OwnerIndexer
 
 if TYPE_CHECKING:
@@ -86,10 +89,11 @@ class Services:
 
     bank: MemoryBank
     tokens: TokenService
+    panel_sessions: PanelSessions
 
 
 def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: EventSink | None = None) -> Services:
-    """The bank and the token service over `storage`."""
+    """The bank, the token service and the panel's sessions over `storage`."""
     return Services(
         bank=MemoryBank(
             store=storage.store,
@@ -99,46 +103,130 @@ def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: E
             unit_of_work=storage.unit_of_work,
         ),
         tokens=TokenService(store=storage.token_store, clock=clock),
+        panel_sessions=PanelSessions(store=storage.panel_sessions, clock=clock),
     )
+
+
+def credential_check(tokens: TokenService, issuers: IssuerTokenVerifier | None) -> Authenticate:
+    """The bearer check of the standalone server: exactly one kind of credential decides each request.
+
+    A secret with the built-in prefix (`mbk_`) is looked up in the token store and nowhere else;
+    anything else goes to the configured issuers (a JWT, or an opaque token for introspection), and
+    without issuers it is unknown. No credential is ever tried against both.
+    """
+    if issuers is None:
+        return tokens.authenticate
+
+    def authenticate(secret: str) -> Principal | None:
+        if secret.startswith(SECRET_PREFIX):
+            return tokens.authenticate(secret)
+        return issuers.authenticate(secret)
+
+    return authenticate
 
 
 def build_app(
     services: Services,
     *,
     bind_host: str = "127.0.0.1",
+    issuers: IssuerTokenVerifier | None = None,
     observer: RequestObserver | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     lifespan: Any = None,
 ) -> Starlette:
-    """The standalone app: the REST API and the MCP rail at `/mcp/agent`, behind the same bearer tokens.
+    """The standalone app: the REST API, the management panel at `/` and the MCP rail at `/mcp/agent`.
 
-    Bearer tokens from the same database authenticate every request. `bind_host` sets the
-    rail's DNS-rebinding protection (a loopback bind serves loopback host names only).
-    Without the `mcp` extra the REST API is served alone, with a warning naming the install.
-    `observer`, `extra_routes` and `lifespan` are for the server (see `build_server_app`).
+    Bearer tokens from the same database authenticate every request, and with `issuers`
+    access tokens from the configured OAuth issuers too (see `credential_check`); the
+    protected-resource metadata then lists those issuers, and every bearer challenge names it.
+    `bind_host` sets the rail's DNS-rebinding protection (a loopback bind serves loopback
+    host names only). The panel's session cookie authenticates the REST API too, on the
+    panel's own same-origin calls only (`build_rest_app`). Without the `mcp` extra the REST
+    API and the panel (without its copy-prompt button) are served alone, with a warning
+    naming the install. `observer`, `extra_routes` and `lifespan` are the server's (see `build_server_app`).
     """
-    rest = create_app(
-        services.bank, bearer_token_resolver(services.tokens), observer=observer, extra_routes=extra_routes
-    )
+    authenticate = credential_check(services.tokens, issuers)
     try:
         require_mcp()
     except McpUnavailableError as error:
         logger.warning("the MCP rail at /mcp/agent is off: %s", error)
+        alone = build_rest_app(
+            services, authenticate=authenticate, prompt="", observer=observer, extra_routes=extra_routes
+        )
         if lifespan is not None:
-            rest.router.lifespan_context = lifespan
-        return rest
-    from adapters_mcp import create_host_app, create_mcp_mount  # see require_mcp
+            alone.router.lifespan_context = lifespan
+        return alone
+    from adapters_mcp import (  # see require_mcp
+        MEMORY_BANK_PROMPT,
+        METADATA_PATH,
+        RAIL_PATH,
+        RAIL_SCOPES,
+        create_host_app,
+        create_mcp_mount,
+        default_catalog,
+    )
 
-    mount = create_mcp_mount(rest, services.tokens.authenticate, bind_host=bind_host)
+    # The OAuth resource identifier is the rail's URL; the server's public base is what precedes its path.
+    public_url = issuers.settings.resource.removesuffix(RAIL_PATH) if issuers else None
+    rest = build_rest_app(
+        services,
+        authenticate=authenticate,
+        prompt=MEMORY_BANK_PROMPT,
+        resource_metadata_url=f"{public_url}{METADATA_PATH}" if public_url else None,
+        observer=observer,
+        extra_routes=extra_routes,
+    )
+    mount = create_mcp_mount(
+        rest,
+        authenticate,
+        catalog=default_catalog(),
+        bind_host=bind_host,
+        public_url=public_url,
+        authorization_servers=issuers.settings.issuers if issuers else (),
+        scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
+    )
     return create_host_app(rest, mount, lifespan=lifespan)
 
 
-def build_server_app(storage: SqlStorage, *, bind_host: str, metrics_token: str | None) -> ConnectionDraining:
+def build_rest_app(
+    services: Services,
+    *,
+    authenticate: Authenticate,
+    prompt: str,
+    resource_metadata_url: str | None = None,
+    observer: RequestObserver | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
+) -> Starlette:
+    """The REST API and the management panel: a bearer credential, or the panel's session cookie on panel calls.
+
+    `authenticate` checks bearer credentials (see `credential_check`); a credential pasted into
+    the panel's sign-in page is checked by it too. `prompt` is the text of the panel's
+    copy-prompt button (empty hides it).
+    """
+    resolver = bearer_or_session(bearer_resolver(authenticate), session_cookie_resolver(services.panel_sessions))
+    sign_in = PanelSignIn(sessions=services.panel_sessions, authenticate_token=authenticate)
+    return create_app(
+        services.bank,
+        resolver,
+        resource_metadata_url=resource_metadata_url,
+        panel=panel_routes(sign_in=sign_in, prompt=prompt),
+        observer=observer,
+        extra_routes=extra_routes,
+    )
+
+
+def build_server_app(
+    storage: SqlStorage,
+    *,
+    bind_host: str,
+    metrics_token: str | None,
+    issuers: IssuerTokenVerifier | None = None,
+) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
     `/healthz` and `/readyz` are public; `/metrics` is served only with a `metrics_token`. On
-    SIGTERM every response closes its connection (`ConnectionDraining`); the app closes
-    `storage` when it shuts down.
+    SIGTERM every response closes its connection (`ConnectionDraining`); when the app shuts
+    down it closes `storage` (and `issuers`).
     """
     # Imported here, not at the top: prometheus_client fixes its multiprocess mode at import, after
     # `memorybank serve` has set PROMETHEUS_MULTIPROC_DIR.
@@ -159,7 +247,7 @@ def build_server_app(storage: SqlStorage, *, bind_host: str, metrics_token: str 
     draining: ConnectionDraining
 
     @asynccontextmanager
-    async def drain_then_close_storage(_app: Starlette) -> AsyncIterator[None]:
+    async def drain_then_close(_app: Starlette) -> AsyncIterator[None]:
         # Runs inside uvicorn's own signal handling: chain ours before its handler.
         uvicorn_handler = signal.getsignal(signal.SIGTERM)
 
@@ -174,14 +262,17 @@ def build_server_app(storage: SqlStorage, *, bind_host: str, metrics_token: str 
         try:
             yield
         finally:
+            if issuers is not None:
+                issuers.close()
             storage.close()
 
     app = build_app(
         services,
         bind_host=bind_host,
+        issuers=issuers,
         observer=metrics,
         extra_routes=system_routes(readiness=readiness, metrics=metrics.render, metrics_token=metrics_token),
-        lifespan=drain_then_close_storage,
+        lifespan=drain_then_close,
     )
     draining = ConnectionDraining(app)
     return draining
@@ -200,10 +291,11 @@ def build_local_rail(services: Services, *, user_id: str, org_id: str) -> Server
         McpUnavailableError: the `mcp` extra is not installed.
     """
     require_mcp()
-    from adapters_mcp import LocalPrincipal, build_local_server  # see require_mcp
+    from adapters_mcp import LocalPrincipal, build_local_server, default_catalog  # see require_mcp
 
     rest = create_app(services.bank, _no_network_caller)
-    return build_local_server(rest, LocalPrincipal(user_id=user_id, organization_id=org_id))
+    principal = LocalPrincipal(user_id=user_id, organization_id=org_id)
+    return build_local_server(rest, principal, catalog=default_catalog())
 
 
 def require_mcp() -> None:

@@ -20,8 +20,10 @@ import sqlalchemy as sa
 import uvicorn
 from starlette.types import ASGIApp
 
+from adapters_oidc import IssuerTokenVerifier
 from memorybank import composition
 from memorybank.logs import logging_config
+from memorybank.oauth_settings import OAuthOptions, choose_oauth
 from memorybank.settings import DatabaseChoice
 
 OPTIONS_ENV = "MEMORYBANK_SERVE_OPTIONS"
@@ -42,6 +44,18 @@ class ServeOptions:
 
     database_url: str
     bind_host: str = "127.0.0.1"
+    port: int = 8000
+    oauth: OAuthOptions = attrs.field(factory=OAuthOptions)
+
+    def to_json(self) -> str:
+        """For the environment of the workers."""
+        return json.dumps(attrs.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeOptions:
+        """What `to_json` wrote."""
+        values = json.loads(text)
+        return cls(**{**values, "oauth": OAuthOptions(**values["oauth"])})
 
 
 def shared_between_processes(database_url: str) -> bool:
@@ -53,13 +67,12 @@ def shared_between_processes(database_url: str) -> bool:
 def run(
     options: ServeOptions,
     *,
-    port: int,
     workers: int = 1,
     log_format: str = "text",
     shutdown_timeout: int = 10,
 ) -> None:
-    """Serve until SIGTERM or SIGINT: `workers` processes on `options.bind_host:port`."""
-    os.environ[OPTIONS_ENV] = json.dumps(attrs.asdict(options))
+    """Serve until SIGTERM or SIGINT: `workers` processes on `options.bind_host:options.port`."""
+    os.environ[OPTIONS_ENV] = options.to_json()
     made_metrics_dir = not os.environ.get(METRICS_DIR_ENV)
     if made_metrics_dir:
         os.environ[METRICS_DIR_ENV] = tempfile.mkdtemp(prefix="memorybank-metrics-")
@@ -68,7 +81,7 @@ def run(
             APP_FACTORY,
             factory=True,
             host=options.bind_host,
-            port=port,
+            port=options.port,
             workers=workers,
             log_config=logging_config(log_format),
             # No uvicorn access log: it prints query strings, and search text must never be logged.
@@ -83,8 +96,15 @@ def run(
 
 def app_from_environment() -> ASGIApp:
     """uvicorn's app factory, run in each worker: the server app for the options `run` left behind."""
-    options = ServeOptions(**json.loads(os.environ[OPTIONS_ENV]))
+    options = ServeOptions.from_json(os.environ[OPTIONS_ENV])
+    oauth = choose_oauth(options.oauth, os.environ, host=options.bind_host, port=options.port)
+    issuers = IssuerTokenVerifier(oauth) if oauth is not None else None
+    if issuers is not None:
+        issuers.warm_up()
     storage = composition.open_ready_storage(DatabaseChoice(url=options.database_url, source="serve"))
     return composition.build_server_app(
-        storage, bind_host=options.bind_host, metrics_token=os.environ.get(METRICS_TOKEN_ENV) or None
+        storage,
+        bind_host=options.bind_host,
+        metrics_token=os.environ.get(METRICS_TOKEN_ENV) or None,
+        issuers=issuers,
     )

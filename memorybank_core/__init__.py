@@ -11,11 +11,14 @@ from memorybank_core.entities import (
     MemoryContext,
     MemoryPage,
     Origin,
+    PanelCredential,
+    PanelCredentialKind,
     Scope,
     SearchResult,
     Source,
 )
 from memorybank_core.errors import (
+    CredentialsRefusedError,
     ForbiddenError,
     InvalidInputError,
     MemoryBankError,
@@ -24,13 +27,15 @@ from memorybank_core.errors import (
     UnavailableError,
 )
 from memorybank_core.events import LoggingEventSink, RecordingEventSink
-from memorybank_core.inmemory import InMemoryStore, InMemoryTokenStore
+from memorybank_core.inmemory import InMemoryPanelSessionStore, InMemoryStore, InMemoryTokenStore
+from memorybank_core.panel_sessions import IssuedLink, PanelSessions, StartedSession
 from memorybank_core.ports import (
     Clock,
     EventSink,
     ListPosition,
     MemoryStore,
     NoUnitOfWork,
+    PanelSessionStore,
     Principal,
     SearchEngine,
     SearchHit,
@@ -48,12 +53,15 @@ __all__ = [
     "Citation",
     "Clock",
     "ContextInput",
+    "CredentialsRefusedError",
     "EventSink",
     "FixedClock",
     "ForbiddenError",
+    "InMemoryPanelSessionStore",
     "InMemoryStore",
     "InMemoryTokenStore",
     "InvalidInputError",
+    "IssuedLink",
     "IssuedToken",
     "ListPosition",
     "LoggingEventSink",
@@ -66,6 +74,10 @@ __all__ = [
     "NoUnitOfWork",
     "NotFoundError",
     "Origin",
+    "PanelCredential",
+    "PanelCredentialKind",
+    "PanelSessionStore",
+    "PanelSessions",
     "Principal",
     "Problem",
     "RecordingEventSink",
@@ -75,6 +87,7 @@ __all__ = [
     "SearchHit",
     "SearchResult",
     "Source",
+    "StartedSession",
     "SystemClock",
     "TokenPrincipal",
     "TokenService",

@@ -1,7 +1,7 @@
 """Count revocations, so a server can cache verified tokens and still see a revocation on the next request.
 
-Revision ID: 0004
-Revises: 0003
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-12-02
 
 One row (id 1) holds how many revocations were ever made; `memorybank token revoke` bumps it in
@@ -17,8 +17,8 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0004"
-down_revision = "0003"
+revision = "0005"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 

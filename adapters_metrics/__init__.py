@@ -1,8 +1,8 @@
 """Prometheus metrics for the memory bank (prometheus_client), one registry per app, multiprocess-aware.
 
 `PrometheusMetrics` is both the HTTP facade's request observer and an `EventSink`: it counts
-requests by operationId and status, times them, counts database errors and records the size of
-each search (candidates scored, results returned). Labels are operationIds and statuses only:
+requests by operationId and status, times them, counts database errors and records how many
+memories each search returned. Labels are operationIds and statuses only:
 never a user id, memory content or query text.
 """
 

@@ -17,7 +17,7 @@ MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 #: Request durations: from a cache-hot millisecond to a slow second.
 LATENCY_BUCKETS = (0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
-#: How many memories a search scores or returns.
+#: How many memories a search returns.
 SIZE_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 
 
@@ -53,12 +53,6 @@ class PrometheusMetrics(EventSink):
             ["operation"],
             registry=self._registry,
         )
-        self.search_candidates = Histogram(
-            "memorybank_search_candidates",
-            "Memories a search scored (its candidates) before keeping the best.",
-            buckets=SIZE_BUCKETS,
-            registry=self._registry,
-        )
         self.search_results = Histogram(
             "memorybank_search_results",
             "Memories a search returned.",
@@ -74,14 +68,11 @@ class PrometheusMetrics(EventSink):
             self.database_errors.labels(operation_id).inc()
 
     def emit(self, name: str, fields: Mapping[str, str | int | float]) -> None:
-        """Record a search's sizes from its event, then pass the event on."""
+        """Record a search's result count from its event, then pass the event on."""
         if name == events.SEARCHED:
             results = fields.get("result_count")
             if isinstance(results, int):
                 self.search_results.observe(results)
-            candidates = fields.get("candidate_count")
-            if isinstance(candidates, int):
-                self.search_candidates.observe(candidates)
         if self._forward is not None:
             self._forward.emit(name, fields)
 

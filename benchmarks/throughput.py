@@ -57,6 +57,7 @@ from tests.served import REPO_ROOT, serving
 
 MIX_USERS = 1000
 MIX_ROWS = 100_000
+MIX_SEED = 14
 LUA_SCRIPT = Path(__file__).with_name("mix.lua")
 SQLITE_HOME = Path(tempfile.gettempdir()) / "memorybank-bench"
 PROFILED_SERVE = "benchmarks.profiled_serve"
@@ -92,7 +93,7 @@ def prepare_mix(backend: str, rows: int, tokens_file: Path) -> str:
         if present < rows:
             if present:
                 raise SystemExit(f"{url}: holds {present} memories, fewer than {rows}; drop it and rerun")
-            spec = CorpusSpec(users=MIX_USERS, memories_per_user=rows // MIX_USERS, seed=14)
+            spec = CorpusSpec(users=MIX_USERS, memories_per_user=rows // MIX_USERS, seed=MIX_SEED)
             with tqdm(total=spec.rows, unit="memory", mininterval=5, file=sys.stderr) as bar:
                 import_lines(CorpusWriter(spec).lines(), storage.store, batch_size=1000, progress=bar.update)
         with storage.engine.begin() as connection:
@@ -257,9 +258,9 @@ class Latency:
 
 
 @contextmanager
-def _measured_user_token(url: str) -> Iterator[tuple[str, str, list[str]]]:
-    """A token for the scale corpus's measured user, its id and 20 of its memory ids; the token is revoked after."""
-    user_id = CorpusWriter(CorpusSpec(users=1)).measured_user
+def _measured_user_token(url: str, seed: int) -> Iterator[tuple[str, str, list[str]]]:
+    """A token for the corpus's measured user, its id and 20 of its memory ids; the token is revoked after."""
+    user_id = CorpusWriter(CorpusSpec(users=1, seed=seed)).measured_user
     storage = open_storage(url, indexer=OwnerIndexer())
     try:
         storage.check_ready()
@@ -279,11 +280,11 @@ def _measured_user_token(url: str) -> Iterator[tuple[str, str, list[str]]]:
         storage.close()
 
 
-def measure_latency(rows: int, *, iterations: int) -> list[Latency]:
-    """Single-request latencies through `memorybank serve` (one worker) on the `rows` scale database."""
-    url = database_url(str(rows))
+def measure_latency(rows: int, *, iterations: int, mix: bool = False) -> list[Latency]:
+    """Single-request latencies through `memorybank serve` (one worker) on the `rows` scale (or mix) database."""
+    url = database_url(f"mix_{rows}" if mix else str(rows))
     latencies: list[Latency] = []
-    with _measured_user_token(url) as (secret, user_id, memory_ids):
+    with _measured_user_token(url, MIX_SEED if mix else CorpusSpec(users=1).seed) as (secret, user_id, memory_ids):
         storage = open_storage(url, indexer=OwnerIndexer())
         try:
             timing = time_calls(
@@ -327,7 +328,7 @@ def measure_latency(rows: int, *, iterations: int) -> list[Latency]:
 def print_latency(rows: int, latencies: Sequence[Latency], iterations: int) -> None:
     """The latency table."""
     print(_header(f"single requests, one keep-alive connection, {iterations} calls each (fewer if slow)"))
-    print(f"MariaDB scale database of {rows:,} memories (benchmarks.scale), its measured user (100 memories)")
+    print(f"MariaDB database of {rows:,} memories, its measured user (100 memories)")
     print()
     print("| what | p50 ms | p95 ms |")
     print("|---|---|---|")
@@ -352,11 +353,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     latency = commands.add_parser("latency", help="single-request latency at scale")
     latency.add_argument("--rows", type=int, default=1_000_000)
     latency.add_argument("--iterations", type=int, default=300)
+    latency.add_argument(
+        "--mix", action="store_true", help="use the mix database (its user 0) instead of the scale one"
+    )
     args = parser.parse_args(argv)
     os.chdir(REPO_ROOT)
 
     if args.command == "latency":
-        print_latency(args.rows, measure_latency(args.rows, iterations=args.iterations), args.iterations)
+        latencies = measure_latency(args.rows, iterations=args.iterations, mix=args.mix)
+        print_latency(args.rows, latencies, args.iterations)
         return
     results = []
     with tempfile.TemporaryDirectory(prefix="memorybank-bench-") as directory:

@@ -16,7 +16,14 @@ from adapters_http.auth import (
     bearer_secret,
     bearer_token_resolver,
 )
-from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS, ErrorSpec, bearer_challenge
+from adapters_http.errors import (
+    ERROR_TABLE,
+    RETRY_AFTER_SECONDS,
+    ErrorSpec,
+    bearer_challenge,
+    error_response,
+    method_not_allowed,
+)
 from adapters_http.inputs import MAX_BODY_BYTES
 from adapters_http.observation import RequestObserver, current_request_id
 from adapters_http.openapi import OPENAPI_PATH, build_openapi
@@ -61,7 +68,9 @@ __all__ = [
     "check_route_table",
     "create_app",
     "current_request_id",
+    "error_response",
     "memory_routes",
+    "method_not_allowed",
     "structural_shorten",
     "system_routes",
 ]

@@ -191,11 +191,11 @@ def run_mix(
     database_pid = listening_pid(int(urlsplit(url).port or 3306)) if backend == "mariadb" else None
     with serving(url, args=args, env=env, log=log, module=module) as server:
         # Warm every worker's pool and caches before measuring.
-        _wrk(server.url, tokens_file, duration=2, connections=connections, threads=2)
+        _wrk(server.base_url, tokens_file, duration=2, connections=connections, threads=2)
         app = descendants(server.process.pid)
         start: CpuSnapshot = snapshot(app, database_pid)
         started = time.monotonic()
-        summary, wrk_seconds = _wrk(server.url, tokens_file, duration=duration, connections=connections, threads=2)
+        summary, wrk_seconds = _wrk(server.base_url, tokens_file, duration=duration, connections=connections, threads=2)
         elapsed = time.monotonic() - started
         end = snapshot(app, database_pid)
     app_cores = (end.app - start.app) / elapsed
@@ -295,7 +295,7 @@ def measure_latency(rows: int, *, iterations: int, mix: bool = False) -> list[La
         finally:
             storage.close()
         latencies.append(Latency("in-process: load 20 memories with contexts (get_many)", timing.p50, timing.p95))
-        with serving(url) as server, KeepAliveClient(server.url, secret) as client:
+        with serving(url) as server, KeepAliveClient(server.base_url, secret) as client:
             for label, word in (("rare word", RARE), ("common word", COMMON)):
                 path = "/v1/memory/search?" + urlencode({"q": word, "limit": 20})
                 timing = time_calls(

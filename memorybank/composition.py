@@ -20,7 +20,7 @@ from starlette.routing import BaseRoute
 from adapters_http import Authenticate, RequestObserver, bearer_resolver, create_app, system_routes
 from adapters_http.draining import ConnectionDraining
 from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
-from adapters_mysql import SchemaNotReadyError, SqlStorage, open_storage
+from adapters_mysql import DatabaseMissingError, SchemaNotReadyError, SqlStorage, create_database, open_storage
 from adapters_oidc import IssuerTokenVerifier
 from memorybank.settings import DatabaseChoice, prepare_embedded_directory
 from memorybank_core import Clock, EventSink, MemoryBank, PanelSessions, Principal, TokenService, UnavailableError
@@ -66,15 +66,23 @@ def open_ready_storage(choice: DatabaseChoice) -> SqlStorage:
     return storage
 
 
-def open_storage_for_migration(choice: DatabaseChoice) -> SqlStorage:
-    """Open the chosen database without any schema check, for `memorybank migrate`.
+def open_storage_for_migration(choice: DatabaseChoice) -> tuple[SqlStorage, bool]:
+    """Open the chosen database without any schema check, for `memorybank migrate`; True if it was created.
+
+    A MySQL database the server lacks is created (utf8mb4), as migrate is the install step.
 
     Raises:
         InvalidInputError: ("db") a malformed or unsupported URL.
+        CreateDatabaseRefusedError: the database is missing and the account may not create it;
+            the message holds the statement to run.
         UnavailableError: the database cannot be reached.
         OSError: the embedded database's directory cannot be created.
     """
-    return _open_storage(choice)
+    try:
+        return _open_storage(choice), False
+    except DatabaseMissingError:
+        create_database(choice.url)
+        return _open_storage(choice), True
 
 
 def _open_storage(choice: DatabaseChoice) -> SqlStorage:
@@ -129,6 +137,7 @@ def build_app(
     services: Services,
     *,
     bind_host: str = "127.0.0.1",
+    allowed_hosts: Sequence[str] = (),
     issuers: IssuerTokenVerifier | None = None,
     observer: RequestObserver | None = None,
     extra_routes: Sequence[BaseRoute] = (),
@@ -140,10 +149,11 @@ def build_app(
     access tokens from the configured OAuth issuers too (see `credential_check`); the
     protected-resource metadata then lists those issuers, and every bearer challenge names it.
     `bind_host` sets the rail's DNS-rebinding protection (a loopback bind serves loopback
-    host names only). The panel's session cookie authenticates the REST API too, on the
+    host names only); `allowed_hosts` adds the names a reverse proxy forwards
+    (`adapters_mcp.transport_security`). The panel's session cookie authenticates the REST API too, on the
     panel's own same-origin calls only (`build_rest_app`). Without the `mcp` extra the REST
     API and the panel (without its copy-prompt button) are served alone, with a warning
-    naming the install. `observer`, `extra_routes` and `lifespan` are the server's (see `build_server_app`).
+    naming the install.
     """
     authenticate = credential_check(services.tokens, issuers)
     try:
@@ -181,6 +191,7 @@ def build_app(
         authenticate,
         catalog=default_catalog(),
         bind_host=bind_host,
+        allowed_hosts=allowed_hosts,
         public_url=public_url,
         authorization_servers=issuers.settings.issuers if issuers else (),
         scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
@@ -220,6 +231,7 @@ def build_server_app(
     *,
     bind_host: str,
     metrics_token: str | None,
+    allowed_hosts: Sequence[str] = (),
     issuers: IssuerTokenVerifier | None = None,
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
@@ -269,6 +281,7 @@ def build_server_app(
     app = build_app(
         services,
         bind_host=bind_host,
+        allowed_hosts=allowed_hosts,
         issuers=issuers,
         observer=metrics,
         extra_routes=system_routes(readiness=readiness, metrics=metrics.render, metrics_token=metrics_token),
@@ -308,7 +321,9 @@ def require_mcp() -> None:
         McpUnavailableError: the `mcp` extra is not installed.
     """
     try:
-        import adapters_mcp  # noqa: F401 - imported for the check; callers import names from it
+        # The package itself imports lazily; its transports are what need the SDK.
+        import adapters_mcp.http_transport
+        import adapters_mcp.stdio_transport  # noqa: F401 - imported for the check; callers import names from it
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] in MCP_EXTRA_MODULES:
             raise McpUnavailableError(f"the MCP SDK is not installed: {MCP_INSTALL_HINT}") from error

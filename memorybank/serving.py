@@ -46,6 +46,7 @@ class ServeOptions:
     bind_host: str = "127.0.0.1"
     port: int = 8000
     oauth: OAuthOptions = attrs.field(factory=OAuthOptions)
+    allowed_hosts: list[str] = attrs.field(factory=list)
 
     def to_json(self) -> str:
         """For the environment of the workers."""
@@ -106,5 +107,6 @@ def app_from_environment() -> ASGIApp:
         storage,
         bind_host=options.bind_host,
         metrics_token=os.environ.get(METRICS_TOKEN_ENV) or None,
+        allowed_hosts=options.allowed_hosts,
         issuers=issuers,
     )

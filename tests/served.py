@@ -46,12 +46,29 @@ def run_memorybank(
     )
 
 
+def run_shell(
+    command: str, *, cwd: Path, env: Mapping[str, str], timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run a documented shell command with bash (`-euo pipefail`), as a reader would paste it; capture its output."""
+    return subprocess.run(  # noqa: S603 - commands from our own docs
+        ["bash", "-euo", "pipefail", "-c", command],  # noqa: S607
+        cwd=cwd,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 @attrs.frozen
 class Server:
-    """A running `memorybank serve`: where it answers and its process (the supervisor, with workers)."""
+    """A running `memorybank serve`: where it answers, and its process (to inspect its file descriptors)."""
 
-    url: str
+    base_url: str
+    pid: int
     process: subprocess.Popen[str]
+    """The supervisor (to signal it), or the one process without workers."""
 
 
 @contextmanager
@@ -62,13 +79,13 @@ def served(
     log: Path | None = None,
     args: Sequence[str] = (),
 ) -> Iterator[str]:
-    """Run `memorybank serve` (with extra `args`) until the block ends; yield its base URL once it answers.
+    """Run `memorybank serve [args]` until the block ends; yield its base URL once it answers.
 
     Raises:
         RuntimeError: the server exited or did not answer in time (with its output).
     """
     with serving(db_url, env=env, log=log, args=args) as server:
-        yield server.url
+        yield server.base_url
 
 
 @contextmanager
@@ -102,7 +119,7 @@ def serving(
         base_url = f"http://127.0.0.1:{port}"
         try:
             _wait_until_answering(process, base_url, log_path)
-            yield Server(url=base_url, process=process)
+            yield Server(base_url=base_url, pid=process.pid, process=process)
         finally:
             process.terminate()
             try:

@@ -60,7 +60,6 @@ def test_a_memory_shows_its_tags_source_time_and_contexts_behind_an_expand_contr
     ActionChains(panel.driver).move_to_element(time_element).perform()
     on_hover = panel.driver.execute_script("return getComputedStyle(arguments[0], '::after').content", time_element)
     assert exact in on_hover  # the exact time on hover (and on keyboard focus: see the keyboard test)
-    ActionChains(panel.driver).move_by_offset(0, 300).perform()
     snippet = article.find_element(By.CSS_SELECTOR, ".snippet")
     assert not snippet.is_displayed()
 

@@ -71,7 +71,7 @@ def test_two_workers_serve_one_port_and_metrics_add_up_across_them(database_url:
         for n in range(saves):
             # A new connection each time, so the kernel spreads them over both workers.
             answer = httpx2.post(
-                f"{server.url}/v1/memory",
+                f"{server.base_url}/v1/memory",
                 json={"content": f"Worker spread note {n} about harbours"},
                 headers={"Authorization": f"Bearer {secret}"},
                 timeout=30,
@@ -79,14 +79,14 @@ def test_two_workers_serve_one_port_and_metrics_add_up_across_them(database_url:
             assert answer.status_code == 201, answer.text
             ids.add(answer.json()["memory"]["id"])
         found = httpx2.get(
-            f"{server.url}/v1/memory/search",
+            f"{server.base_url}/v1/memory/search",
             params={"q": "harbours", "limit": 50},
             headers={"Authorization": f"Bearer {secret}"},
             timeout=30,
         ).json()["results"]
-        ready = httpx2.get(f"{server.url}/readyz", timeout=30)
+        ready = httpx2.get(f"{server.base_url}/readyz", timeout=30)
         metrics = httpx2.get(
-            f"{server.url}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=30
+            f"{server.base_url}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=30
         ).text
 
     assert {result["id"] for result in found} == ids
@@ -103,7 +103,7 @@ def test_json_logs_carry_the_request_id_on_every_line_of_a_request(tmp_path: Pat
 
     with serving(database_url, args=["--log-format", "json"], log=tmp_path / "serve.log") as server:
         answer = httpx2.post(
-            f"{server.url}/v1/memory",
+            f"{server.base_url}/v1/memory",
             json={"content": "A note whose text must stay out of the log"},
             headers={"Authorization": f"Bearer {secret}"},
             timeout=30,
@@ -156,7 +156,7 @@ def test_sigterm_during_a_stream_of_saves_loses_no_acknowledged_save(database_ur
 
     with serving(database_url, args=["--workers", "2"], log=tmp_path / "serve.log") as server:
         clients = [
-            threading.Thread(target=stream.run, args=(server.url, secret, n, stop)) for n in range(CLIENT_THREADS)
+            threading.Thread(target=stream.run, args=(server.base_url, secret, n, stop)) for n in range(CLIENT_THREADS)
         ]
         for client in clients:
             client.start()
@@ -200,9 +200,11 @@ def test_a_revoked_token_fails_on_the_next_request_in_every_worker(database_url:
 
     with serving(database_url, args=["--workers", "2"], log=tmp_path / "serve.log") as server:
         # New connections, spread by the kernel over both workers: each worker verifies and remembers the token.
-        before = [httpx2.get(f"{server.url}/v1/memory", headers=auth, timeout=30) for _ in range(fresh_connections)]
+        before = [
+            httpx2.get(f"{server.base_url}/v1/memory", headers=auth, timeout=30) for _ in range(fresh_connections)
+        ]
         revoked = run_memorybank(["token", "revoke", "--db", database_url, secret])
-        after = [httpx2.get(f"{server.url}/v1/memory", headers=auth, timeout=30) for _ in range(fresh_connections)]
+        after = [httpx2.get(f"{server.base_url}/v1/memory", headers=auth, timeout=30) for _ in range(fresh_connections)]
 
     assert [answer.status_code for answer in before] == [200] * fresh_connections
     assert revoked.returncode == 0, revoked.stderr

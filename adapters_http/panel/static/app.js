@@ -334,8 +334,10 @@ for (const button of document.querySelectorAll("[data-copy-prompt]")) button.add
 // ---- sign-in and sign-out ----------------------------------------------------------------------------------
 
 function signedOut(problem = null) {
+  // A session that worked in this page view has ended; a first visit is simply not signed in yet.
+  const ended = state.loaded ? "Your session has ended. Sign in again to see your memories." : null;
   state.loaded = false;
-  showSignIn({ problem: problem ?? "Your session has ended. Sign in again to see your memories." });
+  showSignIn({ problem: problem ?? ended });
 }
 
 async function signInWith(secret) {

@@ -96,8 +96,15 @@ def prepare_mix(backend: str, rows: int, tokens_file: Path) -> str:
             spec = CorpusSpec(users=MIX_USERS, memories_per_user=rows // MIX_USERS, seed=MIX_SEED)
             with tqdm(total=spec.rows, unit="memory", mininterval=5, file=sys.stderr) as bar:
                 import_lines(CorpusWriter(spec).lines(), storage.store, batch_size=1000, progress=bar.update)
+        kept = SQLITE_HOME / f"tokens_{backend}_{rows}.txt"
+        if kept.is_file():
+            secrets = kept.read_text().split()
+            tokens = TokenService(store=storage.token_store)
+            if len(secrets) == MIX_USERS and all(tokens.authenticate(secret) for secret in secrets[:5]):
+                tokens_file.write_text(kept.read_text())
+                return url
         with storage.engine.begin() as connection:
-            # Yesterday's tokens are useless (their secrets are gone): start from none.
+            # Tokens whose secrets are lost are useless: start from none.
             connection.execute(api_token.delete())
             owners = connection.execute(
                 sa.select(memory.c.user_id, sa.func.min(memory.c.org_id))
@@ -110,6 +117,8 @@ def prepare_mix(backend: str, rows: int, tokens_file: Path) -> str:
     finally:
         storage.close()
     tokens_file.write_text("\n".join(secrets) + "\n")
+    SQLITE_HOME.mkdir(exist_ok=True)
+    (SQLITE_HOME / f"tokens_{backend}_{rows}.txt").write_text(tokens_file.read_text())
     return url
 
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
+from adapters_mysql.unit_of_work import reading, writing
 from memorybank_core import (
     Citation,
     InvalidInputError,
@@ -69,13 +69,12 @@ class SqlMemoryStore(MemoryStore):
 
     def __init__(self, engine: sa.Engine, indexer: OwnerIndexer) -> None:
         self._engine = engine
-        self._writer = for_writing(engine)
         self._indexer = indexer
 
     def add(self, *, user_id: str, memory: Memory) -> None:
         if memory.user_id != user_id:
             raise ValueError("a memory is added by its own owner")
-        with unavailable_on_driver_error("save"), self._writer.begin() as connection:
+        with unavailable_on_driver_error("save"), writing(self._engine) as connection:
             self._insert(connection, [memory])
 
     def add_many(self, memories: Sequence[Memory]) -> None:
@@ -91,7 +90,7 @@ class SqlMemoryStore(MemoryStore):
         if not memories:
             return
         try:
-            with unavailable_on_driver_error("import"), self._writer.begin() as connection:
+            with unavailable_on_driver_error("import"), writing(self._engine) as connection:
                 self._insert(connection, memories)
         except sa.exc.IntegrityError as error:
             raise InvalidInputError("id", "is already stored") from error
@@ -116,7 +115,7 @@ class SqlMemoryStore(MemoryStore):
         if not wanted:
             return {}
         # One round trip: each memory joined with its contexts (search loads its results here).
-        with unavailable_on_driver_error("load"), self._engine.connect() as connection:
+        with unavailable_on_driver_error("load"), reading(self._engine) as connection:
             rows = connection.execute(
                 sa.select(*_ENTITY_COLUMNS, *_CONTEXT_COLUMNS)
                 .select_from(_MEMORY_WITH_CONTEXTS)
@@ -143,28 +142,32 @@ class SqlMemoryStore(MemoryStore):
                 )
             )
         query = query.order_by(memory_table.c.created_at.desc(), memory_table.c.id.desc()).limit(limit)
-        with unavailable_on_driver_error("list"), self._engine.connect() as connection:
+        with unavailable_on_driver_error("list"), reading(self._engine) as connection:
             return _with_contexts(connection, user_id, connection.execute(query).all())
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:
-        with unavailable_on_driver_error("delete"), self._writer.connect() as connection:
-            transaction = connection.begin()
-            # Contexts first, as the reference host does. No read before the writes: the
-            # memory delete's row count says whether the owner had such a memory.
-            connection.execute(
-                memory_context.delete().where(
-                    memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id
+        try:
+            with unavailable_on_driver_error("delete"), writing(self._engine) as connection:
+                # Contexts first, as the reference host does. No read before the writes: the
+                # memory delete's row count says whether the owner had such a memory.
+                connection.execute(
+                    memory_context.delete().where(
+                        memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id
+                    )
                 )
-            )
-            deleted = connection.execute(
-                memory_table.delete().where(owned_memories(user_id), memory_table.c.id == memory_id)
-            ).rowcount
-            if deleted != 1:
-                # Not the owner's personal memory: undo the context delete, report "none such".
-                transaction.rollback()
-                return False
-            transaction.commit()
-            return True
+                deleted = connection.execute(
+                    memory_table.delete().where(owned_memories(user_id), memory_table.c.id == memory_id)
+                ).rowcount
+                if deleted != 1:
+                    # Not the owner's personal memory: undo the context delete, report "none such".
+                    raise _NothingDeleted
+        except _NothingDeleted:
+            return False
+        return True
+
+
+class _NothingDeleted(Exception):
+    """Rolls back a delete that found no memory of the owner's."""
 
 
 def _memory_row(saved: Memory) -> dict[str, Any]:
@@ -216,7 +219,8 @@ def memory_from_rows(row: sa.Row[Any], context_rows: Sequence[sa.Row[Any]]) -> M
 
 
 def _memory(row: sa.Row[Any], contexts: list[MemoryContext]) -> Memory:
-    return Memory(
+    # Our own rows: built without re-running the input validators (validation guards saves and imports).
+    return Memory.restore(
         id=row.id,
         user_id=row.user_id,
         org_id=row.org_id,
@@ -232,12 +236,12 @@ def _memory(row: sa.Row[Any], contexts: list[MemoryContext]) -> Memory:
 
 def _context(row: sa.Row[Any] | _ContextColumns) -> MemoryContext:
     citation = row.citation
-    return MemoryContext(
+    return MemoryContext.restore(
         id=row.id,
         memory_id=row.memory_id,
         snippet=row.snippet,
         citation=(
-            Citation(conversation_id=citation.get("conversation_id"), message_id=citation.get("message_id"))
+            Citation.restore(conversation_id=citation.get("conversation_id"), message_id=citation.get("message_id"))
             if citation
             else None
         ),

@@ -181,3 +181,6 @@ class ResilientTokenStore(TokenStore):
 
     def revoke(self, token_id: str, *, at: datetime) -> bool:
         return retrying("token revoke", lambda unknown: self.inner.revoke(token_id, at=at) or unknown)
+
+    def revocation_generation(self) -> int:
+        return retrying("token lookup", lambda _unknown: self.inner.revocation_generation())

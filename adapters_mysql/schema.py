@@ -134,6 +134,17 @@ api_token = sa.Table(
     **MYSQL_TABLE_OPTIONS,
 )
 
+#: One row (id 1) counting every revocation ever made, bumped in the revoking transaction. A
+#: server re-verifies the tokens it has cached whenever it changes (`memorybank_core.tokens`).
+#: No row yet reads as 0.
+api_token_revocations = sa.Table(
+    "api_token_revocations",
+    metadata,
+    sa.Column("id", sa.SmallInteger(), primary_key=True, autoincrement=False),
+    sa.Column("generation", sa.BigInteger(), nullable=False),
+    **MYSQL_TABLE_OPTIONS,
+)
+
 panel_credential = sa.Table(
     "panel_credential",
     metadata,
@@ -154,4 +165,4 @@ panel_credential = sa.Table(
 )
 
 #: The tables this package owns, in creation order.
-TABLES: tuple[sa.Table, ...] = (memory, memory_context, api_token, panel_credential)
+TABLES: tuple[sa.Table, ...] = (memory, memory_context, api_token, panel_credential, api_token_revocations)

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.memory_store import SqlMemoryStore, owned_memories
 from adapters_mysql.schema import memory, memory_context
+from adapters_mysql.unit_of_work import writing
 
 
 class SpiderMemoryStore(SqlMemoryStore):
@@ -20,7 +21,7 @@ class SpiderMemoryStore(SqlMemoryStore):
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:
         mine = sa.and_(owned_memories(user_id), memory.c.id == memory_id)
-        with unavailable_on_driver_error("delete"), self._writer.begin() as connection:
+        with unavailable_on_driver_error("delete"), writing(self._engine) as connection:
             if connection.execute(sa.select(memory.c.id).where(mine).with_for_update()).first() is None:
                 return False
             # Contexts first, as the plain store does; both statements stay on the user's data node.

@@ -29,6 +29,7 @@ from adapters_mysql.spider import is_spider_head, refuse_a_spider_head
 from adapters_mysql.spider_store import SpiderMemoryStore
 from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch
 from adapters_mysql.token_store import SqlTokenStore
+from adapters_mysql.unit_of_work import SqlUnitOfWork
 from memorybank_core import InvalidInputError, MemoryBankError, UnavailableError
 from memorybank_search import OwnerIndexer
 
@@ -116,6 +117,7 @@ class SqlStorage:
         self.store = ResilientMemoryStore(store)
         self.search_engine = ResilientSearch(search_engine(engine, indexer))
         self.token_store = ResilientTokenStore(SqlTokenStore(engine))
+        self.unit_of_work = SqlUnitOfWork(engine)
         self.panel_sessions = SqlPanelSessionStore(engine)
         self._display_url = display_url
 

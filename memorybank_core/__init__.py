@@ -34,11 +34,13 @@ from memorybank_core.ports import (
     EventSink,
     ListPosition,
     MemoryStore,
+    NoUnitOfWork,
     PanelSessionStore,
     Principal,
     SearchEngine,
     SearchHit,
     TokenStore,
+    UnitOfWork,
 )
 from memorybank_core.requests import ContextInput, SaveRequest
 from memorybank_core.tokens import IssuedToken, TokenPrincipal, TokenService
@@ -69,6 +71,7 @@ __all__ = [
     "MemoryContext",
     "MemoryPage",
     "MemoryStore",
+    "NoUnitOfWork",
     "NotFoundError",
     "Origin",
     "PanelCredential",
@@ -90,4 +93,5 @@ __all__ = [
     "TokenService",
     "TokenStore",
     "UnavailableError",
+    "UnitOfWork",
 ]

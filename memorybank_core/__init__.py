@@ -37,6 +37,7 @@ from memorybank_core.ports import (
     TokenStore,
 )
 from memorybank_core.requests import ContextInput, SaveRequest
+from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
 from memorybank_core.tokens import IssuedToken, TokenPrincipal, TokenService
 from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE, MemoryBank
 
@@ -45,6 +46,8 @@ __all__ = [
     "WRITE_SCOPE",
     "Analyzer",
     "ApiToken",
+    "BlindIndex",
+    "BrokenSealError",
     "Citation",
     "Clock",
     "ContextInput",
@@ -71,6 +74,8 @@ __all__ = [
     "RecordingEventSink",
     "SaveRequest",
     "Scope",
+    "SealBinding",
+    "Sealer",
     "SearchEngine",
     "SearchHit",
     "SearchResult",

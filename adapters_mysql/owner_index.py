@@ -29,14 +29,14 @@ import hashlib
 import re
 from abc import abstractmethod
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import attrs
 import sqlalchemy as sa
 
 from adapters_mysql.errors import unavailable_on_driver_error
-from memorybank_core import Analyzer, Memory, SearchEngine, SearchHit, memory_terms
+from memorybank_core import Analyzer, BlindIndex, Memory, SearchEngine, SearchHit, memory_terms
 from memorybank_core.ranking import CorpusStats, rank
 from memorybank_text import ANALYZER_VERSION, TextAnalyzer
 
@@ -97,21 +97,46 @@ class SearchDocument:
 
 
 class OwnerIndexer:
-    """Turns memories into search documents and queries into tagged tokens, with one analyzer."""
+    """Turns memories into search documents and queries into owner-scoped tokens, with one analyzer.
 
-    def __init__(self, analyzer: Analyzer | None = None) -> None:
+    With a `blind_index` (encryption at rest) every token is that index's keyed hash of
+    (owner, term) instead of the readable owner tag + term: the full-text index still keeps one
+    posting list per (owner, term), and BM25 reads the same counts, but the words are gone.
+    While rows written under an earlier scheme remain (plaintext before `memorybank encrypt`,
+    an old index key before `memorybank keys rotate`), `also_search` makes queries match them too.
+    """
+
+    def __init__(self, analyzer: Analyzer | None = None, *, blind_index: BlindIndex | None = None) -> None:
         self.analyzer: Analyzer = analyzer or TextAnalyzer()
+        self.blind_index = blind_index
+        self._query_schemes: tuple[BlindIndex | None, ...] = (blind_index,)
+
+    def also_search(self, schemes: Iterable[BlindIndex | None]) -> None:
+        """Match rows tokenized by `schemes` too (None: plaintext owner tags), besides the writing scheme."""
+        self._query_schemes = tuple(dict.fromkeys((self.blind_index, *schemes)))
 
     def document(self, memory: Memory) -> SearchDocument:
         """The search columns for `memory`."""
-        tag = owner_tag(memory.user_id)
-        tokens = [tag + _term_suffix(term) for term in memory_terms(self.analyzer, memory)]
+        terms = memory_terms(self.analyzer, memory)
+        if self.blind_index is None:
+            tag = owner_tag(memory.user_id)
+            tokens = [tag + _term_suffix(term) for term in terms]
+        else:
+            token = self.blind_index.token
+            tokens = [token(memory.user_id, term) for term in terms]
         return SearchDocument(search_terms=" ".join(tokens), doc_length=len(tokens), search_version=SEARCH_VERSION)
 
     def query_tokens(self, user_id: str, query: str) -> list[str]:
-        """The owner's tagged tokens for `query`, deduplicated, in order; empty when nothing is searchable."""
-        tag = owner_tag(user_id)
-        return list(dict.fromkeys(encode_term(tag, term) for term in self.analyzer.query_terms(query)))
+        """The owner's tokens for `query`, deduplicated, in order; empty when nothing is searchable."""
+        terms = self.analyzer.query_terms(query)
+        tokens: list[str] = []
+        for scheme in self._query_schemes:
+            if scheme is None:
+                tag = owner_tag(user_id)
+                tokens.extend(encode_term(tag, term) for term in terms)
+            else:
+                tokens.extend(scheme.token(user_id, term) for term in terms)
+        return list(dict.fromkeys(tokens))
 
 
 class Candidate(NamedTuple):

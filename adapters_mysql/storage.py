@@ -14,14 +14,16 @@ from adapters_mysql.errors import driver_error_code, unavailable_on_driver_error
 from adapters_mysql.mysql_fulltext import MysqlFulltextSearch
 from adapters_mysql.owner_fulltext import MysqlOwnerScopedSearch
 from adapters_mysql.owner_index import OwnerIndexer
-from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, count_to_reindex, reindex
+from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, ReindexReport, count_to_reindex, reindex
 from adapters_mysql.revisions import current_revision, stamp_head, upgrade_to_head
 from adapters_mysql.schema import metadata
+from adapters_mysql.seal_keys import SealStatus, check_values, forget_unused, read_status, register_primary, verify
+from adapters_mysql.sealed_rows import RowCodec
 from adapters_mysql.sqlite_fts5 import Fts5Search
 from adapters_mysql.sqlite_owner_fts5 import Fts5OwnerScopedSearch
 from adapters_mysql.store import SqlMemoryStore
 from adapters_mysql.token_store import SqlTokenStore
-from memorybank_core import InvalidInputError, SearchEngine, UnavailableError
+from memorybank_core import BlindIndex, InvalidInputError, Sealer, SearchEngine, UnavailableError
 
 _EXAMPLE_URLS = "sqlite:///memorybank.sqlite3 or mysql://user:password@host:3306/memorybank"
 
@@ -58,6 +60,8 @@ SEARCH_ENGINES: dict[str, _SearchKind] = {
     "fts5": _SearchKind(lambda engine, _indexer: Fts5Search(engine), frozenset({"sqlite"})),
 }
 DEFAULT_SEARCH: dict[str, str] = {"mysql": "owner", "sqlite": "owner"}
+#: The engines that search the blind index, so they work on sealed text.
+SEARCHES_SEALED_TEXT = frozenset({"owner"})
 
 
 class SqlStorage:
@@ -70,11 +74,14 @@ class SqlStorage:
         search_engine: SearchEngine,
         display_url: str,
         indexer: OwnerIndexer | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
         self.engine = engine
         self.dialect_name: str = engine.dialect.name
-        self.indexer = indexer or OwnerIndexer()
-        self.store = SqlMemoryStore(engine, self.indexer)
+        self.sealer = sealer
+        self.indexer = indexer or OwnerIndexer(blind_index=sealer.index if sealer is not None else None)
+        self.codec = RowCodec(sealer, index_key_id=sealer.index.key_id if sealer is not None else None)
+        self.store = SqlMemoryStore(engine, self.indexer, self.codec)
         self.search_engine = search_engine
         self.token_store = SqlTokenStore(engine)
         self._display_url = display_url
@@ -98,28 +105,32 @@ class SqlStorage:
                 metadata.create_all(connection)
                 stamp_head(connection)
             bootstrap(connection)
+        self._adopt_sealing()
 
     def migrate(self, *, progress: Callable[[int], None] | None = None) -> None:
         """The migrate path (`memorybank migrate`): run pending migrations, bootstrap, then re-index.
 
         Re-indexing covers rows whose search document an older scheme wrote (all rows, after
-        upgrading from revision 0001); `progress` gets each batch's count.
+        upgrading from revision 0001) and, with a key ring, rows not yet sealed under its keys;
+        `progress` gets each batch's count.
 
         Raises:
+            KeyRingError: the database holds sealed memories the configured key ring cannot open.
             UnavailableError: the database cannot be reached.
         """
         with unavailable_on_driver_error("migrate"), for_writing(self.engine).begin() as connection:
             upgrade_to_head(connection)
             bootstrap(connection)
+        self._adopt_sealing()
         self.reindex(progress=progress)
 
     def count_to_reindex(self, *, everything: bool = False) -> int:
-        """How many memories `reindex` would rewrite: those indexed by an older scheme (or all).
+        """How many memories `reindex` would rewrite: indexed by an older scheme or sealed by older keys (or all).
 
         Raises:
             UnavailableError: the database cannot be reached.
         """
-        return count_to_reindex(self.engine, everything=everything)
+        return count_to_reindex(self.engine, self.codec, everything=everything)
 
     def reindex(
         self,
@@ -127,32 +138,77 @@ class SqlStorage:
         everything: bool = False,
         batch_size: int = DEFAULT_BATCH_SIZE,
         progress: Callable[[int], None] | None = None,
-    ) -> int:
-        """Rewrite the search document of memories indexed by an older scheme (or of all); the count.
+    ) -> ReindexReport:
+        """Rewrite memories indexed by an older scheme or sealed by other keys (or all) under the current ones.
 
-        Batches of `batch_size` rows, each its own transaction; `progress` gets each batch's count.
+        This is `memorybank reindex`, `encrypt` and `keys rotate`: batches of `batch_size` rows, each
+        its own transaction, beside a live server; `progress` gets each batch's count. Key-check
+        values of keys no row needs any more are dropped at the end.
 
         Raises:
             UnavailableError: the database cannot be reached; committed batches stay done.
         """
-        return reindex(self.engine, self.indexer, everything=everything, batch_size=batch_size, progress=progress)
+        report = reindex(
+            self.engine, self.indexer, self.codec, everything=everything, batch_size=batch_size, progress=progress
+        )
+        if self.sealer is not None and not report.broken:
+            with unavailable_on_driver_error("reindex"), for_writing(self.engine).begin() as connection:
+                forget_unused(connection, self.sealer)
+        return report
+
+    def sealing_status(self) -> SealStatus:
+        """The database's key-check ids and how many memories carry each seal state.
+
+        Raises:
+            UnavailableError: the database cannot be reached.
+        """
+        with unavailable_on_driver_error("sealing status"), self.engine.connect() as connection:
+            return read_status(connection)
+
+    def describe_mode(self) -> str:
+        """One line saying whether this database is plaintext or sealed at rest, and what is left to do.
+
+        Raises:
+            UnavailableError: the database cannot be reached.
+        """
+        return self.sealing_status().describe(self.codec.state)
+
+    def _adopt_sealing(self) -> None:
+        """Check the key ring against the database, register its primary key, and learn the rows' schemes.
+
+        Queries then also match rows still tokenized under an older scheme (plaintext, an old index
+        key) until they are re-sealed; a plaintext row is refused once every row is sealed.
+        """
+        with unavailable_on_driver_error("key check"), for_writing(self.engine).begin() as connection:
+            status = read_status(connection)
+            verify(status, self.sealer, check_values(connection))
+            if self.sealer is not None:
+                register_primary(connection, self.sealer)
+        if self.sealer is None:
+            return
+        schemes: list[BlindIndex | None] = [None] if status.plaintext_rows else []
+        schemes += [index for key_id in status.index_key_ids() if (index := self.sealer.index_for(key_id)) is not None]
+        self.indexer.also_search(schemes)
+        self.codec.plaintext_allowed = bool(status.plaintext_rows)
 
     def check_ready(self) -> None:
         """Refuse to serve a database that is not at head or lacks its search index.
 
         Raises:
             SchemaNotReadyError: with a message naming `fix_command`.
+            KeyRingError: the database holds sealed memories the configured key ring (or none) cannot open.
             UnavailableError: the database cannot be reached.
         """
         with unavailable_on_driver_error("readiness check"), self.engine.connect() as connection:
             check_ready(connection, fix_command=self.fix_command)
+        self._adopt_sealing()
 
     def close(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
 
 
-def open_storage(url: str, *, search: str | None = None) -> SqlStorage:
+def open_storage(url: str, *, search: str | None = None, sealer: Sealer | None = None) -> SqlStorage:
     """Open SQL storage at `url` and check that the database answers.
 
     `url` is `mysql://user:pw@host:port/db` (mysqlclient), `mysql+pymysql://…`,
@@ -160,7 +216,10 @@ def open_storage(url: str, *, search: str | None = None) -> SqlStorage:
     search engine: `owner` (both dialects; the default), or the seed-literal `fulltext` (MySQL)
     or `fts5` (SQLite). The store always writes the owner-scoped search document, so the
     engine can be switched at any time without re-indexing.
-    The schema is not touched: call `initialize`, `migrate` or `check_ready` next.
+    With a `sealer` (encryption at rest) every stored user text is sealed and the search tokens
+    are its blind index; only the owner-scoped engine can search that.
+    The schema is not touched: call `initialize`, `migrate` or `check_ready` next (they also
+    check the key ring against the database).
 
     Raises:
         InvalidInputError: ("db") a malformed URL, an unsupported scheme, a missing database
@@ -170,15 +229,17 @@ def open_storage(url: str, *, search: str | None = None) -> SqlStorage:
     given = _parse_url(url)
     engine = _create_engine(given)
     try:
-        indexer = OwnerIndexer()
-        search_engine = _search_engine(engine, search, indexer)
+        indexer = OwnerIndexer(blind_index=sealer.index if sealer is not None else None)
+        search_engine = _search_engine(engine, search, indexer, sealed=sealer is not None)
         _ping(engine)
     except (InvalidInputError, UnavailableError):
         engine.dispose()
         raise
     # URL.set() ignores None, so the password is dropped with the NamedTuple's _replace.
     display_url = given._replace(password=None).render_as_string(hide_password=False)
-    return SqlStorage(engine=engine, search_engine=search_engine, display_url=display_url, indexer=indexer)
+    return SqlStorage(
+        engine=engine, search_engine=search_engine, display_url=display_url, indexer=indexer, sealer=sealer
+    )
 
 
 def _parse_url(url: object) -> URL:
@@ -207,13 +268,17 @@ def _create_engine(given: URL) -> sa.Engine:
         raise InvalidInputError("db", f"needs the {url.get_driver_name()} driver: {install}") from error
 
 
-def _search_engine(engine: sa.Engine, name: str | None, indexer: OwnerIndexer) -> SearchEngine:
+def _search_engine(engine: sa.Engine, name: str | None, indexer: OwnerIndexer, *, sealed: bool) -> SearchEngine:
     dialect = engine.dialect.name
     chosen = DEFAULT_SEARCH[dialect] if name is None else name
     kind = SEARCH_ENGINES.get(chosen)
     if kind is None or dialect not in kind.dialects:
         usable = ", ".join(sorted(key for key, value in SEARCH_ENGINES.items() if dialect in value.dialects))
         raise InvalidInputError("search", f"must name a search engine {dialect} supports: {usable}")
+    if sealed and chosen not in SEARCHES_SEALED_TEXT:
+        raise InvalidInputError(
+            "search", f"{chosen} cannot search sealed text (encryption at rest is on): use owner, the default"
+        )
     return kind.make(engine, indexer)
 
 

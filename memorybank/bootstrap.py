@@ -12,10 +12,11 @@ import attrs
 from starlette.applications import Starlette
 from starlette.requests import Request
 
+from adapters_crypto import AesGcmSealer, load_key_ring, parse_key_ring
 from adapters_http import bearer_token_resolver, create_app
 from adapters_mysql import SqlStorage, open_storage
-from memorybank.settings import DatabaseChoice, prepare_embedded_directory
-from memorybank_core import Clock, EventSink, MemoryBank, Principal, TokenService
+from memorybank.settings import DatabaseChoice, KeyRingChoice, prepare_embedded_directory
+from memorybank_core import Clock, EventSink, MemoryBank, Principal, Sealer, TokenService
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -31,23 +32,43 @@ class McpUnavailableError(RuntimeError):
     """The MCP SDK (the `mcp` extra) is not installed."""
 
 
-def open_ready_storage(choice: DatabaseChoice, search: str | None = None) -> SqlStorage:
+def load_sealer(keys: KeyRingChoice | None) -> Sealer | None:
+    """The sealer for the chosen key ring; None means plaintext storage.
+
+    Raises:
+        InvalidInputError: ("key-file") the ring cannot be read or is malformed.
+    """
+    if keys is None:
+        return None
+    if keys.path is not None:
+        return AesGcmSealer(load_key_ring(keys.path))
+    return AesGcmSealer(parse_key_ring(keys.text or "", origin=f"${keys.source}"))
+
+
+def open_ready_storage(
+    choice: DatabaseChoice, search: str | None = None, keys: KeyRingChoice | None = None
+) -> SqlStorage:
     """Open the chosen database and make sure its schema is the one this version serves.
 
     SQLite is embedded, so it is initialized in place (created on first use). A MySQL
     schema is never changed here: a missing, behind or index-less schema is refused
     with a message naming `memorybank migrate`.
 
-    `search` names the search engine (None: the dialect's default, owner-scoped).
+    `search` names the search engine (None: the dialect's default, owner-scoped); `keys` the key
+    ring for encryption at rest (None: plaintext). A database holding sealed memories is refused
+    unless the ring opens them.
 
     Raises:
-        InvalidInputError: ("db") a malformed or unsupported URL; ("search") an unknown engine.
+        InvalidInputError: ("db") a malformed or unsupported URL; ("search") an unknown engine;
+            ("key-file") an unreadable or malformed key ring.
         UnavailableError: the database cannot be reached.
-        SchemaNotReadyError: the schema is not ready; the message names the fix.
+        SchemaNotReadyError: the schema is not ready (the message names the fix), or the key
+            ring does not open the database (`KeyRingError`).
         OSError: the embedded database's directory cannot be created.
     """
+    sealer = load_sealer(keys)
     prepare_embedded_directory(choice)
-    storage = open_storage(choice.url, search=search)
+    storage = open_storage(choice.url, search=search, sealer=sealer)
     try:
         if storage.dialect_name == "sqlite":
             storage.initialize()
@@ -58,16 +79,17 @@ def open_ready_storage(choice: DatabaseChoice, search: str | None = None) -> Sql
     return storage
 
 
-def open_storage_for_migration(choice: DatabaseChoice) -> SqlStorage:
+def open_storage_for_migration(choice: DatabaseChoice, keys: KeyRingChoice | None = None) -> SqlStorage:
     """Open the chosen database without any schema check, for `memorybank migrate`.
 
     Raises:
-        InvalidInputError: ("db") a malformed or unsupported URL.
+        InvalidInputError: ("db") a malformed or unsupported URL; ("key-file") a bad key ring.
         UnavailableError: the database cannot be reached.
         OSError: the embedded database's directory cannot be created.
     """
+    sealer = load_sealer(keys)
     prepare_embedded_directory(choice)
-    return open_storage(choice.url)
+    return open_storage(choice.url, sealer=sealer)
 
 
 @attrs.frozen(kw_only=True)

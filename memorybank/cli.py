@@ -1,4 +1,4 @@
-"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, and token create/list/revoke.
+"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, encrypt, token and keys.
 
 Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
 database is unreachable, its schema is not ready, or a token is not found. Every
@@ -18,15 +18,21 @@ from typing import NoReturn, TextIO
 import anyio
 import uvicorn
 
-from adapters_mysql import SchemaNotReadyError, SqlStorage
+from adapters_crypto import load_key_ring, new_key_ring, write_key_ring
+from adapters_mysql import ReindexReport, SchemaNotReadyError, SqlStorage
 from memorybank import bootstrap, portability
 from memorybank.settings import (
     DATABASE_URL_ENV,
+    KEY_FILE_ENV,
+    KEYS_ENV,
     SEARCH_ENV,
     DatabaseChoice,
+    KeyRingChoice,
     choose_database,
+    choose_key_ring,
     choose_search,
     default_database_path,
+    default_key_file,
     redacted,
 )
 from memorybank_core import ApiToken, InvalidInputError, NotFoundError, UnavailableError, ids
@@ -38,7 +44,15 @@ EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 
 #: CLI spelling of the fields the core names in its errors.
-_OPTION_NAMES = {"db": "--db", "user": "--user", "org": "--org", "scope": "--scope", "search": "--search"}
+_OPTION_NAMES = {
+    "db": "--db",
+    "user": "--user",
+    "org": "--org",
+    "scope": "--scope",
+    "search": "--search",
+    "key-file": "key ring",
+    "key": "KEY_ID",
+}
 
 
 class CommandError(Exception):
@@ -72,6 +86,13 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         metavar="ENGINE",
         help=f"search engine: owner (owner-scoped, the default), fulltext (MySQL, the seed's) or fts5 (SQLite, "
         f"the seed's); default: ${SEARCH_ENV}, else owner",
+    )
+    database.add_argument(
+        "--key-file",
+        metavar="FILE",
+        type=Path,
+        help=f"key ring for encryption at rest (`memorybank keys create`); default: ${KEY_FILE_ENV}, else the ring "
+        f"in ${KEYS_ENV}, else none (plaintext)",
     )
     parser = _Parser(prog=PROGRAM, description="A per-user memory bank for AI agents: REST server and admin tools.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
@@ -147,6 +168,56 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     reindexing.add_argument("--all", action="store_true", help="re-index every memory, not only stale ones")
     reindexing.set_defaults(run=_reindex)
 
+    encrypting = commands.add_parser(
+        "encrypt",
+        parents=[database],
+        help="seal every plaintext memory with the key ring, online",
+        description="Seal the memories stored in plaintext (content, tags, snippets, citation ids) and replace "
+        "their search terms with the blind index, in batches of 1,000, with a progress bar, while servers keep "
+        "serving. Safe to stop and rerun. Needs a key ring (--key-file or $MEMORYBANK_KEY_FILE).",
+    )
+    encrypting.set_defaults(run=_encrypt)
+
+    keys = commands.add_parser(
+        "keys", help="manage encryption keys", description="Create key rings, add and remove keys, re-seal rows."
+    )
+    key_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION", parser_class=_Parser)
+    keys_create = key_commands.add_parser(
+        "create",
+        help="write a new key ring file (mode 0600)",
+        description="Write a new key ring with one random 256-bit key. Keep a copy apart from the database and its "
+        "backups: whoever loses the key loses the sealed memories.",
+    )
+    keys_create.add_argument("--out", metavar="FILE", type=Path, help="where to write it (default: data directory)")
+    keys_create.set_defaults(run=_keys_create, db=None)
+    keys_add = key_commands.add_parser(
+        "add",
+        help="add a new primary key to a key ring file",
+        description="Add a fresh key and make it primary (new writes), keeping the old keys to open old rows. "
+        "Restart servers with the new ring, then run `memorybank keys rotate`.",
+    )
+    keys_add.add_argument("--key-file", metavar="FILE", type=Path, help=f"the ring (default: ${KEY_FILE_ENV})")
+    keys_add.add_argument("--keep-index", action="store_true", help="keep the blind-index key (no re-indexing)")
+    keys_add.set_defaults(run=_keys_add, db=None)
+    keys_remove = key_commands.add_parser(
+        "remove",
+        help="remove a key no database needs any more from a key ring file",
+        description="Remove a key that is neither primary nor the index key. Only after `memorybank keys rotate` "
+        "reported it unused on every database that uses this ring.",
+    )
+    keys_remove.add_argument("key_id", metavar="KEY_ID")
+    keys_remove.add_argument("--key-file", metavar="FILE", type=Path, help=f"the ring (default: ${KEY_FILE_ENV})")
+    keys_remove.set_defaults(run=_keys_remove, db=None)
+    keys_rotate = key_commands.add_parser(
+        "rotate",
+        parents=[database],
+        help="re-seal rows written under older keys, online",
+        description="Re-seal memories sealed under a key that is no longer primary, and recompute their blind "
+        "index if the index key changed, in batches of 1,000, with a progress bar, while servers keep serving. "
+        "Every row stays readable throughout. Safe to stop and rerun.",
+    )
+    keys_rotate.set_defaults(run=_keys_rotate)
+
     token = commands.add_parser("token", help="manage API tokens", description="Create, list and revoke API tokens.")
     token_commands = token.add_subparsers(dest="token_command", required=True, metavar="ACTION", parser_class=_Parser)
     create = token_commands.add_parser(
@@ -186,6 +257,8 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
     args = build_parser(environment).parse_args(argv)
     choice = choose_database(args.db, environment)
     args.search = choose_search(getattr(args, "search", None), environment)
+    args.keys = choose_key_ring(getattr(args, "key_file", None), environment)
+    args.env = environment
     run: Callable[[argparse.Namespace, DatabaseChoice, TextIO], None] = args.run
     try:
         run(args, choice, sys.stdout)
@@ -194,6 +267,8 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
     except InvalidInputError as error:
         problems = "; ".join(f"{_OPTION_NAMES.get(p.path, p.path)} {p.message}" for p in error.problems)
         return _fail(problems, EXIT_BAD_INPUT)
+    except FileExistsError as error:
+        return _fail(f"{error.filename} exists already: a key ring is never overwritten", EXIT_FAILURE)
     except SchemaNotReadyError as error:
         return _fail(str(error), EXIT_FAILURE)
     except UnavailableError as error:
@@ -212,12 +287,13 @@ def _fail(message: str, status: int) -> int:
 def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be from 0 to 65535", EXIT_BAD_INPUT)
-    storage = bootstrap.open_ready_storage(choice, args.search)
+    storage = bootstrap.open_ready_storage(choice, args.search, args.keys)
     try:
         app = bootstrap.build_app(bootstrap.build_services(storage), bind_host=args.host)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
         base = f"http://{args.host}:{args.port}"
-        print(f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}", file=out, flush=True)
+        print(f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}", file=out)
+        print(f"{PROGRAM}: {storage.describe_mode()}", file=out, flush=True)
         # No uvicorn access log: it prints query strings, and search text must never be logged.
         # The app logs its own access event (operationId, status, timing, request id).
         uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info")
@@ -232,7 +308,7 @@ def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None
     # Validate before touching the database, so a typo in a client's config is reported at once.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
-    storage = bootstrap.open_ready_storage(choice, args.search)
+    storage = bootstrap.open_ready_storage(choice, args.search, args.keys)
     try:
         server = bootstrap.build_local_rail(bootstrap.build_services(storage), user_id=args.user, org_id=args.org)
         # stdout is the protocol: every message goes to stderr, which MCP clients keep as the server's log.
@@ -258,20 +334,22 @@ def _require_mcp() -> None:
         raise CommandError(f"this command needs the MCP SDK: {bootstrap.MCP_INSTALL_HINT}") from error
 
 
-def _migrate(_args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    storage = bootstrap.open_storage_for_migration(choice)
+def _migrate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    storage = bootstrap.open_storage_for_migration(choice, args.keys)
     try:
         storage.migrate()
         storage.check_ready()
+        mode = storage.describe_mode()
     finally:
         storage.close()
     print(f"{PROGRAM}: the schema of {redacted(choice.url)} is up to date", file=out)
+    print(f"{PROGRAM}: {mode}", file=out)
 
 
 def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     if not args.file.is_file():
         raise CommandError(f"{args.file} is not a readable file", EXIT_BAD_INPUT)
-    storage = bootstrap.open_ready_storage(choice, args.search)
+    storage = bootstrap.open_ready_storage(choice, args.search, args.keys)
     try:
         report = portability.import_file(args.file, storage.store, show_progress=sys.stderr.isatty())
     finally:
@@ -286,7 +364,7 @@ def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     # Validate before touching the database.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
-    storage = bootstrap.open_ready_storage(choice, args.search)
+    storage = bootstrap.open_ready_storage(choice, args.search, args.keys)
     try:
         if args.out is None:
             count = portability.export_user(storage.store, args.user, out)
@@ -300,16 +378,94 @@ def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 
 
 def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    storage = bootstrap.open_ready_storage(choice, args.search)
+    storage = bootstrap.open_ready_storage(choice, args.search, args.keys)
     try:
-        count = portability.reindex_with_progress(storage, everything=args.all, show_progress=sys.stderr.isatty())
+        report = portability.reindex_with_progress(storage, everything=args.all, show_progress=sys.stderr.isatty())
     finally:
         storage.close()
-    print(f"{PROGRAM}: re-indexed {count} memories", file=out)
+    print(f"{PROGRAM}: re-indexed {report.rewritten} memories", file=out)
+    _fail_on_broken(report)
 
 
-def _with_tokens(choice: DatabaseChoice, work: Callable[[bootstrap.Services], None]) -> None:
-    storage: SqlStorage = bootstrap.open_ready_storage(choice)
+def _encrypt(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    if args.keys is None:
+        raise CommandError(
+            f"encrypt needs a key ring: create one with `{PROGRAM} keys create`, then pass --key-file or set "
+            f"{KEY_FILE_ENV}",
+            EXIT_BAD_INPUT,
+        )
+    _reseal(args, choice, out, verb="sealed")
+
+
+def _keys_rotate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    if args.keys is None:
+        raise CommandError(f"keys rotate needs the key ring: pass --key-file or set {KEY_FILE_ENV}", EXIT_BAD_INPUT)
+    _reseal(args, choice, out, verb="re-sealed")
+
+
+def _reseal(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO, *, verb: str) -> None:
+    storage = bootstrap.open_ready_storage(choice, args.search, args.keys)
+    try:
+        registered = set(storage.sealing_status().registered)
+        report = portability.reindex_with_progress(storage, show_progress=sys.stderr.isatty())
+        status = storage.sealing_status()
+        mode = storage.describe_mode()
+    finally:
+        storage.close()
+    print(f"{PROGRAM}: {verb} {report.rewritten} memories", file=out)
+    print(f"{PROGRAM}: {mode}", file=out)
+    for key_id in sorted(registered - set(status.registered)):
+        print(f"{PROGRAM}: key {key_id} is no longer used by this database", file=out)
+    _fail_on_broken(report)
+
+
+def _fail_on_broken(report: ReindexReport) -> None:
+    if report.broken:
+        raise CommandError(
+            f"{report.broken} memories do not open with this key ring and were left as they are (ids in the log)"
+        )
+
+
+def _key_file(args: argparse.Namespace) -> Path:
+    if args.keys is None or args.keys.path is None:
+        raise CommandError(f"name the key ring file with --key-file or {KEY_FILE_ENV}", EXIT_BAD_INPUT)
+    path: Path = args.keys.path
+    return path
+
+
+def _keys_create(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
+    path: Path = args.out if args.out is not None else default_key_file(args.env)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ring = new_key_ring()
+    write_key_ring(path, ring)
+    print(f"{PROGRAM}: wrote key ring {path} (mode 0600) with key {ring.primary}", file=out)
+    print(
+        "Keep a copy somewhere other than the database and its backups (a password manager or secret store): "
+        "without this key the sealed memories cannot be read by anyone, including you.",
+        file=out,
+    )
+    print(f"Use it: {PROGRAM} serve --key-file {path}   (or {KEY_FILE_ENV}={path})", file=out)
+
+
+def _keys_add(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
+    path = _key_file(args)
+    ring = load_key_ring(path).with_new_primary(keep_index=args.keep_index)
+    write_key_ring(path, ring, replace=True)
+    print(f"{PROGRAM}: key {ring.primary} is now primary in {path}; the older keys still open old rows", file=out)
+    print(f"Restart every server with this ring, then run `{PROGRAM} keys rotate`.", file=out)
+
+
+def _keys_remove(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
+    path = _key_file(args)
+    ring = load_key_ring(path).without(args.key_id)
+    write_key_ring(path, ring, replace=True)
+    print(f"{PROGRAM}: removed key {args.key_id} from {path}", file=out)
+
+
+def _with_tokens(
+    choice: DatabaseChoice, work: Callable[[bootstrap.Services], None], keys: KeyRingChoice | None
+) -> None:
+    storage: SqlStorage = bootstrap.open_ready_storage(choice, keys=keys)
     try:
         work(bootstrap.build_services(storage))
     finally:
@@ -334,7 +490,7 @@ def _token_create(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO)
         print("the secret below is shown only now; store it safely:", file=out)
         print(issued.secret, file=out)
 
-    _with_tokens(choice, create)
+    _with_tokens(choice, create, args.keys)
 
 
 def _token_list(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
@@ -362,7 +518,7 @@ def _token_list(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
         for row in rows:
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)
 
-    _with_tokens(choice, show)
+    _with_tokens(choice, show, args.keys)
 
 
 def _token_revoke(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
@@ -373,7 +529,7 @@ def _token_revoke(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO)
             raise CommandError("no live token matches that id or secret") from error
         print(f"revoked token {token.id} of {token.user_id}", file=out)
 
-    _with_tokens(choice, revoke)
+    _with_tokens(choice, revoke, args.keys)
 
 
 def _scopes(token: ApiToken) -> str:

@@ -71,11 +71,18 @@ FACTORIES: dict[str, Registration] = {
         lambda: _sql_factory("mysql", search="fulltext"), marks=(pytest.mark.mysql,), ranks_like_reference=False
     ),
     "mysql-owner": Registration(lambda: _sql_factory("mysql", search="owner"), marks=(pytest.mark.mysql,)),
+    # Encryption at rest: sealed text and the blind index must return exactly what plaintext does.
+    "sqlite-sealed": Registration(lambda: _sql_factory("sqlite", sealed=True)),
+    "mysql-sealed": Registration(lambda: _sql_factory("mysql", sealed=True), marks=(pytest.mark.mysql,)),
 }
 
 
-def _sql_factory(kind: str, *, search: str | None = None) -> BackendFactory:
-    # Imported on use: the SQL factories import this module for Backend.
+def _sql_factory(kind: str, *, search: str | None = None, sealed: bool = False) -> BackendFactory:
+    # Imported on use: the SQL factories import this module for Backend, and the crypto adapter is optional.
+    from adapters_crypto import AesGcmSealer, new_key_ring
     from tests.sql.backends import MysqlFactory, SqliteFactory
 
-    return SqliteFactory(search=search) if kind == "sqlite" else MysqlFactory(search=search)
+    sealer = AesGcmSealer(new_key_ring()) if sealed else None
+    if kind == "sqlite":
+        return SqliteFactory(search=search, sealer=sealer)
+    return MysqlFactory(search=search, sealer=sealer)

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from adapters_mysql import SqlStorage, open_storage
 from adapters_mysql.schema import TABLES
+from memorybank_core import Sealer
 from tests.contract.backends import Backend, BackendFactory
 from tests.mysql_server import ThrowawayDatabase
 
@@ -20,10 +21,11 @@ from tests.mysql_server import ThrowawayDatabase
 class SqliteFactory(BackendFactory):
     """A SQLite file in a temporary directory, created by the fresh-install path (`initialize`)."""
 
-    def __init__(self, *, search: str | None = None) -> None:
+    def __init__(self, *, search: str | None = None, sealer: Sealer | None = None) -> None:
         self._directory = tempfile.TemporaryDirectory(prefix="memorybank-test-")
-        self.url = f"sqlite:///{Path(self._directory.name) / 'memorybank.sqlite3'}"
-        self.storage: SqlStorage = open_storage(self.url, search=search)
+        self.path = Path(self._directory.name) / "memorybank.sqlite3"
+        self.url = f"sqlite:///{self.path}"
+        self.storage: SqlStorage = open_storage(self.url, search=search, sealer=sealer)
         self.storage.initialize()
 
     def fresh(self) -> Backend:
@@ -41,10 +43,10 @@ class SqliteFactory(BackendFactory):
 class MysqlFactory(BackendFactory):
     """A throwaway MySQL/MariaDB database, created by the migrate path (`migrate`)."""
 
-    def __init__(self, *, search: str | None = None) -> None:
+    def __init__(self, *, search: str | None = None, sealer: Sealer | None = None) -> None:
         self._database = ThrowawayDatabase()
         self.url = self._database.url
-        self.storage: SqlStorage = open_storage(self.url, search=search)
+        self.storage: SqlStorage = open_storage(self.url, search=search, sealer=sealer)
         self.storage.migrate()
 
     def fresh(self) -> Backend:

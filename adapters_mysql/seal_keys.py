@@ -28,8 +28,12 @@ class KeyRingError(SchemaNotReadyError):
     """The key ring does not fit the database: missing where rows are sealed, or lacking a key they need."""
 
 
-def _check_binding(key_id: str) -> SealBinding:
-    return SealBinding(table=seal_key.name, column="check_value", row_id=key_id, user_id="")
+def _check_binding(key_id: str, *, closed: bool) -> SealBinding:
+    # Bound to whether plaintext rows are still allowed here, so that flag cannot be flipped in
+    # the table: once every row is sealed, a plaintext row (a forged one) fails closed.
+    return SealBinding(
+        table=seal_key.name, column="check_value", row_id=f"{key_id}:{'closed' if closed else 'open'}", user_id=""
+    )
 
 
 def _keys_of(state: str) -> tuple[str, ...]:
@@ -87,15 +91,17 @@ def read_status(connection: sa.Connection) -> SealStatus:
     return SealStatus(registered=registered, states={state: int(count) for state, count in counts})
 
 
-def verify(status: SealStatus, sealer: Sealer | None, checks: Mapping[str, str]) -> None:
+def verify(status: SealStatus, sealer: Sealer | None, checks: Mapping[str, str]) -> bool:
     """Refuse a key ring (or its absence) that cannot open everything the database holds.
+
+    Returns True when plaintext rows are closed: every row was sealed once, so none may be read.
 
     Raises:
         KeyRingError: sealed data and no ring, or a ring lacking or not opening a key seen here.
     """
     seen = status.key_ids_seen
     if not seen:
-        return
+        return False
     listed = ", ".join(seen)
     if sealer is None:
         raise KeyRingError(
@@ -103,16 +109,29 @@ def verify(status: SealStatus, sealer: Sealer | None, checks: Mapping[str, str])
             "--key-file or MEMORYBANK_KEY_FILE"
         )
     missing = [key_id for key_id in seen if key_id not in sealer.key_ids]
+    closed = False
     for key_id, check in checks.items():
-        try:
-            sealer.open(check, _check_binding(key_id))
-        except BrokenSealError:
+        policy = _opened_policy(sealer, key_id, check)
+        if policy is None:
             missing.append(key_id)
+        closed = closed or bool(policy)
     if missing:
         raise KeyRingError(
             f"the configured key ring does not open this database (key ids seen: {listed}; "
             f"not opened: {', '.join(sorted(set(missing)))})"
         )
+    return closed
+
+
+def _opened_policy(sealer: Sealer, key_id: str, check: str) -> bool | None:
+    """True (closed) or False (open) as the check value opens; None when it does not open at all."""
+    for closed in (True, False):
+        try:
+            sealer.open(check, _check_binding(key_id, closed=closed))
+        except BrokenSealError:
+            continue
+        return closed
+    return None
 
 
 def check_values(connection: sa.Connection) -> dict[str, str]:
@@ -121,19 +140,28 @@ def check_values(connection: sa.Connection) -> dict[str, str]:
     return dict(rows)
 
 
-def register_primary(connection: sa.Connection, sealer: Sealer) -> None:
-    """Store the key-check value of the ring's primary key, unless it is there already (safe to race)."""
+def register_primary(connection: sa.Connection, sealer: Sealer, *, closed: bool) -> None:
+    """Store the key-check value of the ring's primary key, unless it is there already (safe to race).
+
+    `closed`: no plaintext row exists, so none may ever be read.
+    """
     key_id = sealer.primary_key_id
     exists = connection.execute(sa.select(seal_key.c.key_id).where(seal_key.c.key_id == key_id)).first()
     if exists is not None:
         return
-    value = sealer.seal(_CHECK_TEXT, _check_binding(key_id))
+    value = sealer.seal(_CHECK_TEXT, _check_binding(key_id, closed=closed))
     try:
         connection.execute(seal_key.insert().values(key_id=key_id, check_value=value, created_at=datetime.now(UTC)))
     except sa.exc.IntegrityError as error:
         # Another process registered it between our read and insert: the same key, fine.
         if driver_error_code(error) not in (_DUPLICATE_KEY, None):
             raise
+
+
+def close_plaintext(connection: sa.Connection, sealer: Sealer) -> None:
+    """Record that every row is sealed: from the next start on, a plaintext row fails closed."""
+    value = sealer.seal(_CHECK_TEXT, _check_binding(sealer.primary_key_id, closed=True))
+    connection.execute(seal_key.update().where(seal_key.c.key_id == sealer.primary_key_id).values(check_value=value))
 
 
 def forget_unused(connection: sa.Connection, sealer: Sealer) -> list[str]:

@@ -17,7 +17,15 @@ from adapters_mysql.owner_index import OwnerIndexer
 from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, ReindexReport, count_to_reindex, reindex
 from adapters_mysql.revisions import current_revision, stamp_head, upgrade_to_head
 from adapters_mysql.schema import metadata
-from adapters_mysql.seal_keys import SealStatus, check_values, forget_unused, read_status, register_primary, verify
+from adapters_mysql.seal_keys import (
+    SealStatus,
+    check_values,
+    close_plaintext,
+    forget_unused,
+    read_status,
+    register_primary,
+    verify,
+)
 from adapters_mysql.sealed_rows import RowCodec
 from adapters_mysql.sqlite_fts5 import Fts5Search
 from adapters_mysql.sqlite_owner_fts5 import Fts5OwnerScopedSearch
@@ -153,6 +161,8 @@ class SqlStorage:
         )
         if self.sealer is not None and not report.broken:
             with unavailable_on_driver_error("reindex"), for_writing(self.engine).begin() as connection:
+                if not read_status(connection).plaintext_rows:
+                    close_plaintext(connection, self.sealer)
                 forget_unused(connection, self.sealer)
         return report
 
@@ -181,15 +191,16 @@ class SqlStorage:
         """
         with unavailable_on_driver_error("key check"), for_writing(self.engine).begin() as connection:
             status = read_status(connection)
-            verify(status, self.sealer, check_values(connection))
+            closed = verify(status, self.sealer, check_values(connection))
             if self.sealer is not None:
-                register_primary(connection, self.sealer)
+                register_primary(connection, self.sealer, closed=closed or not status.plaintext_rows)
         if self.sealer is None:
             return
-        schemes: list[BlindIndex | None] = [None] if status.plaintext_rows else []
+        allowed = bool(status.plaintext_rows) and not closed
+        schemes: list[BlindIndex | None] = [None] if allowed else []
         schemes += [index for key_id in status.index_key_ids() if (index := self.sealer.index_for(key_id)) is not None]
         self.indexer.also_search(schemes)
-        self.codec.plaintext_allowed = bool(status.plaintext_rows)
+        self.codec.plaintext_allowed = allowed
 
     def check_ready(self) -> None:
         """Refuse to serve a database that is not at head or lacks its search index.

@@ -67,11 +67,15 @@ class KeyRing:
         # Key material must never reach a log or a traceback.
         return f"KeyRing(key_ids={sorted(self.keys)}, primary={self.primary!r}, index={self.index!r})"
 
-    def with_new_primary(self, *, keep_index: bool = False) -> KeyRing:
-        """This ring plus a fresh key that becomes primary (and the index key, unless `keep_index`)."""
+    def with_new_primary(self, *, new_index: bool = False) -> KeyRing:
+        """This ring plus a fresh key that becomes primary (and the blind-index key too, if `new_index`).
+
+        Keeping the index key means re-sealing never rewrites search tokens, so searches are
+        undisturbed while `keys rotate` runs; a new index key re-tokenizes every row.
+        """
         key_id = new_key_id(self.keys)
         keys = {**self.keys, key_id: secrets.token_bytes(KEY_BYTES)}
-        return KeyRing(keys=keys, primary=key_id, index=self.index if keep_index else key_id)
+        return KeyRing(keys=keys, primary=key_id, index=key_id if new_index else self.index)
 
     def without(self, key_id: str) -> KeyRing:
         """This ring less `key_id`, which must be neither primary nor the index key.

@@ -52,22 +52,31 @@ def count_to_reindex(engine: sa.Engine, codec: RowCodec, *, everything: bool = F
         return int(connection.execute(count).scalar_one())
 
 
+_UNCHANGED_ROW = sa.and_(
+    memory.c.id == sa.bindparam("b_id"),
+    memory.c.user_id == sa.bindparam("b_user_id"),
+    # Untouched since we read it: a concurrent delete makes this update a no-op.
+    memory.c.seal_state.is_not_distinct_from(sa.bindparam("b_old_state")),
+    memory.c.search_version == sa.bindparam("b_old_version"),
+)
+_SEAL_VALUES = {
+    "content": sa.bindparam("b_content"),
+    "tags": sa.bindparam("b_tags"),
+    "seal_state": sa.bindparam("b_seal_state"),
+}
+#: Re-sealing under a new key with the same index key leaves the search columns alone: InnoDB's
+#: FULLTEXT index then never sees the row change, so concurrent searches miss nothing.
+_SEAL_UPDATE = sa.update(memory).where(_UNCHANGED_ROW).values(_SEAL_VALUES)
 _MEMORY_UPDATE = (
     sa.update(memory)
-    .where(
-        memory.c.id == sa.bindparam("b_id"),
-        memory.c.user_id == sa.bindparam("b_user_id"),
-        # Untouched since we read it: a concurrent delete or save makes this update a no-op.
-        memory.c.seal_state.is_not_distinct_from(sa.bindparam("b_old_state")),
-        memory.c.search_version == sa.bindparam("b_old_version"),
-    )
+    .where(_UNCHANGED_ROW)
     .values(
-        content=sa.bindparam("b_content"),
-        tags=sa.bindparam("b_tags"),
-        seal_state=sa.bindparam("b_seal_state"),
-        search_terms=sa.bindparam("b_search_terms"),
-        doc_length=sa.bindparam("b_doc_length"),
-        search_version=sa.bindparam("b_search_version"),
+        {
+            **_SEAL_VALUES,
+            "search_terms": sa.bindparam("b_search_terms"),
+            "doc_length": sa.bindparam("b_doc_length"),
+            "search_version": sa.bindparam("b_search_version"),
+        }
     )
 )
 _CONTEXT_UPDATE = (
@@ -113,30 +122,42 @@ def reindex(
                     _log.warning("memory %s does not open (%s): not re-sealed", row.id, error)
                     broken += 1
                     continue
-                rewritten += _rewrite(connection, indexer, codec, row, current)
+                rewritten += _rewrite(connection, indexer, codec, row, current, everything)
         after = rows[-1].id
         if progress is not None:
             progress(len(rows))
 
 
-def _rewrite(connection: sa.Connection, indexer: OwnerIndexer, codec: RowCodec, row: Any, current: Any) -> int:
+def _same_index(row: Any, codec: RowCodec, everything: bool) -> bool:
+    """True when the row's search tokens are already the current ones (same index key, same scheme)."""
+    if everything or row.search_version != SEARCH_VERSION or row.seal_state is None or codec.state is None:
+        return False
+    return bool(row.seal_state.split(":")[-1] == codec.state.split(":")[-1])
+
+
+def _rewrite(
+    connection: sa.Connection, indexer: OwnerIndexer, codec: RowCodec, row: Any, current: Any, everything: bool
+) -> int:
     values = codec.memory_row(current)
-    document = indexer.document(current)
-    updated = connection.execute(
-        _MEMORY_UPDATE,
-        {
-            "b_id": row.id,
-            "b_user_id": row.user_id,
-            "b_old_state": row.seal_state,
-            "b_old_version": row.search_version,
-            "b_content": values["content"],
-            "b_tags": values["tags"],
-            "b_seal_state": values["seal_state"],
-            "b_search_terms": document.search_terms,
-            "b_doc_length": document.doc_length,
-            "b_search_version": document.search_version,
-        },
-    ).rowcount
+    parameters = {
+        "b_id": row.id,
+        "b_user_id": row.user_id,
+        "b_old_state": row.seal_state,
+        "b_old_version": row.search_version,
+        "b_content": values["content"],
+        "b_tags": values["tags"],
+        "b_seal_state": values["seal_state"],
+    }
+    if _same_index(row, codec, everything):
+        updated = connection.execute(_SEAL_UPDATE, parameters).rowcount
+    else:
+        document = indexer.document(current)
+        parameters.update(
+            b_search_terms=document.search_terms,
+            b_doc_length=document.doc_length,
+            b_search_version=document.search_version,
+        )
+        updated = connection.execute(_MEMORY_UPDATE, parameters).rowcount
     if updated != 1:
         return 0
     contexts = [codec.context_row(context, current.user_id) for context in current.contexts]

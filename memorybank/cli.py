@@ -197,7 +197,11 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "Restart servers with the new ring, then run `memorybank keys rotate`.",
     )
     keys_add.add_argument("--key-file", metavar="FILE", type=Path, help=f"the ring (default: ${KEY_FILE_ENV})")
-    keys_add.add_argument("--keep-index", action="store_true", help="keep the blind-index key (no re-indexing)")
+    keys_add.add_argument(
+        "--new-index",
+        action="store_true",
+        help="derive the blind index from the new key too (`keys rotate` then re-tokenizes every memory)",
+    )
     keys_add.set_defaults(run=_keys_add, db=None)
     keys_remove = key_commands.add_parser(
         "remove",
@@ -449,7 +453,7 @@ def _keys_create(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO)
 
 def _keys_add(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
     path = _key_file(args)
-    ring = load_key_ring(path).with_new_primary(keep_index=args.keep_index)
+    ring = load_key_ring(path).with_new_primary(new_index=args.new_index)
     write_key_ring(path, ring, replace=True)
     print(f"{PROGRAM}: key {ring.primary} is now primary in {path}; the older keys still open old rows", file=out)
     print(f"Restart every server with this ring, then run `{PROGRAM} keys rotate`.", file=out)

@@ -46,11 +46,11 @@ def test_replacing_a_ring_keeps_it_private(tmp_path: Path) -> None:
     assert not path.with_name("keys.json.new").exists()
 
 
-def test_a_new_primary_keeps_old_keys_and_moves_the_index_unless_told() -> None:
+def test_a_new_primary_keeps_old_keys_and_keeps_the_index_unless_told() -> None:
     ring = new_key_ring()
 
-    moved = ring.with_new_primary()
-    kept = ring.with_new_primary(keep_index=True)
+    moved = ring.with_new_primary(new_index=True)
+    kept = ring.with_new_primary()
 
     assert ring.primary in moved.keys
     assert moved.primary != ring.primary
@@ -63,8 +63,10 @@ def test_a_key_still_in_use_cannot_be_dropped() -> None:
 
     with pytest.raises(InvalidInputError):
         ring.without(ring.primary)
-    rotated = ring.with_new_primary()
+    rotated = ring.with_new_primary(new_index=True)
     assert ring.primary not in rotated.without(ring.primary).keys
+    with pytest.raises(InvalidInputError):
+        ring.with_new_primary().without(ring.primary)  # still the index key
 
 
 def _document(**changes: object) -> str:

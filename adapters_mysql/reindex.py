@@ -59,7 +59,7 @@ _UNCHANGED_ROW = sa.and_(
     memory.c.seal_state.is_not_distinct_from(sa.bindparam("b_old_state")),
     memory.c.search_version == sa.bindparam("b_old_version"),
 )
-_SEAL_VALUES = {
+_SEAL_VALUES: dict[str, Any] = {
     "content": sa.bindparam("b_content"),
     "tags": sa.bindparam("b_tags"),
     "seal_state": sa.bindparam("b_seal_state"),

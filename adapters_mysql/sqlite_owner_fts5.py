@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
+from adapters_mysql.engines import for_writing
+
 from adapters_mysql.owner_index import CandidateRow, OwnerScopedSearch
 from adapters_mysql.schema import memory
 from adapters_mysql.sqlite_fts5 import Fts5Objects
@@ -125,3 +127,21 @@ def ensure_terms_fts5(connection: sa.Connection) -> bool:
 def drop_terms_fts5(connection: sa.Connection) -> None:
     """Drop the tagged-token FTS5 table and its triggers (for downgrades)."""
     TERMS_FTS.drop(connection)
+
+
+def purge_rewritten_text(engine: sa.Engine) -> None:
+    """Leave no replaced text in the file after rows were rewritten (`memorybank encrypt`, `keys rotate`).
+
+    FTS5 keeps a rewritten row's old tokens in index segments until they are merged: `optimize`
+    merges every FTS5 table of ours; freed pages are zeroed (`secure_delete`, see engines), and a
+    WAL checkpoint moves everything into the database file and truncates the log.
+    """
+    with for_writing(engine).begin() as connection:
+        names = connection.execute(
+            sa.text("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5%'")
+        ).scalars()
+        for name in list(names):
+            # The names come from our own schema (sqlite_master), never from input.
+            connection.exec_driver_sql(f'INSERT INTO "{name}"("{name}") VALUES (\'optimize\')')
+    with engine.connect() as connection:
+        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -28,7 +28,7 @@ from adapters_mysql.seal_keys import (
 )
 from adapters_mysql.sealed_rows import RowCodec
 from adapters_mysql.sqlite_fts5 import Fts5Search
-from adapters_mysql.sqlite_owner_fts5 import Fts5OwnerScopedSearch
+from adapters_mysql.sqlite_owner_fts5 import Fts5OwnerScopedSearch, purge_rewritten_text
 from adapters_mysql.store import SqlMemoryStore
 from adapters_mysql.token_store import SqlTokenStore
 from memorybank_core import BlindIndex, InvalidInputError, Sealer, SearchEngine, UnavailableError
@@ -164,6 +164,9 @@ class SqlStorage:
                 if not read_status(connection).plaintext_rows:
                     close_plaintext(connection, self.sealer)
                 forget_unused(connection, self.sealer)
+        if self.dialect_name == "sqlite":
+            with unavailable_on_driver_error("reindex"):
+                purge_rewritten_text(self.engine)
         return report
 
     def sealing_status(self) -> SealStatus:

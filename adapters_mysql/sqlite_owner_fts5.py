@@ -14,7 +14,6 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
-
 from adapters_mysql.owner_index import CandidateRow, OwnerScopedSearch
 from adapters_mysql.schema import memory
 from adapters_mysql.sqlite_fts5 import Fts5Objects
@@ -142,6 +141,6 @@ def purge_rewritten_text(engine: sa.Engine) -> None:
         ).scalars()
         for name in list(names):
             # The names come from our own schema (sqlite_master), never from input.
-            connection.exec_driver_sql(f'INSERT INTO "{name}"("{name}") VALUES (\'optimize\')')
+            connection.exec_driver_sql(f'INSERT INTO "{name}"("{name}") VALUES (\'optimize\')')  # noqa: S608
     with engine.connect() as connection:
         connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")

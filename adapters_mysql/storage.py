@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import attrs
@@ -32,6 +33,8 @@ from adapters_mysql.sqlite_owner_fts5 import Fts5OwnerScopedSearch, purge_rewrit
 from adapters_mysql.store import SqlMemoryStore
 from adapters_mysql.token_store import SqlTokenStore
 from memorybank_core import BlindIndex, InvalidInputError, Sealer, SearchEngine, UnavailableError
+
+_log = logging.getLogger("memorybank.storage")
 
 _EXAMPLE_URLS = "sqlite:///memorybank.sqlite3 or mysql://user:password@host:3306/memorybank"
 
@@ -197,6 +200,7 @@ class SqlStorage:
             closed = verify(status, self.sealer, check_values(connection))
             if self.sealer is not None:
                 register_primary(connection, self.sealer, closed=closed or not status.plaintext_rows)
+        _log.info("database mode: %s", status.describe(self.codec.state))
         if self.sealer is None:
             return
         allowed = bool(status.plaintext_rows) and not closed

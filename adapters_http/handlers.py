@@ -26,7 +26,7 @@ class MemoryHandlers:
     async def save(self, request: Request, principal: Principal) -> Response:
         """`POST /v1/memory` -> 201 `{"memory": {...}}`."""
         body = await read_json_body(request, max_bytes=self._max_body_bytes)
-        memory = await run_in_threadpool(self._bank.save_body, principal, body)
+        memory = await run_in_threadpool(self._bank.save, principal, body)
         return JSONResponse({"memory": memory_json(memory)}, status_code=201)
 
     async def search(self, request: Request, principal: Principal) -> Response:

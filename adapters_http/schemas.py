@@ -10,13 +10,15 @@ from typing import Any
 
 from memorybank_core import limits
 from memorybank_core.entities import Origin, Scope, Source
+from memorybank_core.validation import INVISIBLE_CHARACTERS
 
 JsonSchema = dict[str, Any]
 """A JSON Schema (2020-12, as OpenAPI 3.1 uses it) as plain JSON data."""
 
-# Bounds count characters after trimming, and the core refuses NUL: so a client string must hold a
-# character that Python's str.strip() keeps (ECMA `\s` lacks \x1c-\x1f and \x85) and no NUL anywhere.
-_NOT_BLANK = r"^[^\u0000]*[^\s\u0000\u001c-\u001f\u0085][^\u0000]*$"
+# Bounds count characters after trimming, and the core refuses NUL and invisible-only text: so a
+# client string must hold a character that Python's str.strip() keeps (ECMA `\s` lacks \x1c-\x1f
+# and \x85) and that is not invisible, and no NUL anywhere.
+_NOT_BLANK = rf"^[^\u0000]*[^\s\u0000\u001c-\u001f\u0085{INVISIBLE_CHARACTERS}][^\u0000]*$"
 
 
 def _ref(name: str) -> JsonSchema:
@@ -81,10 +83,11 @@ SAVE_REQUEST: JsonSchema = {
         "content": _text(limits.CONTENT, "The memory: one crisp, self-contained statement,"),
         "tags": _optional(
             {
+                # No maxItems: exact repeats are dropped before the bound is counted (33 copies of one
+                # tag are one tag), which JSON Schema cannot say; the core refuses more distinct tags.
                 "type": "array",
-                "maxItems": limits.TAGS_MAX,
                 "items": _text(limits.TAG, "A tag,"),
-                "description": f"Up to {limits.TAGS_MAX} tags; exact repeats are dropped.",
+                "description": f"Up to {limits.TAGS_MAX} distinct tags; exact repeats are dropped.",
             }
         ),
         "contexts": _optional(

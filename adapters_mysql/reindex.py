@@ -1,7 +1,7 @@
 """Bringing rows up to date, online: re-index, seal (`memorybank encrypt`) and re-seal (`memorybank keys rotate`).
 
 A row is stale when an older tokenization scheme wrote its search document
-(`memory.search_version` is not `owner_index.SEARCH_VERSION`) or when its `seal_state` is not the
+(`memory.search_version` is not `memorybank_search.SEARCH_VERSION`) or when its `seal_state` is not the
 one the storage now writes (plaintext before `encrypt`; an old sealing or index key before
 `keys rotate`). One walk fixes both: it reads stale rows by primary key in batches, opens each
 memory (with any ring key), writes it back sealed under the primary key with a search document
@@ -22,10 +22,10 @@ import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.owner_index import SEARCH_VERSION, OwnerIndexer
 from adapters_mysql.schema import memory, memory_context
 from adapters_mysql.sealed_rows import RowCodec
 from memorybank_core import BrokenSealError
+from memorybank_search import SEARCH_VERSION, OwnerIndexer
 
 DEFAULT_BATCH_SIZE = 1000
 _log = logging.getLogger("memorybank.storage")

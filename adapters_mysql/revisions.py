@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from adapters_mysql.mysql_fulltext import FULLTEXT_INDEX_NAME
-from adapters_mysql.owner_fulltext import OWNER_FULLTEXT_INDEX_NAME
+from adapters_mysql.mysql_search import OWNER_FULLTEXT_INDEX_NAME
 from adapters_mysql.schema import metadata
 
 #: Our own version table, so a host that runs alembic for its own tables in the same database
@@ -19,23 +16,15 @@ from adapters_mysql.schema import metadata
 VERSION_TABLE = "memorybank_alembic_version"
 
 
-def script_location() -> Path:
-    """The `migrations` directory installed beside this package by the same distribution.
-
-    Found by path, not imported: `migrations` sits above this package in the layering,
-    and alembic loads its scripts from files anyway.
-    """
-    location = Path(__file__).resolve().parent.parent / "migrations"
-    if not (location / "env.py").is_file():
-        raise RuntimeError(f"memorybank's migration scripts are missing from {location}; reinstall memorybank")
-    return location
+#: The migration scripts: package data of this package (`adapters_mysql/migrations`), in alembic's
+#: `package:directory` form, so an installed copy finds them wherever it is installed.
+SCRIPT_LOCATION = "adapters_mysql:migrations"
 
 
 def alembic_config(connection: sa.Connection | None = None) -> Config:
     """An alembic Config for our scripts; `migrations/env.py` runs on `connection` when given."""
     config = Config()
-    # Config values are %-interpolated: escape the path.
-    config.set_main_option("script_location", str(script_location()).replace("%", "%%"))
+    config.set_main_option("script_location", SCRIPT_LOCATION)
     config.attributes["connection"] = connection
     return config
 
@@ -70,12 +59,12 @@ def stamp_head(connection: sa.Connection) -> None:
 
 
 def include_name(name: str | None, type_: str, _parent_names: object) -> bool:
-    """Alembic's filter: compare only our tables, and not the FULLTEXT indexes the bootstrap owns.
+    """Alembic's filter: compare only our tables, and not the FULLTEXT index autogenerate cannot see.
 
     Other tables in the database (a host's, FTS5's shadow tables, the version table) are not ours.
     """
     if type_ == "table":
         return name in metadata.tables
     if type_ == "index":
-        return name not in (FULLTEXT_INDEX_NAME, OWNER_FULLTEXT_INDEX_NAME)
+        return name != OWNER_FULLTEXT_INDEX_NAME
     return True

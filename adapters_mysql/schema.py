@@ -2,7 +2,7 @@
 
 Every size comes from `memorybank_core.limits`. The MySQL FULLTEXT index and the
 SQLite FTS5 table are not part of this metadata: autogenerate cannot see them,
-so `adapters_mysql.bootstrap` creates them on every install path.
+so the revisions and `adapters_mysql.readiness` create them.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ memory = sa.Table(
     sa.Column("tags", sa.JSON(none_as_null=True), nullable=True),
     sa.Column("created_at", UtcDateTime(), nullable=False),
     sa.Column("updated_at", UtcDateTime(), nullable=False),
-    # The owner-scoped search document (adapters_mysql.owner_index): tagged tokens, how many, and
+    # The owner-scoped search document (memorybank_search.indexer): tagged tokens, how many, and
     # the tokenization scheme that wrote them. NULL / 0 until a row is indexed (rows from 0001).
     sa.Column("search_terms", sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql"), nullable=True),
     sa.Column("doc_length", sa.Integer(), nullable=False, server_default="0"),

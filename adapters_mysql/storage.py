@@ -1,20 +1,24 @@
-"""`open_storage`: the one entry point the composition root calls to get SQL storage."""
+"""`SqlStorage`: everything the bank needs from one SQL database; `open_storage(url)` opens one.
+
+A host with its own SQLAlchemy engine builds `SqlStorage(engine=…, indexer=…)` directly; the
+owner-scoped search engine of the engine's dialect comes with it. With a `sealer` (encryption at
+rest, docs/security.md) the store seals what it writes and the indexer must write its blind index.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
 
-import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
-from adapters_mysql.bootstrap import bootstrap, check_ready
 from adapters_mysql.engines import for_writing, mysql_engine, sqlite_engine
 from adapters_mysql.errors import driver_error_code, unavailable_on_driver_error
-from adapters_mysql.mysql_fulltext import MysqlFulltextSearch
-from adapters_mysql.owner_fulltext import MysqlOwnerScopedSearch
-from adapters_mysql.owner_index import OwnerIndexer
+from adapters_mysql.memory_store import SqlMemoryStore
+from adapters_mysql.mysql_search import MysqlOwnerScopedSearch
+from adapters_mysql.owner_search import OwnerScopedSearch
+from adapters_mysql.readiness import check_ready, ensure_search_index
 from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, ReindexReport, count_to_reindex, reindex
 from adapters_mysql.revisions import current_revision, stamp_head, upgrade_to_head
 from adapters_mysql.schema import metadata
@@ -28,11 +32,10 @@ from adapters_mysql.seal_keys import (
     verify,
 )
 from adapters_mysql.sealed_rows import RowCodec
-from adapters_mysql.sqlite_fts5 import Fts5Search
-from adapters_mysql.sqlite_owner_fts5 import Fts5OwnerScopedSearch, purge_rewritten_text
-from adapters_mysql.store import SqlMemoryStore
+from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch, purge_rewritten_text
 from adapters_mysql.token_store import SqlTokenStore
-from memorybank_core import BlindIndex, InvalidInputError, Sealer, SearchEngine, UnavailableError
+from memorybank_core import BlindIndex, InvalidInputError, Sealer, UnavailableError
+from memorybank_search import OwnerIndexer
 
 _log = logging.getLogger("memorybank.storage")
 
@@ -51,49 +54,43 @@ _DRIVERS = {
 _INSTALL_HINTS = {"mysqldb": "pip install 'memorybank[mysql]'", "pymysql": "pip install pymysql"}
 
 
-@attrs.frozen
-class _SearchKind:
-    make: Callable[[sa.Engine, OwnerIndexer], SearchEngine]
-    dialects: frozenset[str]
-
-
-def _owner_scoped(engine: sa.Engine, indexer: OwnerIndexer) -> SearchEngine:
-    if engine.dialect.name == "mysql":
-        return MysqlOwnerScopedSearch(engine, indexer)
-    return Fts5OwnerScopedSearch(engine, indexer)
-
-
-#: Search engines by name: `owner` (owner-scoped tagged tokens, exact per-owner BM25; the default)
-#: on both dialects, and the seed-literal engines `fulltext` (MySQL) and `fts5` (SQLite).
-SEARCH_ENGINES: dict[str, _SearchKind] = {
-    "owner": _SearchKind(_owner_scoped, frozenset({"mysql", "sqlite"})),
-    "fulltext": _SearchKind(lambda engine, _indexer: MysqlFulltextSearch(engine), frozenset({"mysql"})),
-    "fts5": _SearchKind(lambda engine, _indexer: Fts5Search(engine), frozenset({"sqlite"})),
+#: The owner-scoped search engine of each dialect.
+_SEARCH_ENGINES: dict[str, type[OwnerScopedSearch]] = {
+    "mysql": MysqlOwnerScopedSearch,
+    "sqlite": SqliteOwnerScopedSearch,
 }
-DEFAULT_SEARCH: dict[str, str] = {"mysql": "owner", "sqlite": "owner"}
-#: The engines that search the blind index, so they work on sealed text.
-SEARCHES_SEALED_TEXT = frozenset({"owner"})
 
 
 class SqlStorage:
     """Everything the bank needs from one SQL database: store, search engine, token store, schema tools."""
 
     def __init__(
-        self,
-        *,
-        engine: sa.Engine,
-        search_engine: SearchEngine,
-        display_url: str,
-        indexer: OwnerIndexer | None = None,
-        sealer: Sealer | None = None,
+        self, *, engine: sa.Engine, indexer: OwnerIndexer, display_url: str, sealer: Sealer | None = None
     ) -> None:
+        """Storage on `engine` (MySQL/MariaDB or SQLite); `display_url` names it in messages.
+
+        With `sealer`, `indexer` must write that sealer's blind index (`OwnerIndexer(blind_index=sealer.index)`).
+
+        Raises:
+            InvalidInputError: ("db") the engine's dialect is neither MySQL nor SQLite.
+            ValueError: the indexer does not write the sealer's blind index (or writes one without a sealer).
+        """
+        search_engine = _SEARCH_ENGINES.get(engine.dialect.name)
+        if search_engine is None:
+            raise InvalidInputError(
+                "db", f"uses the {engine.dialect.name} dialect; memorybank stores in MySQL or SQLite"
+            )
+        written = indexer.blind_index.key_id if indexer.blind_index is not None else None
+        if written != (sealer.index.key_id if sealer is not None else None):
+            # Sealed text with readable search tokens (or the reverse) would defeat the point.
+            raise ValueError("the indexer must write the sealer's blind index, and only with a sealer")
         self.engine = engine
         self.dialect_name: str = engine.dialect.name
+        self.indexer = indexer
         self.sealer = sealer
-        self.indexer = indexer or OwnerIndexer(blind_index=sealer.index if sealer is not None else None)
-        self.codec = RowCodec(sealer, index_key_id=sealer.index.key_id if sealer is not None else None)
-        self.store = SqlMemoryStore(engine, self.indexer, self.codec)
-        self.search_engine = search_engine
+        self.codec = RowCodec(sealer, index_key_id=written)
+        self.store = SqlMemoryStore(engine, indexer, self.codec)
+        self.search_engine: OwnerScopedSearch = search_engine(engine, indexer)
         self.token_store = SqlTokenStore(engine)
         self._display_url = display_url
 
@@ -103,7 +100,7 @@ class SqlStorage:
         return f"memorybank migrate --db {self._display_url}"
 
     def initialize(self) -> None:
-        """The fresh-install path: create missing tables and stamp head, then bootstrap. Idempotent.
+        """The fresh-install path: create missing tables and stamp head, then the search index. Idempotent.
 
         A database that already carries a revision is not migrated here (that is `migrate`):
         `check_ready` reports it if it is behind.
@@ -115,11 +112,11 @@ class SqlStorage:
             if current_revision(connection) is None:
                 metadata.create_all(connection)
                 stamp_head(connection)
-            bootstrap(connection)
+            ensure_search_index(connection)
         self._adopt_sealing()
 
     def migrate(self, *, progress: Callable[[int], None] | None = None) -> None:
-        """The migrate path (`memorybank migrate`): run pending migrations, bootstrap, then re-index.
+        """The migrate path (`memorybank migrate`): run pending migrations, repair the search index, re-index.
 
         Re-indexing covers rows whose search document an older scheme wrote (all rows, after
         upgrading from revision 0001) and, with a key ring, rows not yet sealed under its keys;
@@ -131,12 +128,12 @@ class SqlStorage:
         """
         with unavailable_on_driver_error("migrate"), for_writing(self.engine).begin() as connection:
             upgrade_to_head(connection)
-            bootstrap(connection)
+            ensure_search_index(connection)
         self._adopt_sealing()
         self.reindex(progress=progress)
 
     def count_to_reindex(self, *, everything: bool = False) -> int:
-        """How many memories `reindex` would rewrite: indexed by an older scheme or sealed by older keys (or all).
+        """How many memories `reindex` would rewrite: indexed by an older scheme or sealed by other keys (or all).
 
         Raises:
             UnavailableError: the database cannot be reached.
@@ -153,8 +150,9 @@ class SqlStorage:
         """Rewrite memories indexed by an older scheme or sealed by other keys (or all) under the current ones.
 
         This is `memorybank reindex`, `encrypt` and `keys rotate`: batches of `batch_size` rows, each
-        its own transaction, beside a live server; `progress` gets each batch's count. Key-check
-        values of keys no row needs any more are dropped at the end.
+        its own transaction, beside a live server; `progress` gets each batch's count. At the end,
+        key-check values of keys no row needs are dropped, and a database whose rows are now all
+        sealed refuses plaintext rows from its next start on.
 
         Raises:
             UnavailableError: the database cannot be reached; committed batches stay done.
@@ -193,7 +191,7 @@ class SqlStorage:
         """Check the key ring against the database, register its primary key, and learn the rows' schemes.
 
         Queries then also match rows still tokenized under an older scheme (plaintext, an old index
-        key) until they are re-sealed; a plaintext row is refused once every row is sealed.
+        key) until they are re-sealed; a plaintext row is refused once every row was sealed.
         """
         with unavailable_on_driver_error("key check"), for_writing(self.engine).begin() as connection:
             status = read_status(connection)
@@ -212,6 +210,8 @@ class SqlStorage:
     def check_ready(self) -> None:
         """Refuse to serve a database that is not at head or lacks its search index.
 
+        Also checks the key ring against the database (and logs which mode it is in).
+
         Raises:
             SchemaNotReadyError: with a message naming `fix_command`.
             KeyRingError: the database holds sealed memories the configured key ring (or none) cannot open.
@@ -226,38 +226,46 @@ class SqlStorage:
         self.engine.dispose()
 
 
-def open_storage(url: str, *, search: str | None = None, sealer: Sealer | None = None) -> SqlStorage:
+def open_storage(url: str, *, indexer: OwnerIndexer, sealer: Sealer | None = None) -> SqlStorage:
     """Open SQL storage at `url` and check that the database answers.
 
     `url` is `mysql://user:pw@host:port/db` (mysqlclient), `mysql+pymysql://…`,
-    `sqlite:///path/file.sqlite3`, or `sqlite://` (in memory, for tests). `search` names the
-    search engine: `owner` (both dialects; the default), or the seed-literal `fulltext` (MySQL)
-    or `fts5` (SQLite). The store always writes the owner-scoped search document, so the
-    engine can be switched at any time without re-indexing.
-    With a `sealer` (encryption at rest) every stored user text is sealed and the search tokens
-    are its blind index; only the owner-scoped engine can search that.
+    `sqlite:///path/file.sqlite3`, or `sqlite://` (in memory, for tests). Search is the
+    dialect's owner-scoped engine, with `indexer`'s search documents. With a `sealer`
+    (encryption at rest) every stored user text is sealed and `indexer` must write its blind index.
     The schema is not touched: call `initialize`, `migrate` or `check_ready` next (they also
     check the key ring against the database).
 
     Raises:
         InvalidInputError: ("db") a malformed URL, an unsupported scheme, a missing database
-            name or a missing driver; ("search") an unknown engine or one the dialect lacks.
+            name or a missing driver.
         UnavailableError: the database cannot be reached.
     """
     given = _parse_url(url)
-    engine = _create_engine(given)
-    try:
-        indexer = OwnerIndexer(blind_index=sealer.index if sealer is not None else None)
-        search_engine = _search_engine(engine, search, indexer, sealed=sealer is not None)
-        _ping(engine)
-    except (InvalidInputError, UnavailableError):
-        engine.dispose()
-        raise
+    engine = _open(given)
     # URL.set() ignores None, so the password is dropped with the NamedTuple's _replace.
     display_url = given._replace(password=None).render_as_string(hide_password=False)
-    return SqlStorage(
-        engine=engine, search_engine=search_engine, display_url=display_url, indexer=indexer, sealer=sealer
-    )
+    return SqlStorage(engine=engine, indexer=indexer, display_url=display_url, sealer=sealer)
+
+
+def open_engine(url: str) -> sa.Engine:
+    """The SQLAlchemy engine `open_storage` would use for `url`, checked to answer (for the alembic CLI).
+
+    Raises:
+        InvalidInputError: ("db") as for `open_storage`.
+        UnavailableError: the database cannot be reached.
+    """
+    return _open(_parse_url(url))
+
+
+def _open(given: URL) -> sa.Engine:
+    engine = _create_engine(given)
+    try:
+        _ping(engine)
+    except UnavailableError:
+        engine.dispose()
+        raise
+    return engine
 
 
 def _parse_url(url: object) -> URL:
@@ -284,20 +292,6 @@ def _create_engine(given: URL) -> sa.Engine:
     except ImportError as error:
         install = _INSTALL_HINTS.get(url.get_driver_name(), "install its driver")
         raise InvalidInputError("db", f"needs the {url.get_driver_name()} driver: {install}") from error
-
-
-def _search_engine(engine: sa.Engine, name: str | None, indexer: OwnerIndexer, *, sealed: bool) -> SearchEngine:
-    dialect = engine.dialect.name
-    chosen = DEFAULT_SEARCH[dialect] if name is None else name
-    kind = SEARCH_ENGINES.get(chosen)
-    if kind is None or dialect not in kind.dialects:
-        usable = ", ".join(sorted(key for key, value in SEARCH_ENGINES.items() if dialect in value.dialects))
-        raise InvalidInputError("search", f"must name a search engine {dialect} supports: {usable}")
-    if sealed and chosen not in SEARCHES_SEALED_TEXT:
-        raise InvalidInputError(
-            "search", f"{chosen} cannot search sealed text (encryption at rest is on): use owner, the default"
-        )
-    return kind.make(engine, indexer)
 
 
 def _ping(engine: sa.Engine) -> None:

@@ -33,6 +33,7 @@ import sqlalchemy as sa
 from adapters_mysql import open_storage
 from memorybank_core import MemoryBank, SaveRequest, TokenPrincipal, TokenService
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from memorybank_search import OwnerIndexer
 from tests.served import served
 
 SEED_MEMORIES = 1000
@@ -165,7 +166,7 @@ def _server_side(log: str, operation_id: str, iterations: int) -> Figures:
 def _bench_backend(backend: str, url: str, iterations: int) -> list[Row]:
     user_id, org_id = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
     principal = TokenPrincipal(user_id=user_id, organization_id=org_id, scopes=frozenset({"mcp:read", "mcp:write"}))
-    storage = open_storage(url)
+    storage = open_storage(url, indexer=OwnerIndexer())
     try:
         if storage.dialect_name == "mysql":
             storage.migrate()

@@ -29,10 +29,10 @@ from typing import Any
 import attrs
 
 from adapters_mysql import open_storage
-from adapters_mysql.sqlite_fts5 import fts5_query
 from benchmarks.common import Principal, database_url, drop_database, machine, table
-from memorybank_core import InMemorySearch, InMemoryStore, MemoryBank, RecordingEventSink, SaveRequest, ids
-from memorybank_text import TextAnalyzer
+from benchmarks.seed_search import SeedFulltextSearch, add_seed_index, fts5_query
+from memorybank_core import InMemoryStore, MemoryBank, RecordingEventSink, SaveRequest, ids
+from memorybank_search import InMemorySearch, OwnerIndexer
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 #: Category ids as the LoCoMo JSON numbers them (see the data's README).
@@ -214,25 +214,26 @@ def _ndcg(ranked: Sequence[str], relevant: frozenset[str]) -> float:
 
 def retrievers(conversations: list[list[Turn]], *, mysql: bool, workdir: Path) -> Iterator[tuple[str, Retriever]]:
     """Each engine and baseline, built over the same turns."""
+    indexer = OwnerIndexer()
     store = InMemoryStore()
-    memory_bank = MemoryBank(
-        store=store, search_engine=InMemorySearch(store, TextAnalyzer()), events=RecordingEventSink()
-    )
+    memory_bank = MemoryBank(store=store, search_engine=InMemorySearch(store, indexer), events=RecordingEventSink())
     yield "in-memory reference", searching(memory_bank, save_turns(memory_bank, conversations))
-    sqlite = open_storage(f"sqlite:///{workdir / 'recall.sqlite3'}")
+    sqlite = open_storage(f"sqlite:///{workdir / 'recall.sqlite3'}", indexer=indexer)
     sqlite.initialize()
     sqlite_bank = MemoryBank(store=sqlite.store, search_engine=sqlite.search_engine, events=RecordingEventSink())
     yield "SQLite owner-scoped", searching(sqlite_bank, save_turns(sqlite_bank, conversations))
     if mysql:
         drop_database("recall")
-        owner = open_storage(database_url("recall"), search="owner")
+        owner = open_storage(database_url("recall"), indexer=indexer)
         owner.migrate()
-        fulltext = open_storage(database_url("recall"), search="fulltext")
+        add_seed_index(owner.engine)
         owner_bank = MemoryBank(store=owner.store, search_engine=owner.search_engine, events=RecordingEventSink())
         saved = save_turns(owner_bank, conversations)
         yield "MySQL owner-scoped", searching(owner_bank, saved)
         # The same rows, searched by the seed-literal engine.
-        fulltext_bank = MemoryBank(store=owner.store, search_engine=fulltext.search_engine, events=RecordingEventSink())
+        fulltext_bank = MemoryBank(
+            store=owner.store, search_engine=SeedFulltextSearch(owner.engine), events=RecordingEventSink()
+        )
         yield "MySQL seed-literal FULLTEXT", searching(fulltext_bank, saved)
     yield "baseline: bm25s", bm25s_retriever(conversations)
     yield "baseline: SQLite FTS5 porter", fts5_porter_retriever(conversations)

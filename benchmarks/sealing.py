@@ -37,6 +37,7 @@ from benchmarks.scale import spec_for
 from benchmarks.write_cost import requests
 from memorybank.portability import import_lines
 from memorybank_core import MemoryBank, RecordingEventSink
+from memorybank_search import OwnerIndexer
 
 MODES = ("plaintext", "sealed")
 #: Public and fixed, so a kept benchmark database can be reopened: never a real key.
@@ -50,7 +51,8 @@ BENCH_RING = KeyRing(
 
 def _open(name: str, mode: str) -> SqlStorage:
     sealer = AesGcmSealer(BENCH_RING) if mode == "sealed" else None
-    return open_storage(database_url(name), sealer=sealer)
+    indexer = OwnerIndexer(blind_index=sealer.index if sealer is not None else None)
+    return open_storage(database_url(name), indexer=indexer, sealer=sealer)
 
 
 def load(rows: int, mode: str, *, reload: bool) -> SqlStorage:

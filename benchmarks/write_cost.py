@@ -3,10 +3,10 @@
     python -m benchmarks.write_cost [--saves 2000] [--sizes-of 1000000]
 
 Each save is `MemoryBank.save` of one memory with two context snippets, one after another on
-one thread, into an empty database. The store writes the owner-scoped search document whatever
-engine reads it, so the MySQL variants differ by the FULLTEXT indexes present: both (what a
-migrated database has), or the seed's `content` index alone (the owner index dropped), which
-prices the owner-scoped index. `--sizes-of N` prints the table, secondary-index and per-FULLTEXT
+one thread, into an empty database. The store always writes the owner-scoped search document,
+so the MySQL variants differ by the FULLTEXT index present: the owner-scoped one (production),
+or the seed's `content` index alone (`benchmarks.seed_search`; the owner index dropped), which
+prices the owner-scoped index against the seed's. `--sizes-of N` prints the table, secondary-index and per-FULLTEXT
 index sizes of the scale benchmark's database of N rows (`python -m benchmarks.scale load`).
 """
 
@@ -24,19 +24,11 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from adapters_mysql import open_storage
-from adapters_mysql.owner_fulltext import drop_owner_fulltext_index
 from benchmarks.common import Principal, database_url, drop_database, machine, table
 from benchmarks.corpus import CorpusSpec, CorpusWriter
-from memorybank_core import (
-    ContextInput,
-    InMemorySearch,
-    InMemoryStore,
-    MemoryBank,
-    RecordingEventSink,
-    SaveRequest,
-    ids,
-)
-from memorybank_text import TextAnalyzer
+from benchmarks.seed_search import add_seed_index
+from memorybank_core import ContextInput, InMemoryStore, MemoryBank, RecordingEventSink, SaveRequest, ids
+from memorybank_search import InMemorySearch, OwnerIndexer, TextAnalyzer
 
 _MIB = 1024 * 1024
 
@@ -65,33 +57,35 @@ def saves_per_second(bank: MemoryBank, batch: Sequence[SaveRequest]) -> float:
 def variants(workdir: Path, *, mysql: bool) -> list[tuple[str, Callable[[], MemoryBank]]]:
     """(name, make a bank over an empty store) for each engine measured."""
     made: list[tuple[str, Callable[[], MemoryBank]]] = []
+    indexer = OwnerIndexer()
 
     def in_memory() -> MemoryBank:
         store = InMemoryStore()
-        return MemoryBank(store=store, search_engine=InMemorySearch(store, TextAnalyzer()), events=RecordingEventSink())
+        return MemoryBank(store=store, search_engine=InMemorySearch(store, indexer), events=RecordingEventSink())
 
     made.append(("in-memory", in_memory))
 
     def sqlite() -> MemoryBank:
         workdir.mkdir(parents=True, exist_ok=True)
-        storage = open_storage(f"sqlite:///{workdir / 'writes.sqlite3'}")
+        storage = open_storage(f"sqlite:///{workdir / 'writes.sqlite3'}", indexer=indexer)
         storage.initialize()
         return MemoryBank(store=storage.store, search_engine=storage.search_engine, events=RecordingEventSink())
 
-    made.append(("SQLite (both FTS5 tables)", sqlite))
+    made.append(("SQLite (owner-scoped FTS5 table)", sqlite))
     if mysql:
 
         def mysql_bank(*, owner_index: bool) -> MemoryBank:
             name = "writes_owner" if owner_index else "writes_seed"
             drop_database(name)
-            storage = open_storage(database_url(name))
+            storage = open_storage(database_url(name), indexer=indexer)
             storage.migrate()
             if not owner_index:
                 with storage.engine.begin() as connection:
-                    drop_owner_fulltext_index(connection)
+                    connection.exec_driver_sql("DROP INDEX memory_search_terms_fulltext ON memory")
+                add_seed_index(storage.engine)
             return MemoryBank(store=storage.store, search_engine=storage.search_engine, events=RecordingEventSink())
 
-        made.append(("MySQL, both FULLTEXT indexes", lambda: mysql_bank(owner_index=True)))
+        made.append(("MySQL, owner-scoped FULLTEXT index", lambda: mysql_bank(owner_index=True)))
         made.append(("MySQL, seed's FULLTEXT index only", lambda: mysql_bank(owner_index=False)))
     return made
 
@@ -109,7 +103,7 @@ def analysis_microseconds(batch: Sequence[SaveRequest]) -> float:
 def index_sizes(rows: int) -> str:
     """Sizes of the `rows` scale database's table, secondary indexes and each FULLTEXT index."""
     url = database_url(str(rows))
-    storage = open_storage(url)
+    storage = open_storage(url, indexer=OwnerIndexer())
     schema = sa.make_url(url).database
     try:
         with storage.engine.connect() as connection:

@@ -20,17 +20,15 @@ import uvicorn
 
 from adapters_crypto import load_key_ring, new_key_ring, write_key_ring
 from adapters_mysql import ReindexReport, SchemaNotReadyError, SqlStorage
-from memorybank import bootstrap, portability
+from memorybank import composition, portability
 from memorybank.settings import (
     DATABASE_URL_ENV,
     KEY_FILE_ENV,
     KEYS_ENV,
-    SEARCH_ENV,
     DatabaseChoice,
     KeyRingChoice,
     choose_database,
     choose_key_ring,
-    choose_search,
     default_database_path,
     default_key_file,
     redacted,
@@ -49,7 +47,6 @@ _OPTION_NAMES = {
     "user": "--user",
     "org": "--org",
     "scope": "--scope",
-    "search": "--search",
     "key-file": "key ring",
     "key": "KEY_ID",
 }
@@ -80,12 +77,6 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
             f"database URL: sqlite:///path/file.sqlite3, mysql://user:password@host:3306/name (mysqlclient) or "
             f"mysql+pymysql://...; default: ${DATABASE_URL_ENV}, else {default_database_path(env)}"
         ),
-    )
-    database.add_argument(
-        "--search",
-        metavar="ENGINE",
-        help=f"search engine: owner (owner-scoped, the default), fulltext (MySQL, the seed's) or fts5 (SQLite, "
-        f"the seed's); default: ${SEARCH_ENV}, else owner",
     )
     database.add_argument(
         "--key-file",
@@ -260,7 +251,6 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
     environment = os.environ if env is None else env
     args = build_parser(environment).parse_args(argv)
     choice = choose_database(args.db, environment)
-    args.search = choose_search(getattr(args, "search", None), environment)
     args.keys = choose_key_ring(getattr(args, "key_file", None), environment)
     args.env = environment
     run: Callable[[argparse.Namespace, DatabaseChoice, TextIO], None] = args.run
@@ -291,9 +281,9 @@ def _fail(message: str, status: int) -> int:
 def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be from 0 to 65535", EXIT_BAD_INPUT)
-    storage = bootstrap.open_ready_storage(choice, args.search, args.keys)
+    storage = composition.open_ready_storage(choice, args.keys)
     try:
-        app = bootstrap.build_app(bootstrap.build_services(storage), bind_host=args.host)
+        app = composition.build_app(composition.build_services(storage), bind_host=args.host)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
         base = f"http://{args.host}:{args.port}"
         print(f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}", file=out)
@@ -307,14 +297,14 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
 
 def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None:
     _require_mcp()
-    from adapters_mcp import serve_stdio  # see bootstrap.require_mcp
+    from adapters_mcp import serve_stdio  # see composition.require_mcp
 
     # Validate before touching the database, so a typo in a client's config is reported at once.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
-    storage = bootstrap.open_ready_storage(choice, args.search, args.keys)
+    storage = composition.open_ready_storage(choice, args.keys)
     try:
-        server = bootstrap.build_local_rail(bootstrap.build_services(storage), user_id=args.user, org_id=args.org)
+        server = composition.build_local_rail(composition.build_services(storage), user_id=args.user, org_id=args.org)
         # stdout is the protocol: every message goes to stderr, which MCP clients keep as the server's log.
         logging.basicConfig(
             level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -326,20 +316,20 @@ def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None
 
 def _prompt(_args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
     _require_mcp()
-    from adapters_mcp import MEMORY_BANK_PROMPT  # see bootstrap.require_mcp
+    from adapters_mcp import MEMORY_BANK_PROMPT  # see composition.require_mcp
 
     out.write(MEMORY_BANK_PROMPT)
 
 
 def _require_mcp() -> None:
     try:
-        bootstrap.require_mcp()
-    except bootstrap.McpUnavailableError as error:
-        raise CommandError(f"this command needs the MCP SDK: {bootstrap.MCP_INSTALL_HINT}") from error
+        composition.require_mcp()
+    except composition.McpUnavailableError as error:
+        raise CommandError(f"this command needs the MCP SDK: {composition.MCP_INSTALL_HINT}") from error
 
 
 def _migrate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    storage = bootstrap.open_storage_for_migration(choice, args.keys)
+    storage = composition.open_storage_for_migration(choice, args.keys)
     try:
         storage.migrate()
         storage.check_ready()
@@ -353,7 +343,7 @@ def _migrate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
 def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     if not args.file.is_file():
         raise CommandError(f"{args.file} is not a readable file", EXIT_BAD_INPUT)
-    storage = bootstrap.open_ready_storage(choice, args.search, args.keys)
+    storage = composition.open_ready_storage(choice, args.keys)
     try:
         report = portability.import_file(args.file, storage.store, show_progress=sys.stderr.isatty())
     finally:
@@ -368,7 +358,7 @@ def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     # Validate before touching the database.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
-    storage = bootstrap.open_ready_storage(choice, args.search, args.keys)
+    storage = composition.open_ready_storage(choice, args.keys)
     try:
         if args.out is None:
             count = portability.export_user(storage.store, args.user, out)
@@ -382,7 +372,7 @@ def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 
 
 def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    storage = bootstrap.open_ready_storage(choice, args.search, args.keys)
+    storage = composition.open_ready_storage(choice, args.keys)
     try:
         report = portability.reindex_with_progress(storage, everything=args.all, show_progress=sys.stderr.isatty())
     finally:
@@ -408,7 +398,7 @@ def _keys_rotate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) 
 
 
 def _reseal(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO, *, verb: str) -> None:
-    storage = bootstrap.open_ready_storage(choice, args.search, args.keys)
+    storage = composition.open_ready_storage(choice, args.keys)
     try:
         registered = set(storage.sealing_status().registered)
         report = portability.reindex_with_progress(storage, show_progress=sys.stderr.isatty())
@@ -467,11 +457,11 @@ def _keys_remove(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO)
 
 
 def _with_tokens(
-    choice: DatabaseChoice, work: Callable[[bootstrap.Services], None], keys: KeyRingChoice | None
+    choice: DatabaseChoice, work: Callable[[composition.Services], None], keys: KeyRingChoice | None
 ) -> None:
-    storage: SqlStorage = bootstrap.open_ready_storage(choice, keys=keys)
+    storage: SqlStorage = composition.open_ready_storage(choice, keys)
     try:
-        work(bootstrap.build_services(storage))
+        work(composition.build_services(storage))
     finally:
         storage.close()
 
@@ -484,7 +474,7 @@ def _token_create(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO)
     ids.parse_id(org_id, prefix=ids.ORGANIZATION_PREFIX, field="org")
     scopes = frozenset(args.scope) if args.scope else KNOWN_SCOPES
 
-    def create(services: bootstrap.Services) -> None:
+    def create(services: composition.Services) -> None:
         issued = services.tokens.issue(user_id=user_id, org_id=org_id, scopes=scopes)
         if args.user is None:
             print(f"created user id: {user_id}", file=out)
@@ -501,7 +491,7 @@ def _token_list(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
     if args.user is not None:
         ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
 
-    def show(services: bootstrap.Services) -> None:
+    def show(services: composition.Services) -> None:
         tokens = services.tokens.list(user_id=args.user)
         if not tokens:
             print("no tokens", file=out)
@@ -526,7 +516,7 @@ def _token_list(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
 
 
 def _token_revoke(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    def revoke(services: bootstrap.Services) -> None:
+    def revoke(services: composition.Services) -> None:
         try:
             token = services.tokens.revoke(args.token)
         except NotFoundError as error:

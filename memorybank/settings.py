@@ -17,9 +17,6 @@ DATABASE_URL_ENV = "MEMORYBANK_DATABASE_URL"
 
 DATABASE_FILE_NAME = "memorybank.sqlite3"
 
-SEARCH_ENV = "MEMORYBANK_SEARCH"
-"""The environment variable naming the search engine when `--search` is not given."""
-
 
 @attrs.frozen(kw_only=True)
 class DatabaseChoice:
@@ -79,13 +76,6 @@ def redacted(url: str) -> str:
         return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
     except ValueError:
         return "<unparsable URL>"
-
-
-def choose_search(cli_value: str | None, env: Mapping[str, str]) -> str | None:
-    """The search engine's name: `--search`, else `MEMORYBANK_SEARCH`, else None (the dialect's default)."""
-    if cli_value is not None:
-        return cli_value
-    return env.get(SEARCH_ENV, "").strip() or None
 
 
 KEY_FILE_ENV = "MEMORYBANK_KEY_FILE"

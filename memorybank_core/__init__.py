@@ -3,7 +3,6 @@
 A host imports its names from here; adapters implement its ports.
 """
 
-from memorybank_core.analysis import Analyzer, SimpleAnalyzer, memory_terms, search_fields
 from memorybank_core.clock import FixedClock, SystemClock
 from memorybank_core.entities import (
     ApiToken,
@@ -25,7 +24,7 @@ from memorybank_core.errors import (
     UnavailableError,
 )
 from memorybank_core.events import LoggingEventSink, RecordingEventSink
-from memorybank_core.inmemory import InMemorySearch, InMemoryStore, InMemoryTokenStore
+from memorybank_core.inmemory import InMemoryStore, InMemoryTokenStore
 from memorybank_core.ports import (
     Clock,
     EventSink,
@@ -44,7 +43,6 @@ from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE, MemoryBank
 __all__ = [
     "READ_SCOPE",
     "WRITE_SCOPE",
-    "Analyzer",
     "ApiToken",
     "BlindIndex",
     "BrokenSealError",
@@ -54,7 +52,6 @@ __all__ = [
     "EventSink",
     "FixedClock",
     "ForbiddenError",
-    "InMemorySearch",
     "InMemoryStore",
     "InMemoryTokenStore",
     "InvalidInputError",
@@ -79,13 +76,10 @@ __all__ = [
     "SearchEngine",
     "SearchHit",
     "SearchResult",
-    "SimpleAnalyzer",
     "Source",
     "SystemClock",
     "TokenPrincipal",
     "TokenService",
     "TokenStore",
     "UnavailableError",
-    "memory_terms",
-    "search_fields",
 ]

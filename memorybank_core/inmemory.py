@@ -1,4 +1,6 @@
-"""The in-memory reference adapter: store, search and token store in plain dicts.
+"""The in-memory reference adapters: memory store and token store in plain dicts.
+
+The matching search engine is `memorybank_search.InMemorySearch`.
 
 Used by tests, as the model in stateful tests, and by hosts that want a bank
 without a database. Thread-safe: the HTTP facade calls it from a thread pool.
@@ -7,16 +9,13 @@ without a database. Thread-safe: the HTTP facade calls it from a thread pool.
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import attrs
 
-from memorybank_core.analysis import Analyzer, SimpleAnalyzer, memory_terms
 from memorybank_core.entities import ApiToken, Memory, Scope
-from memorybank_core.ports import ListPosition, MemoryStore, SearchEngine, SearchHit, TokenStore
-from memorybank_core.ranking import corpus_stats, rank
+from memorybank_core.ports import ListPosition, MemoryStore, TokenStore
 
 
 class InMemoryStore(MemoryStore):
@@ -56,23 +55,6 @@ class InMemoryStore(MemoryStore):
         """A snapshot of the owner's personal memories by id."""
         with self._lock:
             return {k: m for k, m in self._by_owner.get(user_id, {}).items() if m.scope is Scope.USER}
-
-
-class InMemorySearch(SearchEngine):
-    """BM25 over one owner's memories (content, tags and snippets), with that owner's own statistics."""
-
-    def __init__(self, store: InMemoryStore, analyzer: Analyzer | None = None) -> None:
-        self._store = store
-        self._analyzer = analyzer or SimpleAnalyzer()
-
-    def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
-        terms = self._analyzer.query_terms(query)
-        if not terms:
-            return []
-        documents = {
-            memory.id: Counter(memory_terms(self._analyzer, memory)) for memory in self._store.owned(user_id).values()
-        }
-        return rank(terms, documents, corpus_stats(documents, terms), limit)
 
 
 def _position(memory: Memory) -> tuple[datetime, str]:

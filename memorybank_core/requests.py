@@ -153,15 +153,22 @@ def _parse_tags(value: object, collector: _Collector) -> tuple[str, ...]:
         return ()
     if not isinstance(value, list):
         raise InvalidInputError("tags", f"must be a list of at most {limits.TAGS_MAX} strings")
-    if len(value) > limits.TAGS_MAX:
-        raise InvalidInputError("tags", f"must hold at most {limits.TAGS_MAX} tags")
-    tags: list[str] = []
+    # Exact repeats add nothing to a memory: they are dropped before the count is bounded, so
+    # 33 copies of one tag are one tag. Counted before each item is judged, so a huge list is
+    # refused in one problem, not one per item.
+    if len({_repeat_key(item) for item in value}) > limits.TAGS_MAX:
+        raise InvalidInputError("tags", f"must hold at most {limits.TAGS_MAX} distinct tags")
+    tags: dict[str, None] = {}
     for index, item in enumerate(value):
         tag = collector.check(partial(clean_text, item, path=f"tags.{index}", bound=limits.TAG))
-        # Exact repeats add nothing to a memory; keep the first occurrence and its order.
-        if tag is not None and tag not in tags:
-            tags.append(tag)
+        if tag is not None:
+            tags.setdefault(tag)
     return tuple(tags)
+
+
+def _repeat_key(item: object) -> object:
+    # What makes two items the same tag: equal strings once trimmed; anything else stays distinct.
+    return item.strip() if isinstance(item, str) else object()
 
 
 def _parse_contexts(value: object, collector: _Collector) -> tuple[ContextInput, ...]:

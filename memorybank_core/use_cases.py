@@ -41,18 +41,23 @@ class MemoryBank:
         self._events = events or LoggingEventSink()
         self._new_id = new_id
 
-    def save(self, principal: Principal, request: SaveRequest, *, source: Source = Source.CHAT) -> Memory:
+    def save(self, principal: Principal, request: SaveRequest | object, *, source: Source = Source.CHAT) -> Memory:
         """Save a human-verified memory with its contexts in one atomic write.
 
-        The stored scope is always 'user', whatever the caller sent; `source` is the server's word.
+        `request` is a parsed `SaveRequest` or an untrusted JSON body (`{content, tags?, contexts?}`),
+        parsed here. The scope is checked first, so a caller without `mcp:write` learns nothing from
+        validation errors. The stored scope is always 'user', whatever the caller sent; `source` is
+        the server's word.
 
         Raises:
             ForbiddenError: the principal lacks `mcp:write`.
-            InvalidInputError: a bound is broken; nothing is written.
+            InvalidInputError: the body breaks a bound or a type rule; nothing is written.
             UnavailableError: storage is down; nothing is written.
         """
         started = time.perf_counter()
         owner = _authorize(principal, WRITE_SCOPE)
+        if not isinstance(request, SaveRequest):
+            request = SaveRequest.parse(request)
         memory = request.to_memory(
             memory_id=self._new_id(ids.MEMORY_PREFIX),
             user_id=owner,
@@ -72,19 +77,6 @@ class MemoryBank:
             content_length=len(memory.content),
         )
         return memory
-
-    def save_body(self, principal: Principal, body: object, *, source: Source = Source.CHAT) -> Memory:
-        """Save from an untrusted JSON body: the scope is checked before the body is parsed.
-
-        So a caller without `mcp:write` learns nothing from validation errors.
-
-        Raises:
-            ForbiddenError: the principal lacks `mcp:write`.
-            InvalidInputError: the body breaks a bound or a type rule; nothing is written.
-            UnavailableError: storage is down; nothing is written.
-        """
-        _authorize(principal, WRITE_SCOPE)
-        return self.save(principal, SaveRequest.parse(body), source=source)
 
     def search(self, principal: Principal, *, query: object, limit: object = None) -> list[SearchResult]:
         """The principal's memories that match `query`, most relevant first; empty when nothing matches.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -9,6 +10,15 @@ import attrs
 
 from memorybank_core.errors import InvalidInputError
 from memorybank_core.limits import CountBound, TextBound
+
+#: Characters that show nothing on their own, as a regex character-class body (Python and ECMA
+#: alike): the soft hyphen, zero-width spaces and joiners, bidi and other format controls, the BOM,
+#: variation selectors and Hangul fillers. A text of only these and whitespace is blank.
+INVISIBLE_CHARACTERS = (
+    r"\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    r"\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
+)
+_BLANK = re.compile(rf"[\s{INVISIBLE_CHARACTERS}]*")
 
 
 def check_characters(text: str, *, path: str) -> None:
@@ -35,13 +45,18 @@ def clean_text(value: object, *, path: str, bound: TextBound) -> str:
     """Trim surrounding whitespace from a client string and check it against `bound`.
 
     Raises:
-        InvalidInputError: naming `path` and the bound.
+        InvalidInputError: naming `path` and the bound; also for a text of invisible characters
+            only (`"\u200b"`, a BOM), refused like a blank one.
     """
     if not isinstance(value, str):
         raise InvalidInputError(path, f"must be a string of {bound.min} to {bound.max} characters")
     text = value.strip()
     check_characters(text, path=path)
     check_length(text, path=path, bound=bound)
+    if _BLANK.fullmatch(text):
+        raise InvalidInputError(
+            path, "must hold a visible character, not only invisible ones such as zero-width spaces"
+        )
     return text
 
 

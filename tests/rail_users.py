@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from memorybank import bootstrap
+from memorybank import composition
 from memorybank.settings import choose_database
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.served import memorybank_command
@@ -31,16 +31,16 @@ class RailUser:
 def create_database(directory: Path) -> str:
     """A fresh SQLite database in `directory`, initialized as `memorybank` does on first use."""
     db_url = f"sqlite:///{directory / 'bank.sqlite3'}"
-    bootstrap.open_ready_storage(choose_database(db_url, {})).close()
+    composition.open_ready_storage(choose_database(db_url, {})).close()
     return db_url
 
 
 def new_user(db_url: str) -> RailUser:
     """A new user with a token holding both scopes (issued in-process: `token create` has its own tests)."""
     user_id, org_id = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
-    storage = bootstrap.open_ready_storage(choose_database(db_url, {}))
+    storage = composition.open_ready_storage(choose_database(db_url, {}))
     try:
-        secret = bootstrap.build_services(storage).tokens.issue(user_id=user_id, org_id=org_id).secret
+        secret = composition.build_services(storage).tokens.issue(user_id=user_id, org_id=org_id).secret
     finally:
         storage.close()
     return RailUser(db_url=db_url, user_id=user_id, org_id=org_id, secret=secret)

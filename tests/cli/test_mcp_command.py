@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from adapters_mcp import MEMORY_BANK_PROMPT
-from memorybank import bootstrap
+from memorybank import composition
 from memorybank.settings import choose_database
 from memorybank_core import SaveRequest
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
@@ -77,11 +77,11 @@ def test_serve_and_mcp_are_in_the_help(run: Run) -> None:
 
 def test_the_local_rail_writes_and_reads_as_its_one_user_only(db_url: str) -> None:
     me, someone_else = User(), User()
-    storage = bootstrap.open_ready_storage(choose_database(db_url, {}))
+    storage = composition.open_ready_storage(choose_database(db_url, {}))
     try:
-        services = bootstrap.build_services(storage)
+        services = composition.build_services(storage)
         services.bank.save(someone_else, SaveRequest.parse({"content": "not mine"}))
-        server = bootstrap.build_local_rail(services, user_id=me.user_id, org_id=me.organization_id)
+        server = composition.build_local_rail(services, user_id=me.user_id, org_id=me.organization_id)
 
         async def session() -> tuple[types.CallToolResult, types.CallToolResult]:
             async with Client(server) as client:
@@ -114,9 +114,9 @@ def without_the_mcp_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_serve_without_the_mcp_extra_serves_rest_alone_and_says_so(
     db_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    storage = bootstrap.open_ready_storage(choose_database(db_url, {}))
+    storage = composition.open_ready_storage(choose_database(db_url, {}))
     try:
-        app = bootstrap.build_app(bootstrap.build_services(storage))
+        app = composition.build_app(composition.build_services(storage))
     finally:
         storage.close()
 

@@ -1,4 +1,4 @@
-"""`memorybank import`, `export`, `reindex` and the `--search` / MEMORYBANK_SEARCH choice."""
+"""`memorybank import`, `export` and `reindex`."""
 
 from __future__ import annotations
 
@@ -7,10 +7,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from adapters_mysql import Fts5OwnerScopedSearch, Fts5Search
 from adapters_mysql.schema import memory
-from memorybank import bootstrap
-from memorybank.settings import choose_database, choose_search
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.cli.conftest import Run
 
@@ -82,22 +79,10 @@ def test_reindex_rewrites_stale_memories(run: Run, db_url: str, tmp_path: Path) 
     assert run("reindex", "--all", "--db", db_url).out.strip() == "memorybank: re-indexed 1 memories"
 
 
-def test_the_search_engine_comes_from_the_option_then_the_environment(db_url: str) -> None:
-    assert choose_search("fts5", {"MEMORYBANK_SEARCH": "owner"}) == "fts5"
-    assert choose_search(None, {"MEMORYBANK_SEARCH": " fts5 "}) == "fts5"
-    assert choose_search(None, {"MEMORYBANK_SEARCH": ""}) is None
-    choice = choose_database(db_url, {})
-    for name, kind in ((None, Fts5OwnerScopedSearch), ("owner", Fts5OwnerScopedSearch), ("fts5", Fts5Search)):
-        storage = bootstrap.open_ready_storage(choice, name)
-        try:
-            assert isinstance(storage.search_engine, kind)
-        finally:
-            storage.close()
-
-
-def test_an_engine_the_database_lacks_is_bad_input(run: Run, db_url: str, env: dict[str, str]) -> None:
+def test_the_search_option_and_environment_variable_are_gone(run: Run, db_url: str, env: dict[str, str]) -> None:
+    # The seed-literal engines left production: there is nothing left to choose.
     outcome = run("reindex", "--db", db_url, "--search", "fulltext")
     assert outcome.status == 2
-    assert "--search must name a search engine sqlite supports: fts5, owner" in outcome.err
+    assert "unrecognized arguments: --search" in outcome.err
     env["MEMORYBANK_SEARCH"] = "nonsense"
-    assert run("reindex", "--db", db_url).status == 2
+    assert run("reindex", "--db", db_url).status == 0

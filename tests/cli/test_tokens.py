@@ -9,13 +9,14 @@ import pytest
 from adapters_mysql import open_storage
 from memorybank_core import READ_SCOPE, TokenService
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from memorybank_search import OwnerIndexer
 from tests.cli.conftest import Run
 
 SECRET = re.compile(r"^mbk_[A-Za-z0-9_-]{43}$")
 
 
 def _authenticate(db_url: str, secret: str) -> tuple[str, str, frozenset[str]] | None:
-    storage = open_storage(db_url)
+    storage = open_storage(db_url, indexer=OwnerIndexer())
     try:
         principal = TokenService(store=storage.token_store).authenticate(secret)
     finally:

@@ -14,8 +14,8 @@ from typing import Protocol
 import attrs
 import pytest
 
-from memorybank_core import InMemorySearch, InMemoryStore, MemoryStore, SearchEngine
-from memorybank_text import TextAnalyzer
+from memorybank_core import InMemoryStore, MemoryStore, SearchEngine
+from memorybank_search import InMemorySearch, OwnerIndexer
 
 
 @attrs.frozen
@@ -43,8 +43,7 @@ class InMemoryFactory(BackendFactory):
 
     def fresh(self) -> Backend:
         store = InMemoryStore()
-        # The analyzer every SQL engine uses, so the reference ranks what they rank.
-        return Backend(store=store, search_engine=InMemorySearch(store, TextAnalyzer()))
+        return Backend(store=store, search_engine=InMemorySearch(store, OwnerIndexer()))
 
     def close(self) -> None:
         pass
@@ -56,33 +55,23 @@ class Registration:
 
     make: Callable[[], BackendFactory]
     marks: tuple[pytest.MarkDecorator, ...] = ()
-    #: True when the engine analyzes with `memorybank_text` and ranks with the core's per-owner
-    #: BM25, so it must return what the in-memory reference returns (tests/contract/test_ranking.py).
-    #: The seed-literal engines rank with their database's own statistics and tokenizer.
-    ranks_like_reference: bool = True
 
 
 #: Every backend kind the contract suite runs against. Adapters add themselves here.
 FACTORIES: dict[str, Registration] = {
     "memory": Registration(InMemoryFactory),
     "sqlite": Registration(lambda: _sql_factory("sqlite")),
-    "sqlite-fts5": Registration(lambda: _sql_factory("sqlite", search="fts5"), ranks_like_reference=False),
-    "mysql": Registration(
-        lambda: _sql_factory("mysql", search="fulltext"), marks=(pytest.mark.mysql,), ranks_like_reference=False
-    ),
-    "mysql-owner": Registration(lambda: _sql_factory("mysql", search="owner"), marks=(pytest.mark.mysql,)),
+    "mysql": Registration(lambda: _sql_factory("mysql"), marks=(pytest.mark.mysql,)),
     # Encryption at rest: sealed text and the blind index must return exactly what plaintext does.
     "sqlite-sealed": Registration(lambda: _sql_factory("sqlite", sealed=True)),
     "mysql-sealed": Registration(lambda: _sql_factory("mysql", sealed=True), marks=(pytest.mark.mysql,)),
 }
 
 
-def _sql_factory(kind: str, *, search: str | None = None, sealed: bool = False) -> BackendFactory:
-    # Imported on use: the SQL factories import this module for Backend, and the crypto adapter is optional.
+def _sql_factory(kind: str, *, sealed: bool = False) -> BackendFactory:
+    # Imported on use: the SQL factories import this module for Backend.
     from adapters_crypto import AesGcmSealer, new_key_ring
     from tests.sql.backends import MysqlFactory, SqliteFactory
 
     sealer = AesGcmSealer(new_key_ring()) if sealed else None
-    if kind == "sqlite":
-        return SqliteFactory(search=search, sealer=sealer)
-    return MysqlFactory(search=search, sealer=sealer)
+    return SqliteFactory(sealer=sealer) if kind == "sqlite" else MysqlFactory(sealer=sealer)

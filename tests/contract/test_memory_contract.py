@@ -249,6 +249,6 @@ def test_invalid_save_writes_nothing(bank: MemoryBank, alice: User) -> None:
 def test_a_caller_without_write_scope_is_refused_before_its_body_is_judged(bank: MemoryBank, alice: User) -> None:
     reader = User(user_id=alice.user_id, organization_id=alice.organization_id, scopes=frozenset({"mcp:read"}))
     with pytest.raises(ForbiddenError):
-        bank.save_body(reader, {"content": ""})
-    saved = bank.save_body(alice, {"content": " from a JSON body ", "scope": "org"})
+        bank.save(reader, {"content": ""})
+    saved = bank.save(alice, {"content": " from a JSON body ", "scope": "org"})
     assert (saved.content, saved.scope) == ("from a JSON body", Scope.USER)

@@ -19,9 +19,10 @@ from starlette.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 
 from adapters_http import IN_PROCESS_PRINCIPAL_KEY, build_openapi, memory_routes
-from adapters_mysql import Fts5Search, SqlStorage
+from adapters_mysql import SqliteOwnerScopedSearch, SqlStorage
 from memorybank_core import READ_SCOPE, WRITE_SCOPE, MemoryBank, Principal
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from memorybank_search import OwnerIndexer
 
 # --- the host's own world: its tables, its users, its sessions -------------------------------------------
 
@@ -46,7 +47,9 @@ class HostMember:
 
 def build_host(engine: sa.Engine) -> Starlette:
     """The host app: /login issues a session cookie; the memory bank lives under /api."""
-    storage = SqlStorage(engine=engine, search_engine=Fts5Search(engine), display_url="host database")
+    # The owner-scoped engine of the engine's dialect comes with the storage: the host never names it.
+    storage = SqlStorage(engine=engine, indexer=OwnerIndexer(), display_url="host database")
+    assert isinstance(storage.search_engine, SqliteOwnerScopedSearch)
     storage.initialize()  # a MySQL host runs storage.migrate() from its deploy step instead
     bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
 

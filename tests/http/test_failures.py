@@ -12,7 +12,6 @@ from starlette.testclient import TestClient
 
 from adapters_http import RETRY_AFTER_SECONDS, bearer_token_resolver, create_app
 from memorybank_core import (
-    InMemorySearch,
     InMemoryStore,
     InMemoryTokenStore,
     ListPosition,
@@ -22,6 +21,7 @@ from memorybank_core import (
     TokenService,
     UnavailableError,
 )
+from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.conftest import User
 
 SECRET_TEXT = "my-bank-pin-is-4321"
@@ -50,7 +50,9 @@ class BrokenStore(InMemoryStore):
 def _client_over(store: InMemoryStore, alice: User) -> tuple[TestClient, dict[str, str]]:
     tokens = TokenService(store=InMemoryTokenStore())
     secret = tokens.issue(user_id=alice.user_id, org_id=alice.organization_id).secret
-    app = create_app(MemoryBank(store=store, search_engine=InMemorySearch(store)), bearer_token_resolver(tokens))
+    app = create_app(
+        MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer())), bearer_token_resolver(tokens)
+    )
     return TestClient(app, raise_server_exceptions=False), {"Authorization": f"Bearer {secret}"}
 
 

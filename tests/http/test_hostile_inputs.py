@@ -133,7 +133,7 @@ def test_every_invalid_field_is_reported_at_once_with_dotted_paths(as_alice: Cal
     "body",
     [
         {"content": "x" * (limits.CONTENT.max + 1)},
-        {"content": "x", "tags": ["t"] * (limits.TAGS_MAX + 1)},
+        {"content": "x", "tags": [f"t{n}" for n in range(limits.TAGS_MAX + 1)]},
         {"content": "x", "tags": ["t" * (limits.TAG.max + 1)]},
         {"content": "x", "contexts": [{"snippet": "s"}] * (limits.CONTEXTS_MAX + 1)},
         {"content": "x", "contexts": [{"snippet": "s", "message_id": "m" * (limits.CITATION_ID.max + 1)}]},

@@ -61,7 +61,9 @@ def test_request_bounds_come_from_the_cores_limits() -> None:
         limits.CONTENT.min,
         limits.CONTENT.max,
     )
-    assert body["properties"]["tags"]["maxItems"] == limits.TAGS_MAX
+    # No maxItems: repeats are dropped before the bound counts; the description names the bound.
+    assert "maxItems" not in body["properties"]["tags"]
+    assert f"Up to {limits.TAGS_MAX} distinct tags" in body["properties"]["tags"]["description"]
     assert body["properties"]["tags"]["items"]["maxLength"] == limits.TAG.max
     assert body["properties"]["contexts"]["maxItems"] == limits.CONTEXTS_MAX
     assert context["properties"]["snippet"]["maxLength"] == limits.SNIPPET.max

@@ -15,7 +15,8 @@ from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
 from adapters_http import bearer_token_resolver, create_app
-from memorybank_core import InMemorySearch, InMemoryStore, InMemoryTokenStore, MemoryBank, TokenService
+from memorybank_core import InMemoryStore, InMemoryTokenStore, MemoryBank, TokenService
+from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.conftest import User
 
 #: Per operation and backend; keeps the whole run well under a minute on two cores.
@@ -37,7 +38,7 @@ class CurrentApp:
 
 def _document_app() -> Starlette:
     store = InMemoryStore()
-    bank = MemoryBank(store=store, search_engine=InMemorySearch(store))
+    bank = MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer()))
     return create_app(bank, bearer_token_resolver(TokenService(store=InMemoryTokenStore())))
 
 

@@ -22,7 +22,7 @@ MEMORIES = [
 
 @pytest.fixture(
     scope="module",
-    params=[pytest.param("sqlite"), pytest.param("mysql-owner", marks=pytest.mark.mysql)],
+    params=[pytest.param("sqlite"), pytest.param("mysql", marks=pytest.mark.mysql)],
 )
 def backend_factory(request: pytest.FixtureRequest) -> Iterator[BackendFactory]:
     """Overrides the HTTP tier's backends: the owner-scoped engines, SQLite and MariaDB."""

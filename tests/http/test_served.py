@@ -8,7 +8,7 @@ import httpx2
 import pytest
 import sqlalchemy as sa
 
-from adapters_mysql.mysql_fulltext import FULLTEXT_INDEX_NAME
+from adapters_mysql.mysql_search import OWNER_FULLTEXT_INDEX_NAME
 from tests.mysql_server import ThrowawayDatabase
 from tests.served import run_memorybank, served
 
@@ -87,14 +87,14 @@ def test_serve_refuses_a_mariadb_database_without_its_fulltext_index(mariadb: Th
     assert run_memorybank(["migrate", "--db", mariadb.url]).returncode == 0
     engine = sa.create_engine(mariadb.url.replace("mysql://", "mysql+mysqldb://", 1), poolclass=sa.pool.NullPool)
     with engine.begin() as connection:
-        connection.exec_driver_sql(f"DROP INDEX {FULLTEXT_INDEX_NAME} ON memory")
+        connection.exec_driver_sql(f"DROP INDEX {OWNER_FULLTEXT_INDEX_NAME} ON memory")
     engine.dispose()
 
     refused = run_memorybank(["serve", "--db", mariadb.url, "--port", "0"])
     fixed = run_memorybank(["migrate", "--db", mariadb.url])
 
     assert refused.returncode == 1
-    assert FULLTEXT_INDEX_NAME in refused.stderr
+    assert OWNER_FULLTEXT_INDEX_NAME in refused.stderr
     assert "memorybank migrate" in refused.stderr
     assert fixed.returncode == 0
 

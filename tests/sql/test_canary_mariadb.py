@@ -15,10 +15,10 @@ import pytest
 import sqlalchemy as sa
 
 from adapters_crypto import AesGcmSealer, new_key_ring
-from adapters_mysql import open_storage
 from memorybank_core import MemoryBank, SaveRequest
 from tests.conftest import User, start_clock
 from tests.private_mariadb import PrivateMariadb
+from tests.sql.backends import storage_at
 
 CANARY = "qjvcanaryterm"
 CONTROL = "plaincontrolterm"
@@ -32,7 +32,7 @@ def server(tmp_path: Path) -> Iterator[PrivateMariadb]:
 
 
 def _fill(url: str, word: str, *, sealed: bool) -> None:
-    storage = open_storage(url, sealer=AesGcmSealer(new_key_ring()) if sealed else None)
+    storage = storage_at(url, AesGcmSealer(new_key_ring()) if sealed else None)
     try:
         storage.migrate()
         bank = MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=start_clock())

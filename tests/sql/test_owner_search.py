@@ -15,19 +15,19 @@ from alembic import command
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import memorybank_search.indexer as indexer_module
 from adapters_mysql import (
-    Fts5OwnerScopedSearch,
     MysqlOwnerScopedSearch,
-    OwnerIndexer,
     SchemaNotReadyError,
+    SqliteOwnerScopedSearch,
     SqlStorage,
     open_storage,
-    owner_index,
 )
-from adapters_mysql.owner_index import MAX_TOKEN_LENGTH, SEARCH_VERSION, TAG_LENGTH, encode_term, owner_tag
 from adapters_mysql.revisions import alembic_config
 from adapters_mysql.schema import memory
 from memorybank_core import SearchEngine
+from memorybank_search import SEARCH_VERSION, OwnerIndexer
+from memorybank_search.indexer import MAX_TOKEN_LENGTH, TAG_LENGTH, encode_term, owner_tag
 from tests.mysql_server import ThrowawayDatabase
 from tests.sql.conftest import DIALECTS, Statement
 from tests.sql.memories import SAVED_AT, make_memory, new_user
@@ -38,7 +38,7 @@ _TOKEN = re.compile(rf"[0-9a-z_]{{{TAG_LENGTH + 1},{MAX_TOKEN_LENGTH}}}")
 def engine_of(storage: SqlStorage, *, candidate_limit: int) -> SearchEngine:
     if storage.dialect_name == "mysql":
         return MysqlOwnerScopedSearch(storage.engine, storage.indexer, candidate_limit=candidate_limit)
-    return Fts5OwnerScopedSearch(storage.engine, storage.indexer, candidate_limit=candidate_limit)
+    return SqliteOwnerScopedSearch(storage.engine, storage.indexer, candidate_limit=candidate_limit)
 
 
 @settings(max_examples=300)
@@ -99,7 +99,7 @@ def test_the_query_is_one_bound_parameter_and_the_owner_is_always_bound(
 
 
 def test_a_tag_collision_costs_time_but_never_leaks(storage: SqlStorage, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(owner_index, "owner_tag", lambda _user_id: "samesame")
+    monkeypatch.setattr(indexer_module, "owner_tag", lambda _user_id: "samesame")
     alice, mallory = new_user(), new_user()
     mine = make_memory(alice, "the harbor lighthouse")
     storage.store.add(user_id=alice, memory=mine)
@@ -163,7 +163,7 @@ def new_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
 
 
 def test_migrating_from_revision_0001_indexes_the_rows_it_holds(new_database_url: str) -> None:
-    storage = open_storage(new_database_url)
+    storage = open_storage(new_database_url, indexer=OwnerIndexer())
     try:
         with storage.engine.begin() as connection:
             command.upgrade(alembic_config(connection), "0001")
@@ -198,7 +198,7 @@ def test_migrating_from_revision_0001_indexes_the_rows_it_holds(new_database_url
 
 
 def test_check_ready_names_a_missing_owner_scoped_structure_and_migrate_restores_it(new_database_url: str) -> None:
-    storage = open_storage(new_database_url)
+    storage = open_storage(new_database_url, indexer=OwnerIndexer())
     try:
         storage.migrate()
         with storage.engine.begin() as connection:

@@ -17,9 +17,11 @@ from adapters_crypto import AesGcmSealer, KeyRing, new_key_ring
 from adapters_mysql import KeyRingError, SqlStorage, open_storage
 from adapters_mysql.schema import memory, memory_context, seal_key
 from memorybank.portability import export_user, import_lines
-from memorybank_core import InvalidInputError, MemoryBank, SaveRequest
+from memorybank_core import MemoryBank, SaveRequest
+from memorybank_search import OwnerIndexer
 from tests.conftest import User, start_clock
 from tests.mysql_server import ThrowawayDatabase
+from tests.sql.backends import storage_at
 from tests.sql.conftest import DIALECTS
 
 CANARY = "zqxcanaryword"
@@ -38,7 +40,7 @@ class Place:
 
     def open(self, ring: KeyRing | None) -> SqlStorage:
         """Storage over this database with `ring` (None: plaintext), ready as `serve` makes it."""
-        storage = open_storage(self.url, sealer=AesGcmSealer(ring) if ring is not None else None)
+        storage = storage_at(self.url, AesGcmSealer(ring) if ring is not None else None)
         self._opened.append(storage)
         if self.dialect == "sqlite":
             storage.initialize()
@@ -133,9 +135,10 @@ def test_the_sqlite_file_holds_no_canary(tmp_path: Path) -> None:
     assert CANARY.upper().encode() not in raw
 
 
-def test_the_seed_literal_engine_refuses_sealed_text(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInputError, match="cannot search sealed text"):
-        open_storage(f"sqlite:///{tmp_path / 'x.sqlite3'}", search="fts5", sealer=AesGcmSealer(new_key_ring()))
+def test_an_indexer_without_the_sealers_blind_index_is_refused(tmp_path: Path) -> None:
+    # Sealed text beside readable search tokens would defeat the point.
+    with pytest.raises(ValueError, match="blind index"):
+        open_storage(f"sqlite:///{tmp_path / 'x.sqlite3'}", indexer=OwnerIndexer(), sealer=AesGcmSealer(new_key_ring()))
 
 
 # Tampering fails closed

@@ -1,4 +1,4 @@
-"""The two SQL search engines: safety on any input, ranking, owner scoping, and the engines' known limits."""
+"""The owner-scoped SQL search engines (SQLite FTS5, MySQL FULLTEXT): safety on any input, ranking, owner scoping."""
 
 from __future__ import annotations
 
@@ -10,16 +10,9 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters_mysql import (
-    Fts5OwnerScopedSearch,
-    MysqlFulltextSearch,
-    MysqlOwnerScopedSearch,
-    SqlStorage,
-    open_storage,
-)
-from adapters_mysql.sqlite_fts5 import fts5_query
+from adapters_mysql import MysqlOwnerScopedSearch, SqliteOwnerScopedSearch, SqlStorage, open_storage
 from memorybank_core import limits
-from tests.sql.conftest import Statement
+from memorybank_search import OwnerIndexer
 from tests.sql.memories import SAVED_AT, make_memory, new_user
 
 #: Input that breaks a raw FTS5 MATCH or MySQL boolean mode; every engine must take it in stride.
@@ -53,23 +46,10 @@ NASTY_QUERIES = [
 ]
 
 
-def test_the_query_builder_quotes_every_token_and_joins_with_or() -> None:
-    assert fts5_query("lighthouse keeper") == '"lighthouse" OR "keeper"'
-    assert fts5_query("e-mail don't c++") == '"e" OR "mail" OR "don" OR "t" OR "c"'
-    assert fts5_query('NEAR(a AND "b"') == '"NEAR" OR "a" OR "AND" OR "b"'
-    assert fts5_query("user_id:x") == '"user_id" OR "x"'
-    assert fts5_query("keeper keeper Keeper") == '"keeper" OR "Keeper"'
-
-
-@pytest.mark.parametrize("text", ["", "   ", "*", "++ -- ~~", '"""', "🦜🏔️", "()"])
-def test_the_query_builder_yields_nothing_when_no_token_remains(text: str) -> None:
-    assert fts5_query(text) is None
-
-
 @pytest.fixture(scope="module")
 def fts5_bank() -> Iterator[SqlStorage]:
     """An in-memory SQLite bank with a few memories, for property tests."""
-    storage = open_storage("sqlite://", search="fts5")
+    storage = open_storage("sqlite://", indexer=OwnerIndexer())
     storage.initialize()
     owner = "usr_property"
     for n, content in enumerate(["lighthouse keeper", "e-mail from the keeper", "c++ and rust", "东京 tower"]):
@@ -83,19 +63,8 @@ def fts5_bank() -> Iterator[SqlStorage]:
 def test_fts5_search_never_raises_on_any_text(fts5_bank: SqlStorage, text: str) -> None:
     hits = fts5_bank.search_engine.search(user_id="usr_property", query=text, limit=limits.SEARCH_LIMIT.max)
     assert all(hit.score > 0 for hit in hits)
-    if fts5_query(text) is None:
+    if not fts5_bank.indexer.query_tokens("usr_property", text):
         assert hits == []
-
-
-@settings(max_examples=200, deadline=None)
-@given(text=st.text(alphabet=st.characters(codec="utf-8"), max_size=64))
-def test_the_query_builder_output_is_valid_fts5_for_any_text(text: str) -> None:
-    expression = fts5_query(text)
-    if expression is None:
-        return
-    with sa.create_engine("sqlite://").connect() as connection:
-        connection.exec_driver_sql("CREATE VIRTUAL TABLE probe USING fts5(content)")
-        connection.execute(sa.text("SELECT count(*) FROM probe WHERE probe MATCH :q"), {"q": expression}).scalar_one()
 
 
 #: Operators of both query languages, and words of every length, to stress the query parsers.
@@ -175,12 +144,13 @@ def test_hostile_text_is_searchable_by_the_words_it_holds(storage: SqlStorage, t
     assert [h.memory_id for h in storage.search_engine.search(user_id=owner, query=query, limit=5)] == [memory.id]
 
 
-def test_fts5_finds_short_words_and_two_character_cjk_that_mysql_cannot(sqlite_storage: SqlStorage) -> None:
+def test_short_words_cjk_and_emoji_are_found_on_both_dialects(storage: SqlStorage) -> None:
+    # InnoDB never indexes a word under 3 characters, nor `東京`, nor `🚀`: the tagged tokens are all it sees.
     owner = new_user()
-    memory = make_memory(owner, "learn Go and AI in 東京")
-    sqlite_storage.store.add(user_id=owner, memory=memory)
-    for query in ("go", "AI", "東京"):
-        hits = sqlite_storage.search_engine.search(user_id=owner, query=query, limit=5)
+    memory = make_memory(owner, "learn Go and AI in 東京 🚀")
+    storage.store.add(user_id=owner, memory=memory)
+    for query in ("go", "AI", "東京", "🚀"):
+        hits = storage.search_engine.search(user_id=owner, query=query, limit=5)
         assert [h.memory_id for h in hits] == [memory.id]
 
 
@@ -191,66 +161,10 @@ def test_the_fts5_index_follows_inserts_and_deletes(sqlite_storage: SqlStorage) 
         sqlite_storage.store.add(user_id=owner, memory=memory)
     sqlite_storage.store.delete(user_id=owner, memory_id=memories[0].id)
     with sqlite_storage.engine.connect() as connection:
-        indexed = connection.execute(sa.text("SELECT count(*) FROM memory_fts_docsize")).scalar_one()
-        connection.execute(sa.text("INSERT INTO memory_fts(memory_fts) VALUES ('integrity-check')"))
-    assert indexed == 2
-
-
-@pytest.mark.mysql
-def test_mysql_search_is_the_seeds_bound_natural_language_match(
-    mysql_storage: SqlStorage, statements: list[Statement]
-) -> None:
-    owner = new_user()
-    MysqlFulltextSearch(mysql_storage.engine).search(user_id=owner, query="secret lighthouse words", limit=5)
-    (search,) = [s for s in statements if "MATCH" in s.sql]
-    assert "AGAINST (%s IN NATURAL LANGUAGE MODE)" in search.sql
-    assert "BOOLEAN" not in search.sql
-    assert "lighthouse" not in search.sql
-    assert search.binds("secret lighthouse words")
-    assert search.binds(owner)
-
-
-@pytest.mark.mysql
-def test_mysql_honours_quoted_phrases_and_retries_queries_its_parser_rejects(mysql_storage: SqlStorage) -> None:
-    owner = new_user()
-    phrase, scattered = make_memory(owner, "lighthouse keeper notes"), make_memory(owner, "keeper of the lighthouse")
-    for memory in (phrase, scattered):
-        mysql_storage.store.add(user_id=owner, memory=memory)
-    search = MysqlFulltextSearch(mysql_storage.engine)
-    assert [h.memory_id for h in search.search(user_id=owner, query='"lighthouse keeper"', limit=5)] == [phrase.id]
-    retried = search.search(user_id=owner, query='"lighthouse keeper" ""*', limit=5)
-    assert {h.memory_id for h in retried} == {phrase.id, scattered.id}
-    assert search.search(user_id=owner, query="%*", limit=5) == []
-
-
-@pytest.mark.mysql
-def test_mysql_fulltext_skips_short_words_and_stopwords_as_documented(mysql_storage: SqlStorage) -> None:
-    owner = new_user()
-    filler = new_user()
-    for n in range(4):
-        mysql_storage.store.add(user_id=filler, memory=make_memory(filler, f"unrelated filler row {n}"))
-    memory = make_memory(owner, "learn Go and AI about the harbor in 東京")
-    mysql_storage.store.add(user_id=owner, memory=memory)
-    search = MysqlFulltextSearch(mysql_storage.engine)
-    # Under 3 characters or an InnoDB stopword: never indexed (docs/storage.md).
-    for query in ("go", "AI", "東京", "about", "the"):
-        assert search.search(user_id=owner, query=query, limit=5) == [], query
-    # `and` is not on InnoDB's stopword list; `harbors` is not stemmed to `harbor`.
-    assert [h.memory_id for h in search.search(user_id=owner, query="and", limit=5)] == [memory.id]
-    assert search.search(user_id=owner, query="harbors", limit=5) == []
-
-
-@pytest.mark.mysql
-def test_mysql_still_finds_a_word_that_is_in_every_row(mysql_storage: SqlStorage) -> None:
-    # idf = log10(N/df) is 0 here; InnoDB substitutes a tiny positive idf so the match survives `score > 0`.
-    owner = new_user()
-    memories = [make_memory(owner, f"ubiquitous word row{n}") for n in range(3)]
-    for memory in memories:
-        mysql_storage.store.add(user_id=owner, memory=memory)
-    hits = MysqlFulltextSearch(mysql_storage.engine).search(user_id=owner, query="ubiquitous", limit=5)
-    assert {h.memory_id for h in hits} == {m.id for m in memories}
-    assert all(0 < h.score < 1e-6 for h in hits)
+        connection.execute(sa.text("INSERT INTO memory_terms_fts(memory_terms_fts) VALUES ('integrity-check')"))
+    hits = sqlite_storage.search_engine.search(user_id=owner, query="nebula", limit=5)
+    assert {hit.memory_id for hit in hits} == {memory.id for memory in memories[1:]}
 
 
 def test_the_default_engine_of_each_dialect_is_owner_scoped(storage: SqlStorage) -> None:
-    assert isinstance(storage.search_engine, (Fts5OwnerScopedSearch, MysqlOwnerScopedSearch))
+    assert isinstance(storage.search_engine, (SqliteOwnerScopedSearch, MysqlOwnerScopedSearch))

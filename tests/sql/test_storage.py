@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from adapters_mysql import Fts5OwnerScopedSearch, MysqlOwnerScopedSearch, SqlStorage, open_storage
-from adapters_mysql.storage import SEARCH_ENGINES
+from adapters_mysql import MysqlOwnerScopedSearch, SqliteOwnerScopedSearch, SqlStorage, open_storage
 from memorybank_core import InvalidInputError, MemoryBank, SaveRequest, UnavailableError
+from memorybank_search import OwnerIndexer
 from tests.conftest import User
 from tests.mysql_server import ThrowawayDatabase
 
@@ -32,7 +32,7 @@ from tests.mysql_server import ThrowawayDatabase
 )
 def test_a_bad_url_is_invalid_input_naming_db(url: str) -> None:
     with pytest.raises(InvalidInputError) as raised:
-        open_storage(url)
+        open_storage(url, indexer=OwnerIndexer())
     assert [problem.path for problem in raised.value.problems] == ["db"]
 
 
@@ -48,43 +48,23 @@ def test_a_missing_driver_is_invalid_input_that_says_how_to_install_it(
 ) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` raise ImportError
     with pytest.raises(InvalidInputError, match=re.escape(hint)) as raised:
-        open_storage(url)
+        open_storage(url, indexer=OwnerIndexer())
     assert raised.value.problems[0].path == "db"
-
-
-def test_an_unknown_search_engine_is_invalid_input_naming_search() -> None:
-    with pytest.raises(InvalidInputError) as raised:
-        open_storage("sqlite://", search="vectors")
-    assert raised.value.problems[0].path == "search"
-    assert "fts5" in raised.value.problems[0].message
-
-
-def test_fulltext_search_is_refused_on_sqlite() -> None:
-    with pytest.raises(InvalidInputError, match="sqlite supports: fts5"):
-        open_storage("sqlite://", search="fulltext")
-
-
-def test_every_registered_engine_names_the_dialects_it_serves() -> None:
-    assert {name: sorted(kind.dialects) for name, kind in SEARCH_ENGINES.items()} == {
-        "owner": ["mysql", "sqlite"],
-        "fulltext": ["mysql"],
-        "fts5": ["sqlite"],
-    }
 
 
 def test_an_unreachable_mysql_server_is_unavailable() -> None:
     # Port 1 on localhost: nothing listens there, so the connection is refused at once.
     with pytest.raises(UnavailableError, match="cannot connect"):
-        open_storage("mysql+pymysql://root@127.0.0.1:1/memorybank")
+        open_storage("mysql+pymysql://root@127.0.0.1:1/memorybank", indexer=OwnerIndexer())
 
 
 def test_a_sqlite_file_in_a_missing_directory_is_unavailable(tmp_path: Path) -> None:
     with pytest.raises(UnavailableError, match="cannot connect"):
-        open_storage(f"sqlite:///{tmp_path / 'missing' / 'bank.sqlite3'}")
+        open_storage(f"sqlite:///{tmp_path / 'missing' / 'bank.sqlite3'}", indexer=OwnerIndexer())
 
 
 def test_sqlite_connections_are_configured_for_a_threaded_server(tmp_path: Path) -> None:
-    storage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}")
+    storage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}", indexer=OwnerIndexer())
     try:
         with storage.engine.connect() as connection:
             settings = {
@@ -93,13 +73,13 @@ def test_sqlite_connections_are_configured_for_a_threaded_server(tmp_path: Path)
             }
         assert settings == {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": 5000}
         assert storage.dialect_name == "sqlite"
-        assert isinstance(storage.search_engine, Fts5OwnerScopedSearch)
+        assert isinstance(storage.search_engine, SqliteOwnerScopedSearch)
     finally:
         storage.close()
 
 
 def test_an_in_memory_sqlite_bank_is_one_database_shared_by_threads() -> None:
-    storage = open_storage("sqlite://")
+    storage = open_storage("sqlite://", indexer=OwnerIndexer())
     try:
         storage.initialize()
         bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
@@ -125,7 +105,7 @@ def test_an_in_memory_sqlite_bank_is_one_database_shared_by_threads() -> None:
 
 
 def test_a_sqlite_file_bank_serves_concurrent_writers(tmp_path: Path) -> None:
-    storage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}")
+    storage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}", indexer=OwnerIndexer())
     try:
         storage.initialize()
         bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
@@ -153,7 +133,7 @@ def test_both_mysql_drivers_serve_the_bank(scheme: str) -> None:
     database = ThrowawayDatabase()
     storage: SqlStorage | None = None
     try:
-        storage = open_storage(database.url.replace("mysql://", f"{scheme}://", 1))
+        storage = open_storage(database.url.replace("mysql://", f"{scheme}://", 1), indexer=OwnerIndexer())
         storage.initialize()
         storage.check_ready()
         assert storage.dialect_name == "mysql"
@@ -171,7 +151,7 @@ def test_both_mysql_drivers_serve_the_bank(scheme: str) -> None:
 
 @pytest.mark.mysql
 def test_the_mysql_url_fixture_gives_an_empty_database(mysql_url: str) -> None:
-    storage = open_storage(mysql_url)
+    storage = open_storage(mysql_url, indexer=OwnerIndexer())
     try:
         assert sa.inspect(storage.engine).get_table_names() == []
     finally:

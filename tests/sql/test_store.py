@@ -24,6 +24,7 @@ from memorybank_core import (
     UnavailableError,
     limits,
 )
+from memorybank_search import OwnerIndexer
 from tests.conftest import User, start_clock
 from tests.sql.backends import MysqlFactory
 from tests.sql.conftest import Statement
@@ -237,7 +238,7 @@ def test_timestamps_round_trip_with_microseconds_as_utc(storage: SqlStorage) -> 
 def test_a_committed_save_is_searchable_at_once_from_another_connection(sql_factory: Any) -> None:
     sql_factory.fresh()
     writer = sql_factory.storage
-    reader = open_storage(sql_factory.url)
+    reader = open_storage(sql_factory.url, indexer=OwnerIndexer())
     try:
         owner = new_user()
         for n in range(25):
@@ -290,7 +291,7 @@ def test_connections_killed_by_the_server_are_replaced_before_use(mysql_factory:
 def test_a_locked_sqlite_database_is_unavailable_not_a_traceback(sqlite_storage: SqlStorage) -> None:
     database = sqlite_storage.engine.url.database
     assert database is not None
-    storage = open_storage(f"sqlite:///{database}")
+    storage = open_storage(f"sqlite:///{database}", indexer=OwnerIndexer())
 
     @event.listens_for(storage.engine, "connect")
     def impatient(dbapi_connection: Any, _record: Any) -> None:
@@ -311,7 +312,7 @@ def test_a_locked_sqlite_database_is_unavailable_not_a_traceback(sqlite_storage:
 
 
 def test_a_database_that_is_gone_is_unavailable(tmp_path: Any) -> None:
-    storage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}")
+    storage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}", indexer=OwnerIndexer())
     storage.initialize()
     storage.close()
     (tmp_path / "bank.sqlite3").unlink()

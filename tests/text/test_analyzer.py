@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memorybank_text import ANALYZER_VERSION, STOPWORDS, TextAnalyzer, tokens
+from memorybank_search import ANALYZER_VERSION, STOPWORDS, TextAnalyzer, tokens
 
 analyzer = TextAnalyzer()
 
@@ -38,6 +38,10 @@ any_text = st.text(
         ("user_id", ["userid", "user", "id"]),
         ("covid-19", ["covid19", "covid", "19"]),
         ("python 3.11", ["python", "3.11", "3", "11"]),
+        ("launch 🚀 done", ["launch", "🚀", "done"]),
+        ("❤️ 👍🏽 👨\u200d👩\u200d👧", ["❤", "👍", "👨", "👩", "👧"]),
+        ("🇯🇵 trip", ["🇯🇵", "trip"]),
+        ("€5 → «done» — ok…", ["€", "5", "→", "done", "ok"]),
         ("x-ray", ["xray", "ray"]),
         ("hello, world!", ["hello", "world"]),
         ("ラーメン", ["ラー", "ーメ", "メン", "ラ", "ー", "メ", "ン"]),
@@ -132,16 +136,24 @@ def test_analysis_of_separated_texts_concatenates(first: str, second: str) -> No
     ]
 
 
+@pytest.mark.parametrize("emoji", ["🚀", "❤️", "❤", "👍🏽", "🇯🇵"])
+def test_an_emoji_query_finds_the_text_holding_that_emoji(emoji: str) -> None:
+    query = analyzer.query_terms(emoji)
+    assert query
+    assert set(query) <= set(analyzer.document_terms(f"shipped it {emoji} yesterday"))
+    assert not set(query) & set(analyzer.document_terms("shipped it yesterday 🎉"))
+
+
 def test_the_scheme_version_is_bumped_whenever_the_output_changes() -> None:
     # A fingerprint of the analyzer's output on a fixed text. If this fails, the terms changed:
     # bump ANALYZER_VERSION (stored terms of the older version get re-indexed), then record both.
     sample = (
         "Go AI Q3 C++ C# node.js e-mail don't she'll Alice's O'Reilly user_id covid-19 3.11 "
         "deploys deployment café Straße \uff31\uff13 東京でラーメンを食べた 我的猫很可爱 한국어 Москва́ "
-        "what did I say about the lighthouse keepers and their boats?"
+        "what did I say about the lighthouse keepers and their boats? 🚀 ❤️ 👍🏽 🇯🇵 €5 → «done»"
     )
     output = repr((analyzer.document_terms(sample), analyzer.query_terms(sample)))
-    assert (ANALYZER_VERSION, hashlib.sha256(output.encode()).hexdigest()[:16]) == (1, "6ea6e80cac6db91e")
+    assert (ANALYZER_VERSION, hashlib.sha256(output.encode()).hexdigest()[:16]) == (2, "a562555dd41c2b4e")
 
 
 @settings(max_examples=300)

@@ -6,7 +6,8 @@ import logging
 
 import pytest
 
-from memorybank_core import InMemorySearch, InMemoryStore, LoggingEventSink, MemoryBank, SaveRequest
+from memorybank_core import InMemoryStore, LoggingEventSink, MemoryBank, SaveRequest
+from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.conftest import User, start_clock
 
 SECRET_WORDS = "zanzibar-content"
@@ -14,7 +15,9 @@ SECRET_WORDS = "zanzibar-content"
 
 def test_events_are_logged_without_content_snippets_or_queries(caplog: pytest.LogCaptureFixture) -> None:
     store = InMemoryStore()
-    bank = MemoryBank(store=store, search_engine=InMemorySearch(store), clock=start_clock(), events=LoggingEventSink())
+    bank = MemoryBank(
+        store=store, search_engine=InMemorySearch(store, OwnerIndexer()), clock=start_clock(), events=LoggingEventSink()
+    )
     user = User()
     with caplog.at_level(logging.INFO, logger="memorybank.events"):
         memory = bank.save(

@@ -39,7 +39,7 @@ def test_content_must_be_a_string(content: object) -> None:
 def test_tag_bounds() -> None:
     tags = [f"t{i}" for i in range(limits.TAGS_MAX)]
     assert SaveRequest.parse({"content": "c", "tags": tags}).tags == tuple(tags)
-    assert problems({"content": "c", "tags": [*tags, "one-more"]}) == {"tags": "must hold at most 32 tags"}
+    assert problems({"content": "c", "tags": [*tags, "one-more"]}) == {"tags": "must hold at most 32 distinct tags"}
     assert SaveRequest.parse({"content": "c", "tags": ["x" * limits.TAG.max]}).tags == ("x" * limits.TAG.max,)
     assert problems({"content": "c", "tags": ["ok", "x" * (limits.TAG.max + 1)]}) == {
         "tags.1": "must hold 1 to 64 characters"
@@ -50,6 +50,29 @@ def test_tag_bounds() -> None:
 
 def test_repeated_tags_are_kept_once_in_order() -> None:
     assert SaveRequest.parse({"content": "c", "tags": ["b", " a", "b", "a "]}).tags == ("b", "a")
+
+
+def test_exact_repeats_are_dropped_before_the_tag_count_is_bounded() -> None:
+    # As the schema says: 33 copies of one tag are one tag, and 32 distinct tags repeated are 32.
+    assert SaveRequest.parse({"content": "c", "tags": ["deploy"] * (limits.TAGS_MAX + 1)}).tags == ("deploy",)
+    distinct = [f"t{i}" for i in range(limits.TAGS_MAX)]
+    assert SaveRequest.parse({"content": "c", "tags": distinct * 3}).tags == tuple(distinct)
+
+
+@pytest.mark.parametrize(
+    "invisible", ["\u200b", "\ufeff", "\u200b\u200c\u200d", " \u2060 ", "\u00ad", "\ufe0f", "\u3164"]
+)
+def test_invisible_only_text_is_refused_like_whitespace_only(invisible: str) -> None:
+    assert problems({"content": invisible}) == {
+        "content": "must hold a visible character, not only invisible ones such as zero-width spaces"
+    }
+    assert set(problems({"content": "c", "tags": [invisible]})) == {"tags.0"}
+    assert set(problems({"content": "c", "contexts": [{"snippet": invisible}]})) == {"contexts.0.snippet"}
+
+
+def test_invisible_characters_inside_visible_text_are_kept() -> None:
+    # A zero-width joiner holds an emoji sequence together; only invisible-only text is blank.
+    assert SaveRequest.parse({"content": "👨\u200d👩 family"}).content == "👨\u200d👩 family"
 
 
 def test_context_bounds() -> None:

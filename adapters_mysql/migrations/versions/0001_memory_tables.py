@@ -1,12 +1,13 @@
-"""Create memory, memory_context and api_token, then the search structures.
+"""Create memory, memory_context and api_token, then the seed's full-text structure over `content`.
 
 Revision ID: 0001
 Revises:
 Create Date: 2026-07-02
 
-Column sizes are written out here on purpose: a revision is a snapshot of history and
-must not move when `memorybank_core.limits` changes later (that takes a new revision).
-The tests prove this snapshot equals the current metadata.
+Everything is written out here on purpose, sizes and DDL alike: a revision is a snapshot of
+history and must not move when `memorybank_core.limits` or the adapters change later (that
+takes a new revision). It imports nothing of memorybank. Revision 0003 drops the structure
+over `content` again.
 """
 
 from __future__ import annotations
@@ -17,9 +18,6 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mysql
-
-from adapters_mysql.bootstrap import bootstrap
-from adapters_mysql.sqlite_fts5 import drop_fts5
 
 revision = "0001"
 down_revision = None
@@ -33,6 +31,26 @@ _TABLE_OPTIONS: dict[str, Any] = {
 }
 
 
+#: The FTS5 table over `content` and the triggers that kept it in step (SQLite).
+_SQLITE_CONTENT_FTS = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5("
+    "content, content='memory', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')",
+    "CREATE TRIGGER IF NOT EXISTS memory_fts_after_insert AFTER INSERT ON memory BEGIN "
+    "INSERT INTO memory_fts(rowid, content) VALUES (new.rowid, new.content); END",
+    "CREATE TRIGGER IF NOT EXISTS memory_fts_after_delete AFTER DELETE ON memory BEGIN "
+    "INSERT INTO memory_fts(memory_fts, rowid, content) VALUES ('delete', old.rowid, old.content); END",
+    "CREATE TRIGGER IF NOT EXISTS memory_fts_after_update AFTER UPDATE OF content ON memory BEGIN "
+    "INSERT INTO memory_fts(memory_fts, rowid, content) VALUES ('delete', old.rowid, old.content); "
+    "INSERT INTO memory_fts(rowid, content) VALUES (new.rowid, new.content); END",
+)
+_SQLITE_DROP_CONTENT_FTS = (
+    "DROP TRIGGER IF EXISTS memory_fts_after_insert",
+    "DROP TRIGGER IF EXISTS memory_fts_after_delete",
+    "DROP TRIGGER IF EXISTS memory_fts_after_update",
+    "DROP TABLE IF EXISTS memory_fts",
+)
+
+
 def _id() -> sa.String:
     return sa.String(64)
 
@@ -42,7 +60,7 @@ def _timestamp() -> sa.types.TypeEngine[datetime]:
 
 
 def upgrade() -> None:
-    """Create the three tables, then run the bootstrap (FULLTEXT index or FTS5 table)."""
+    """Create the three tables, then the FULLTEXT index (MySQL) or FTS5 table (SQLite) over `content`."""
     op.create_table(
         "memory",
         sa.Column("id", _id(), primary_key=True),
@@ -86,14 +104,19 @@ def upgrade() -> None:
         sa.Index("api_token_user_id", "user_id"),
         **_TABLE_OPTIONS,
     )
-    # Autogenerate cannot see FULLTEXT/FTS5; the same idempotent step runs on the fresh path.
-    bootstrap(op.get_bind())
+    # Autogenerate cannot see FULLTEXT/FTS5: written by hand.
+    if op.get_bind().dialect.name == "mysql":
+        op.execute("CREATE FULLTEXT INDEX memory_content_fulltext ON memory (content)")
+    else:
+        for statement in _SQLITE_CONTENT_FTS:
+            op.execute(statement)
 
 
 def downgrade() -> None:
     """Drop everything revision 0001 created."""
     if op.get_bind().dialect.name == "sqlite":
-        drop_fts5(op.get_bind())
+        for statement in _SQLITE_DROP_CONTENT_FTS:
+            op.execute(statement)
     op.drop_table("api_token")
     op.drop_table("memory_context")
     op.drop_table("memory")

@@ -14,7 +14,7 @@ from alembic import context
 
 from adapters_mysql.revisions import VERSION_TABLE, include_name
 from adapters_mysql.schema import metadata
-from adapters_mysql.storage import open_storage
+from adapters_mysql.storage import open_engine
 
 
 def _run(connection: sa.Connection) -> None:
@@ -32,7 +32,7 @@ def _run(connection: sa.Connection) -> None:
 
 def _main() -> None:
     if context.is_offline_mode():
-        # Revision 1 ends with the bootstrap, which must read the live schema.
+        # Revision 0003 reads the live schema (does the old index still exist?).
         raise SystemExit("memorybank migrations run online only: drop --sql")
     given: Any = context.config.attributes.get("connection")
     if isinstance(given, sa.Connection):
@@ -41,12 +41,12 @@ def _main() -> None:
     url = context.get_x_argument(as_dictionary=True).get("db") or context.config.get_main_option("sqlalchemy.url")
     if not url:
         raise SystemExit("name the database: alembic -x db=URL <command>")
-    storage = open_storage(url)
+    engine = open_engine(url)
     try:
-        with storage.engine.begin() as connection:
+        with engine.begin() as connection:
             _run(connection)
     finally:
-        storage.close()
+        engine.dispose()
 
 
 _main()

@@ -1,4 +1,4 @@
-"""The composition root: storage -> MemoryBank -> HTTP app and MCP rail. The only place the parts are wired.
+"""The composition root: indexer -> storage -> MemoryBank -> HTTP app and MCP rail. The only place the parts are wired.
 
 Every function takes what it needs as arguments; nothing here runs at import time.
 """
@@ -17,6 +17,7 @@ from adapters_http import bearer_token_resolver, create_app
 from adapters_mysql import SqlStorage, open_storage
 from memorybank.settings import DatabaseChoice, KeyRingChoice, prepare_embedded_directory
 from memorybank_core import Clock, EventSink, MemoryBank, Principal, Sealer, TokenService
+from memorybank_search import OwnerIndexer
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -45,30 +46,22 @@ def load_sealer(keys: KeyRingChoice | None) -> Sealer | None:
     return AesGcmSealer(parse_key_ring(keys.text or "", origin=f"${keys.source}"))
 
 
-def open_ready_storage(
-    choice: DatabaseChoice, search: str | None = None, keys: KeyRingChoice | None = None
-) -> SqlStorage:
+def open_ready_storage(choice: DatabaseChoice, keys: KeyRingChoice | None = None) -> SqlStorage:
     """Open the chosen database and make sure its schema is the one this version serves.
 
     SQLite is embedded, so it is initialized in place (created on first use). A MySQL
     schema is never changed here: a missing, behind or index-less schema is refused
-    with a message naming `memorybank migrate`.
-
-    `search` names the search engine (None: the dialect's default, owner-scoped); `keys` the key
-    ring for encryption at rest (None: plaintext). A database holding sealed memories is refused
-    unless the ring opens them.
+    with a message naming `memorybank migrate`. `keys` is the key ring for encryption at rest
+    (None: plaintext); a database holding sealed memories is refused unless the ring opens them.
 
     Raises:
-        InvalidInputError: ("db") a malformed or unsupported URL; ("search") an unknown engine;
-            ("key-file") an unreadable or malformed key ring.
+        InvalidInputError: ("db") a malformed or unsupported URL; ("key-file") a bad key ring.
         UnavailableError: the database cannot be reached.
         SchemaNotReadyError: the schema is not ready (the message names the fix), or the key
             ring does not open the database (`KeyRingError`).
         OSError: the embedded database's directory cannot be created.
     """
-    sealer = load_sealer(keys)
-    prepare_embedded_directory(choice)
-    storage = open_storage(choice.url, search=search, sealer=sealer)
+    storage = _open_storage(choice, keys)
     try:
         if storage.dialect_name == "sqlite":
             storage.initialize()
@@ -87,9 +80,15 @@ def open_storage_for_migration(choice: DatabaseChoice, keys: KeyRingChoice | Non
         UnavailableError: the database cannot be reached.
         OSError: the embedded database's directory cannot be created.
     """
+    return _open_storage(choice, keys)
+
+
+def _open_storage(choice: DatabaseChoice, keys: KeyRingChoice | None) -> SqlStorage:
     sealer = load_sealer(keys)
     prepare_embedded_directory(choice)
-    return open_storage(choice.url, sealer=sealer)
+    # The one indexer of the process: the store writes its documents and the engine reads them.
+    indexer = OwnerIndexer(blind_index=sealer.index if sealer is not None else None)
+    return open_storage(choice.url, indexer=indexer, sealer=sealer)
 
 
 @attrs.frozen(kw_only=True)

@@ -17,12 +17,16 @@ What a text becomes, step by step:
 3. **Stemming.** Words of three or more ASCII letters go through the Snowball English stemmer:
    `deploys`, `deployed`, `deploying`, `deployment` -> `deploy`. Words with digits or symbols,
    and other scripts, are left as they are.
-4. **CJK.** Han, Hiragana, Katakana and Hangul runs are split where the script changes (a cheap
+4. **Symbols.** Emoji and other non-ASCII symbols (`🚀`, `❤️`, `€`, `→`) are terms of their own,
+   one per symbol; a flag (two regional indicators, `🇯🇵`) is one term. Skin-tone modifiers,
+   variation selectors and zero-width joiners are dropped, so `👍🏽` is `👍` and `❤️` is `❤`.
+   ASCII punctuation is not a term.
+5. **CJK.** Han, Hiragana, Katakana and Hangul runs are split where the script changes (a cheap
    stand-in for Japanese word boundaries), then each piece of two or more characters yields its
    character bigrams: `ラーメン` -> `ラー ーメ メン`. A one-character piece is its own term.
    Documents also hold every character as a unigram, so a one-character query (`猫`) finds a
    longer run; queries of two or more characters use the bigrams only.
-5. **Queries** drop `memorybank_text.stopwords.STOPWORDS` ("what did I say about ..."), compared
+6. **Queries** drop `memorybank_search.stopwords.STOPWORDS` ("what did I say about ..."), compared
    before stemming, and repeats. A query made only of stopwords keeps them, so it still finds
    something. Every query term is one of the document terms of the same text.
 """
@@ -37,11 +41,11 @@ from typing import NamedTuple
 
 from snowballstemmer.english_stemmer import EnglishStemmer
 
-from memorybank_core import Analyzer
-from memorybank_text.stopwords import STOPWORDS
+from memorybank_search.stopwords import STOPWORDS
 
 #: Bump whenever the terms any text yields change: stored terms of an older version are re-indexed.
-ANALYZER_VERSION = 1
+#: 2: emoji and other symbols became terms.
+ANALYZER_VERSION = 2
 
 #: Letters that do not decompose into a base letter and a mark, spelled out after case folding.
 _SPELLED_OUT = str.maketrans(
@@ -73,7 +77,13 @@ _CJK_RUN = re.compile("([" + "".join(ranges for _, ranges in _SCRIPTS) + "]+)")
 _SCRIPT_PIECE = re.compile("|".join(f"[{ranges}]+" for _, ranges in _SCRIPTS))
 
 #: A compound: letter/digit runs joined by single `' . - _`; then an optional `++`/`#` suffix.
-_COMPOUND = re.compile(r"[^\W_]+(?:['.\-_][^\W_]+)*(?:\+\+|#(?!\w))?")
+_COMPOUND_PATTERN = r"[^\W_]+(?:['.\-_][^\W_]+)*(?:\+\+|#(?!\w))?"
+_COMPOUND = re.compile(_COMPOUND_PATTERN)
+#: In text that is not plain ASCII: a compound, a flag (two regional indicators), or any other
+#: single non-ASCII character that is neither a word character nor a space (a symbol candidate).
+_WORD_OR_SYMBOL = re.compile(_COMPOUND_PATTERN + r"|[\U0001F1E6-\U0001F1FF]{2}|[^\w\s\x00-\x7f]")
+#: Unicode categories of the characters that become symbol terms: other, math and currency symbols.
+_SYMBOL_CATEGORIES = frozenset({"So", "Sm", "Sc"})
 _JOINER = re.compile(r"['.\-_]")
 _SYMBOL_WORD = re.compile(r"[a-z]{1,2}(?:\+\+|#)")
 _DIGITS = re.compile(r"[0-9]+")
@@ -97,10 +107,8 @@ class Token(NamedTuple):
     document_only: bool = False
 
 
-class TextAnalyzer(Analyzer):
+class TextAnalyzer:
     """The analyzer described in this module's docstring; stateless and thread-safe."""
-
-    version: int = ANALYZER_VERSION
 
     def document_terms(self, text: str) -> list[str]:
         """Every term of `text` in order, repeats kept (they count toward term frequency)."""
@@ -111,7 +119,7 @@ class TextAnalyzer(Analyzer):
             if index % 2:
                 terms.extend(token.term for token in _cjk_tokens(segment))
                 continue
-            for word in _COMPOUND.findall(segment):
+            for word in _words(segment):
                 if word.isalnum():
                     terms.append(_plain_term(word))
                 else:
@@ -133,12 +141,25 @@ def tokens(text: str) -> Iterator[Token]:
         if index % 2:
             yield from _cjk_tokens(segment)
         else:
-            for word in _COMPOUND.findall(segment):
+            for word in _words(segment):
                 # Most words are plain letters or digits: skip the compound rules for them.
                 if word.isalnum():
                     yield _word_token(word)
                 else:
                     yield from _compound_tokens(word)
+
+
+def _words(segment: str) -> list[str]:
+    """The compounds and symbols of a non-CJK segment, in order."""
+    if segment.isascii():
+        return _COMPOUND.findall(segment)
+    return [word for word in _WORD_OR_SYMBOL.findall(segment) if word[0].isalnum() or _is_symbol(word)]
+
+
+def _is_symbol(found: str) -> bool:
+    # A flag, or a single non-word character: kept only when it is a symbol (emoji, currency,
+    # math), not punctuation, a joiner, a variation selector or a skin-tone modifier.
+    return len(found) > 1 or unicodedata.category(found) in _SYMBOL_CATEGORIES
 
 
 def normalize(text: str) -> str:
@@ -165,7 +186,8 @@ def _fold_accents(text: str) -> str:
 
 
 def _compound_tokens(word: str) -> Iterator[Token]:
-    if _SYMBOL_WORD.fullmatch(word):
+    if _SYMBOL_WORD.fullmatch(word) or not word[0].isalnum():
+        # `c++`, `c#`; or an emoji, another symbol or a flag: the term is the symbol itself.
         yield Token(word, word)
         return
     word = word.rstrip("+#")

@@ -1,4 +1,4 @@
-"""BM25 relevance with one owner's own statistics, shared by every engine that ranks in the app.
+"""BM25 relevance with one owner's own statistics: the one scoring formula of every engine.
 
 Scoring per owner means another user's data can never change a user's ranking.
 """
@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from memorybank_core.ports import SearchHit
+from memorybank_core import SearchHit
 
 #: The usual defaults (Robertson & Zaragoza).
 K1 = 1.2
@@ -33,7 +33,7 @@ def idf(document_count: int, containing: int) -> float:
     return math.log(1 + (document_count - containing + 0.5) / (containing + 0.5))
 
 
-def rank(
+def best_matches(
     query_terms: Sequence[str],
     documents: Mapping[str, Counter[str]],
     stats: CorpusStats,
@@ -66,14 +66,3 @@ def rank(
         if score > 0:
             scored.append((score, memory_id))
     return [SearchHit(memory_id=memory_id, score=score) for score, memory_id in heapq.nlargest(limit, scored)]
-
-
-def corpus_stats(documents: Mapping[str, Counter[str]], terms: Sequence[str]) -> CorpusStats:
-    """Statistics over a whole (in-memory) collection, for the given terms."""
-    count = len(documents)
-    total = sum(sum(counts.values()) for counts in documents.values())
-    return CorpusStats(
-        document_count=count,
-        average_length=total / count if count else 0.0,
-        document_frequency={t: sum(1 for counts in documents.values() if counts[t] > 0) for t in terms},
-    )

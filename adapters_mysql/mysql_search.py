@@ -1,13 +1,14 @@
 """`MysqlOwnerScopedSearch`: owner-scoped InnoDB FULLTEXT over tagged tokens, ranked exactly per owner.
 
 InnoDB decodes a query word's whole posting list and only then filters `user_id`, so the seed's
-`MATCH(content)` costs time in proportion to *everyone's* data. Here the FULLTEXT index is on
-`memory.search_terms`, whose words carry the owner's tag (`adapters_mysql.owner_index`): each
+`MATCH(content)` costs time in proportion to *everyone's* data (and its whole-table statistics
+leak other users' words into a user's scores). Here the FULLTEXT index is on
+`memory.search_terms`, whose words carry the owner's tag (`memorybank_search.indexer`): each
 posting list holds one owner's rows, and a search reads only the searcher's. `user_id = :owner`
 stays in every query as the correctness guard. The candidates are then ranked in the app with
 BM25 over the owner's own statistics, so other users' data never changes a user's ranking.
 
-The MySQL-specific SQL of this engine lives here only.
+All of the MySQL-specific SQL lives here: the engine's statements and the index's DDL.
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.dialects.mysql import match
 
-from adapters_mysql.mysql_fulltext import create_fulltext_index_if_missing, fulltext_index_exists
-from adapters_mysql.owner_index import CandidateRow, OwnerScopedSearch
+from adapters_mysql.errors import driver_error_code
+from adapters_mysql.memory_store import owned_memories
+from adapters_mysql.owner_search import CandidateRow, OwnerScopedSearch
 from adapters_mysql.schema import memory
-from adapters_mysql.store import owned_memories
 from memorybank_core import Scope
 
-#: Created by `adapters_mysql.bootstrap` (revision 0002 on).
+#: Created by `adapters_mysql.readiness.ensure_search_index` (and by revision 0002).
 OWNER_FULLTEXT_INDEX_NAME = "memory_search_terms_fulltext"
+
+#: MySQL's "Duplicate key name": a concurrent creator won the race.
+_DUPLICATE_KEY_NAME = 1061
 
 # Static DDL with no input in it, hence text().
 _CREATE_FULLTEXT = f"CREATE FULLTEXT INDEX {OWNER_FULLTEXT_INDEX_NAME} ON {memory.name} (search_terms)"
@@ -100,20 +104,43 @@ def _owner_matches(user_id: str, token: str) -> sa.Select[int]:
     )
 
 
+_statistics = sa.table(
+    "STATISTICS",
+    sa.column("TABLE_SCHEMA", sa.String),
+    sa.column("TABLE_NAME", sa.String),
+    sa.column("INDEX_NAME", sa.String),
+    sa.column("INDEX_TYPE", sa.String),
+    schema="information_schema",
+)
+
+
 def owner_fulltext_index_exists(connection: sa.Connection) -> bool:
     """True when `memory` in the connection's current database has the owner-scoped FULLTEXT index."""
-    return fulltext_index_exists(connection, OWNER_FULLTEXT_INDEX_NAME)
+    found = connection.execute(
+        sa.select(sa.func.count())
+        .select_from(_statistics)
+        .filter_by(
+            TABLE_SCHEMA=sa.func.database(),
+            TABLE_NAME=memory.name,
+            INDEX_NAME=OWNER_FULLTEXT_INDEX_NAME,
+            INDEX_TYPE="FULLTEXT",
+        )
+    ).scalar_one()
+    return bool(found)
 
 
 def ensure_owner_fulltext_index(connection: sa.Connection) -> bool:
     """Create the FULLTEXT index on `memory.search_terms` if missing; True if this call created it.
 
-    Building it blocks writes to `memory` (about a minute per million rows).
+    Building it blocks writes to `memory` (about a minute per million rows). A concurrent
+    creator winning the race (duplicate key name) counts as "already there".
     """
-    return create_fulltext_index_if_missing(connection, OWNER_FULLTEXT_INDEX_NAME, _CREATE_FULLTEXT)
-
-
-def drop_owner_fulltext_index(connection: sa.Connection) -> None:
-    """Drop the owner-scoped FULLTEXT index if it exists (for downgrades)."""
     if owner_fulltext_index_exists(connection):
-        connection.execute(sa.text(f"DROP INDEX {OWNER_FULLTEXT_INDEX_NAME} ON {memory.name}"))
+        return False
+    try:
+        connection.execute(sa.text(_CREATE_FULLTEXT))
+    except (sa.exc.OperationalError, sa.exc.ProgrammingError) as error:
+        if driver_error_code(error) == _DUPLICATE_KEY_NAME:
+            return False
+        raise
+    return True

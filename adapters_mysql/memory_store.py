@@ -15,11 +15,11 @@ import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.owner_index import OwnerIndexer
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
 from adapters_mysql.sealed_rows import RowCodec
 from memorybank_core import BrokenSealError, InvalidInputError, ListPosition, Memory, MemoryStore, Scope
+from memorybank_search import OwnerIndexer
 
 _log = logging.getLogger("memorybank.storage")
 
@@ -60,10 +60,10 @@ class SqlMemoryStore(MemoryStore):
     same transaction, whichever search engine reads it.
     """
 
-    def __init__(self, engine: sa.Engine, indexer: OwnerIndexer | None = None, codec: RowCodec | None = None) -> None:
+    def __init__(self, engine: sa.Engine, indexer: OwnerIndexer, codec: RowCodec | None = None) -> None:
         self._engine = engine
         self._writer = for_writing(engine)
-        self._indexer = indexer or OwnerIndexer()
+        self._indexer = indexer
         self.codec = codec or RowCodec()
 
     def add(self, *, user_id: str, memory: Memory) -> None:

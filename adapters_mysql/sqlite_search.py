@@ -1,10 +1,10 @@
-"""`Fts5OwnerScopedSearch`: the owner-scoped engine on SQLite, so embedded and MySQL rank alike.
+"""`SqliteOwnerScopedSearch`: the owner-scoped engine on SQLite, so embedded and MySQL rank alike.
 
 An external-content FTS5 table indexes `memory.search_terms` (the owner-tagged tokens of
-`adapters_mysql.owner_index`), kept in step by triggers in the same transaction as every write.
+`memorybank_search.indexer`), kept in step by triggers in the same transaction as every write.
 `detail=none` stores only which rows hold a token: term frequencies come from the stored tokens
-and ranking is the same per-owner BM25 as on MySQL. The SQLite-specific SQL of this engine lives
-here only.
+and ranking is the same per-owner BM25 as on MySQL. All of the SQLite-specific SQL lives here:
+the engine's statements and the FTS5 table's DDL.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
-from adapters_mysql.owner_index import CandidateRow, OwnerScopedSearch
+from adapters_mysql.memory_store import owned_memories
+from adapters_mysql.owner_search import CandidateRow, OwnerScopedSearch
 from adapters_mysql.schema import memory
-from adapters_mysql.sqlite_fts5 import Fts5Objects
-from adapters_mysql.store import owned_memories
 
 TERMS_FTS_TABLE_NAME = "memory_terms_fts"
 TERMS_FTS_TRIGGER_NAMES = (
@@ -43,17 +42,13 @@ _CREATE_STATEMENTS = (
     "INSERT INTO memory_terms_fts(rowid, search_terms) VALUES (new.rowid, new.search_terms); END",
 )
 _REBUILD = "INSERT INTO memory_terms_fts(memory_terms_fts) VALUES ('rebuild')"
-_DROP_STATEMENTS = (
-    "DROP TRIGGER IF EXISTS memory_terms_fts_after_insert",
-    "DROP TRIGGER IF EXISTS memory_terms_fts_after_delete",
-    "DROP TRIGGER IF EXISTS memory_terms_fts_after_update",
-    "DROP TABLE IF EXISTS memory_terms_fts",
-)
+_OPTIMIZE = "INSERT INTO memory_terms_fts(memory_terms_fts) VALUES ('optimize')"
 
+_sqlite_master = sa.table("sqlite_master", sa.column("type", sa.String), sa.column("name", sa.String))
 _fts = sa.table(TERMS_FTS_TABLE_NAME, sa.column("rowid", sa.Integer))
 
 
-class Fts5OwnerScopedSearch(OwnerScopedSearch):
+class SqliteOwnerScopedSearch(OwnerScopedSearch):
     """The `SearchEngine` port over FTS5 on the tagged tokens, with exact per-owner BM25.
 
     At most `candidate_limit` matching rows are scored: past it, the newest are kept, while
@@ -110,37 +105,38 @@ def _candidates(user_id: str, tokens: Sequence[str], limit: int) -> sa.Select[st
     )
 
 
-TERMS_FTS = Fts5Objects(TERMS_FTS_TABLE_NAME, TERMS_FTS_TRIGGER_NAMES, _CREATE_STATEMENTS, _REBUILD, _DROP_STATEMENTS)
-
-
 def terms_fts5_ready(connection: sa.Connection) -> bool:
     """True when the tagged-token FTS5 table and all its triggers exist."""
-    return TERMS_FTS.ready(connection)
+    wanted = {TERMS_FTS_TABLE_NAME, *TERMS_FTS_TRIGGER_NAMES}
+    names = set(
+        connection.execute(
+            sa.select(_sqlite_master.c.name).where(
+                _sqlite_master.c.name.in_(sorted(wanted)), _sqlite_master.c.type.in_(["table", "trigger"])
+            )
+        ).scalars()
+    )
+    return names == wanted
 
 
 def ensure_terms_fts5(connection: sa.Connection) -> bool:
     """Create the tagged-token FTS5 table and triggers if missing (indexing existing rows); True if made."""
-    return TERMS_FTS.ensure(connection)
-
-
-def drop_terms_fts5(connection: sa.Connection) -> None:
-    """Drop the tagged-token FTS5 table and its triggers (for downgrades)."""
-    TERMS_FTS.drop(connection)
+    if terms_fts5_ready(connection):
+        return False
+    for statement in _CREATE_STATEMENTS:
+        connection.execute(sa.text(statement))
+    # Rows written while the table or a trigger was missing are not indexed: rebuild from `memory`.
+    connection.execute(sa.text(_REBUILD))
+    return True
 
 
 def purge_rewritten_text(engine: sa.Engine) -> None:
     """Leave no replaced text in the file after rows were rewritten (`memorybank encrypt`, `keys rotate`).
 
     FTS5 keeps a rewritten row's old tokens in index segments until they are merged: `optimize`
-    merges every FTS5 table of ours; freed pages are zeroed (`secure_delete`, see engines), and a
-    WAL checkpoint moves everything into the database file and truncates the log.
+    merges them; freed pages are zeroed (`secure_delete`, see engines), and a WAL checkpoint moves
+    everything into the database file and truncates the log.
     """
     with for_writing(engine).begin() as connection:
-        names = connection.execute(
-            sa.text("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5%'")
-        ).scalars()
-        for name in list(names):
-            # The names come from our own schema (sqlite_master), never from input.
-            connection.exec_driver_sql(f'INSERT INTO "{name}"("{name}") VALUES (\'optimize\')')  # noqa: S608
+        connection.execute(sa.text(_OPTIMIZE))
     with engine.connect() as connection:
         connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")

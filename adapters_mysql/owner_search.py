@@ -1,0 +1,78 @@
+"""`OwnerScopedSearch`: what both SQL engines do around their dialect's full-text SQL.
+
+Fetch the owner's candidate rows, bound them, and rank them with `memorybank_search`
+(the same code the in-memory reference engine ranks with).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+
+from adapters_mysql.errors import unavailable_on_driver_error
+from memorybank_core import SearchEngine, SearchHit
+from memorybank_search import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
+
+CandidateRow = sa.Row[str, str | None, int, int, int]
+"""A candidate as the engines' SQL returns it: id, search_terms, doc_length, owner_count, owner_length."""
+
+
+class OwnerScopedSearch(SearchEngine):
+    """What both owner-scoped engines do around their dialect's SQL: fetch, bound, rank per owner.
+
+    A dialect supplies the owner's matching rows (each carrying the owner's document count and
+    total length) and one token's matching-row count, and may choose which rows to keep when
+    there are too many (by default, the order it fetched them in). At most `candidate_limit`
+    rows are scored; past it, document frequencies are still counted over all the owner's rows,
+    so the scores stay exact.
+    """
+
+    def __init__(
+        self, engine: sa.Engine, indexer: OwnerIndexer, *, candidate_limit: int = DEFAULT_CANDIDATE_LIMIT
+    ) -> None:
+        self._engine = engine
+        self._indexer = indexer
+        self._candidate_limit = candidate_limit
+
+    def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
+        tokens = self._indexer.query_tokens(user_id, query)
+        if not tokens:
+            return []
+        with unavailable_on_driver_error("search"), self._engine.connect() as connection:
+            rows = self._candidates(connection, user_id, tokens, self._candidate_limit + 1)
+            if not rows:
+                return []
+            document_frequency = None
+            if len(rows) > self._candidate_limit:
+                rows = self._best_candidates(connection, user_id, tokens, rows)[: self._candidate_limit]
+                document_frequency = {token: self._matching_count(connection, user_id, token) for token in tokens}
+        return rank_candidates(
+            tokens,
+            [Candidate(row.id, row.search_terms or "", row.doc_length) for row in rows],
+            document_count=int(rows[0].owner_count),
+            total_length=int(rows[0].owner_length),
+            document_frequency=document_frequency,
+            limit=limit,
+        )
+
+    @abstractmethod
+    def _candidates(
+        self, connection: sa.Connection, user_id: str, tokens: Sequence[str], limit: int
+    ) -> Sequence[CandidateRow]:
+        """Up to `limit` owner rows matching any token: id, search_terms, doc_length, owner_count, owner_length."""
+
+    def _best_candidates(
+        self,
+        connection: sa.Connection,  # noqa: ARG002 - a dialect that re-queries needs it
+        user_id: str,  # noqa: ARG002
+        tokens: Sequence[str],  # noqa: ARG002
+        rows: Sequence[CandidateRow],
+    ) -> Sequence[CandidateRow]:
+        """The candidates to keep when `rows` overflowed the bound, best first: by default `rows` as fetched."""
+        return rows
+
+    @abstractmethod
+    def _matching_count(self, connection: sa.Connection, user_id: str, token: str) -> int:
+        """How many of the owner's rows hold `token`."""

@@ -1,0 +1,61 @@
+"""Ranking candidates: exact BM25 over the rows a full-text index matched, with the owner's statistics.
+
+Every engine ends here: the SQL engines with the rows their index returned, the in-memory
+engine with the owner's memories that hold a query token. Term frequencies come from the
+candidates' tokens, document lengths from their token counts, and the document count,
+average length and document frequencies from the owner's documents only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from memorybank_core import SearchHit
+from memorybank_search.bm25 import CorpusStats, best_matches
+
+#: How many candidate rows a search scores at most. Past it, an engine keeps the candidates its
+#: full-text index ranks highest, and still counts document frequencies over all the owner's rows.
+DEFAULT_CANDIDATE_LIMIT = 1000
+
+
+class Candidate(NamedTuple):
+    """A document the full-text index matched: its id, stored tokens and length."""
+
+    memory_id: str
+    search_terms: str
+    doc_length: int
+
+
+def term_counts(tokens: Sequence[str], search_terms: str) -> Counter[str]:
+    """How often each of `tokens` occurs in a stored `search_terms` string."""
+    # Doubling the separators gives every token its own pair of spaces, so `count` (C speed)
+    # sees back-to-back repeats of a token too.
+    padded = " " + search_terms.replace(" ", "  ") + " "
+    return Counter({token: padded.count(f" {token} ") for token in tokens})
+
+
+def rank_candidates(
+    tokens: Sequence[str],
+    candidates: Sequence[Candidate],
+    *,
+    document_count: int,
+    total_length: int,
+    document_frequency: Mapping[str, int] | None,
+    limit: int,
+) -> list[SearchHit]:
+    """BM25 over `candidates` with the owner's statistics; `document_frequency` None means count it here.
+
+    Counting here is exact when `candidates` holds every owner document that matches any token.
+    """
+    documents = {candidate.memory_id: term_counts(tokens, candidate.search_terms) for candidate in candidates}
+    if document_frequency is None:
+        document_frequency = {token: sum(1 for counts in documents.values() if counts[token]) for token in tokens}
+    stats = CorpusStats(
+        document_count=document_count,
+        average_length=total_length / document_count if document_count else 0.0,
+        document_frequency=document_frequency,
+    )
+    lengths = {candidate.memory_id: candidate.doc_length for candidate in candidates}
+    return best_matches(tokens, documents, stats, limit, lengths=lengths)

@@ -1,0 +1,134 @@
+"""`OwnerIndexer`: a memory's owner-scoped search document, what every engine indexes and searches.
+
+Each memory's search fields (content, tags, context snippets: `search_fields`) are analyzed
+by `memorybank_search.analyzer.TextAnalyzer`, and every term becomes one *tagged token*: an
+8-character tag derived from the owner's `user_id`, then the term. The SQL engines store the
+tokens in `memory.search_terms`; a full-text index over that column therefore keeps one posting
+list per (owner, term), and a
+query reads only the owner's lists, however many rows other users hold.
+
+A token is made only of `[0-9a-z_]`, which every full-text tokenizer (InnoDB's, FTS5's
+unicode61 with `_` as a token character) keeps as one word, is never shorter than InnoDB's
+3-character minimum and never longer than its 84-character maximum, and is never an InnoDB
+stopword. Terms outside `[0-9a-z]` (CJK, `c++`, `3.11`, other scripts) or too long are hashed:
+
+    plain:   <tag><term>                 e.g. `k3v9x0qago` for `go`
+    hashed:  <tag>_<13 base36 of BLAKE2b(term)>
+
+The tag only makes posting lists small. It is not the access control: two owners whose tags
+collide share posting lists (a little slower), and every query also says `user_id = :owner`.
+
+The in-memory engine indexes the same tokens, so every engine ranks the same candidates with the
+same numbers (`memorybank_search.candidates`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Iterable
+
+import attrs
+
+from memorybank_core import BlindIndex, Memory
+from memorybank_search.analyzer import ANALYZER_VERSION, TextAnalyzer
+
+#: Bump when the token encoding below changes (the analyzer has its own version).
+ENCODING_VERSION = 1
+#: What `memory.search_version` holds for rows indexed by this code; older rows get re-indexed.
+SEARCH_VERSION = ENCODING_VERSION * 1000 + ANALYZER_VERSION
+TAG_LENGTH = 8
+#: InnoDB's `innodb_ft_max_token_size` default: longer words are silently not indexed.
+MAX_TOKEN_LENGTH = 84
+_HASH_BYTES = 8
+_PLAIN = re.compile(r"[0-9a-z]+")
+_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _base36(number: int, width: int) -> str:
+    digits = []
+    for _ in range(width):
+        number, digit = divmod(number, 36)
+        digits.append(_DIGITS[digit])
+    return "".join(reversed(digits))
+
+
+@functools.lru_cache(maxsize=4096)
+def owner_tag(user_id: str) -> str:
+    """The owner's 8-character `[0-9a-z]` tag (36^8 ≈ 2.8e12 values), stable forever for a `user_id`."""
+    digest = hashlib.blake2b(user_id.encode("utf-8"), digest_size=_HASH_BYTES).digest()
+    return _base36(int.from_bytes(digest, "big"), TAG_LENGTH)
+
+
+def encode_term(tag: str, term: str) -> str:
+    """The tagged token stored and searched for `term` of the owner with `tag`."""
+    return tag + _term_suffix(term)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _term_suffix(term: str) -> str:
+    if _PLAIN.fullmatch(term) and TAG_LENGTH + len(term) <= MAX_TOKEN_LENGTH:
+        return term
+    digest = hashlib.blake2b(term.encode("utf-8"), digest_size=_HASH_BYTES).digest()
+    return "_" + _base36(int.from_bytes(digest, "big"), 13)
+
+
+@attrs.frozen
+class SearchDocument:
+    """What the store writes beside a memory: its tagged tokens, their count and the scheme version."""
+
+    search_terms: str
+    doc_length: int
+    search_version: int
+
+
+def search_fields(memory: Memory) -> list[str]:
+    """The texts a memory is found by, in order: its content, its tags, then its context snippets.
+
+    Tags and snippets are what a person remembers a memory by as often as its wording.
+    """
+    return [memory.content, *memory.tags, *(context.snippet for context in memory.contexts)]
+
+
+class OwnerIndexer:
+    """Turns memories into search documents and queries into owner-scoped tokens, with the one analyzer.
+
+    With a `blind_index` (encryption at rest, docs/security.md) every token is that index's keyed
+    hash of (owner, term) instead of the readable owner tag + term: the full-text index still keeps
+    one posting list per (owner, term), and BM25 reads the same counts, but the words are gone.
+    While rows written under an earlier scheme remain (plaintext before `memorybank encrypt`, an
+    old index key before `memorybank keys rotate`), `also_search` makes queries match them too.
+    """
+
+    def __init__(self, *, blind_index: BlindIndex | None = None) -> None:
+        self.analyzer = TextAnalyzer()
+        self.blind_index = blind_index
+        self._query_schemes: tuple[BlindIndex | None, ...] = (blind_index,)
+
+    def also_search(self, schemes: Iterable[BlindIndex | None]) -> None:
+        """Match rows tokenized by `schemes` too (None: plaintext owner tags), besides the writing scheme."""
+        self._query_schemes = tuple(dict.fromkeys((self.blind_index, *schemes)))
+
+    def document(self, memory: Memory) -> SearchDocument:
+        """The search document of `memory`: what the SQL engines store beside it."""
+        terms = [term for field in search_fields(memory) for term in self.analyzer.document_terms(field)]
+        if self.blind_index is None:
+            tag = owner_tag(memory.user_id)
+            tokens = [tag + _term_suffix(term) for term in terms]
+        else:
+            token = self.blind_index.token
+            tokens = [token(memory.user_id, term) for term in terms]
+        return SearchDocument(search_terms=" ".join(tokens), doc_length=len(tokens), search_version=SEARCH_VERSION)
+
+    def query_tokens(self, user_id: str, query: str) -> list[str]:
+        """The owner's tokens for `query`, deduplicated, in order; empty when nothing is searchable."""
+        terms = self.analyzer.query_terms(query)
+        tokens: list[str] = []
+        for scheme in self._query_schemes:
+            if scheme is None:
+                tag = owner_tag(user_id)
+                tokens.extend(encode_term(tag, term) for term in terms)
+            else:
+                tokens.extend(scheme.token(user_id, term) for term in terms)
+        return list(dict.fromkeys(tokens))

@@ -1,0 +1,55 @@
+"""`InMemorySearch`: the reference search engine, over an `InMemoryStore`, ranking exactly as SQL does.
+
+It indexes each memory with the same `OwnerIndexer` the SQL stores write with, takes as
+candidates the owner's memories holding any query token (what a full-text index returns), and
+ranks them with the same `rank_candidates`: same ids, same scores as the SQL engines.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from memorybank_core import InMemoryStore, Memory, SearchEngine, SearchHit
+from memorybank_search.candidates import Candidate, rank_candidates
+from memorybank_search.indexer import OwnerIndexer, SearchDocument
+
+
+class InMemorySearch(SearchEngine):
+    """BM25 over one owner's memories (content, tags and snippets), with that owner's own statistics."""
+
+    def __init__(self, store: InMemoryStore, indexer: OwnerIndexer) -> None:
+        self._store = store
+        self._indexer = indexer
+        # Memories never change once saved: each one's document is computed once, by id.
+        self._lock = threading.Lock()
+        self._documents: dict[str, SearchDocument] = {}
+
+    def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
+        tokens = self._indexer.query_tokens(user_id, query)
+        if not tokens:
+            return []
+        documents = {memory_id: self._document(memory) for memory_id, memory in self._store.owned(user_id).items()}
+        wanted = set(tokens)
+        candidates = [
+            Candidate(memory_id, document.search_terms, document.doc_length)
+            for memory_id, document in documents.items()
+            if wanted.intersection(document.search_terms.split())
+        ]
+        return rank_candidates(
+            tokens,
+            candidates,
+            document_count=len(documents),
+            total_length=sum(document.doc_length for document in documents.values()),
+            document_frequency=None,
+            limit=limit,
+        )
+
+    def _document(self, memory: Memory) -> SearchDocument:
+        with self._lock:
+            document = self._documents.get(memory.id)
+        if document is None:
+            document = self._indexer.document(memory)
+            with self._lock:
+                self._documents[memory.id] = document
+        return document

@@ -8,8 +8,15 @@ under `IN_PROCESS_PRINCIPAL_KEY`.
 """
 
 from adapters_http.app import create_app, memory_routes
-from adapters_http.auth import IN_PROCESS_PRINCIPAL_KEY, PrincipalResolver, bearer_secret, bearer_token_resolver
-from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS, ErrorSpec
+from adapters_http.auth import (
+    IN_PROCESS_PRINCIPAL_KEY,
+    Authenticate,
+    PrincipalResolver,
+    bearer_resolver,
+    bearer_secret,
+    bearer_token_resolver,
+)
+from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS, ErrorSpec, bearer_challenge
 from adapters_http.inputs import MAX_BODY_BYTES
 from adapters_http.openapi import OPENAPI_PATH, build_openapi
 from adapters_http.operation_ids import (
@@ -30,11 +37,14 @@ __all__ = [
     "MEMORY_TAG",
     "OPENAPI_PATH",
     "RETRY_AFTER_SECONDS",
+    "Authenticate",
     "ErrorSpec",
     "OperationIdError",
     "Param",
     "PrincipalResolver",
     "RouteSpec",
+    "bearer_challenge",
+    "bearer_resolver",
     "bearer_secret",
     "bearer_token_resolver",
     "build_openapi",

@@ -29,12 +29,14 @@ def memory_routes(
     *,
     routes: Sequence[RouteSpec] = MEMORY_ROUTES,
     max_body_bytes: int = MAX_BODY_BYTES,
+    resource_metadata_url: str | None = None,
 ) -> list[BaseRoute]:
     """The memory routes as Starlette routes, for a host to put in its own app (directly or in a `Mount`).
 
     Each route resolves its caller with `resolve_principal` (or takes the in-process
     principal from the ASGI scope), maps errors to the documented responses and logs
-    an access event, whatever app it is mounted in.
+    an access event, whatever app it is mounted in. `resource_metadata_url` (an OAuth resource server's
+    RFC 9728 metadata) is named in every 401 and 403 bearer challenge.
 
     Raises:
         OperationIdError: the route table yields a duplicate, over-long or colliding name.
@@ -43,7 +45,12 @@ def memory_routes(
     handlers = MemoryHandlers(bank, max_body_bytes=max_body_bytes)
     by_path: dict[str, dict[str, Endpoint]] = {}
     for spec in routes:
-        endpoint = guarded(partial(spec.handler, handlers), resolve_principal, operation_id=spec.operation_id)
+        endpoint = guarded(
+            partial(spec.handler, handlers),
+            resolve_principal,
+            operation_id=spec.operation_id,
+            resource_metadata=resource_metadata_url,
+        )
         by_path.setdefault(spec.starlette_path, {})[spec.method.upper()] = endpoint
     # One route per path taking every method: a path's wrong methods get our JSON 405 (in a host's app too),
     # and a literal path is never shadowed by a template (DELETE /v1/memory/search is a 405, not a delete).
@@ -81,14 +88,17 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     lifespan: Lifespan[Starlette] | None = None,
     title: str = "memorybank",
+    resource_metadata_url: str | None = None,
 ) -> Starlette:
     """The standalone HTTP app: the memory routes, a public `GET /openapi.json`, JSON 404/405/500 bodies.
 
     Every response carries an `X-Request-Id`. `lifespan` is the composition root's
-    (e.g. to close storage on shutdown).
+    (e.g. to close storage on shutdown). `resource_metadata_url`: see `memory_routes`.
     """
     routes: list[BaseRoute] = [
-        *memory_routes(bank, resolve_principal, max_body_bytes=max_body_bytes),
+        *memory_routes(
+            bank, resolve_principal, max_body_bytes=max_body_bytes, resource_metadata_url=resource_metadata_url
+        ),
         openapi_route(build_openapi(MEMORY_ROUTES, title=title)),
     ]
     return Starlette(

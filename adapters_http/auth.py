@@ -42,17 +42,30 @@ def bearer_secret(request: Request) -> str | None:
     return secret
 
 
+Authenticate = Callable[[str], Principal | None]
+"""A bearer secret -> its principal, or None for an unknown or revoked one (e.g. `TokenService.authenticate`).
+
+It is called in the thread pool (it may read a database or ask an issuer) and may raise
+`CredentialsRefusedError` (401 naming the reason) or `UnavailableError` (503) when its store or issuer is down.
+"""
+
+
 def bearer_token_resolver(tokens: TokenService) -> PrincipalResolver:
     """The standalone server's resolver: `Authorization: Bearer <secret>` checked against the token store.
 
     Every request reads the store (no cache), so a revoked token fails on the very next request.
     """
+    return bearer_resolver(tokens.authenticate)
+
+
+def bearer_resolver(authenticate: Authenticate) -> PrincipalResolver:
+    """A resolver that hands `Authorization: Bearer <secret>` to `authenticate` (in the thread pool)."""
 
     async def resolve(request: Request) -> Principal | None:
         secret = bearer_secret(request)
         if secret is None:
             return None
-        return await run_in_threadpool(tokens.authenticate, secret)
+        return await run_in_threadpool(authenticate, secret)
 
     return resolve
 

@@ -43,8 +43,12 @@ def request_id(scope: Scope) -> str:
     return fresh
 
 
-def guarded(handler: Handler, resolver: PrincipalResolver, *, operation_id: str) -> Endpoint:
+def guarded(
+    handler: Handler, resolver: PrincipalResolver, *, operation_id: str, resource_metadata: str | None = None
+) -> Endpoint:
     """Wrap `handler`: resolve the principal (401 without one), map errors, tag and log the response.
+
+    `resource_metadata` is the URL of the server's protected-resource metadata, named in bearer challenges.
 
     The access event carries the operationId, status and timing, never the path or query
     string: those may hold ids and search text.
@@ -62,7 +66,7 @@ def guarded(handler: Handler, resolver: PrincipalResolver, *, operation_id: str)
             # Nobody is left to answer; the status is only for the access event.
             response = json_error(400, {"error": "invalid_request", "message": "The client disconnected."})
         except Exception as error:
-            mapped = error_response(error)
+            mapped = error_response(error, resource_metadata=resource_metadata)
             if mapped is None:
                 log_unexpected(error, rid, operation_id)
                 mapped = internal_error_response()

@@ -9,7 +9,13 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from memorybank_core.errors import ForbiddenError, InvalidInputError, NotFoundError, UnavailableError
+from memorybank_core.errors import (
+    CredentialsRefusedError,
+    ForbiddenError,
+    InvalidInputError,
+    NotFoundError,
+    UnavailableError,
+)
 
 #: Seconds a client should wait before retrying after a 503.
 RETRY_AFTER_SECONDS = 1
@@ -52,6 +58,10 @@ ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
         UnauthorizedError,
         ErrorSpec(401, "unauthorized", "A valid bearer token is required.", {"WWW-Authenticate": "Bearer"}),
     ),
+    (
+        CredentialsRefusedError,
+        ErrorSpec(401, "unauthorized", "The bearer token was refused.", {"WWW-Authenticate": "Bearer"}),
+    ),
     (ForbiddenError, ErrorSpec(403, "insufficient_scope", "The token lacks the scope this operation requires.")),
     # Fixed text on purpose: malformed, never-existing and someone else's ids must give byte-identical bodies.
     (NotFoundError, ErrorSpec(404, "memory_not_found", "No memory with this id.")),
@@ -82,8 +92,12 @@ def spec_for(error: Exception) -> ErrorSpec | None:
     return None
 
 
-def error_response(error: Exception) -> Response | None:
-    """The response for an expected error, or None when `error` is unexpected (a bug)."""
+def error_response(error: Exception, *, resource_metadata: str | None = None) -> Response | None:
+    """The response for an expected error, or None when `error` is unexpected (a bug).
+
+    `resource_metadata` (the URL of this server's RFC 9728 metadata) goes into every bearer challenge,
+    so an OAuth client can discover where to get a token.
+    """
     spec = spec_for(error)
     if spec is None:
         return None
@@ -94,10 +108,32 @@ def error_response(error: Exception) -> Response | None:
     elif isinstance(error, ForbiddenError):
         body["message"] = f"The token lacks the scope {error.required_scope}, which this operation requires."
         body["required_scope"] = error.required_scope
-        headers["WWW-Authenticate"] = f'Bearer error="insufficient_scope", scope="{error.required_scope}"'
+        headers["WWW-Authenticate"] = bearer_challenge(
+            error="insufficient_scope", scope=error.required_scope, resource_metadata=resource_metadata
+        )
+    elif isinstance(error, CredentialsRefusedError):
+        body["message"] = f"The bearer token was refused: {error.reason}."
+        headers["WWW-Authenticate"] = bearer_challenge(
+            error="invalid_token", error_description=error.reason, resource_metadata=resource_metadata
+        )
+    elif isinstance(error, UnauthorizedError) and resource_metadata is not None:
+        headers["WWW-Authenticate"] = bearer_challenge(resource_metadata=resource_metadata)
     elif isinstance(error, BodyTooLargeError):
         body["message"] = f"The request body is over the cap of {error.max_bytes} bytes."
     return json_error(spec.status, body, headers)
+
+
+def bearer_challenge(**params: str | None) -> str:
+    """A `WWW-Authenticate: Bearer` value (RFC 6750 section 3) with the given parameters, None ones left out.
+
+    Values are ours (codes, fixed reasons, configured URLs); quotes and backslashes are escaped anyway.
+    """
+    parts = [f'{name}="{_quoted(value)}"' for name, value in params.items() if value is not None]
+    return "Bearer " + ", ".join(parts) if parts else "Bearer"
+
+
+def _quoted(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def internal_error_response() -> Response:

@@ -7,6 +7,7 @@ agent's prompt. The capability catalog (`build_catalog`) and the tools (`Capabil
 are public for hosts that assemble their own server.
 """
 
+from adapters_http import Authenticate
 from adapters_mcp.catalog import (
     BLOCKED_OPERATION_IDS,
     BLOCKED_TAGS,
@@ -20,7 +21,7 @@ from adapters_mcp.catalog import (
 from adapters_mcp.http_transport import (
     METADATA_PATH,
     RAIL_PATH,
-    Authenticate,
+    RAIL_SCOPES,
     BearerGate,
     McpMount,
     create_host_app,
@@ -50,6 +51,7 @@ __all__ = [
     "METADATA_PATH",
     "PROMPT_NAME",
     "RAIL_PATH",
+    "RAIL_SCOPES",
     "SAFE_INCLUDED_TAGS",
     "SEARCH_TOOL",
     "TOOL_NAMES",

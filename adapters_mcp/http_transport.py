@@ -26,11 +26,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from adapters_http import RETRY_AFTER_SECONDS, bearer_secret, build_openapi
+from adapters_http import RETRY_AFTER_SECONDS, Authenticate, bearer_challenge, bearer_secret, build_openapi
 from adapters_mcp.catalog import Catalog, build_catalog
 from adapters_mcp.server import build_server
 from adapters_mcp.tools import CAPABILITY_TIMEOUT_SECONDS, CapabilityRail
-from memorybank_core import READ_SCOPE, WRITE_SCOPE, Principal, UnavailableError
+from memorybank_core import READ_SCOPE, WRITE_SCOPE, CredentialsRefusedError, Principal, UnavailableError
 
 MOUNT_PATH = "/mcp"
 AGENT_PATH = "/agent"
@@ -46,13 +46,9 @@ MCP_PRINCIPAL_KEY = "memorybank.mcp.principal"
 MISSING_TOKEN = "missing_mcp_token"  # noqa: S105 - an error code, not a secret
 INVALID_TOKEN = "invalid_mcp_token"  # noqa: S105 - an error code, not a secret
 INSUFFICIENT_SCOPE = "insufficient_mcp_scope"
+RFC6750_INSUFFICIENT_SCOPE = "insufficient_scope"
+"""The 403 challenge's error code: RFC 6750's, which OAuth clients act on (step-up authorization)."""
 
-Authenticate = Callable[[str], Principal | None]
-"""A bearer secret -> its principal, or None for an unknown or revoked one (e.g. `TokenService.authenticate`).
-
-It is called in the thread pool (it may read a database) and may raise
-`UnavailableError` when its store is down.
-"""
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +83,8 @@ class BearerGate:
 
     Answers like the reference host: 401 `missing_mcp_token` / `invalid_mcp_token` and 403
     `insufficient_mcp_scope`, each with a `WWW-Authenticate: Bearer` challenge naming the
-    metadata document and the scopes.
+    metadata document and the scopes. The 403 challenge carries RFC 6750's `insufficient_scope`
+    (the body keeps the reference code), so an OAuth client knows to ask for more scope.
     """
 
     def __init__(self, app: ASGIApp, authenticate: Authenticate, *, public_url: str | None = None) -> None:
@@ -108,6 +105,10 @@ class BearerGate:
             return
         try:
             principal = await run_in_threadpool(self._authenticate, secret)
+        except CredentialsRefusedError as refused:
+            message = f"The bearer token was refused: {refused.reason}."
+            await self._refuse(401, INVALID_TOKEN, message, scope, description=refused.reason)(scope, receive, send)
+            return
         except UnavailableError:
             logger.warning("mcp.auth token store unavailable")
             unavailable = JSONResponse(
@@ -124,14 +125,26 @@ class BearerGate:
             return
         if not set(principal.scopes) & set(RAIL_SCOPES):
             message = "The token has neither mcp:read nor mcp:write, so it cannot use the rail."
-            await self._refuse(403, INSUFFICIENT_SCOPE, message, scope)(scope, receive, send)
+            refusal = self._refuse(403, INSUFFICIENT_SCOPE, message, scope, challenge_code=RFC6750_INSUFFICIENT_SCOPE)
+            await refusal(scope, receive, send)
             return
         await self._app({**scope, MCP_PRINCIPAL_KEY: principal}, receive, send)
 
-    def _refuse(self, status: int, code: str, message: str, scope: Scope) -> Response:
-        challenge = (
-            f'Bearer error="{code}", resource_metadata="{self._base_url(scope)}{METADATA_PATH}", '
-            f'scope="{" ".join(RAIL_SCOPES)}"'
+    def _refuse(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        scope: Scope,
+        *,
+        description: str | None = None,
+        challenge_code: str | None = None,
+    ) -> Response:
+        challenge = bearer_challenge(
+            error=challenge_code or code,
+            error_description=description,
+            resource_metadata=f"{self._base_url(scope)}{METADATA_PATH}",
+            scope=" ".join(RAIL_SCOPES),
         )
         return JSONResponse(
             {"error": code, "message": message}, status_code=status, headers={"WWW-Authenticate": challenge}
@@ -151,12 +164,14 @@ def base_url(scope: Scope) -> str:
     return f"{scope.get('scheme', 'http')}://{host}"
 
 
-def resource_metadata(resource: str, authorization_servers: Sequence[str]) -> dict[str, Any]:
+def resource_metadata(
+    resource: str, authorization_servers: Sequence[str], scopes_supported: Sequence[str] = RAIL_SCOPES
+) -> dict[str, Any]:
     """The RFC 9728 protected-resource metadata of the rail."""
     return {
         "resource": resource,
         "authorization_servers": list(authorization_servers),
-        "scopes_supported": list(RAIL_SCOPES),
+        "scopes_supported": list(scopes_supported),
         "bearer_methods_supported": ["header"],
     }
 
@@ -194,6 +209,7 @@ def create_mcp_mount(
     catalog: Catalog | None = None,
     public_url: str | None = None,
     authorization_servers: Sequence[str] = (),
+    scopes_supported: Sequence[str] = RAIL_SCOPES,
     bind_host: str = "127.0.0.1",
     allowed_hosts: Sequence[str] = (),
     timeout: float = CAPABILITY_TIMEOUT_SECONDS,
@@ -204,7 +220,8 @@ def create_mcp_mount(
     `authenticate` checks bearer secrets (the REST API's own tokens); `public_url`
     (`https://bank.example.com`) names the server in the metadata document and the
     `WWW-Authenticate` challenge when a proxy hides it, else the request's Host is used;
-    `authorization_servers` lists OAuth issuers of those tokens, if any. `bind_host` and
+    `authorization_servers` lists OAuth issuers of those tokens, if any, and `scopes_supported` the
+    scopes to ask them for (the rail's own unless an issuer names them differently). `bind_host` and
     `allowed_hosts` set the DNS-rebinding protection (see `transport_security`).
     By default each POST is answered as a one-event `text/event-stream`, as the reference
     host does (its own eval reads the SSE `data:` line); every MCP client reads that.
@@ -226,7 +243,7 @@ def create_mcp_mount(
 
     async def metadata(request: Request) -> Response:
         resource = f"{fixed_base or base_url(request.scope)}{RAIL_PATH}"
-        return JSONResponse(resource_metadata(resource, authorization_servers))
+        return JSONResponse(resource_metadata(resource, authorization_servers, scopes_supported))
 
     routes: tuple[BaseRoute, ...] = (
         Route(METADATA_PATH, metadata, methods=["GET"], include_in_schema=False),

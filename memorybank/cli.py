@@ -20,7 +20,8 @@ import uvicorn
 
 from adapters_crypto import load_key_ring, new_key_ring, write_key_ring
 from adapters_mysql import ReindexReport, SchemaNotReadyError, SqlStorage
-from memorybank import composition, portability
+from adapters_oidc import IssuerTokenVerifier
+from memorybank import composition, oauth_settings, portability
 from memorybank.settings import (
     DATABASE_URL_ENV,
     KEY_FILE_ENV,
@@ -49,6 +50,8 @@ _OPTION_NAMES = {
     "scope": "--scope",
     "key-file": "key ring",
     "key": "KEY_ID",
+    **{name: f"--{name}" for name in ("public-url", "oauth-issuer", "oauth-scope", "oauth-default-org")},
+    "oauth-introspection-issuer": "--oauth-introspection-issuer",
 }
 
 
@@ -97,6 +100,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    _add_oauth_options(serve)
     serve.set_defaults(run=_serve)
 
     mcp = commands.add_parser(
@@ -246,13 +250,73 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     return parser
 
 
+def _add_oauth_options(serve: argparse.ArgumentParser) -> None:
+    oauth = serve.add_argument_group(
+        "OAuth (an identity provider's access tokens beside the built-in tokens; docs/auth.md)"
+    )
+    oauth.add_argument(
+        "--public-url",
+        metavar="URL",
+        help=f"the server's public base URL (https://bank.example.com); the OAuth resource is URL/mcp/agent; "
+        f"default: ${oauth_settings.PUBLIC_URL_ENV}, else http://HOST:PORT on a loopback bind",
+    )
+    oauth.add_argument(
+        "--oauth-issuer",
+        metavar="URL",
+        action="append",
+        default=[],
+        help=f"trust access tokens from this issuer; repeat for several (default: ${oauth_settings.ISSUERS_ENV})",
+    )
+    oauth.add_argument(
+        "--oauth-audience",
+        metavar="AUD",
+        action="append",
+        default=[],
+        help=f"an accepted token audience; repeat for several (default: ${oauth_settings.AUDIENCES_ENV}, "
+        "else the resource URL)",
+    )
+    oauth.add_argument(
+        "--oauth-scope",
+        metavar="OURS=THEIRS",
+        action="append",
+        default=[],
+        help=f"the issuer scope granting mcp:read or mcp:write, e.g. mcp:read=memory.read; repeatable "
+        f"(default: ${oauth_settings.SCOPES_ENV}, else the same names)",
+    )
+    oauth.add_argument(
+        "--oauth-user-claim", metavar="CLAIM", help="the claim naming the person instead of sub (e.g. oid)"
+    )
+    oauth.add_argument("--oauth-org-claim", metavar="CLAIM", help="the claim naming the person's organization")
+    oauth.add_argument("--oauth-default-org", metavar="org_…", help="the organization of people whose token names none")
+    oauth.add_argument(
+        "--oauth-introspection-issuer",
+        metavar="URL",
+        help=f"check opaque tokens with this issuer's introspection endpoint, as the client "
+        f"${oauth_settings.CLIENT_ID_ENV} / ${oauth_settings.CLIENT_SECRET_ENV}",
+    )
+
+
+def oauth_options(args: argparse.Namespace) -> oauth_settings.OAuthOptions:
+    """The OAuth options of a parsed `serve` command line."""
+    return oauth_settings.OAuthOptions(
+        public_url=args.public_url,
+        issuers=args.oauth_issuer,
+        audiences=args.oauth_audience,
+        scopes=args.oauth_scope,
+        user_claim=args.oauth_user_claim,
+        org_claim=args.oauth_org_claim,
+        default_org=args.oauth_default_org,
+        introspection_issuer=args.oauth_introspection_issuer,
+    )
+
+
 def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = None) -> int:
     """Run the command line; return the exit status."""
     environment = os.environ if env is None else env
     args = build_parser(environment).parse_args(argv)
     choice = choose_database(args.db, environment)
     args.keys = choose_key_ring(getattr(args, "key_file", None), environment)
-    args.env = environment
+    args.environment = environment
     run: Callable[[argparse.Namespace, DatabaseChoice, TextIO], None] = args.run
     try:
         run(args, choice, sys.stdout)
@@ -281,10 +345,14 @@ def _fail(message: str, status: int) -> int:
 def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be from 0 to 65535", EXIT_BAD_INPUT)
+    oauth = oauth_settings.choose_oauth(oauth_options(args), args.environment, host=args.host, port=args.port)
     storage = composition.open_ready_storage(choice, args.keys)
+    issuers = IssuerTokenVerifier(oauth) if oauth is not None else None
     try:
-        app = composition.build_app(composition.build_services(storage), bind_host=args.host)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        if issuers is not None:
+            issuers.warm_up()
+        app = composition.build_app(composition.build_services(storage), bind_host=args.host, issuers=issuers)
         base = f"http://{args.host}:{args.port}"
         print(f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}", file=out)
         print(f"{PROGRAM}: {storage.describe_mode()}", file=out, flush=True)
@@ -292,6 +360,8 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
         # The app logs its own access event (operationId, status, timing, request id).
         uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info")
     finally:
+        if issuers is not None:
+            issuers.close()
         storage.close()
 
 
@@ -428,7 +498,7 @@ def _key_file(args: argparse.Namespace) -> Path:
 
 
 def _keys_create(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
-    path: Path = args.out if args.out is not None else default_key_file(args.env)
+    path: Path = args.out if args.out is not None else default_key_file(args.environment)
     path.parent.mkdir(parents=True, exist_ok=True)
     ring = new_key_ring()
     write_key_ring(path, ring)

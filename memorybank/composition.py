@@ -13,10 +13,12 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 
 from adapters_crypto import AesGcmSealer, load_key_ring, parse_key_ring
-from adapters_http import bearer_token_resolver, create_app
+from adapters_http import Authenticate, bearer_resolver, create_app
 from adapters_mysql import SqlStorage, open_storage
+from adapters_oidc import IssuerTokenVerifier
 from memorybank.settings import DatabaseChoice, KeyRingChoice, prepare_embedded_directory
 from memorybank_core import Clock, EventSink, MemoryBank, Principal, Sealer, TokenService
+from memorybank_core.tokens import SECRET_PREFIX
 from memorybank_search import OwnerIndexer
 
 if TYPE_CHECKING:
@@ -107,22 +109,60 @@ def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: E
     )
 
 
-def build_app(services: Services, *, bind_host: str = "127.0.0.1") -> Starlette:
+def credential_check(tokens: TokenService, issuers: IssuerTokenVerifier | None) -> Authenticate:
+    """The bearer check of the standalone server: exactly one kind of credential decides each request.
+
+    A secret with the built-in prefix (`mbk_`) is looked up in the token store and nowhere else;
+    anything else goes to the configured issuers (a JWT, or an opaque token for introspection), and
+    without issuers it is unknown. No credential is ever tried against both.
+    """
+    if issuers is None:
+        return tokens.authenticate
+
+    def authenticate(secret: str) -> Principal | None:
+        if secret.startswith(SECRET_PREFIX):
+            return tokens.authenticate(secret)
+        return issuers.authenticate(secret)
+
+    return authenticate
+
+
+def build_app(
+    services: Services, *, bind_host: str = "127.0.0.1", issuers: IssuerTokenVerifier | None = None
+) -> Starlette:
     """The standalone app: the REST API and the MCP rail at `/mcp/agent`, behind the same bearer tokens.
 
-    Bearer tokens from the same database authenticate every request. `bind_host` sets the
-    rail's DNS-rebinding protection (a loopback bind serves loopback host names only).
-    Without the `mcp` extra the REST API is served alone, with a warning naming the install.
+    Bearer tokens from the same database authenticate every request, and with `issuers`
+    access tokens from the configured OAuth issuers too (see `credential_check`); the
+    protected-resource metadata then lists those issuers, and every bearer challenge names it.
+    `bind_host` sets the rail's DNS-rebinding protection (a loopback bind serves loopback
+    host names only). Without the `mcp` extra the REST API is served alone, with a warning
+    naming the install.
     """
-    rest = create_app(services.bank, bearer_token_resolver(services.tokens))
+    authenticate = credential_check(services.tokens, issuers)
     try:
         require_mcp()
     except McpUnavailableError as error:
         logger.warning("the MCP rail at /mcp/agent is off: %s", error)
-        return rest
-    from adapters_mcp import create_host_app, create_mcp_mount  # see require_mcp
+        return create_app(services.bank, bearer_resolver(authenticate))
+    from adapters_mcp import METADATA_PATH, RAIL_PATH, RAIL_SCOPES, create_host_app, create_mcp_mount  # see require_mcp
 
-    return create_host_app(rest, create_mcp_mount(rest, services.tokens.authenticate, bind_host=bind_host))
+    # The OAuth resource identifier is the rail's URL; the server's public base is what precedes its path.
+    public_url = issuers.settings.resource.removesuffix(RAIL_PATH) if issuers else None
+    rest = create_app(
+        services.bank,
+        bearer_resolver(authenticate),
+        resource_metadata_url=f"{public_url}{METADATA_PATH}" if public_url else None,
+    )
+    mount = create_mcp_mount(
+        rest,
+        authenticate,
+        bind_host=bind_host,
+        public_url=public_url,
+        authorization_servers=issuers.settings.issuers if issuers else (),
+        scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
+    )
+    return create_host_app(rest, mount)
 
 
 async def _no_network_caller(_request: Request) -> Principal | None:

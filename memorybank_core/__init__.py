@@ -16,6 +16,7 @@ from memorybank_core.entities import (
     Source,
 )
 from memorybank_core.errors import (
+    CredentialsRefusedError,
     ForbiddenError,
     InvalidInputError,
     MemoryBankError,
@@ -49,6 +50,7 @@ __all__ = [
     "Citation",
     "Clock",
     "ContextInput",
+    "CredentialsRefusedError",
     "EventSink",
     "FixedClock",
     "ForbiddenError",

@@ -59,5 +59,16 @@ class ForbiddenError(MemoryBankError, PermissionError):
         super().__init__(f"this operation requires the scope {required_scope}")
 
 
+class CredentialsRefusedError(MemoryBankError):
+    """Credentials were presented and refused (expired, for another resource, badly signed, ...).
+
+    `reason` says why in a few words, for the caller and the logs; it never quotes the credentials.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"the credentials were refused: {reason}")
+
+
 class UnavailableError(MemoryBankError, ConnectionError):
     """The storage behind the bank cannot be reached right now; retrying later may succeed."""

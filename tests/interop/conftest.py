@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import attrs
 import pytest
 
+from tests.node_packages import require_node
 from tests.rail_users import RailUser, create_database, new_user
 from tests.served import served
 
@@ -27,19 +27,9 @@ CLIENT_TIMEOUT_SECONDS = 120
 @pytest.fixture(scope="session")
 def node() -> str:
     """The node executable, with the pinned clients installed; fails under CI=true, else skips, when absent."""
-    executable = shutil.which("node")
-    problem = None
-    if executable is None:
-        problem = "node is not on PATH"
-    elif not INSPECTOR.exists() or not TS_SDK.exists():
-        problem = f"the pinned MCP clients are not installed in {NODE_MODULES}"
-    if problem is not None:
-        reason = f"INTEROP TESTS NOT RUN: {problem}; run tests/interop/install.sh (needs Node 20+ and npm)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    assert executable is not None
-    return executable
+    return require_node(
+        tier="INTEROP", installed=[INSPECTOR, TS_SDK], where=NODE_MODULES, install="tests/interop/install.sh"
+    )
 
 
 @pytest.fixture(scope="module")

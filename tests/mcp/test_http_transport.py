@@ -87,7 +87,7 @@ def test_a_token_with_neither_rail_scope_is_403(bank: MemoryBank) -> None:
     assert response.status_code == 403
     assert response.json()["error"] == "insufficient_mcp_scope"
     assert challenge(response.headers["www-authenticate"]) == {
-        "error": "insufficient_mcp_scope",
+        "error": "insufficient_scope",
         "resource_metadata": METADATA_URL,
         "scope": "mcp:read mcp:write",
     }

@@ -1,0 +1,72 @@
+"""What the resource server trusts: issuers, this server's resource URL and audiences, scope and identity mapping."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from memorybank_core import READ_SCOPE, WRITE_SCOPE
+
+DEFAULT_SCOPE_MAP: Mapping[str, frozenset[str]] = {
+    READ_SCOPE: frozenset({READ_SCOPE}),
+    WRITE_SCOPE: frozenset({WRITE_SCOPE}),
+}
+"""Our scope -> the issuer scopes that grant it. By default an issuer grants `mcp:read` with `mcp:read`."""
+
+DEFAULT_LEEWAY_SECONDS = 30
+"""Clock skew allowed on `exp`, `nbf` and `iat`: small, since a token lives minutes."""
+
+DEFAULT_JWKS_MAX_AGE_SECONDS = 300.0
+"""A fetched key set is used this long; then it is fetched again, so a removed (revoked) key stops working."""
+
+DEFAULT_JWKS_REFRESH_INTERVAL_SECONDS = 30.0
+"""At most one early refetch of a key set per this interval, when a token names a key we do not know.
+
+Without the limit, anyone could make the server hammer the issuer by sending tokens with made-up key ids.
+"""
+
+DEFAULT_HTTP_TIMEOUT_SECONDS = 5.0
+
+
+@attrs.frozen(kw_only=True)
+class IntrospectionSettings:
+    """RFC 7662 token introspection for opaque (non-JWT) access tokens: one issuer, our client credentials there."""
+
+    issuer: str
+    client_id: str
+    client_secret: str = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class ResourceServerSettings:
+    """The OAuth 2.1 resource server's configuration (see docs/auth.md)."""
+
+    issuers: tuple[str, ...]
+    """Trusted issuers, exactly as their tokens' `iss` and their metadata's `issuer` spell them."""
+    resource: str
+    """This server's resource identifier (RFC 8707 / RFC 9728): the rail's URL, `https://host/mcp/agent`."""
+    audiences: tuple[str, ...] = ()
+    """Accepted `aud` values; empty means just `resource`. Add e.g. Entra ID's `api://<app id>` here."""
+    scope_map: Mapping[str, frozenset[str]] = attrs.field(factory=lambda: dict(DEFAULT_SCOPE_MAP))
+    user_claim: str | None = None
+    """The claim naming the person instead of `sub` (e.g. Entra ID's `oid`); None: `sub`."""
+    org_claim: str | None = None
+    """The claim naming the person's organization; None: `default_org`."""
+    default_org: str | None = None
+    """The `org_` id for people whose token names no organization; None: one derived from the issuer."""
+    leeway_seconds: int = DEFAULT_LEEWAY_SECONDS
+    jwks_max_age_seconds: float = DEFAULT_JWKS_MAX_AGE_SECONDS
+    jwks_refresh_interval_seconds: float = DEFAULT_JWKS_REFRESH_INTERVAL_SECONDS
+    http_timeout_seconds: float = DEFAULT_HTTP_TIMEOUT_SECONDS
+    introspection: IntrospectionSettings | None = None
+
+    @property
+    def accepted_audiences(self) -> tuple[str, ...]:
+        """The `aud` values a token must name one of."""
+        return self.audiences or (self.resource,)
+
+    @property
+    def scopes_supported(self) -> tuple[str, ...]:
+        """The issuer scopes a client should ask for, for the protected-resource metadata."""
+        return tuple(sorted({scope for granting in self.scope_map.values() for scope in granting}))

@@ -1,0 +1,155 @@
+"""The OAuth resource server's settings, from `serve`'s options and the environment (docs/auth.md).
+
+Pure functions of their arguments (the environment is passed in), like `memorybank.settings`.
+Option values win over environment variables; a list option given on the command line replaces
+the environment's list. Client secrets are read from the environment only, never from argv.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from ipaddress import ip_address
+from urllib.parse import urlsplit
+
+import attrs
+
+from adapters_oidc import DEFAULT_SCOPE_MAP, IntrospectionSettings, ResourceServerSettings
+from memorybank_core import InvalidInputError
+from memorybank_core.ids import ORGANIZATION_PREFIX, parse_id
+from memorybank_core.tokens import KNOWN_SCOPES
+
+RAIL_PATH = "/mcp/agent"
+"""The rail's path; the server's OAuth resource identifier is its URL."""
+
+PUBLIC_URL_ENV = "MEMORYBANK_PUBLIC_URL"
+ISSUERS_ENV = "MEMORYBANK_OAUTH_ISSUERS"
+AUDIENCES_ENV = "MEMORYBANK_OAUTH_AUDIENCES"
+SCOPES_ENV = "MEMORYBANK_OAUTH_SCOPES"
+USER_CLAIM_ENV = "MEMORYBANK_OAUTH_USER_CLAIM"
+ORG_CLAIM_ENV = "MEMORYBANK_OAUTH_ORG_CLAIM"
+DEFAULT_ORG_ENV = "MEMORYBANK_OAUTH_DEFAULT_ORG"
+INTROSPECTION_ISSUER_ENV = "MEMORYBANK_OAUTH_INTROSPECTION_ISSUER"
+CLIENT_ID_ENV = "MEMORYBANK_OAUTH_CLIENT_ID"
+CLIENT_SECRET_ENV = "MEMORYBANK_OAUTH_CLIENT_SECRET"  # noqa: S105 - the variable's name, not a secret
+
+_LOOPBACK_NAMES = frozenset({"localhost"})
+
+
+@attrs.frozen(kw_only=True)
+class OAuthOptions:
+    """`serve`'s OAuth options as given (None or empty: not given)."""
+
+    public_url: str | None = None
+    issuers: Sequence[str] = ()
+    audiences: Sequence[str] = ()
+    scopes: Sequence[str] = ()
+    user_claim: str | None = None
+    org_claim: str | None = None
+    default_org: str | None = None
+    introspection_issuer: str | None = None
+
+
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and loopback addresses."""
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def public_url(options: OAuthOptions, env: Mapping[str, str], *, host: str, port: int) -> str | None:
+    """The server's public base URL: `--public-url`, else the environment, else `http://host:port` on a loopback bind.
+
+    Raises:
+        InvalidInputError: ("public-url") not an http(s) URL without query or fragment.
+    """
+    value = options.public_url or env.get(PUBLIC_URL_ENV, "").strip() or None
+    if value is None:
+        return f"http://{'[' + host + ']' if ':' in host else host}:{port}" if is_loopback(host) else None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise InvalidInputError("public-url", "must be an http(s) URL such as https://bank.example.com")
+    return value.rstrip("/")
+
+
+def choose_oauth(
+    options: OAuthOptions, env: Mapping[str, str], *, host: str, port: int
+) -> ResourceServerSettings | None:
+    """The resource server's settings, or None when no issuer is configured (built-in tokens only).
+
+    Raises:
+        InvalidInputError: naming the option (without its dashes) for a malformed value or a missing
+            `--public-url` on a non-loopback bind.
+    """
+    issuers = tuple(options.issuers) or tuple(_listed(env.get(ISSUERS_ENV, "")))
+    if not issuers:
+        return None
+    for issuer in issuers:
+        _check_issuer(issuer)
+    base = public_url(options, env, host=host, port=port)
+    if base is None:
+        raise InvalidInputError("public-url", "is required with --oauth-issuer when serving beyond loopback")
+    default_org = options.default_org or env.get(DEFAULT_ORG_ENV, "").strip() or None
+    if default_org is not None:
+        parse_id(default_org, prefix=ORGANIZATION_PREFIX, field="oauth-default-org")
+    return ResourceServerSettings(
+        issuers=issuers,
+        resource=base + RAIL_PATH,
+        audiences=tuple(options.audiences) or tuple(_listed(env.get(AUDIENCES_ENV, ""))),
+        scope_map=scope_map(tuple(options.scopes) or tuple(_listed(env.get(SCOPES_ENV, "")))),
+        user_claim=options.user_claim or env.get(USER_CLAIM_ENV, "").strip() or None,
+        org_claim=options.org_claim or env.get(ORG_CLAIM_ENV, "").strip() or None,
+        default_org=default_org,
+        introspection=_introspection(options, env, issuers),
+    )
+
+
+def scope_map(pairs: Sequence[str]) -> dict[str, frozenset[str]]:
+    """`mcp:read=SCOPE` pairs -> our scope -> the issuer scopes granting it. A scope named here gets exactly
+    the listed issuer scopes; one not named keeps the default (itself).
+
+    Raises:
+        InvalidInputError: ("oauth-scope") a pair that is not `OURS=THEIRS` with OURS one of our scopes.
+    """
+    named: dict[str, set[str]] = {}
+    for pair in pairs:
+        ours, sep, theirs = pair.partition("=")
+        if not sep or ours not in KNOWN_SCOPES or not theirs.strip() or " " in theirs.strip():
+            known = " or ".join(sorted(KNOWN_SCOPES))
+            raise InvalidInputError("oauth-scope", f"must be OURS=THEIRS with OURS {known}, e.g. mcp:read=memory.read")
+        named.setdefault(ours, set()).add(theirs.strip())
+    mapping = dict(DEFAULT_SCOPE_MAP)
+    mapping.update({ours: frozenset(theirs) for ours, theirs in named.items()})
+    return mapping
+
+
+def _check_issuer(issuer: str) -> None:
+    parts = urlsplit(issuer)
+    secure = parts.scheme == "https" or (parts.scheme == "http" and is_loopback(parts.hostname or ""))
+    if not secure or not parts.hostname or parts.query or parts.fragment:
+        raise InvalidInputError(
+            "oauth-issuer", "must be an https URL (http only on loopback), exactly as the issuer's tokens name it"
+        )
+
+
+def _introspection(
+    options: OAuthOptions, env: Mapping[str, str], issuers: Sequence[str]
+) -> IntrospectionSettings | None:
+    issuer = options.introspection_issuer or env.get(INTROSPECTION_ISSUER_ENV, "").strip() or None
+    if issuer is None:
+        return None
+    if issuer not in issuers:
+        raise InvalidInputError("oauth-introspection-issuer", "must be one of the --oauth-issuer URLs")
+    client_id = env.get(CLIENT_ID_ENV, "").strip()
+    client_secret = env.get(CLIENT_SECRET_ENV, "")
+    if not client_id or not client_secret:
+        raise InvalidInputError(
+            "oauth-introspection-issuer", f"needs ${CLIENT_ID_ENV} and ${CLIENT_SECRET_ENV} (the server's client there)"
+        )
+    return IntrospectionSettings(issuer=issuer, client_id=client_id, client_secret=client_secret)
+
+
+def _listed(value: str) -> list[str]:
+    return value.replace(",", " ").split()

@@ -1,0 +1,117 @@
+"""`serve`'s OAuth options: what they configure, and one-line refusals of malformed values."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters_mcp import RAIL_PATH
+from memorybank import oauth_settings
+from memorybank.oauth_settings import OAuthOptions, choose_oauth
+from memorybank_core import InvalidInputError
+from tests.cli.conftest import Run
+
+
+@pytest.mark.parametrize(
+    ("argv", "reason"),
+    [
+        (["--oauth-issuer", "http://login.example.com"], "--oauth-issuer must be an https URL (http only on loopback)"),
+        (["--oauth-issuer", "not a url"], "--oauth-issuer must be an https URL"),
+        (["--oauth-issuer", "https://login.example.com", "--host", "0.0.0.0"], "--public-url is required"),  # noqa: S104
+        (["--oauth-issuer", "https://login.example.com", "--public-url", "ftp://x"], "--public-url must be an http(s)"),
+        (
+            ["--oauth-issuer", "https://login.example.com", "--oauth-scope", "admin=x"],
+            "--oauth-scope must be OURS=THEIRS",
+        ),
+        (["--oauth-issuer", "https://login.example.com", "--oauth-default-org", "acme"], "--oauth-default-org must be"),
+        (
+            [
+                "--oauth-issuer",
+                "https://login.example.com",
+                "--oauth-introspection-issuer",
+                "https://other.example.com",
+            ],
+            "--oauth-introspection-issuer must be one of the --oauth-issuer URLs",
+        ),
+        (
+            [
+                "--oauth-issuer",
+                "https://login.example.com",
+                "--oauth-introspection-issuer",
+                "https://login.example.com",
+            ],
+            "--oauth-introspection-issuer needs $MEMORYBANK_OAUTH_CLIENT_ID",
+        ),
+    ],
+)
+def test_a_malformed_oauth_option_is_one_line_and_exit_2(run: Run, argv: list[str], reason: str) -> None:
+    outcome = run("serve", *argv)
+
+    assert outcome.status == 2
+    assert reason in outcome.err
+    assert outcome.err.count("\n") == 1
+
+
+def test_without_an_issuer_only_built_in_tokens_are_served() -> None:
+    assert choose_oauth(OAuthOptions(), {}, host="127.0.0.1", port=8000) is None
+
+
+def test_the_resource_is_the_rails_url_on_the_public_base() -> None:
+    settings = choose_oauth(
+        OAuthOptions(issuers=["https://login.example.com"], public_url="https://bank.example.com/"),
+        {},
+        host="0.0.0.0",  # noqa: S104 - a bind address under test, not a server
+        port=8000,
+    )
+
+    assert settings is not None
+    assert settings.resource == "https://bank.example.com" + RAIL_PATH == "https://bank.example.com/mcp/agent"
+    assert settings.accepted_audiences == ("https://bank.example.com/mcp/agent",)
+
+
+def test_a_loopback_bind_is_its_own_public_url() -> None:
+    settings = choose_oauth(OAuthOptions(issuers=["http://127.0.0.1:9000"]), {}, host="127.0.0.1", port=8123)
+
+    assert settings is not None
+    assert settings.resource == "http://127.0.0.1:8123/mcp/agent"
+
+
+def test_everything_can_come_from_the_environment() -> None:
+    env = {
+        oauth_settings.ISSUERS_ENV: "https://a.example.com, https://b.example.com",
+        oauth_settings.PUBLIC_URL_ENV: "https://bank.example.com",
+        oauth_settings.AUDIENCES_ENV: "api://6e74172b-be56-4843-9ff4-e66a39bb12e3",
+        oauth_settings.SCOPES_ENV: "mcp:read=memory.read mcp:write=memory.write",
+        oauth_settings.USER_CLAIM_ENV: "oid",
+        oauth_settings.ORG_CLAIM_ENV: "tid",
+        oauth_settings.INTROSPECTION_ISSUER_ENV: "https://b.example.com",
+        oauth_settings.CLIENT_ID_ENV: "memorybank",
+        oauth_settings.CLIENT_SECRET_ENV: "s3cret",
+    }
+
+    settings = choose_oauth(OAuthOptions(), env, host="0.0.0.0", port=8000)  # noqa: S104
+
+    assert settings is not None
+    assert settings.issuers == ("https://a.example.com", "https://b.example.com")
+    assert settings.accepted_audiences == ("api://6e74172b-be56-4843-9ff4-e66a39bb12e3",)
+    assert settings.scope_map == {"mcp:read": frozenset({"memory.read"}), "mcp:write": frozenset({"memory.write"})}
+    assert settings.scopes_supported == ("memory.read", "memory.write")
+    assert (settings.user_claim, settings.org_claim) == ("oid", "tid")
+    assert settings.introspection is not None
+    assert settings.introspection.client_id == "memorybank"
+    assert "s3cret" not in repr(settings)
+
+
+def test_options_win_over_the_environment() -> None:
+    env = {oauth_settings.ISSUERS_ENV: "https://env.example.com"}
+
+    settings = choose_oauth(OAuthOptions(issuers=["https://flag.example.com"]), env, host="127.0.0.1", port=1)
+
+    assert settings is not None
+    assert settings.issuers == ("https://flag.example.com",)
+
+
+def test_a_scope_map_names_only_our_scopes() -> None:
+    with pytest.raises(InvalidInputError):
+        oauth_settings.scope_map(["mcp:admin=everything"])
+    assert oauth_settings.scope_map(["mcp:read=a", "mcp:read=b"])["mcp:read"] == frozenset({"a", "b"})
+    assert oauth_settings.scope_map(["mcp:read=a"])["mcp:write"] == frozenset({"mcp:write"})

@@ -1,0 +1,89 @@
+"""docs/auth.md cannot drift: its commands configure what it says, and its metadata example is what is served."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+from starlette.testclient import TestClient
+
+from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings
+from memorybank.cli import build_parser, oauth_options
+from memorybank.composition import Services, build_app
+from memorybank.oauth_settings import choose_oauth
+from memorybank_core import InMemoryStore, InMemoryTokenStore, MemoryBank, TokenService
+from memorybank_search import InMemorySearch, OwnerIndexer
+from tests.served import REPO_ROOT
+
+AUTH_DOC = (REPO_ROOT / "docs" / "auth.md").read_text()
+README = (REPO_ROOT / "README.md").read_text()
+
+
+def serve_commands(text: str = AUTH_DOC) -> list[tuple[list[str], dict[str, str]]]:
+    """Every `memorybank serve` command in the bash blocks of `text`, with the variables its block exports."""
+    found = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL):
+        env: dict[str, str] = {}
+        for line in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(line)
+            if words[:1] == ["export"]:
+                name, _, value = words[1].partition("=")
+                env[name] = value
+            elif words[:2] == ["memorybank", "serve"]:
+                found.append((words[1 : words.index("#")] if "#" in words else words[1:], dict(env)))
+    return found
+
+
+def settings_of(argv: list[str], env: dict[str, str]) -> ResourceServerSettings:
+    args = build_parser(env).parse_args(argv)
+    settings = choose_oauth(oauth_options(args), env, host=args.host, port=args.port)
+    assert settings is not None
+    return settings
+
+
+def test_every_documented_serve_command_configures_an_issuer() -> None:
+    commands = serve_commands()
+
+    issuers = [settings_of(argv, env).issuers for argv, env in commands]
+
+    assert len(commands) == 4
+    assert issuers == [
+        ("https://login.example.com",),
+        ("https://keycloak.example.com/realms/acme",),
+        ("https://acme.eu.auth0.com/",),
+        ("https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0",),
+    ]
+
+
+def test_the_readmes_oauth_example_is_the_docs_first_one() -> None:
+    oauth_examples = [command for command in serve_commands(README) if any("oauth" in word for word in command[0])]
+
+    assert oauth_examples == [serve_commands()[0]]
+
+
+def test_the_entra_id_example_maps_what_the_doc_says() -> None:
+    argv, env = serve_commands()[3]
+
+    settings = settings_of(argv, env)
+
+    assert settings.accepted_audiences == ("6e74172b-be56-4843-9ff4-e66a39bb12e3",)
+    assert settings.scopes_supported == ("memory.read", "memory.write")
+    assert (settings.user_claim, settings.org_claim) == ("oid", "tid")
+
+
+def test_the_documented_metadata_is_what_the_first_example_serves() -> None:
+    documented = json.loads(re.findall(r"```json\n(.*?)```", AUTH_DOC, re.DOTALL)[0])
+    argv, env = serve_commands()[0]
+    verifier = IssuerTokenVerifier(settings_of(argv, env))
+    store = InMemoryStore()
+    services = Services(
+        bank=MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer())),
+        tokens=TokenService(store=InMemoryTokenStore()),
+    )
+
+    with TestClient(build_app(services, issuers=verifier)) as client:
+        served = client.get("/.well-known/oauth-protected-resource/mcp/agent").json()
+    verifier.close()
+
+    assert served == documented

@@ -1,0 +1,80 @@
+"""From validated claims to a principal: the user id, the organization, our scopes."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from typeid import TypeID
+
+from adapters_oidc import ResourceServerSettings, granted_scopes, token_scopes, user_id_for
+from adapters_oidc.identity import principal_from_claims
+from memorybank_core import CredentialsRefusedError
+from memorybank_core.ids import ORGANIZATION_PREFIX, is_id
+
+ISSUER = "https://login.example.com"
+SETTINGS = ResourceServerSettings(issuers=(ISSUER,), resource="https://bank.example.com/mcp/agent")
+
+
+def test_the_documented_user_id_derivation_holds() -> None:
+    # docs/auth.md spells this out; user ids are persisted, so the derivation must never change.
+    name = '["https://login.example.com","248289761001"]'
+    expected = uuid.uuid5(uuid.UUID("6f1d8c7e-3b2a-5e0f-9a41-0d6c2b7e8a15"), name)
+
+    derived = user_id_for("https://login.example.com", "248289761001")
+
+    assert derived == "usr_7hcycp79bgajkrb7nwtxmxg3wp"
+    assert str(TypeID.from_string(derived).uuid) == str(expected)
+
+
+def test_an_organization_claim_becomes_a_stable_org_id_per_issuer() -> None:
+    settings = ResourceServerSettings(issuers=(ISSUER,), resource=SETTINGS.resource, org_claim="org")
+
+    acme = principal_from_claims(ISSUER, {"sub": "a", "org": "acme"}, settings).organization_id
+    again = principal_from_claims(ISSUER, {"sub": "b", "org": "acme"}, settings).organization_id
+    elsewhere = principal_from_claims("https://other.example.com", {"sub": "a", "org": "acme"}, settings)
+
+    assert is_id(acme, prefix=ORGANIZATION_PREFIX)
+    assert acme == again
+    assert elsewhere.organization_id != acme
+
+
+def test_an_org_typeid_in_the_claim_is_used_as_is_and_a_missing_one_gives_the_default() -> None:
+    settings = ResourceServerSettings(
+        issuers=(ISSUER,), resource=SETTINGS.resource, org_claim="org", default_org="org_01h455vb4pex5vsknk084sn02q"
+    )
+
+    named = principal_from_claims(ISSUER, {"sub": "a", "org": "org_01jbz3x9qkf6gsv5w2m7c8d4ta"}, settings)
+    unnamed = principal_from_claims(ISSUER, {"sub": "a"}, settings)
+
+    assert named.organization_id == "org_01jbz3x9qkf6gsv5w2m7c8d4ta"
+    assert unnamed.organization_id == "org_01h455vb4pex5vsknk084sn02q"
+
+
+def test_a_configured_user_claim_names_the_person_instead_of_sub() -> None:
+    settings = ResourceServerSettings(issuers=(ISSUER,), resource=SETTINGS.resource, user_claim="oid")
+
+    person = principal_from_claims(ISSUER, {"sub": "pairwise-1", "oid": "4f1c"}, settings)
+
+    assert person.user_id == user_id_for(ISSUER, "4f1c")
+    with pytest.raises(CredentialsRefusedError, match="no oid claim"):
+        principal_from_claims(ISSUER, {"sub": "pairwise-1"}, settings)
+
+
+@pytest.mark.parametrize(
+    ("claims", "expected"),
+    [
+        ({"scope": "openid mcp:read"}, {"openid", "mcp:read"}),
+        ({"scp": "mcp:read mcp:write"}, {"mcp:read", "mcp:write"}),
+        ({"scp": ["mcp:write", 7]}, {"mcp:write"}),
+        ({}, set()),
+    ],
+)
+def test_scopes_are_read_from_scope_or_scp(claims: dict[str, object], expected: set[str]) -> None:
+    assert token_scopes(claims) == expected
+
+
+def test_only_mapped_issuer_scopes_grant_ours() -> None:
+    scope_map = {"mcp:read": frozenset({"memory.read"}), "mcp:write": frozenset({"memory.write"})}
+
+    assert granted_scopes({"memory.read", "mcp:write"}, scope_map) == {"mcp:read"}

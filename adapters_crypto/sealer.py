@@ -36,20 +36,12 @@ FORMAT_VERSION = "1"
 NONCE_BYTES = 12
 _INDEX_INFO = b"memorybank/blind-index/1"
 _AAD_PREFIX = b"memorybank/seal/"
-#: Token length: 80 bits of HMAC, 16 base36 digits. Within InnoDB's 3..84 token sizes, never a
-#: stopword, one word to every tokenizer; two (owner, term) pairs collide with negligible odds.
+#: Token length: 80 bits of HMAC, exactly 16 lowercase base32 characters (`[a-z2-7]`, no padding).
+#: Within InnoDB's 3..84 token sizes, never a stopword, one word to every tokenizer; two
+#: (owner, term) pairs collide with negligible odds.
 TOKEN_BYTES = 10
 TOKEN_LENGTH = 16
-_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 _TOKEN_CACHE = 1 << 16
-
-
-def _base36(number: int, width: int) -> str:
-    digits = []
-    for _ in range(width):
-        number, digit = divmod(number, 36)
-        digits.append(_DIGITS[digit])
-    return "".join(reversed(digits))
 
 
 def derive_index_key(material: bytes) -> bytes:
@@ -58,7 +50,7 @@ def derive_index_key(material: bytes) -> bytes:
 
 
 class KeyedBlindIndex(BlindIndex):
-    """Tokens = base36(HMAC-SHA256(index key, owner NUL term)[:10]): one posting list per (owner, term)."""
+    """Tokens = base32(HMAC-SHA256(index key, owner NUL term)[:10]): one posting list per (owner, term)."""
 
     def __init__(self, key_id: str, index_key: bytes) -> None:
         self._key_id = key_id
@@ -77,7 +69,7 @@ class KeyedBlindIndex(BlindIndex):
         mac = self._mac.copy()
         # NUL never occurs in a TypeID, so (owner, term) pairs cannot run into each other.
         mac.update(user_id.encode("utf-8") + b"\x00" + term.encode("utf-8"))
-        return _base36(int.from_bytes(mac.digest()[:TOKEN_BYTES], "big"), TOKEN_LENGTH)
+        return base64.b32encode(mac.digest()[:TOKEN_BYTES]).decode("ascii").lower()
 
 
 def _associated_data(key_id: str, binding: SealBinding) -> bytes:

@@ -163,15 +163,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     reindexing.add_argument("--all", action="store_true", help="re-index every memory, not only stale ones")
     reindexing.set_defaults(run=_reindex)
 
-    encrypting = commands.add_parser(
+    online = "in batches of 1,000, with a progress bar, while servers keep serving. Safe to stop and rerun."
+    commands.add_parser(
         "encrypt",
         parents=[database],
         help="seal every plaintext memory with the key ring, online",
         description="Seal the memories stored in plaintext (content, tags, snippets, citation ids) and replace "
-        "their search terms with the blind index, in batches of 1,000, with a progress bar, while servers keep "
-        "serving. Safe to stop and rerun. Needs a key ring (--key-file or $MEMORYBANK_KEY_FILE).",
-    )
-    encrypting.set_defaults(run=_encrypt)
+        f"their search terms with the blind index, {online} Needs a key ring (--key-file or ${KEY_FILE_ENV}).",
+    ).set_defaults(run=_encrypt)
 
     keys = commands.add_parser(
         "keys", help="manage encryption keys", description="Create key rings, add and remove keys, re-seal rows."
@@ -207,15 +206,13 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     keys_remove.add_argument("key_id", metavar="KEY_ID")
     keys_remove.add_argument("--key-file", metavar="FILE", type=Path, help=f"the ring (default: ${KEY_FILE_ENV})")
     keys_remove.set_defaults(run=_keys_remove, db=None)
-    keys_rotate = key_commands.add_parser(
+    key_commands.add_parser(
         "rotate",
         parents=[database],
         help="re-seal rows written under older keys, online",
         description="Re-seal memories sealed under a key that is no longer primary, and recompute their blind "
-        "index if the index key changed, in batches of 1,000, with a progress bar, while servers keep serving. "
-        "Every row stays readable throughout. Safe to stop and rerun.",
-    )
-    keys_rotate.set_defaults(run=_keys_rotate)
+        f"index if the index key changed, {online} Every row stays readable throughout.",
+    ).set_defaults(run=_keys_rotate)
 
     token = commands.add_parser("token", help="manage API tokens", description="Create, list and revoke API tokens.")
     token_commands = token.add_subparsers(dest="token_command", required=True, metavar="ACTION", parser_class=_Parser)

@@ -65,6 +65,13 @@ def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
     opened.close()
 
 
+@pytest.fixture
+def sealed(place: Place) -> tuple[SqlStorage, MemoryBank]:
+    """A fresh sealed database of the parametrized dialect, and a bank over it."""
+    storage = place.open(new_key_ring())
+    return storage, bank_over(storage)
+
+
 def bank_over(storage: SqlStorage) -> MemoryBank:
     return MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=start_clock())
 
@@ -167,10 +174,9 @@ def _unavailable(bank: MemoryBank, user: User, memory_id: str, word: str) -> Non
 
 @pytest.mark.parametrize("how", ["flipped byte", "moved from another row", "moved from another user's row"])
 def test_tampered_content_fails_closed_is_logged_by_id_and_others_keep_working(
-    place: Place, how: str, caplog: pytest.LogCaptureFixture
+    sealed: tuple[SqlStorage, MemoryBank], how: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    storage = place.open(new_key_ring())
-    bank = bank_over(storage)
+    storage, bank = sealed
     alice, bob = User(), User()
     victim = save(bank, alice, "alpine lake cabin")
     other = save(bank, alice, "alpine meadow note")
@@ -193,9 +199,8 @@ def test_tampered_content_fails_closed_is_logged_by_id_and_others_keep_working(
     assert bob.user_id not in [item.user_id for item in bank.list(alice).memories]
 
 
-def test_a_snippet_moved_to_another_memory_fails_closed(place: Place) -> None:
-    storage = place.open(new_key_ring())
-    bank = bank_over(storage)
+def test_a_snippet_moved_to_another_memory_fails_closed(sealed: tuple[SqlStorage, MemoryBank]) -> None:
+    storage, bank = sealed
     alice = User()
     first = save(bank, alice, "first harbor", contexts=[{"snippet": "first snippet"}])
     second = save(bank, alice, "second harbor", contexts=[{"snippet": "second snippet"}])
@@ -209,9 +214,8 @@ def test_a_snippet_moved_to_another_memory_fails_closed(place: Place) -> None:
     assert found(bank, alice, "harbor") == [first]
 
 
-def test_swapped_search_tokens_of_two_users_leak_nothing(place: Place) -> None:
-    storage = place.open(new_key_ring())
-    bank = bank_over(storage)
+def test_swapped_search_tokens_of_two_users_leak_nothing(sealed: tuple[SqlStorage, MemoryBank]) -> None:
+    storage, bank = sealed
     alice, bob = User(), User()
     alices = save(bank, alice, "violet garden party")
     bobs = save(bank, bob, "violet garden secret")

@@ -14,7 +14,14 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Lifespan, Receive, Scope, Send
 
 from adapters_http.auth import PrincipalResolver
-from adapters_http.endpoint import REQUEST_ID_HEADER, Endpoint, RequestIdMiddleware, guarded, log_unexpected, request_id
+from adapters_http.endpoint import (
+    REQUEST_ID_HEADER,
+    Endpoint,
+    RequestIdMiddleware,
+    authenticated_endpoint,
+    log_unexpected,
+    request_id,
+)
 from adapters_http.errors import internal_error_response, method_not_allowed, routing_error
 from adapters_http.handlers import MemoryHandlers
 from adapters_http.inputs import MAX_BODY_BYTES
@@ -45,7 +52,7 @@ def memory_routes(
     handlers = MemoryHandlers(bank, max_body_bytes=max_body_bytes)
     by_path: dict[str, dict[str, Endpoint]] = {}
     for spec in routes:
-        endpoint = guarded(
+        endpoint = authenticated_endpoint(
             partial(spec.handler, handlers),
             resolve_principal,
             operation_id=spec.operation_id,

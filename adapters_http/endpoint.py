@@ -43,7 +43,7 @@ def request_id(scope: Scope) -> str:
     return fresh
 
 
-def guarded(
+def authenticated_endpoint(
     handler: Handler, resolver: PrincipalResolver, *, operation_id: str, resource_metadata: str | None = None
 ) -> Endpoint:
     """Wrap `handler`: resolve the principal (401 without one), map errors, tag and log the response.

@@ -11,9 +11,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from adapters_http.inputs import MAX_BODY_BYTES, integer_or_text, query_value, read_json_body
-from adapters_http.serialization import memory_json, memory_page_json, search_results_json
+from adapters_http.serialization import memory_page_json, search_results_json
 from memorybank_core.ports import Principal
 from memorybank_core.use_cases import MemoryBank
+from memorybank_core.wire import memory_json
 
 
 class MemoryHandlers:

@@ -1,52 +1,9 @@
-"""Core entities to wire JSON: snake_case keys, ISO-8601 UTC timestamps (see `schemas`)."""
+"""Response bodies of the memory routes, around the core's one wire shape of a memory (`memorybank_core.wire`)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
-
-from memorybank_core.entities import Citation, Memory, MemoryContext, MemoryPage, SearchResult
-
-Json = dict[str, Any]
-"""A JSON object as Python data."""
-
-
-def timestamp(value: datetime) -> str:
-    """`2026-07-02T12:00:00.001Z`: UTC, millisecond precision (what every backend stores)."""
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def citation_json(citation: Citation | None) -> Json | None:
-    """A citation with only the ids that were given, or None when there is none."""
-    if citation is None:
-        return None
-    fields = {"conversation_id": citation.conversation_id, "message_id": citation.message_id}
-    return {key: value for key, value in fields.items() if value is not None}
-
-
-def context_json(context: MemoryContext) -> Json:
-    """One context of a memory."""
-    return {
-        "id": context.id,
-        "snippet": context.snippet,
-        "citation": citation_json(context.citation),
-        "origin": context.origin.value if context.origin is not None else None,
-        "created_at": timestamp(context.created_at),
-    }
-
-
-def memory_json(memory: Memory) -> Json:
-    """A memory with its contexts. The owner's ids stay out: the caller is the owner."""
-    return {
-        "id": memory.id,
-        "content": memory.content,
-        "tags": list(memory.tags),
-        "source": memory.source.value,
-        "scope": memory.scope.value,
-        "created_at": timestamp(memory.created_at),
-        "updated_at": timestamp(memory.updated_at),
-        "contexts": [context_json(context) for context in memory.contexts],
-    }
+from memorybank_core.entities import MemoryPage, SearchResult
+from memorybank_core.wire import Json, memory_json
 
 
 def search_results_json(results: list[SearchResult]) -> Json:

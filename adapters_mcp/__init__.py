@@ -16,6 +16,7 @@ from adapters_mcp.catalog import (
     Catalog,
     CatalogError,
     build_catalog,
+    default_catalog,
     is_exposed,
 )
 from adapters_mcp.http_transport import (
@@ -26,7 +27,6 @@ from adapters_mcp.http_transport import (
     McpMount,
     create_host_app,
     create_mcp_mount,
-    default_catalog,
     transport_security,
 )
 from adapters_mcp.prompt import MEMORY_BANK_PROMPT, PROMPT_NAME

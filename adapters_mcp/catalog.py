@@ -13,8 +13,7 @@ from typing import Any
 
 import attrs
 
-from adapters_http import MEMORY_TAG, OperationIdError, capability_names
-from memorybank_core import READ_SCOPE, WRITE_SCOPE
+from adapters_http import MEMORY_TAG, OperationIdError, build_openapi, capability_names
 
 JsonObject = dict[str, Any]
 """A JSON object as plain data."""
@@ -69,16 +68,16 @@ class Capability:
     query_params: tuple[str, ...]
     body_schema: Mapping[str, Any] | None
     """The JSON request body's schema with every `$ref` inlined; None when the operation takes no body."""
+    required_scope: str | None
+    """The scope the operation's `security` requirement names (`mcp:read`, `mcp:write`); None if it names none.
+
+    Read from the OpenAPI document, never re-derived here: the core enforces it, the catalog shows it.
+    """
 
     @property
     def has_body(self) -> bool:
         """Whether the operation takes a JSON request body."""
         return self.body_schema is not None
-
-    @property
-    def required_scope(self) -> str:
-        """`mcp:read` for GET, `mcp:write` for anything else (the reference host's rule)."""
-        return READ_SCOPE if self.method == "GET" else WRITE_SCOPE
 
     def describe(self, *, score: float) -> JsonObject:
         """The match entry `search_capabilities` returns for this capability."""
@@ -117,6 +116,11 @@ class Catalog:
     def names(self) -> tuple[str, ...]:
         """Every capability name, in document order."""
         return tuple(capability.name for capability in self.capabilities)
+
+
+def default_catalog() -> Catalog:
+    """The catalog of the HTTP facade's own memory routes, from their OpenAPI document."""
+    return build_catalog(build_openapi())
 
 
 def is_exposed(
@@ -203,7 +207,18 @@ def _capability(
         path_params=path_params,
         query_params=query_params,
         body_schema=_body_schema(name, operation, document),
+        required_scope=_required_scope(operation, document),
     )
+
+
+def _required_scope(operation: Mapping[str, Any], document: Mapping[str, Any]) -> str | None:
+    # The operation's own security requirement, else the document's; the first scope it names.
+    requirements = operation.get("security", document.get("security", []))
+    for requirement in requirements if isinstance(requirements, list) else []:
+        for scopes in requirement.values() if isinstance(requirement, Mapping) else []:
+            if isinstance(scopes, list) and scopes and isinstance(scopes[0], str):
+                return scopes[0]
+    return None
 
 
 def _body_schema(name: str, operation: Mapping[str, Any], document: Mapping[str, Any]) -> JsonObject | None:

@@ -26,8 +26,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from adapters_http import RETRY_AFTER_SECONDS, Authenticate, bearer_challenge, bearer_secret, build_openapi
-from adapters_mcp.catalog import Catalog, build_catalog
+from adapters_http import RETRY_AFTER_SECONDS, Authenticate, bearer_challenge, bearer_secret
+from adapters_mcp.catalog import Catalog
 from adapters_mcp.server import build_server
 from adapters_mcp.tools import CAPABILITY_TIMEOUT_SECONDS, CapabilityRail
 from memorybank_core import READ_SCOPE, WRITE_SCOPE, CredentialsRefusedError, Principal, UnavailableError
@@ -73,17 +73,14 @@ def transport_security(bind_host: str, allowed_hosts: Sequence[str] = ()) -> Tra
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
-def default_catalog() -> Catalog:
-    """The catalog of this package's own REST routes."""
-    return build_catalog(build_openapi())
-
-
 class BearerGate:
-    """ASGI middleware in front of the rail: a live bearer token with `mcp:read` or `mcp:write`, or no entry.
+    """ASGI middleware in front of the rail: a live bearer token, or no entry.
 
     Answers like the reference host: 401 `missing_mcp_token` / `invalid_mcp_token` and 403
     `insufficient_mcp_scope`, each with a `WWW-Authenticate: Bearer` challenge naming the
-    metadata document and the scopes. The 403 challenge carries RFC 6750's `insufficient_scope`
+    metadata document and the scopes. The 403 is about the rail as a
+    protected resource (any rail scope at all); which scope a capability needs is the core's
+    decision, made once when it runs. The 403 challenge carries RFC 6750's `insufficient_scope`
     (the body keeps the reference code), so an OAuth client knows to ask for more scope.
     """
 
@@ -206,7 +203,7 @@ def create_mcp_mount(
     bank_app: ASGIApp,
     authenticate: Authenticate,
     *,
-    catalog: Catalog | None = None,
+    catalog: Catalog,
     public_url: str | None = None,
     authorization_servers: Sequence[str] = (),
     scopes_supported: Sequence[str] = RAIL_SCOPES,
@@ -217,6 +214,7 @@ def create_mcp_mount(
 ) -> McpMount:
     """The rail at `/mcp/agent` over `bank_app` (the REST app its capabilities call in-process).
 
+    `catalog` describes `bank_app`'s capabilities (`default_catalog()` for this package's routes).
     `authenticate` checks bearer secrets (the REST API's own tokens); `public_url`
     (`https://bank.example.com`) names the server in the metadata document and the
     `WWW-Authenticate` challenge when a proxy hides it, else the request's Host is used;
@@ -230,7 +228,7 @@ def create_mcp_mount(
     Raises:
         CatalogError: the REST app's routes give an unsound catalog.
     """
-    rail = CapabilityRail(catalog if catalog is not None else default_catalog(), bank_app, timeout=timeout)
+    rail = CapabilityRail(catalog, bank_app, timeout=timeout)
     server = build_server(rail, _principal_from_request)
     sdk_app = server.streamable_http_app(
         streamable_http_path=AGENT_PATH,

@@ -1,8 +1,8 @@
 """Ranking capabilities against what an agent asked for ("save a memory", "forget that note").
 
-Lexical, like the reference host's newer ranking: words are case-folded, stopwords
-dropped, plurals and -ing/-ed endings stemmed lightly, and synonyms folded into one
-group (remember = save = post). Each query term then scores by where it appears:
+Lexical, like the reference host's newer ranking: words are case-folded and stemmed by
+the memory search's own analyzer (`memorybank_search`: Snowball), stopwords dropped (its
+one list), and synonyms folded into one group (remember = save = post). Each query term then scores by where it appears:
 name 5, a name word it prefixes 3, the summary's lead sentence 2, tags 2, path 1.
 The rest of the summary (how to call the operation) counts 0.5, so "an empty list"
 in a search route's calling notes cannot outrank the route that lists.
@@ -17,6 +17,7 @@ from collections.abc import Iterable
 import attrs
 
 from adapters_mcp.catalog import Capability
+from memorybank_search import STOPWORDS, TextAnalyzer, tokens
 
 NAME_WEIGHT = 5.0
 NAME_PREFIX_WEIGHT = 3.0
@@ -37,62 +38,43 @@ SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("list", "enumerate", "browse", "all"),
     ("update", "edit", "change", "modify", "put", "patch"),
 )
-"""Words that mean the same thing to this catalog; every word of a group ranks as the group's first word."""
+"""Words that mean the same thing to this catalog; every word of a group ranks as the group's first word.
 
-_STOPWORD_TEXT = """a an the my me mine i i'm im we our ours you your yours it its this that these those there here
-    what which who whom whose when where why how is are was were be been being am do does did done
-    to of for in on at by about as from into onto with without and or but if then so than too very
-    can could would should will shall may might must please just some any each every one ones
-    up out over again also more most other such only own same not no nor ok okay let lets
-    something thing things stuff"""
-STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
-"""Words that say nothing about which operation is meant."""
+A word of a group is never a stopword here (`all`, `recall`, `remember` name operations)."""
 
-_WORD = re.compile(r"[^\W_]+")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _SENTENCE_END = re.compile(r"[.;:!?](?:\s|$)")
 
-_GROUP_OF: dict[str, str] = {word: group[0] for group in SYNONYM_GROUPS for word in group}
+_ANALYZER = TextAnalyzer()
+
+
+def _stem(word: str) -> str:
+    # The analyzer's term for one plain word (a run of letters and digits is exactly one term).
+    found = _ANALYZER.document_terms(word)
+    return found[0] if found else word
+
+
+_GROUP_OF: dict[str, str] = {_stem(word): group[0] for group in SYNONYM_GROUPS for word in group}
 
 
 def words(text: str) -> list[str]:
-    """Case-folded words of `text`, camelCase split (`getMemorySearch` -> get, memory, search)."""
+    """The analyzer's words of `text`, unstemmed, camelCase split first (`getMemorySearch` -> get, memory, search)."""
     normalized = unicodedata.normalize("NFKC", text)
     split = " ".join(_CAMEL.findall(normalized)) if normalized.isascii() else normalized
-    return _WORD.findall(split.casefold())
+    return [token.surface for token in tokens(split)]
 
 
 def term(word: str) -> str | None:
-    """The index term of one word: its synonym group, else its light stem; None for a stopword."""
-    if word in STOPWORDS:
-        return None
-    for candidate in _stems(word):
-        if candidate in _GROUP_OF:
-            return _GROUP_OF[candidate]
-    return _stems(word)[-1]
+    """The index term of one word: its synonym group, else its stem; None for a stopword."""
+    stemmed = _stem(word)
+    if stemmed in _GROUP_OF:
+        return _GROUP_OF[stemmed]
+    return None if word in STOPWORDS else stemmed
 
 
 def terms(text: str) -> list[str]:
     """The index terms of `text`, in order, stopwords dropped."""
     return [t for t in (term(w) for w in words(text)) if t is not None]
-
-
-def _stems(word: str) -> list[str]:
-    # Most specific first; the last one is the stem used when no synonym group knows the word.
-    candidates = [word]
-    if len(word) > 4 and word.endswith("ies"):
-        candidates.append(word[:-3] + "y")
-    elif len(word) > 3 and word.endswith(("sses", "xes", "ches", "shes", "zes")):
-        candidates.append(word[:-2])
-    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        candidates.append(word[:-1])
-    for suffix in ("ing", "ed"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            root = word[: -len(suffix)]
-            candidates += [root + "e", root]
-            if len(root) > 2 and root[-1] == root[-2]:
-                candidates.append(root[:-1])  # "dropped" -> "drop"
-    return candidates
 
 
 @attrs.frozen
@@ -142,7 +124,7 @@ def rank(capabilities: Iterable[Capability], query: str, *, limit: int) -> list[
     name's terms matched: "list my memories" prefers getMemory to getMemorySearch), then by name.
     """
     query_terms = list(dict.fromkeys(terms(query)))
-    raw_words = [w for w in dict.fromkeys(words(query)) if w not in STOPWORDS]
+    raw_words = [w for w in dict.fromkeys(words(query)) if term(w) is not None]
     ranked: list[tuple[float, float, str, Capability]] = []
     for capability in capabilities:
         fields = _Fields.of(capability)

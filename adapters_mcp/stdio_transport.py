@@ -15,7 +15,6 @@ from mcp.server.stdio import stdio_server
 from starlette.types import ASGIApp
 
 from adapters_mcp.catalog import Catalog
-from adapters_mcp.http_transport import default_catalog
 from adapters_mcp.server import build_server
 from adapters_mcp.tools import CAPABILITY_TIMEOUT_SECONDS, CapabilityRail
 from memorybank_core import READ_SCOPE, WRITE_SCOPE, Principal
@@ -34,7 +33,7 @@ def build_local_server(
     bank_app: ASGIApp,
     principal: Principal,
     *,
-    catalog: Catalog | None = None,
+    catalog: Catalog,
     timeout: float = CAPABILITY_TIMEOUT_SECONDS,
 ) -> Server[Any]:
     """The rail for `principal` alone, over `bank_app` (the REST app, called in-process).
@@ -42,7 +41,7 @@ def build_local_server(
     Raises:
         CatalogError: the REST app's routes give an unsound catalog.
     """
-    rail = CapabilityRail(catalog if catalog is not None else default_catalog(), bank_app, timeout=timeout)
+    rail = CapabilityRail(catalog, bank_app, timeout=timeout)
     return build_server(rail, lambda _ctx: principal)
 
 

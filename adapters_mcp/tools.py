@@ -254,13 +254,6 @@ class CapabilityRail:
             answer["hint"] = NO_MATCH_HINT
         return _success(answer, answer)
 
-    async def execute_capability(
-        self, arguments: Mapping[str, Any] | None, principal: Principal
-    ) -> types.CallToolResult:
-        """`{name, path?, query?, body?}` -> the route's answer, called in-process as `principal`."""
-        result, _, _ = await self._execute(arguments, principal)
-        return result
-
     async def _execute(
         self, arguments: Mapping[str, Any] | None, principal: Principal
     ) -> tuple[types.CallToolResult, str | None, int | None]:
@@ -273,10 +266,6 @@ class CapabilityRail:
         if capability is None:
             message = f'No capability named "{name}". Call search_capabilities to find a valid name.'
             return _rail_error(UNKNOWN_CAPABILITY, message), None, None
-        if capability.required_scope not in principal.scopes:
-            message = f"{name} needs the {capability.required_scope} scope, which this token does not have."
-            refusal = _rail_error(INSUFFICIENT_MCP_SCOPE, message, requiredScope=capability.required_scope)
-            return refusal, name, None
         try:
             path, query, body = _request_parts(capability, args)
         except ToolInputError as problem:
@@ -296,7 +285,7 @@ class CapabilityRail:
             logger.exception("mcp.tool capability=%s failed in-process", name)
             message = f"{name} failed unexpectedly; nothing about the failure is known to be the request's fault."
             return _rail_error(CAPABILITY_FAILED, message), name, None
-        return _route_result(answer), name, answer.status
+        return _route_result(name, answer), name, answer.status
 
     def _validated(self, tool: str, arguments: Mapping[str, Any]) -> JsonObject:
         validator = self._validators[tool]
@@ -323,8 +312,13 @@ def _request_parts(capability: Capability, args: Mapping[str, Any]) -> tuple[str
     return fill_path(capability.path, path_values), query_string(dict(args.get("query", {}))), encoded_body
 
 
-def _route_result(answer: HttpAnswer) -> types.CallToolResult:
+def _route_result(name: str, answer: HttpAnswer) -> types.CallToolResult:
     body = _json_body(answer)
+    if answer.status == 403 and isinstance(body, dict) and isinstance(body.get("required_scope"), str):
+        # The core refused the scope (it authorizes once); the rail words it as the reference host does.
+        required = body["required_scope"]
+        message = f"{name} needs the {required} scope, which this token does not have."
+        return _rail_error(INSUFFICIENT_MCP_SCOPE, message, requiredScope=required)
     structured: JsonObject = {"status": answer.status, "body": body}
     if body is not None:
         text = json.dumps(body, ensure_ascii=False)

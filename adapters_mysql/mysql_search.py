@@ -20,7 +20,7 @@ from sqlalchemy.dialects.mysql import match
 
 from adapters_mysql.errors import driver_error_code
 from adapters_mysql.memory_store import owned_memories
-from adapters_mysql.owner_search import CandidateRow, OwnerScopedSearch
+from adapters_mysql.owner_search import CandidateRow, OwnerScopedSearch, select_candidates
 from adapters_mysql.schema import memory
 from memorybank_core import Scope
 
@@ -75,20 +75,7 @@ def _owned() -> sa.ColumnElement[bool]:
 
 def _candidates_statement(*, best_first: bool) -> sa.Select[str, str | None, int, int, int]:
     relevance = _relevance(sa.bindparam("tokens", type_=sa.Text))
-    # Uncorrelated scalar subqueries: evaluated once per statement, index-only on the owner index.
-    owner_count = sa.select(sa.func.count()).select_from(memory).where(_owned()).scalar_subquery()
-    owner_length = sa.select(sa.func.coalesce(sa.func.sum(memory.c.doc_length), 0)).where(_owned()).scalar_subquery()
-    statement = (
-        sa.select(
-            memory.c.id,
-            memory.c.search_terms,
-            memory.c.doc_length,
-            owner_count.label("owner_count"),
-            owner_length.label("owner_length"),
-        )
-        .where(_owned(), relevance > 0)
-        .limit(sa.bindparam("limit", type_=sa.Integer))
-    )
+    statement = select_candidates(_owned()).where(relevance > 0).limit(sa.bindparam("limit", type_=sa.Integer))
     # Ordering costs a sort of every match: only worth it when the bound is exceeded.
     return statement.order_by(relevance.desc(), memory.c.id.desc()) if best_first else statement
 

@@ -12,11 +12,29 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 
 from adapters_mysql.errors import unavailable_on_driver_error
+from adapters_mysql.schema import memory
 from memorybank_core import SearchEngine, SearchHit
 from memorybank_search import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
 
 CandidateRow = sa.Row[str, str | None, int, int, int]
 """A candidate as the engines' SQL returns it: id, search_terms, doc_length, owner_count, owner_length."""
+
+
+def select_candidates(owned: sa.ColumnElement[bool]) -> sa.Select[str, str | None, int, int, int]:
+    """The candidate columns of `CandidateRow`, over the owner's rows `owned` selects; a dialect adds its match.
+
+    The owner's totals are uncorrelated scalar subqueries: evaluated once per statement,
+    index-only on the owner index.
+    """
+    owner_count = sa.select(sa.func.count()).select_from(memory).where(owned).scalar_subquery()
+    owner_length = sa.select(sa.func.coalesce(sa.func.sum(memory.c.doc_length), 0)).where(owned).scalar_subquery()
+    return sa.select(
+        memory.c.id,
+        memory.c.search_terms,
+        memory.c.doc_length,
+        owner_count.label("owner_count"),
+        owner_length.label("owner_length"),
+    ).where(owned)
 
 
 class OwnerScopedSearch(SearchEngine):

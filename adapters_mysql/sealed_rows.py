@@ -29,6 +29,7 @@ from memorybank_core import (
     Sealer,
     Source,
 )
+from memorybank_core.wire import citation_ids
 
 MEMORY_TABLE = "memory"
 CONTEXT_TABLE = "memory_context"
@@ -76,7 +77,7 @@ class RowCodec:
 
     def context_row(self, context: MemoryContext, user_id: str) -> dict[str, Any]:
         """The `memory_context` row of `context`, owned by `user_id`."""
-        citation: Any = _citation_json(context.citation) if context.citation is not None else None
+        citation: Any = citation_ids(context.citation) or None
         snippet = context.snippet
         if self._sealer is not None:
             row_id = _context_row_id(context.memory_id, context.id)
@@ -158,12 +159,6 @@ class RowCodec:
 def _context_row_id(memory_id: str, context_id: str) -> str:
     # A context is bound to its memory too: moved under another memory of the same owner, it does not open.
     return f"{memory_id}/{context_id}"
-
-
-def _citation_json(citation: Citation) -> dict[str, str] | None:
-    fields = {"conversation_id": citation.conversation_id, "message_id": citation.message_id}
-    present = {key: value for key, value in fields.items() if value is not None}
-    return present or None
 
 
 def _json_list(text: str) -> list[str]:

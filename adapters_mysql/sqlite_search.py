@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
 from adapters_mysql.memory_store import owned_memories
-from adapters_mysql.owner_search import CandidateRow, OwnerScopedSearch
+from adapters_mysql.owner_search import CandidateRow, OwnerScopedSearch, select_candidates
 from adapters_mysql.schema import memory
 
 TERMS_FTS_TABLE_NAME = "memory_terms_fts"
@@ -84,21 +84,9 @@ def _matching(user_id: str, tokens: Sequence[str]) -> sa.Subquery:
 
 
 def _candidates(user_id: str, tokens: Sequence[str], limit: int) -> sa.Select[str, str | None, int, int, int]:
-    owner_count = sa.select(sa.func.count()).select_from(memory).where(owned_memories(user_id)).scalar_subquery()
-    owner_length = (
-        sa.select(sa.func.coalesce(sa.func.sum(memory.c.doc_length), 0))
-        .where(owned_memories(user_id))
-        .scalar_subquery()
-    )
     return (
-        sa.select(
-            memory.c.id,
-            memory.c.search_terms,
-            memory.c.doc_length,
-            owner_count.label("owner_count"),
-            owner_length.label("owner_length"),
-        )
-        .where(_matched_rows(tokens), owned_memories(user_id))
+        select_candidates(owned_memories(user_id))
+        .where(_matched_rows(tokens))
         # Only decides which candidates survive the bound: the newest.
         .order_by(memory.c.created_at.desc(), memory.c.id.desc())
         .limit(limit)

@@ -31,7 +31,7 @@ import attrs
 from adapters_mysql import open_storage
 from benchmarks.common import Principal, database_url, drop_database, machine, table
 from benchmarks.seed_search import SeedFulltextSearch, add_seed_index, fts5_query
-from memorybank_core import InMemoryStore, MemoryBank, RecordingEventSink, SaveRequest, ids
+from memorybank_core import InMemoryStore, MemoryBank, RecordingEventSink, ids
 from memorybank_search import InMemorySearch, OwnerIndexer
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
@@ -119,7 +119,7 @@ def save_turns(bank: MemoryBank, conversations: list[list[Turn]]) -> Saved:
     turn_of: dict[str, str] = {}
     for user, turns in zip(users, conversations, strict=True):
         for turn in turns:
-            turn_of[bank.save(user, SaveRequest.of(turn.text[:8000])).id] = turn.dia_id
+            turn_of[bank.save(user, {"content": turn.text[:8000]}).id] = turn.dia_id
     return Saved(users=users, turn_of=turn_of)
 
 

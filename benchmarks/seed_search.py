@@ -1,6 +1,6 @@
 """The seed's search, literally: the comparison the benchmarks measure the owner-scoped engine against.
 
-It left production (revision 0003, ADR 0006): `MATCH(content) AGAINST(:query IN NATURAL LANGUAGE
+It left production (revision 0003, ADR 0007): `MATCH(content) AGAINST(:query IN NATURAL LANGUAGE
 MODE)` ranks with whole-table statistics, so another user's saves and deletes change a user's
 scores, and its index costs every write a second full-text structure. The benchmarks add its
 FULLTEXT index to their own databases and search through `SeedFulltextSearch`; `fts5_query` is

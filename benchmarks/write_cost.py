@@ -27,7 +27,7 @@ from adapters_mysql import open_storage
 from benchmarks.common import Principal, database_url, drop_database, machine, table
 from benchmarks.corpus import CorpusSpec, CorpusWriter
 from benchmarks.seed_search import add_seed_index
-from memorybank_core import ContextInput, InMemoryStore, MemoryBank, RecordingEventSink, SaveRequest, ids
+from memorybank_core import InMemoryStore, MemoryBank, RecordingEventSink, SaveRequest, ids
 from memorybank_search import InMemorySearch, OwnerIndexer, TextAnalyzer
 
 _MIB = 1024 * 1024
@@ -41,7 +41,8 @@ def requests(count: int) -> list[SaveRequest]:
     for _ in range(count):
         data = json.loads(next(lines))
         snippet = data["content"][:120]
-        made.append(SaveRequest.of(data["content"], tags=data["tags"], contexts=[ContextInput(snippet=snippet)] * 2))
+        body = {"content": data["content"], "tags": data["tags"], "contexts": [{"snippet": snippet}] * 2}
+        made.append(SaveRequest.parse(body))
     return made
 
 

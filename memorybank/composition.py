@@ -145,7 +145,14 @@ def build_app(
     except McpUnavailableError as error:
         logger.warning("the MCP rail at /mcp/agent is off: %s", error)
         return create_app(services.bank, bearer_resolver(authenticate))
-    from adapters_mcp import METADATA_PATH, RAIL_PATH, RAIL_SCOPES, create_host_app, create_mcp_mount  # see require_mcp
+    from adapters_mcp import (  # see require_mcp
+        METADATA_PATH,
+        RAIL_PATH,
+        RAIL_SCOPES,
+        create_host_app,
+        create_mcp_mount,
+        default_catalog,
+    )
 
     # The OAuth resource identifier is the rail's URL; the server's public base is what precedes its path.
     public_url = issuers.settings.resource.removesuffix(RAIL_PATH) if issuers else None
@@ -157,6 +164,7 @@ def build_app(
     mount = create_mcp_mount(
         rest,
         authenticate,
+        catalog=default_catalog(),
         bind_host=bind_host,
         public_url=public_url,
         authorization_servers=issuers.settings.issuers if issuers else (),
@@ -178,10 +186,11 @@ def build_local_rail(services: Services, *, user_id: str, org_id: str) -> Server
         McpUnavailableError: the `mcp` extra is not installed.
     """
     require_mcp()
-    from adapters_mcp import LocalPrincipal, build_local_server  # see require_mcp
+    from adapters_mcp import LocalPrincipal, build_local_server, default_catalog  # see require_mcp
 
     rest = create_app(services.bank, _no_network_caller)
-    return build_local_server(rest, LocalPrincipal(user_id=user_id, organization_id=org_id))
+    principal = LocalPrincipal(user_id=user_id, organization_id=org_id)
+    return build_local_server(rest, principal, catalog=default_catalog())
 
 
 def require_mcp() -> None:

@@ -32,6 +32,7 @@ from memorybank_core import (
     Source,
     ids,
 )
+from memorybank_core.wire import EXPORT_TIMESPEC, citation_ids, utc_timestamp
 
 #: Memories written per transaction.
 DEFAULT_BATCH_SIZE = 1000
@@ -219,15 +220,11 @@ def memory_line(memory: Memory) -> str:
     """The JSON line `import_lines` reads back as exactly `memory`."""
     contexts = []
     for context in memory.contexts:
-        entry: dict[str, Any] = {"id": context.id, "snippet": context.snippet}
-        if context.citation is not None:
-            if context.citation.conversation_id is not None:
-                entry["conversation_id"] = context.citation.conversation_id
-            if context.citation.message_id is not None:
-                entry["message_id"] = context.citation.message_id
+        # Flat, unlike the wire's nested `citation`: the import format predates it and stays readable.
+        entry: dict[str, Any] = {"id": context.id, "snippet": context.snippet, **citation_ids(context.citation)}
         if context.origin is not None:
             entry["origin"] = context.origin.value
-        entry["created_at"] = _time(context.created_at)
+        entry["created_at"] = utc_timestamp(context.created_at, timespec=EXPORT_TIMESPEC)
         contexts.append(entry)
     line = {
         "id": memory.id,
@@ -237,14 +234,10 @@ def memory_line(memory: Memory) -> str:
         "tags": list(memory.tags),
         "contexts": contexts,
         "source": memory.source.value,
-        "created_at": _time(memory.created_at),
-        "updated_at": _time(memory.updated_at),
+        "created_at": utc_timestamp(memory.created_at, timespec=EXPORT_TIMESPEC),
+        "updated_at": utc_timestamp(memory.updated_at, timespec=EXPORT_TIMESPEC),
     }
     return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
-
-
-def _time(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 #: Memories read per page while exporting.

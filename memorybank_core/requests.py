@@ -104,35 +104,6 @@ class SaveRequest:
             contexts=contexts,
         )
 
-    @classmethod
-    def of(
-        cls,
-        content: str,
-        *,
-        tags: Sequence[str] = (),
-        contexts: Sequence[ContextInput] = (),
-    ) -> SaveRequest:
-        """Build a request from Python values, with the same trimming and bounds as `parse`.
-
-        Raises:
-            InvalidInputError: listing every invalid field.
-        """
-        return cls.parse(
-            {
-                "content": content,
-                "tags": list(tags),
-                "contexts": [
-                    {
-                        "snippet": c.snippet,
-                        "conversation_id": c.conversation_id,
-                        "message_id": c.message_id,
-                        "origin": c.origin.value if c.origin else None,
-                    }
-                    for c in contexts
-                ],
-            }
-        )
-
 
 class _Collector:
     """Runs checks, remembering each InvalidInputError instead of stopping at the first."""

@@ -13,7 +13,7 @@ _FUNCTION_WORDS = """
 a about above after again against all also am an and any are as at be because been before being below
 between both but by can could did do does doing down during each either else ever few for from further
 had has have having he her here hers herself him himself his how however i if in into is it its itself
-just let may me might more most must my myself neither no nor not now of off on once only or other
+just let may me might mine more most must my myself neither no nor not now of off on once only onto or other
 ought our ours ourselves out over own per same shall she should since so some such than that the their
 theirs them themselves then there these they this those through thus to too under until up upon us very
 was we were what whatever when whenever where wherever whether which while who whoever whom whose why
@@ -30,7 +30,7 @@ we'll we're we've weren't won't wouldn't you'd you'll you're you've
 #: How people ask a memory bank for something: "what did I say about ...", "do you remember ...".
 _QUESTION_PHRASING = """
 anything everything something tell told say said says saying mention mentioned remember recall
-recalled know knew please thing things
+recalled know knew please thing things stuff ok okay lets im
 """
 
 #: Every query stopword.

@@ -13,7 +13,6 @@ import pytest
 
 from memorybank_core import (
     Citation,
-    ContextInput,
     ForbiddenError,
     InvalidInputError,
     MemoryBank,
@@ -43,16 +42,19 @@ def save(bank: MemoryBank, user: User, content: str, **kwargs: object) -> str:
 
 
 def test_saved_memory_comes_back_exactly_as_stored(bank: MemoryBank, alice: User) -> None:
-    request = SaveRequest.of(
-        "  User deploys into a Daytona sandbox  ",
-        tags=["deploy", "infra"],
-        contexts=[
-            ContextInput(
-                snippet=" we ship to daytona ", conversation_id="c1", message_id="m9", origin=Origin.ACTIVE_CONVERSATION
-            ),
-            ContextInput(snippet="no citation here"),
+    request = {
+        "content": "  User deploys into a Daytona sandbox  ",
+        "tags": ["deploy", "infra"],
+        "contexts": [
+            {
+                "snippet": " we ship to daytona ",
+                "conversation_id": "c1",
+                "message_id": "m9",
+                "origin": Origin.ACTIVE_CONVERSATION.value,
+            },
+            {"snippet": "no citation here"},
         ],
-    )
+    }
     saved = bank.save(alice, request)
 
     assert is_id(saved.id, prefix=MEMORY_PREFIX)
@@ -83,13 +85,13 @@ def test_client_cannot_choose_scope_or_source(bank: MemoryBank, alice: User) -> 
 
 
 def test_server_may_declare_the_source(bank: MemoryBank, alice: User) -> None:
-    memory = bank.save(alice, SaveRequest.of("from the desktop modal"), source=Source.MODAL)
+    memory = bank.save(alice, {"content": "from the desktop modal"}, source=Source.MODAL)
     assert bank.list(alice).memories[0].source is Source.MODAL == memory.source
 
 
 @pytest.mark.parametrize("text", HOSTILE_TEXTS)
 def test_hostile_text_round_trips_and_is_searchable(bank: MemoryBank, alice: User, text: str) -> None:
-    bank.save(alice, SaveRequest.of("unrelated filler about gardening"))
+    bank.save(alice, {"content": "unrelated filler about gardening"})
     memory_id = save(bank, alice, text, tags=[text[:64]], contexts=[{"snippet": text}])
     stored = bank.list(alice).memories[0]
     assert stored.id == memory_id
@@ -227,7 +229,7 @@ def test_each_operation_requires_its_scope(
     existing = save(bank, alice, "scoped lighthouse")
     limited = User(user_id=alice.user_id, organization_id=alice.organization_id, scopes=scopes)
     operations: dict[str, Callable[[], object]] = {
-        "save": lambda: bank.save(limited, SaveRequest.of("x")),
+        "save": lambda: bank.save(limited, {"content": "x"}),
         "search": lambda: bank.search(limited, query="lighthouse"),
         "list": lambda: bank.list(limited),
         "delete": lambda: bank.delete(limited, memory_id=existing),

@@ -12,7 +12,7 @@ import pytest
 import uuid_utils
 from typeid import TypeID
 
-from memorybank_core import ContextInput, MemoryBank, SaveRequest, SearchResult
+from memorybank_core import MemoryBank, SearchResult
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX
 from tests.conftest import User, start_clock
 from tests.contract.backends import FACTORIES, BackendFactory, InMemoryFactory
@@ -89,7 +89,7 @@ def bank_of(factory: BackendFactory) -> MemoryBank:
 
 def fill(bank: MemoryBank, user: User) -> None:
     for content, tags, snippets in CORPUS:
-        request = SaveRequest.of(content, tags=tags, contexts=[ContextInput(snippet=s) for s in snippets])
+        request = {"content": content, "tags": list(tags), "contexts": [{"snippet": s} for s in snippets]}
         bank.save(user, request)
 
 

@@ -61,7 +61,7 @@ class MemoryBankMachine(RuleBasedStateMachine):
         # Rows no query matches: table-wide statistics (InnoDB's idf) never see a word in every row.
         filler = User()
         for text in ("unrelated background text", "another unrelated row", "third unrelated row"):
-            self.bank.save(filler, SaveRequest.of(text))
+            self.bank.save(filler, {"content": text})
 
     @rule(who=st.integers(0, USERS - 1), content=contents(), contexts=st.integers(0, 3))
     def save(self, who: int, content: str, contexts: int) -> None:

@@ -63,14 +63,16 @@ def tokens() -> TokenService:
 @pytest.fixture
 def mount(bank: MemoryBank, tokens: TokenService) -> McpMount:
     rest = create_app(bank, bearer_token_resolver(tokens))
-    return create_mcp_mount(rest, tokens.authenticate, allowed_hosts=["testserver"])
+    return create_mcp_mount(rest, tokens.authenticate, allowed_hosts=["testserver"], catalog=default_catalog())
 
 
 @pytest.fixture
 def host_app(bank: MemoryBank, tokens: TokenService) -> Starlette:
     """`memorybank serve`'s shape: REST and the rail in one app, the same tokens for both."""
     rest = create_app(bank, bearer_token_resolver(tokens))
-    return create_host_app(rest, create_mcp_mount(rest, tokens.authenticate, allowed_hosts=["testserver"]))
+    return create_host_app(
+        rest, create_mcp_mount(rest, tokens.authenticate, allowed_hosts=["testserver"], catalog=default_catalog())
+    )
 
 
 @pytest.fixture

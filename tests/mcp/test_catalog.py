@@ -179,7 +179,8 @@ def test_building_applies_the_policy_per_operation_and_keeps_document_order() ->
             "/v1/workers": {"post": operation("postWorkers", ["Workers"])},
             "/v1/notes/{noteId}": {
                 "parameters": [{"name": "noteId", "in": "path", "required": True, "schema": {"type": "string"}}],
-                "patch": operation("patchNotesByNoteId", ["Memory"]),
+                # The scope comes from the document's security requirement, whatever the method.
+                "patch": {**operation("patchNotesByNoteId", ["Memory"]), "security": [{"bearer": ["notes:edit"]}]},
             },
         }
     )
@@ -190,7 +191,9 @@ def test_building_applies_the_policy_per_operation_and_keeps_document_order() ->
     patch = catalog.get("patchNotes")
     assert patch is not None
     assert patch.path_params == ("noteId",)
-    assert patch.required_scope == "mcp:write"
+    assert patch.required_scope == "notes:edit"
+    assert catalog.get("getNotes") is not None
+    assert catalog.get("getNotes").required_scope is None  # type: ignore[union-attr]
 
 
 def test_the_safe_tags_can_be_chosen_by_the_host() -> None:

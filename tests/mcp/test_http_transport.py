@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from adapters_http import bearer_token_resolver, create_app
-from adapters_mcp import MEMORY_BANK_PROMPT, create_host_app, create_mcp_mount, transport_security
+from adapters_mcp import MEMORY_BANK_PROMPT, create_host_app, create_mcp_mount, default_catalog, transport_security
 from memorybank_core import InMemoryTokenStore, MemoryBank, TokenService, UnavailableError
 from tests.conftest import User
 from tests.mcp.conftest import MCP_ACCEPT, RpcCaller, rpc_caller, text_json
@@ -80,7 +80,9 @@ def test_a_token_with_neither_rail_scope_is_403(bank: MemoryBank) -> None:
         return User(scopes=frozenset({"profile:read"}))
 
     rest = create_app(bank, bearer_token_resolver(TokenService(store=InMemoryTokenStore())))
-    app = create_host_app(rest, create_mcp_mount(rest, authenticate, allowed_hosts=["testserver"]))
+    app = create_host_app(
+        rest, create_mcp_mount(rest, authenticate, allowed_hosts=["testserver"], catalog=default_catalog())
+    )
     with TestClient(app) as client:
         response = post_rpc(client, {"Authorization": "Bearer anything"})
 
@@ -115,7 +117,9 @@ def test_a_token_store_outage_is_503_with_retry_after(bank: MemoryBank) -> None:
         raise UnavailableError("token store down")
 
     rest = create_app(bank, bearer_token_resolver(TokenService(store=InMemoryTokenStore())))
-    app = create_host_app(rest, create_mcp_mount(rest, authenticate, allowed_hosts=["testserver"]))
+    app = create_host_app(
+        rest, create_mcp_mount(rest, authenticate, allowed_hosts=["testserver"], catalog=default_catalog())
+    )
     with TestClient(app) as client:
         response = post_rpc(client, {"Authorization": "Bearer anything"})
 
@@ -126,7 +130,11 @@ def test_a_token_store_outage_is_503_with_retry_after(bank: MemoryBank) -> None:
 def test_the_public_url_names_the_server_behind_a_proxy(bank: MemoryBank, tokens: TokenService) -> None:
     rest = create_app(bank, bearer_token_resolver(tokens))
     mount = create_mcp_mount(
-        rest, tokens.authenticate, public_url="https://bank.example.com/", allowed_hosts=["testserver"]
+        rest,
+        tokens.authenticate,
+        public_url="https://bank.example.com/",
+        allowed_hosts=["testserver"],
+        catalog=default_catalog(),
     )
     with TestClient(create_host_app(rest, mount)) as client:
         refused = post_rpc(client, {})
@@ -161,7 +169,9 @@ def test_the_protected_resource_metadata_is_public_and_has_the_reference_fields(
 
 def test_authorization_servers_can_be_named(bank: MemoryBank, tokens: TokenService) -> None:
     rest = create_app(bank, bearer_token_resolver(tokens))
-    mount = create_mcp_mount(rest, tokens.authenticate, authorization_servers=["https://auth.example.com"])
+    mount = create_mcp_mount(
+        rest, tokens.authenticate, authorization_servers=["https://auth.example.com"], catalog=default_catalog()
+    )
     with TestClient(create_host_app(rest, mount)) as client:
         metadata = client.get("/.well-known/oauth-protected-resource/mcp/agent").json()
 
@@ -181,7 +191,9 @@ def test_a_one_shot_tools_call_without_initialize_works(rpc_alice: RpcCaller) ->
 
 def test_the_rail_can_answer_plain_json_instead_of_sse(bank: MemoryBank, tokens: TokenService, alice: User) -> None:
     rest = create_app(bank, bearer_token_resolver(tokens))
-    mount = create_mcp_mount(rest, tokens.authenticate, allowed_hosts=["testserver"], json_response=True)
+    mount = create_mcp_mount(
+        rest, tokens.authenticate, allowed_hosts=["testserver"], json_response=True, catalog=default_catalog()
+    )
     secret = tokens.issue(user_id=alice.user_id, org_id=alice.organization_id).secret
     call = {"name": "search_capabilities", "arguments": {"query": "save a memory"}}
     with TestClient(create_host_app(rest, mount)) as client:
@@ -265,7 +277,9 @@ def test_rest_and_the_rail_share_tokens_and_data(client: TestClient, rpc_alice: 
 @pytest.fixture
 def loopback_client(bank: MemoryBank, tokens: TokenService) -> Iterator[TestClient]:
     rest = create_app(bank, bearer_token_resolver(tokens))
-    app = create_host_app(rest, create_mcp_mount(rest, tokens.authenticate, bind_host="127.0.0.1"))
+    app = create_host_app(
+        rest, create_mcp_mount(rest, tokens.authenticate, bind_host="127.0.0.1", catalog=default_catalog())
+    )
     with TestClient(app, base_url="http://127.0.0.1:8000") as client:
         yield client
 
@@ -299,7 +313,7 @@ async def test_the_sdk_client_saves_in_one_session_and_recalls_in_a_fresh_one(
     bank: MemoryBank, tokens: TokenService, alice: User
 ) -> None:
     rest = create_app(bank, bearer_token_resolver(tokens))
-    mount = create_mcp_mount(rest, tokens.authenticate)
+    mount = create_mcp_mount(rest, tokens.authenticate, catalog=default_catalog())
     app: Starlette = create_host_app(rest, mount)
     secret = tokens.issue(user_id=alice.user_id, org_id=alice.organization_id).secret
     url = "http://127.0.0.1:8000/mcp/agent"

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from adapters_mysql import MysqlOwnerScopedSearch, SqliteOwnerScopedSearch, SqlStorage, open_storage
-from memorybank_core import InvalidInputError, MemoryBank, SaveRequest, UnavailableError
+from memorybank_core import InvalidInputError, MemoryBank, UnavailableError
 from memorybank_search import OwnerIndexer
 from tests.conftest import User
 from tests.mysql_server import ThrowawayDatabase
@@ -88,7 +88,7 @@ def test_an_in_memory_sqlite_bank_is_one_database_shared_by_threads() -> None:
 
         def save(n: int) -> None:
             try:
-                bank.save(alice, SaveRequest.of(f"threaded memory number{n}"))
+                bank.save(alice, {"content": f"threaded memory number{n}"})
             except BaseException as error:  # pragma: no cover - reported by the assertion below
                 errors.append(error)
 
@@ -113,7 +113,7 @@ def test_a_sqlite_file_bank_serves_concurrent_writers(tmp_path: Path) -> None:
 
         def work(user: User) -> None:
             for n in range(10):
-                saved = bank.save(user, SaveRequest.of(f"concurrent note{n}"))
+                saved = bank.save(user, {"content": f"concurrent note{n}"})
                 if n % 3 == 0:
                     bank.delete(user, memory_id=saved.id)
 
@@ -140,7 +140,7 @@ def test_both_mysql_drivers_serve_the_bank(scheme: str) -> None:
         assert isinstance(storage.search_engine, MysqlOwnerScopedSearch)
         bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
         alice = User()
-        saved = bank.save(alice, SaveRequest.of("emoji 🦜 survive the utf8mb4 connection"))
+        saved = bank.save(alice, {"content": "emoji 🦜 survive the utf8mb4 connection"})
         assert bank.list(alice).memories == (saved,)
         assert [r.memory.id for r in bank.search(alice, query="survive")] == [saved.id]
     finally:

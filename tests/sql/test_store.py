@@ -68,7 +68,7 @@ def test_every_statement_on_the_memory_tables_carries_the_owner(
     saved = [
         bank.save(alice, SaveRequest.parse({"content": f"lighthouse note {n}", "contexts": contexts})) for n in "abc"
     ]
-    theirs = bank.save(bob, SaveRequest.of("lighthouse of bob"))
+    theirs = bank.save(bob, {"content": "lighthouse of bob"})
     assert {r.memory.id for r in bank.search(alice, query="lighthouse")} == {m.id for m in saved}
     first = bank.list(alice, limit=2)
     assert first.next_cursor is not None

@@ -131,7 +131,9 @@ def test_text_no_backend_can_store_is_rejected(text: str, reason: str) -> None:
 
 
 def test_unknown_fields_are_ignored() -> None:
-    assert SaveRequest.parse({"content": "c", "scope": "org", "source": "modal", "extra": [1]}) == SaveRequest.of("c")
+    assert SaveRequest.parse({"content": "c", "scope": "org", "source": "modal", "extra": [1]}) == SaveRequest(
+        content="c"
+    )
 
 
 @given(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memorybank_core import InvalidInputError, MemoryBank, SaveRequest, limits
+from memorybank_core import InvalidInputError, MemoryBank, limits
 from tests.conftest import User
 
 
@@ -43,7 +43,7 @@ class TestBounds:
 
     def test_default_page_sizes(self, bank: MemoryBank, alice: User) -> None:
         for i in range(limits.LIST_LIMIT.default + 5):
-            bank.save(alice, SaveRequest.of(f"lighthouse {i}"))
+            bank.save(alice, {"content": f"lighthouse {i}"})
         assert len(bank.list(alice).memories) == limits.LIST_LIMIT.default
         assert len(bank.search(alice, query="lighthouse")) == limits.SEARCH_LIMIT.default
 

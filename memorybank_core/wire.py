@@ -1,0 +1,58 @@
+"""A memory as JSON data: the one place the wire shape of an entity is written.
+
+The REST and MCP answers carry `memory_json`; the JSON Lines export and the SQL citation
+column are built from the same pieces (`citation_ids`, `utc_timestamp`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from memorybank_core.entities import Citation, Memory, MemoryContext
+
+Json = dict[str, Any]
+"""A JSON object as Python data."""
+
+#: Wire timestamps carry milliseconds, as the reference host's JavaScript `Date` prints them.
+#: Storage keeps microseconds; the export, which must round-trip exactly, writes them all.
+WIRE_TIMESPEC = "milliseconds"
+EXPORT_TIMESPEC = "microseconds"
+
+
+def utc_timestamp(value: datetime, *, timespec: str = WIRE_TIMESPEC) -> str:
+    """`2026-07-02T12:00:00.001Z`: ISO 8601 in UTC with a `Z`, to `timespec` precision."""
+    return value.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
+def citation_ids(citation: Citation | None) -> Json:
+    """The citation's ids that were given, by name; empty when there is no citation."""
+    if citation is None:
+        return {}
+    fields = {"conversation_id": citation.conversation_id, "message_id": citation.message_id}
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def context_json(context: MemoryContext) -> Json:
+    """One context of a memory, as the wire carries it (`citation` null when no id was given)."""
+    return {
+        "id": context.id,
+        "snippet": context.snippet,
+        "citation": citation_ids(context.citation) or None,
+        "origin": context.origin.value if context.origin is not None else None,
+        "created_at": utc_timestamp(context.created_at),
+    }
+
+
+def memory_json(memory: Memory) -> Json:
+    """A memory with its contexts, as the wire carries it. The owner's ids stay out: the caller is the owner."""
+    return {
+        "id": memory.id,
+        "content": memory.content,
+        "tags": list(memory.tags),
+        "source": memory.source.value,
+        "scope": memory.scope.value,
+        "created_at": utc_timestamp(memory.created_at),
+        "updated_at": utc_timestamp(memory.updated_at),
+        "contexts": [context_json(context) for context in memory.contexts],
+    }

@@ -5,8 +5,8 @@
 For each size, two databases hold the same generated corpus (benchmarks.corpus, written through
 the library's own import): one plaintext, one sealed (AES-256-GCM, blind-index tokens). A kept
 database is reused (`--reload` rebuilds). Then, interleaving the two so drift hits both alike:
-save p50 (`MemoryBank.save` of a memory with two snippets, as the measured user; the saves are
-deleted afterwards) and search p50 of the scale benchmark's queries for the measured user.
+save p50 (`MemoryBank.save` of a memory with two snippets, as the measured user, the two modes
+alternating save by save; the saves are deleted afterwards) and search p50 of the scale benchmark's queries for the measured user.
 Last, LoCoMo recall on both (benchmarks.recall's questions), which must be identical.
 
 The sealed databases use a fixed benchmark key (below): it protects nothing and must never
@@ -87,21 +87,20 @@ def _measured(storage: SqlStorage) -> Principal:
     return Principal(user_id=user, organization_id=org)
 
 
-def save_p50(storages: dict[str, SqlStorage], saves: int, rounds: int = 3) -> dict[str, float]:
-    """Median save latency per mode, in ms: rounds interleave the modes; saves are deleted after each round."""
+def save_p50(storages: dict[str, SqlStorage], saves: int) -> dict[str, float]:
+    """Median save latency per mode, in ms, alternating the modes save by save; the saves are deleted after."""
     batch = requests(saves)
+    banks = {mode: (_bank(storage), _measured(storage)) for mode, storage in storages.items()}
     samples: dict[str, list[float]] = {mode: [] for mode in storages}
-    for _ in range(rounds):
-        for mode, storage in storages.items():
-            bank = _bank(storage)
-            user = _measured(storage)
-            saved = []
-            for request in batch:
-                before = time.perf_counter()
-                saved.append(bank.save(user, request).id)
-                samples[mode].append((time.perf_counter() - before) * 1000)
-            for memory_id in saved:
-                bank.delete(user, memory_id=memory_id)
+    saved: dict[str, list[str]] = {mode: [] for mode in storages}
+    for request in batch:
+        for mode, (bank, user) in banks.items():
+            before = time.perf_counter()
+            saved[mode].append(bank.save(user, request).id)
+            samples[mode].append((time.perf_counter() - before) * 1000)
+    for mode, (bank, user) in banks.items():
+        for memory_id in saved[mode]:
+            bank.delete(user, memory_id=memory_id)
     return {mode: statistics.median(values) for mode, values in samples.items()}
 
 
@@ -153,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Command line."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.sealing", description=__doc__)
     parser.add_argument("--rows", type=int, nargs="+", default=[10000])
-    parser.add_argument("--saves", type=int, default=400, help="saves per round and mode (3 rounds)")
+    parser.add_argument("--saves", type=int, default=1000, help="saves per mode, the modes alternating")
     parser.add_argument("--repeats", type=int, default=300)
     parser.add_argument("--budget", type=float, default=10.0, help="seconds per query and mode at most")
     parser.add_argument("--reload", action="store_true", help="rebuild kept databases")

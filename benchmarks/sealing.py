@@ -6,7 +6,8 @@ For each size, two databases hold the same generated corpus (benchmarks.corpus, 
 the library's own import): one plaintext, one sealed (AES-256-GCM, blind-index tokens). A kept
 database is reused (`--reload` rebuilds). Then, interleaving the two so drift hits both alike:
 save p50 (`MemoryBank.save` of a memory with two snippets, as the measured user, the two modes
-alternating save by save; the saves are deleted afterwards) and search p50 of the scale benchmark's queries for the measured user.
+alternating save by save; the saves are deleted afterwards) and search p50 of the scale
+benchmark's queries for the measured user.
 Last, LoCoMo recall on both (benchmarks.recall's questions), which must be identical.
 
 The sealed databases use a fixed benchmark key (below): it protects nothing and must never

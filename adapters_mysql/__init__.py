@@ -8,21 +8,36 @@ search engine and token store are wired into the bank. Nothing connects at impor
 from adapters_mysql.errors import SchemaNotReadyError
 from adapters_mysql.memory_store import SqlMemoryStore
 from adapters_mysql.mysql_search import MysqlOwnerScopedSearch
+from adapters_mysql.panel_session_store import SqlPanelSessionStore
 from adapters_mysql.reindex import ReindexReport
 from adapters_mysql.seal_keys import KeyRingError, SealStatus
 from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch
-from adapters_mysql.storage import SqlStorage, open_storage
+from adapters_mysql.storage import (
+    CreateDatabaseRefusedError,
+    DatabaseMissingError,
+    MigrationReport,
+    SqlStorage,
+    create_database,
+    create_database_statement,
+    open_storage,
+)
 from adapters_mysql.token_store import SqlTokenStore
 
 __all__ = [
+    "CreateDatabaseRefusedError",
+    "DatabaseMissingError",
     "KeyRingError",
+    "MigrationReport",
     "MysqlOwnerScopedSearch",
     "ReindexReport",
     "SchemaNotReadyError",
     "SealStatus",
     "SqlMemoryStore",
+    "SqlPanelSessionStore",
     "SqlStorage",
     "SqlTokenStore",
     "SqliteOwnerScopedSearch",
+    "create_database",
+    "create_database_statement",
     "open_storage",
 ]

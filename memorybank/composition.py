@@ -6,6 +6,7 @@ Every function takes what it needs as arguments; nothing here runs at import tim
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -14,10 +15,11 @@ from starlette.requests import Request
 
 from adapters_crypto import AesGcmSealer, load_key_ring, parse_key_ring
 from adapters_http import Authenticate, bearer_resolver, create_app
-from adapters_mysql import SqlStorage, open_storage
+from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
+from adapters_mysql import DatabaseMissingError, SqlStorage, create_database, open_storage
 from adapters_oidc import IssuerTokenVerifier
 from memorybank.settings import DatabaseChoice, KeyRingChoice, prepare_embedded_directory
-from memorybank_core import Clock, EventSink, MemoryBank, Principal, Sealer, TokenService
+from memorybank_core import Clock, EventSink, MemoryBank, PanelSessions, Principal, Sealer, TokenService
 from memorybank_core.tokens import SECRET_PREFIX
 from memorybank_search import OwnerIndexer
 
@@ -74,15 +76,23 @@ def open_ready_storage(choice: DatabaseChoice, keys: KeyRingChoice | None = None
     return storage
 
 
-def open_storage_for_migration(choice: DatabaseChoice, keys: KeyRingChoice | None = None) -> SqlStorage:
-    """Open the chosen database without any schema check, for `memorybank migrate`.
+def open_storage_for_migration(choice: DatabaseChoice, keys: KeyRingChoice | None = None) -> tuple[SqlStorage, bool]:
+    """Open the chosen database without any schema check, for `memorybank migrate`; True if it was created.
+
+    A MySQL database the server lacks is created (utf8mb4), as migrate is the install step.
 
     Raises:
         InvalidInputError: ("db") a malformed or unsupported URL; ("key-file") a bad key ring.
+        CreateDatabaseRefusedError: the database is missing and the account may not create it;
+            the message holds the statement to run.
         UnavailableError: the database cannot be reached.
         OSError: the embedded database's directory cannot be created.
     """
-    return _open_storage(choice, keys)
+    try:
+        return _open_storage(choice, keys), False
+    except DatabaseMissingError:
+        create_database(choice.url)
+        return _open_storage(choice, keys), True
 
 
 def _open_storage(choice: DatabaseChoice, keys: KeyRingChoice | None) -> SqlStorage:
@@ -99,13 +109,15 @@ class Services:
 
     bank: MemoryBank
     tokens: TokenService
+    panel_sessions: PanelSessions
 
 
 def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: EventSink | None = None) -> Services:
-    """The bank and the token service over `storage`."""
+    """The bank, the token service and the panel's sessions over `storage`."""
     return Services(
         bank=MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=clock, events=events),
         tokens=TokenService(store=storage.token_store, clock=clock),
+        panel_sessions=PanelSessions(store=storage.panel_sessions, clock=clock),
     )
 
 
@@ -128,15 +140,22 @@ def credential_check(tokens: TokenService, issuers: IssuerTokenVerifier | None) 
 
 
 def build_app(
-    services: Services, *, bind_host: str = "127.0.0.1", issuers: IssuerTokenVerifier | None = None
+    services: Services,
+    *,
+    bind_host: str = "127.0.0.1",
+    allowed_hosts: Sequence[str] = (),
+    issuers: IssuerTokenVerifier | None = None,
 ) -> Starlette:
-    """The standalone app: the REST API and the MCP rail at `/mcp/agent`, behind the same bearer tokens.
+    """The standalone app: the REST API, the management panel at `/` and the MCP rail at `/mcp/agent`.
 
     Bearer tokens from the same database authenticate every request, and with `issuers`
     access tokens from the configured OAuth issuers too (see `credential_check`); the
     protected-resource metadata then lists those issuers, and every bearer challenge names it.
     `bind_host` sets the rail's DNS-rebinding protection (a loopback bind serves loopback
-    host names only). Without the `mcp` extra the REST API is served alone, with a warning
+    host names only); `allowed_hosts` adds the names a reverse proxy forwards
+    (`adapters_mcp.transport_security`). The panel's session cookie authenticates the REST API too, on the
+    panel's own same-origin calls only (`build_rest_app`). Without the `mcp` extra the REST
+    API and the panel (without its copy-prompt button) are served alone, with a warning
     naming the install.
     """
     authenticate = credential_check(services.tokens, issuers)
@@ -144,8 +163,9 @@ def build_app(
         require_mcp()
     except McpUnavailableError as error:
         logger.warning("the MCP rail at /mcp/agent is off: %s", error)
-        return create_app(services.bank, bearer_resolver(authenticate))
+        return build_rest_app(services, authenticate=authenticate, prompt="")
     from adapters_mcp import (  # see require_mcp
+        MEMORY_BANK_PROMPT,
         METADATA_PATH,
         RAIL_PATH,
         RAIL_SCOPES,
@@ -156,9 +176,10 @@ def build_app(
 
     # The OAuth resource identifier is the rail's URL; the server's public base is what precedes its path.
     public_url = issuers.settings.resource.removesuffix(RAIL_PATH) if issuers else None
-    rest = create_app(
-        services.bank,
-        bearer_resolver(authenticate),
+    rest = build_rest_app(
+        services,
+        authenticate=authenticate,
+        prompt=MEMORY_BANK_PROMPT,
         resource_metadata_url=f"{public_url}{METADATA_PATH}" if public_url else None,
     )
     mount = create_mcp_mount(
@@ -166,11 +187,35 @@ def build_app(
         authenticate,
         catalog=default_catalog(),
         bind_host=bind_host,
+        allowed_hosts=allowed_hosts,
         public_url=public_url,
         authorization_servers=issuers.settings.issuers if issuers else (),
         scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
     )
     return create_host_app(rest, mount)
+
+
+def build_rest_app(
+    services: Services,
+    *,
+    authenticate: Authenticate,
+    prompt: str,
+    resource_metadata_url: str | None = None,
+) -> Starlette:
+    """The REST API and the management panel: a bearer credential, or the panel's session cookie on panel calls.
+
+    `authenticate` checks bearer credentials (see `credential_check`); a credential pasted into
+    the panel's sign-in page is checked by it too. `prompt` is the text of the panel's
+    copy-prompt button (empty hides it).
+    """
+    resolver = bearer_or_session(bearer_resolver(authenticate), session_cookie_resolver(services.panel_sessions))
+    sign_in = PanelSignIn(sessions=services.panel_sessions, authenticate_token=authenticate)
+    return create_app(
+        services.bank,
+        resolver,
+        resource_metadata_url=resource_metadata_url,
+        panel=panel_routes(sign_in=sign_in, prompt=prompt),
+    )
 
 
 async def _no_network_caller(_request: Request) -> Principal | None:
@@ -203,7 +248,9 @@ def require_mcp() -> None:
         McpUnavailableError: the `mcp` extra is not installed.
     """
     try:
-        import adapters_mcp  # noqa: F401 - imported for the check; callers import names from it
+        # The package itself imports lazily; its transports are what need the SDK.
+        import adapters_mcp.http_transport
+        import adapters_mcp.stdio_transport  # noqa: F401 - imported for the check; callers import names from it
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] in MCP_EXTRA_MODULES:
             raise McpUnavailableError(f"the MCP SDK is not installed: {MCP_INSTALL_HINT}") from error

@@ -13,10 +13,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
+from adapters_mysql.unit_of_work import reading, writing
 from adapters_mysql.sealed_rows import RowCodec
 from memorybank_core import BrokenSealError, InvalidInputError, ListPosition, Memory, MemoryStore, Scope
 from memorybank_search import OwnerIndexer
@@ -62,14 +62,13 @@ class SqlMemoryStore(MemoryStore):
 
     def __init__(self, engine: sa.Engine, indexer: OwnerIndexer, codec: RowCodec | None = None) -> None:
         self._engine = engine
-        self._writer = for_writing(engine)
         self._indexer = indexer
         self.codec = codec or RowCodec()
 
     def add(self, *, user_id: str, memory: Memory) -> None:
         if memory.user_id != user_id:
             raise ValueError("a memory is added by its own owner")
-        with unavailable_on_driver_error("save"), self._writer.begin() as connection:
+        with unavailable_on_driver_error("save"), writing(self._engine) as connection:
             self._insert(connection, [memory])
 
     def add_many(self, memories: Sequence[Memory]) -> None:
@@ -85,16 +84,14 @@ class SqlMemoryStore(MemoryStore):
         if not memories:
             return
         try:
-            with unavailable_on_driver_error("import"), self._writer.begin() as connection:
+            with unavailable_on_driver_error("import"), writing(self._engine) as connection:
                 self._insert(connection, memories)
         except sa.exc.IntegrityError as error:
             raise InvalidInputError("id", "is already stored") from error
 
     def _insert(self, connection: sa.Connection, memories: Sequence[Memory]) -> None:
         connection.execute(memory_table.insert(), [self._memory_row(memory) for memory in memories])
-        contexts = [
-            self.codec.context_row(context, memory.user_id) for memory in memories for context in memory.contexts
-        ]
+        contexts = [self.codec.context_row(context, memory.user_id) for memory in memories for context in memory.contexts]
         if contexts:
             connection.execute(memory_context.insert(), contexts)
 
@@ -112,7 +109,7 @@ class SqlMemoryStore(MemoryStore):
         if not wanted:
             return {}
         # One round trip: each memory joined with its contexts (search loads its results here).
-        with unavailable_on_driver_error("load"), self._engine.connect() as connection:
+        with unavailable_on_driver_error("load"), reading(self._engine) as connection:
             rows = connection.execute(
                 sa.select(*_ENTITY_COLUMNS, *_CONTEXT_COLUMNS)
                 .select_from(_MEMORY_WITH_CONTEXTS)
@@ -143,28 +140,32 @@ class SqlMemoryStore(MemoryStore):
                 )
             )
         query = query.order_by(memory_table.c.created_at.desc(), memory_table.c.id.desc()).limit(limit)
-        with unavailable_on_driver_error("list"), self._engine.connect() as connection:
+        with unavailable_on_driver_error("list"), reading(self._engine) as connection:
             return _with_contexts(connection, self.codec, user_id, connection.execute(query).all())
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:
-        with unavailable_on_driver_error("delete"), self._writer.connect() as connection:
-            transaction = connection.begin()
-            # Contexts first, as the reference host does. No read before the writes: the
-            # memory delete's row count says whether the owner had such a memory.
-            connection.execute(
-                memory_context.delete().where(
-                    memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id
+        try:
+            with unavailable_on_driver_error("delete"), writing(self._engine) as connection:
+                # Contexts first, as the reference host does. No read before the writes: the
+                # memory delete's row count says whether the owner had such a memory.
+                connection.execute(
+                    memory_context.delete().where(
+                        memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id
+                    )
                 )
-            )
-            deleted = connection.execute(
-                memory_table.delete().where(owned_memories(user_id), memory_table.c.id == memory_id)
-            ).rowcount
-            if deleted != 1:
-                # Not the owner's personal memory: undo the context delete, report "none such".
-                transaction.rollback()
-                return False
-            transaction.commit()
-            return True
+                deleted = connection.execute(
+                    memory_table.delete().where(owned_memories(user_id), memory_table.c.id == memory_id)
+                ).rowcount
+                if deleted != 1:
+                    # Not the owner's personal memory: undo the context delete, report "none such".
+                    raise _NothingDeleted
+        except _NothingDeleted:
+            return False
+        return True
+
+
+class _NothingDeleted(Exception):
+    """Rolls back a delete that found no memory of the owner's."""
 
 
 def _with_contexts(

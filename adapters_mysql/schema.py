@@ -142,6 +142,17 @@ api_token = sa.Table(
     **MYSQL_TABLE_OPTIONS,
 )
 
+#: One row (id 1) counting every revocation ever made, bumped in the revoking transaction. A
+#: server re-verifies the tokens it has cached whenever it changes (`memorybank_core.tokens`).
+#: No row yet reads as 0.
+api_token_revocations = sa.Table(
+    "api_token_revocations",
+    metadata,
+    sa.Column("id", sa.SmallInteger(), primary_key=True, autoincrement=False),
+    sa.Column("generation", sa.BigInteger(), nullable=False),
+    **MYSQL_TABLE_OPTIONS,
+)
+
 panel_credential = sa.Table(
     "panel_credential",
     metadata,
@@ -173,4 +184,4 @@ seal_key = sa.Table(
 )
 
 #: The tables this package owns, in creation order.
-TABLES: tuple[sa.Table, ...] = (memory, memory_context, api_token, panel_credential, seal_key)
+TABLES: tuple[sa.Table, ...] = (memory, memory_context, api_token, panel_credential, api_token_revocations, seal_key)

@@ -37,6 +37,7 @@ from adapters_mysql.seal_keys import (
 from adapters_mysql.sealed_rows import RowCodec
 from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch, purge_rewritten_text
 from adapters_mysql.token_store import SqlTokenStore
+from adapters_mysql.unit_of_work import SqlUnitOfWork
 from memorybank_core import BlindIndex, InvalidInputError, MemoryBankError, Sealer, UnavailableError
 from memorybank_search import OwnerIndexer
 
@@ -130,6 +131,7 @@ class SqlStorage:
         self.store = SqlMemoryStore(engine, indexer, self.codec)
         self.search_engine: OwnerScopedSearch = search_engine(engine, indexer)
         self.token_store = SqlTokenStore(engine)
+        self.unit_of_work = SqlUnitOfWork(engine)
         self.panel_sessions = SqlPanelSessionStore(engine)
         self._display_url = display_url
 

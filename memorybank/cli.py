@@ -110,6 +110,22 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
     serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes sharing the port, each with its own connection pool (default: 1)",
+    )
+    serve.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="text lines or JSON lines (default: text)"
+    )
+    serve.add_argument(
+        "--shutdown-timeout",
+        type=int,
+        default=10,
+        metavar="SECONDS",
+        help="on SIGTERM, how long in-flight requests may take to finish (default: 10)",
+    )
+    serve.add_argument(
         "--allowed-host",
         metavar="HOST",
         action="append",
@@ -386,30 +402,73 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
     import uvicorn
 
     from adapters_oidc import IssuerTokenVerifier
-    from memorybank import composition
+    from memorybank import composition, serving
+    from memorybank.logs import logging_config
 
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be from 0 to 65535", EXIT_BAD_INPUT)
+    if not 1 <= args.workers <= 64:
+        raise CommandError("--workers must be from 1 to 64", EXIT_BAD_INPUT)
+    if not 0 <= args.shutdown_timeout <= 3600:
+        raise CommandError("--shutdown-timeout must be from 0 to 3600 seconds", EXIT_BAD_INPUT)
+    if args.workers > 1 and not serving.shared_between_processes(choice.url):
+        raise CommandError(
+            "--workers above 1 needs a database file or server: in-memory SQLite lives in one process",
+            EXIT_BAD_INPUT,
+        )
     allowed_hosts = choose_allowed_hosts(args.allowed_hosts, args.environment)
-    oauth = oauth_settings.choose_oauth(oauth_options(args), args.environment, host=args.host, port=args.port)
+    options = oauth_options(args)
+    oauth = oauth_settings.choose_oauth(options, args.environment, host=args.host, port=args.port)
     storage = composition.open_ready_storage(choice, args.keys)
     issuers = IssuerTokenVerifier(oauth) if oauth is not None else None
     try:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
         if issuers is not None:
             issuers.warm_up()
-        app = composition.build_app(
-            composition.build_services(storage), bind_host=args.host, allowed_hosts=allowed_hosts, issuers=issuers
-        )
         # Bound here, before saying "serving": a port in use is one clear line, not a log after the banner.
         listener = _listen(args.host, args.port)
         port = listener.getsockname()[1]
         base = f"http://{_url_host(args.host)}:{port}"
-        print(f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}", file=out, flush=True)
-        print(f"{PROGRAM}: {storage.describe_mode()}", file=out, flush=True)
+        print(f"{PROGRAM}: {storage.describe_mode()}", file=out)
+        workers = f", {args.workers} workers" if args.workers > 1 else ""
+        print(
+            f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}{workers}",
+            file=out,
+            flush=True,
+        )
+        if args.workers > 1:
+            # Each worker opens its own storage and issuers (memorybank.serving); the checks above stand.
+            listener.close()
+            storage.close()
+            serving.run(
+                serving.ServeOptions(
+                    database_url=choice.url,
+                    bind_host=args.host,
+                    port=port,
+                    oauth=options,
+                    allowed_hosts=list(allowed_hosts),
+                    key_file=str(args.key_file) if args.key_file is not None else None,
+                ),
+                workers=args.workers,
+                log_format=args.log_format,
+                shutdown_timeout=args.shutdown_timeout,
+            )
+            return
+        app = composition.build_server_app(
+            storage,
+            bind_host=args.host,
+            allowed_hosts=allowed_hosts,
+            metrics_token=args.environment.get(serving.METRICS_TOKEN_ENV) or None,
+            issuers=issuers,
+        )
         # No uvicorn access log: it prints query strings, and search text must never be logged.
         # The app logs its own access event (operationId, status, timing, request id).
-        config = uvicorn.Config(app, access_log=False, log_level="info")
+        config = uvicorn.Config(
+            app,
+            access_log=False,
+            log_level="info",
+            log_config=logging_config(args.log_format),
+            timeout_graceful_shutdown=args.shutdown_timeout,
+        )
         with listener:
             uvicorn.Server(config).run(sockets=[listener])
     finally:

@@ -34,11 +34,13 @@ from memorybank_core.ports import (
     EventSink,
     ListPosition,
     MemoryStore,
+    NoUnitOfWork,
     PanelSessionStore,
     Principal,
     SearchEngine,
     SearchHit,
     TokenStore,
+    UnitOfWork,
 )
 from memorybank_core.requests import ContextInput, SaveRequest
 from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
@@ -72,6 +74,7 @@ __all__ = [
     "MemoryContext",
     "MemoryPage",
     "MemoryStore",
+    "NoUnitOfWork",
     "NotFoundError",
     "Origin",
     "PanelCredential",
@@ -95,4 +98,5 @@ __all__ = [
     "TokenService",
     "TokenStore",
     "UnavailableError",
+    "UnitOfWork",
 ]

@@ -1,7 +1,7 @@
 """Encryption at rest: each memory's seal state, and the key-check table.
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-12-02
 
 `memory.seal_state` is NULL for a plaintext row (every existing row) and names the sealing and
@@ -18,8 +18,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mysql
 
-revision = "0005"
-down_revision = "0004"
+revision = "0006"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
@@ -44,9 +44,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    """Drop what revision 0005 added; refused while any key may have sealed rows (older code cannot open them)."""
+    """Drop what revision 0006 added; refused while any key may have sealed rows (older code cannot open them)."""
     if op.get_bind().execute(sa.text("SELECT 1 FROM seal_key LIMIT 1")).first() is not None:
-        raise RuntimeError("this database holds sealed memories, which revision 0004 cannot read: not downgraded")
+        raise RuntimeError("this database holds sealed memories, which revision 0005 cannot read: not downgraded")
     op.drop_table("seal_key")
     op.drop_index("memory_seal_state", table_name="memory")
     op.drop_column("memory", "seal_state")

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
-from adapters_mysql.unit_of_work import reading, writing
 from adapters_mysql.sealed_rows import RowCodec
+from adapters_mysql.unit_of_work import reading, writing
 from memorybank_core import BrokenSealError, InvalidInputError, ListPosition, Memory, MemoryStore, Scope
 from memorybank_search import OwnerIndexer
 
@@ -91,7 +91,9 @@ class SqlMemoryStore(MemoryStore):
 
     def _insert(self, connection: sa.Connection, memories: Sequence[Memory]) -> None:
         connection.execute(memory_table.insert(), [self._memory_row(memory) for memory in memories])
-        contexts = [self.codec.context_row(context, memory.user_id) for memory in memories for context in memory.contexts]
+        contexts = [
+            self.codec.context_row(context, memory.user_id) for memory in memories for context in memory.contexts
+        ]
         if contexts:
             connection.execute(memory_context.insert(), contexts)
 

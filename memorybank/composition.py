@@ -18,13 +18,23 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute
 
 import adapters_mysql
+from adapters_crypto import AesGcmSealer, load_key_ring, parse_key_ring
 from adapters_http import Authenticate, RequestObserver, bearer_resolver, create_app, system_routes
 from adapters_http.draining import ConnectionDraining
 from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
 from adapters_mysql import DatabaseMissingError, SchemaNotReadyError, SqlStorage, create_database, open_storage
 from adapters_oidc import IssuerTokenVerifier
-from memorybank.settings import DatabaseChoice, prepare_embedded_directory
-from memorybank_core import Clock, EventSink, MemoryBank, PanelSessions, Principal, TokenService, UnavailableError
+from memorybank.settings import DatabaseChoice, KeyRingChoice, prepare_embedded_directory
+from memorybank_core import (
+    Clock,
+    EventSink,
+    MemoryBank,
+    PanelSessions,
+    Principal,
+    Sealer,
+    TokenService,
+    UnavailableError,
+)
 from memorybank_core.events import LoggingEventSink
 from memorybank_core.tokens import SECRET_PREFIX
 from memorybank_search import OwnerIndexer
@@ -43,20 +53,35 @@ class McpUnavailableError(RuntimeError):
     """The MCP SDK (the `mcp` extra) is not installed."""
 
 
-def open_ready_storage(choice: DatabaseChoice) -> SqlStorage:
+def load_sealer(keys: KeyRingChoice | None) -> Sealer | None:
+    """The sealer for the chosen key ring; None means plaintext storage.
+
+    Raises:
+        InvalidInputError: ("key-file") the ring cannot be read or is malformed.
+    """
+    if keys is None:
+        return None
+    if keys.path is not None:
+        return AesGcmSealer(load_key_ring(keys.path))
+    return AesGcmSealer(parse_key_ring(keys.text or "", origin=f"${keys.source}"))
+
+
+def open_ready_storage(choice: DatabaseChoice, keys: KeyRingChoice | None = None) -> SqlStorage:
     """Open the chosen database and make sure its schema is the one this version serves.
 
     SQLite is embedded, so it is initialized in place (created on first use). A MySQL
     schema is never changed here: a missing, behind or index-less schema is refused
-    with a message naming `memorybank migrate`.
+    with a message naming `memorybank migrate`. `keys` is the key ring for encryption at rest
+    (None: plaintext); a database holding sealed memories is refused unless the ring opens them.
 
     Raises:
-        InvalidInputError: ("db") a malformed or unsupported URL.
+        InvalidInputError: ("db") a malformed or unsupported URL; ("key-file") a bad key ring.
         UnavailableError: the database cannot be reached.
-        SchemaNotReadyError: the schema is not ready; the message names the fix.
+        SchemaNotReadyError: the schema is not ready (the message names the fix), or the key
+            ring does not open the database (`KeyRingError`).
         OSError: the embedded database's directory cannot be created.
     """
-    storage = _open_storage(choice)
+    storage = _open_storage(choice, keys)
     try:
         if storage.dialect_name == "sqlite":
             storage.initialize()
@@ -67,23 +92,23 @@ def open_ready_storage(choice: DatabaseChoice) -> SqlStorage:
     return storage
 
 
-def open_storage_for_migration(choice: DatabaseChoice) -> tuple[SqlStorage, bool]:
+def open_storage_for_migration(choice: DatabaseChoice, keys: KeyRingChoice | None = None) -> tuple[SqlStorage, bool]:
     """Open the chosen database without any schema check, for `memorybank migrate`; True if it was created.
 
     A MySQL database the server lacks is created (utf8mb4), as migrate is the install step.
 
     Raises:
-        InvalidInputError: ("db") a malformed or unsupported URL.
+        InvalidInputError: ("db") a malformed or unsupported URL; ("key-file") a bad key ring.
         CreateDatabaseRefusedError: the database is missing and the account may not create it;
             the message holds the statement to run.
         UnavailableError: the database cannot be reached.
         OSError: the embedded database's directory cannot be created.
     """
     try:
-        return _open_storage(choice), False
+        return _open_storage(choice, keys), False
     except DatabaseMissingError:
         create_database(choice.url)
-        return _open_storage(choice), True
+        return _open_storage(choice, keys), True
 
 
 def migrate_sharded(choice: DatabaseChoice, shard_urls: Sequence[str]) -> None:
@@ -97,10 +122,12 @@ def migrate_sharded(choice: DatabaseChoice, shard_urls: Sequence[str]) -> None:
     adapters_mysql.migrate_sharded(choice.url, shard_urls, indexer=OwnerIndexer())
 
 
-def _open_storage(choice: DatabaseChoice) -> SqlStorage:
+def _open_storage(choice: DatabaseChoice, keys: KeyRingChoice | None) -> SqlStorage:
+    sealer = load_sealer(keys)
     prepare_embedded_directory(choice)
     # The one indexer of the process: the store writes its documents and the engine reads them.
-    return open_storage(choice.url, indexer=OwnerIndexer())
+    indexer = OwnerIndexer(blind_index=sealer.index if sealer is not None else None)
+    return open_storage(choice.url, indexer=indexer, sealer=sealer)
 
 
 @attrs.frozen(kw_only=True)

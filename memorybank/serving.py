@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import attrs
 import sqlalchemy as sa
@@ -24,7 +25,7 @@ from adapters_oidc import IssuerTokenVerifier
 from memorybank import composition
 from memorybank.logs import logging_config
 from memorybank.oauth_settings import OAuthOptions, choose_oauth
-from memorybank.settings import DatabaseChoice
+from memorybank.settings import DatabaseChoice, choose_key_ring
 
 OPTIONS_ENV = "MEMORYBANK_SERVE_OPTIONS"
 """Where `run` leaves the options for its workers (JSON)."""
@@ -47,6 +48,8 @@ class ServeOptions:
     port: int = 8000
     oauth: OAuthOptions = attrs.field(factory=OAuthOptions)
     allowed_hosts: list[str] = attrs.field(factory=list)
+    #: `--key-file`, if given (the key ring's environment variables reach the workers by themselves).
+    key_file: str | None = None
 
     def to_json(self) -> str:
         """For the environment of the workers."""
@@ -102,7 +105,8 @@ def app_from_environment() -> ASGIApp:
     issuers = IssuerTokenVerifier(oauth) if oauth is not None else None
     if issuers is not None:
         issuers.warm_up()
-    storage = composition.open_ready_storage(DatabaseChoice(url=options.database_url, source="serve"))
+    keys = choose_key_ring(Path(options.key_file) if options.key_file else None, os.environ)
+    storage = composition.open_ready_storage(DatabaseChoice(url=options.database_url, source="serve"), keys)
     return composition.build_server_app(
         storage,
         bind_host=options.bind_host,

@@ -43,6 +43,7 @@ from memorybank_core.ports import (
     UnitOfWork,
 )
 from memorybank_core.requests import ContextInput, SaveRequest
+from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
 from memorybank_core.tokens import IssuedToken, TokenPrincipal, TokenService
 from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE, MemoryBank
 
@@ -50,6 +51,8 @@ __all__ = [
     "READ_SCOPE",
     "WRITE_SCOPE",
     "ApiToken",
+    "BlindIndex",
+    "BrokenSealError",
     "Citation",
     "Clock",
     "ContextInput",
@@ -83,6 +86,8 @@ __all__ = [
     "RecordingEventSink",
     "SaveRequest",
     "Scope",
+    "SealBinding",
+    "Sealer",
     "SearchEngine",
     "SearchHit",
     "SearchResult",

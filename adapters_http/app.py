@@ -96,17 +96,20 @@ def create_app(
     lifespan: Lifespan[Starlette] | None = None,
     title: str = "memorybank",
     resource_metadata_url: str | None = None,
+    panel: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The standalone HTTP app: the memory routes, a public `GET /openapi.json`, JSON 404/405/500 bodies.
 
     Every response carries an `X-Request-Id`. `lifespan` is the composition root's
     (e.g. to close storage on shutdown). `resource_metadata_url`: see `memory_routes`.
+    `panel` is the management panel's routes (`adapters_http.panel.panel_routes`), served beside the API.
     """
     routes: list[BaseRoute] = [
         *memory_routes(
             bank, resolve_principal, max_body_bytes=max_body_bytes, resource_metadata_url=resource_metadata_url
         ),
         openapi_route(build_openapi(MEMORY_ROUTES, title=title)),
+        *panel,
     ]
     return Starlette(
         routes=routes,

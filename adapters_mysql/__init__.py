@@ -8,6 +8,7 @@ search engine and token store are wired into the bank. Nothing connects at impor
 from adapters_mysql.errors import SchemaNotReadyError
 from adapters_mysql.memory_store import SqlMemoryStore
 from adapters_mysql.mysql_search import MysqlOwnerScopedSearch
+from adapters_mysql.panel_session_store import SqlPanelSessionStore
 from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch
 from adapters_mysql.storage import SqlStorage, open_storage
 from adapters_mysql.token_store import SqlTokenStore
@@ -16,6 +17,7 @@ __all__ = [
     "MysqlOwnerScopedSearch",
     "SchemaNotReadyError",
     "SqlMemoryStore",
+    "SqlPanelSessionStore",
     "SqlStorage",
     "SqlTokenStore",
     "SqliteOwnerScopedSearch",

@@ -15,7 +15,7 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
-from memorybank_core import Origin, Scope, limits
+from memorybank_core import Origin, PanelCredentialKind, Scope, limits
 from memorybank_core.limits import TextBound
 
 #: MySQL TEXT holds 65,535 bytes, and utf8mb4 needs up to 4 bytes per character.
@@ -30,7 +30,7 @@ MYSQL_TABLE_OPTIONS: dict[str, Any] = {
     "mysql_collate": "utf8mb4_unicode_ci",
 }
 
-#: The hex SHA-256 of a token secret.
+#: The hex SHA-256 of a token, panel link or panel session secret.
 TOKEN_HASH_LENGTH = 64
 
 
@@ -134,5 +134,24 @@ api_token = sa.Table(
     **MYSQL_TABLE_OPTIONS,
 )
 
+panel_credential = sa.Table(
+    "panel_credential",
+    metadata,
+    sa.Column("id", id_type(), primary_key=True),
+    sa.Column(
+        "kind", sa.Enum(*(kind.value for kind in PanelCredentialKind), name="panel_credential_kind"), nullable=False
+    ),
+    sa.Column("secret_hash", sa.CHAR(TOKEN_HASH_LENGTH), nullable=False),
+    sa.Column("user_id", id_type(), nullable=False),
+    sa.Column("org_id", id_type(), nullable=False),
+    sa.Column("scopes", sa.JSON(), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("expires_at", UtcDateTime(), nullable=False),
+    sa.Column("ended_at", UtcDateTime(), nullable=True),
+    sa.UniqueConstraint("secret_hash", name="panel_credential_secret_hash"),
+    sa.Index("panel_credential_user_id", "user_id"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
 #: The tables this package owns, in creation order.
-TABLES: tuple[sa.Table, ...] = (memory, memory_context, api_token)
+TABLES: tuple[sa.Table, ...] = (memory, memory_context, api_token, panel_credential)

@@ -16,6 +16,7 @@ from adapters_mysql.errors import driver_error_code, unavailable_on_driver_error
 from adapters_mysql.memory_store import SqlMemoryStore
 from adapters_mysql.mysql_search import MysqlOwnerScopedSearch
 from adapters_mysql.owner_search import OwnerScopedSearch
+from adapters_mysql.panel_session_store import SqlPanelSessionStore
 from adapters_mysql.readiness import check_ready, ensure_search_index
 from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, count_to_reindex, reindex
 from adapters_mysql.revisions import current_revision, stamp_head, upgrade_to_head
@@ -48,7 +49,7 @@ _SEARCH_ENGINES: dict[str, type[OwnerScopedSearch]] = {
 
 
 class SqlStorage:
-    """Everything the bank needs from one SQL database: store, search engine, token store, schema tools."""
+    """Everything the bank needs from one SQL database: store, search, token and panel session stores, schema."""
 
     def __init__(self, *, engine: sa.Engine, indexer: OwnerIndexer, display_url: str) -> None:
         """Storage on `engine` (MySQL/MariaDB or SQLite); `display_url` names it in messages.
@@ -67,6 +68,7 @@ class SqlStorage:
         self.store = SqlMemoryStore(engine, indexer)
         self.search_engine: OwnerScopedSearch = search_engine(engine, indexer)
         self.token_store = SqlTokenStore(engine)
+        self.panel_sessions = SqlPanelSessionStore(engine)
         self._display_url = display_url
 
     @property

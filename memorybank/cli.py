@@ -1,4 +1,4 @@
-"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, and token create/list/revoke.
+"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, panel-link, token create/list/revoke.
 
 Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
 database is unreachable, its schema is not ready, or a token is not found. Every
@@ -12,8 +12,10 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import NoReturn, TextIO
+from urllib.parse import urlsplit
 
 import anyio
 import uvicorn
@@ -42,6 +44,7 @@ _OPTION_NAMES = {
     "user": "--user",
     "org": "--org",
     "scope": "--scope",
+    "ttl": "--ttl",
     **{name: f"--{name}" for name in ("public-url", "oauth-issuer", "oauth-scope", "oauth-default-org")},
     "oauth-introspection-issuer": "--oauth-introspection-issuer",
 }
@@ -147,6 +150,29 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     reindexing.add_argument("--all", action="store_true", help="re-index every memory, not only stale ones")
     reindexing.set_defaults(run=_reindex)
+
+    panel_link = commands.add_parser(
+        "panel-link",
+        parents=[database],
+        help="print a one-time sign-in link to the management panel",
+        description="Print a one-time URL that signs a person in to the management panel served by "
+        "`memorybank serve` at /. The link works once, for --ttl; --revoke ends every session and unused "
+        "link of the user instead.",
+    )
+    panel_link.add_argument("--user", metavar="usr_…", required=True, help="whose panel")
+    panel_link.add_argument(
+        "--org", metavar="org_…", help="the user's organization (default: that of the user's latest API token)"
+    )
+    panel_link.add_argument(
+        "--ttl", default="10m", help="how long the link works: 30s, 10m, 2h, 1d (default: 10m; at most 1d)"
+    )
+    panel_link.add_argument(
+        "--url", default="http://127.0.0.1:8000", help="the server's address (default: http://127.0.0.1:8000)"
+    )
+    panel_link.add_argument(
+        "--revoke", action="store_true", help="end the user's panel sessions and unused links instead"
+    )
+    panel_link.set_defaults(run=_panel_link)
 
     token = commands.add_parser("token", help="manage API tokens", description="Create, list and revoke API tokens.")
     token_commands = token.add_subparsers(dest="token_command", required=True, metavar="ACTION", parser_class=_Parser)
@@ -441,6 +467,55 @@ def _token_revoke(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO)
         print(f"revoked token {token.id} of {token.user_id}", file=out)
 
     _with_tokens(choice, revoke)
+
+
+_TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_ttl(text: str) -> timedelta:
+    """`30s`, `10m`, `2h` or `1d` as a duration.
+
+    Raises:
+        CommandError: anything else (exit status 2).
+    """
+    value, unit = text.strip()[:-1], text.strip()[-1:]
+    if not value.isdecimal() or unit not in _TTL_UNITS or len(value) > 6:
+        raise CommandError("--ttl must be a duration such as 30s, 10m, 2h or 1d", EXIT_BAD_INPUT)
+    return timedelta(seconds=int(value) * _TTL_UNITS[unit])
+
+
+def _panel_link(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    # Validate before touching the database.
+    ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
+    if args.org is not None:
+        ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
+    ttl = parse_ttl(args.ttl)
+    base = urlsplit(args.url)
+    if base.scheme not in {"http", "https"} or not base.netloc:
+        raise CommandError("--url must be the server's http:// or https:// address", EXIT_BAD_INPUT)
+
+    def link(services: composition.Services) -> None:
+        if args.revoke:
+            ended = services.panel_sessions.revoke_user(args.user)
+            print(f"ended {ended} panel sessions and unused sign-in links of {args.user}", file=out)
+            return
+        org_id = args.org or _latest_org(services, args.user)
+        issued = services.panel_sessions.issue_link(user_id=args.user, org_id=org_id, ttl=ttl)
+        expires = issued.expires_at.isoformat(timespec="seconds")
+        print(f"one-time sign-in link for {args.user}, valid until {expires}:", file=out)
+        # The code travels in the fragment: browsers never send it to a server or in a Referer.
+        print(f"{args.url.rstrip('/')}/#link={issued.code}", file=out)
+
+    _with_tokens(choice, link)
+
+
+def _latest_org(services: composition.Services, user_id: str) -> str:
+    tokens = services.tokens.list(user_id=user_id)
+    if not tokens:
+        raise CommandError(
+            f"--org is required: {user_id} has no API token to take the organization from", EXIT_BAD_INPUT
+        )
+    return tokens[-1].org_id
 
 
 def _scopes(token: ApiToken) -> str:

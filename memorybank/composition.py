@@ -13,10 +13,11 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 
 from adapters_http import Authenticate, bearer_resolver, create_app
+from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
 from adapters_mysql import SqlStorage, open_storage
 from adapters_oidc import IssuerTokenVerifier
 from memorybank.settings import DatabaseChoice, prepare_embedded_directory
-from memorybank_core import Clock, EventSink, MemoryBank, Principal, TokenService
+from memorybank_core import Clock, EventSink, MemoryBank, PanelSessions, Principal, TokenService
 from memorybank_core.tokens import SECRET_PREFIX
 from memorybank_search import OwnerIndexer
 
@@ -81,13 +82,15 @@ class Services:
 
     bank: MemoryBank
     tokens: TokenService
+    panel_sessions: PanelSessions
 
 
 def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: EventSink | None = None) -> Services:
-    """The bank and the token service over `storage`."""
+    """The bank, the token service and the panel's sessions over `storage`."""
     return Services(
         bank=MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=clock, events=events),
         tokens=TokenService(store=storage.token_store, clock=clock),
+        panel_sessions=PanelSessions(store=storage.panel_sessions, clock=clock),
     )
 
 
@@ -112,13 +115,15 @@ def credential_check(tokens: TokenService, issuers: IssuerTokenVerifier | None) 
 def build_app(
     services: Services, *, bind_host: str = "127.0.0.1", issuers: IssuerTokenVerifier | None = None
 ) -> Starlette:
-    """The standalone app: the REST API and the MCP rail at `/mcp/agent`, behind the same bearer tokens.
+    """The standalone app: the REST API, the management panel at `/` and the MCP rail at `/mcp/agent`.
 
     Bearer tokens from the same database authenticate every request, and with `issuers`
     access tokens from the configured OAuth issuers too (see `credential_check`); the
     protected-resource metadata then lists those issuers, and every bearer challenge names it.
     `bind_host` sets the rail's DNS-rebinding protection (a loopback bind serves loopback
-    host names only). Without the `mcp` extra the REST API is served alone, with a warning
+    host names only). The panel's session cookie authenticates the REST API too, on the
+    panel's own same-origin calls only (`build_rest_app`). Without the `mcp` extra the REST
+    API and the panel (without its copy-prompt button) are served alone, with a warning
     naming the install.
     """
     authenticate = credential_check(services.tokens, issuers)
@@ -126,8 +131,9 @@ def build_app(
         require_mcp()
     except McpUnavailableError as error:
         logger.warning("the MCP rail at /mcp/agent is off: %s", error)
-        return create_app(services.bank, bearer_resolver(authenticate))
+        return build_rest_app(services, authenticate=authenticate, prompt="")
     from adapters_mcp import (  # see require_mcp
+        MEMORY_BANK_PROMPT,
         METADATA_PATH,
         RAIL_PATH,
         RAIL_SCOPES,
@@ -138,9 +144,10 @@ def build_app(
 
     # The OAuth resource identifier is the rail's URL; the server's public base is what precedes its path.
     public_url = issuers.settings.resource.removesuffix(RAIL_PATH) if issuers else None
-    rest = create_app(
-        services.bank,
-        bearer_resolver(authenticate),
+    rest = build_rest_app(
+        services,
+        authenticate=authenticate,
+        prompt=MEMORY_BANK_PROMPT,
         resource_metadata_url=f"{public_url}{METADATA_PATH}" if public_url else None,
     )
     mount = create_mcp_mount(
@@ -153,6 +160,29 @@ def build_app(
         scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
     )
     return create_host_app(rest, mount)
+
+
+def build_rest_app(
+    services: Services,
+    *,
+    authenticate: Authenticate,
+    prompt: str,
+    resource_metadata_url: str | None = None,
+) -> Starlette:
+    """The REST API and the management panel: a bearer credential, or the panel's session cookie on panel calls.
+
+    `authenticate` checks bearer credentials (see `credential_check`); a credential pasted into
+    the panel's sign-in page is checked by it too. `prompt` is the text of the panel's
+    copy-prompt button (empty hides it).
+    """
+    resolver = bearer_or_session(bearer_resolver(authenticate), session_cookie_resolver(services.panel_sessions))
+    sign_in = PanelSignIn(sessions=services.panel_sessions, authenticate_token=authenticate)
+    return create_app(
+        services.bank,
+        resolver,
+        resource_metadata_url=resource_metadata_url,
+        panel=panel_routes(sign_in=sign_in, prompt=prompt),
+    )
 
 
 async def _no_network_caller(_request: Request) -> Principal | None:

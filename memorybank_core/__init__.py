@@ -11,6 +11,8 @@ from memorybank_core.entities import (
     MemoryContext,
     MemoryPage,
     Origin,
+    PanelCredential,
+    PanelCredentialKind,
     Scope,
     SearchResult,
     Source,
@@ -25,12 +27,14 @@ from memorybank_core.errors import (
     UnavailableError,
 )
 from memorybank_core.events import LoggingEventSink, RecordingEventSink
-from memorybank_core.inmemory import InMemoryStore, InMemoryTokenStore
+from memorybank_core.inmemory import InMemoryPanelSessionStore, InMemoryStore, InMemoryTokenStore
+from memorybank_core.panel_sessions import IssuedLink, PanelSessions, StartedSession
 from memorybank_core.ports import (
     Clock,
     EventSink,
     ListPosition,
     MemoryStore,
+    PanelSessionStore,
     Principal,
     SearchEngine,
     SearchHit,
@@ -51,9 +55,11 @@ __all__ = [
     "EventSink",
     "FixedClock",
     "ForbiddenError",
+    "InMemoryPanelSessionStore",
     "InMemoryStore",
     "InMemoryTokenStore",
     "InvalidInputError",
+    "IssuedLink",
     "IssuedToken",
     "ListPosition",
     "LoggingEventSink",
@@ -65,6 +71,10 @@ __all__ = [
     "MemoryStore",
     "NotFoundError",
     "Origin",
+    "PanelCredential",
+    "PanelCredentialKind",
+    "PanelSessionStore",
+    "PanelSessions",
     "Principal",
     "Problem",
     "RecordingEventSink",
@@ -74,6 +84,7 @@ __all__ = [
     "SearchHit",
     "SearchResult",
     "Source",
+    "StartedSession",
     "SystemClock",
     "TokenPrincipal",
     "TokenService",

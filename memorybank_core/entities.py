@@ -114,3 +114,30 @@ class ApiToken:
     scopes: frozenset[str] = attrs.field(converter=_scopes)
     created_at: datetime = attrs.field(validator=utc_datetime)
     revoked_at: datetime | None = None
+
+
+class PanelCredentialKind(enum.StrEnum):
+    """What a panel credential opens: a one-time sign-in link, or a browser session."""
+
+    LINK = "link"
+    SESSION = "session"
+
+
+@attrs.frozen(kw_only=True)
+class PanelCredential:
+    """A sign-in link or a session of the management panel: who it speaks for, and the hash of its secret."""
+
+    id: str = attrs.field(validator=bounded_text(limits.ID))
+    kind: PanelCredentialKind
+    secret_hash: str
+    user_id: str = attrs.field(validator=bounded_text(limits.ID))
+    org_id: str = attrs.field(validator=bounded_text(limits.ID))
+    scopes: frozenset[str] = attrs.field(converter=_scopes)
+    created_at: datetime = attrs.field(validator=utc_datetime)
+    expires_at: datetime = attrs.field(validator=utc_datetime)
+    ended_at: datetime | None = None
+    """When a link was used or a session was signed out or revoked; None while it may still be used."""
+
+    def is_live(self, at: datetime) -> bool:
+        """Usable at `at`: not ended and not expired."""
+        return self.ended_at is None and at < self.expires_at

@@ -1,4 +1,4 @@
-"""The in-memory reference adapters: memory store and token store in plain dicts.
+"""The in-memory reference adapters: memory store, token store and panel sessions in plain dicts.
 
 The matching search engine is `memorybank_search.InMemorySearch`.
 
@@ -14,8 +14,8 @@ from datetime import datetime
 
 import attrs
 
-from memorybank_core.entities import ApiToken, Memory, Scope
-from memorybank_core.ports import ListPosition, MemoryStore, TokenStore
+from memorybank_core.entities import ApiToken, Memory, PanelCredential, Scope
+from memorybank_core.ports import ListPosition, MemoryStore, PanelSessionStore, TokenStore
 
 
 class InMemoryStore(MemoryStore):
@@ -92,3 +92,34 @@ class InMemoryTokenStore(TokenStore):
                 return False
             self._tokens[token_id] = attrs.evolve(token, revoked_at=at)
             return True
+
+
+class InMemoryPanelSessionStore(PanelSessionStore):
+    """Panel sign-in links and sessions in a dict."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._credentials: dict[str, PanelCredential] = {}
+
+    def add(self, credential: PanelCredential) -> None:
+        with self._lock:
+            self._credentials[credential.id] = credential
+
+    def find_by_hash(self, secret_hash: str) -> PanelCredential | None:
+        with self._lock:
+            return next((c for c in self._credentials.values() if c.secret_hash == secret_hash), None)
+
+    def end(self, credential_id: str, *, at: datetime) -> bool:
+        with self._lock:
+            credential = self._credentials.get(credential_id)
+            if credential is None or credential.ended_at is not None:
+                return False
+            self._credentials[credential_id] = attrs.evolve(credential, ended_at=at)
+            return True
+
+    def end_all(self, *, user_id: str, at: datetime) -> int:
+        with self._lock:
+            live = [c for c in self._credentials.values() if c.user_id == user_id and c.is_live(at)]
+            for credential in live:
+                self._credentials[credential.id] = attrs.evolve(credential, ended_at=at)
+            return len(live)

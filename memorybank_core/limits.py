@@ -50,3 +50,9 @@ ID_MAX_LENGTH = 64
 ID = TextBound(1, ID_MAX_LENGTH)
 #: A list cursor is opaque but short; anything longer is not one we issued.
 CURSOR_MAX_LENGTH = 256
+
+#: A panel sign-in link lives 10 minutes unless its issuer says otherwise, and never more than a day.
+PANEL_LINK_TTL_DEFAULT_SECONDS = 10 * 60
+PANEL_LINK_TTL_MAX_SECONDS = 24 * 60 * 60
+#: A panel session lasts a working day; signing in again is one link or one pasted token away.
+PANEL_SESSION_TTL_SECONDS = 12 * 60 * 60

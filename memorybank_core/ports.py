@@ -13,7 +13,7 @@ from typing import Protocol
 
 import attrs
 
-from memorybank_core.entities import ApiToken, Memory
+from memorybank_core.entities import ApiToken, Memory, PanelCredential
 
 
 class Principal(Protocol):
@@ -124,3 +124,27 @@ class TokenStore(Protocol):
     @abstractmethod
     def revoke(self, token_id: str, *, at: datetime) -> bool:
         """Mark the token revoked from `at` on; False if no live token has that id."""
+
+
+class PanelSessionStore(Protocol):
+    """Storage of the panel's sign-in links and sessions. Only hashes of their secrets are stored."""
+
+    @abstractmethod
+    def add(self, credential: PanelCredential) -> None:
+        """Store a newly issued link or session.
+
+        Raises:
+            UnavailableError: storage cannot be reached; nothing was written.
+        """
+
+    @abstractmethod
+    def find_by_hash(self, secret_hash: str) -> PanelCredential | None:
+        """The credential with this secret hash, live or not; None if there is none."""
+
+    @abstractmethod
+    def end(self, credential_id: str, *, at: datetime) -> bool:
+        """Mark the credential ended at `at`; False if it was already ended (so a link is used once only)."""
+
+    @abstractmethod
+    def end_all(self, *, user_id: str, at: datetime) -> int:
+        """End every live link and session of `user_id`; how many were ended."""

@@ -11,10 +11,14 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from adapters_http import bearer_token_resolver, create_app
-from memorybank_core import InMemoryTokenStore, MemoryBank, TokenService
+from adapters_http.panel import PANEL_HEADER, SESSION_COOKIE
+from memorybank.composition import Services, build_rest_app
+from memorybank_core import InMemoryPanelSessionStore, InMemoryTokenStore, MemoryBank, PanelSessions, TokenService
 from tests.conftest import User
 from tests.contract.backends import FACTORIES, BackendFactory
+
+#: The copy-prompt text the test app's panel serves.
+TEST_PROMPT = "## Memory Bank\n\nSearch first, then execute.\n"
 
 #: Route tests run on these backends; MariaDB is exercised end to end through a real server instead.
 HTTP_BACKENDS = [name for name in FACTORIES if name in {"memory", "sqlite"}]
@@ -34,8 +38,15 @@ def tokens() -> TokenService:
 
 
 @pytest.fixture
-def app(bank: MemoryBank, tokens: TokenService) -> Starlette:
-    return create_app(bank, bearer_token_resolver(tokens))
+def panel_sessions() -> PanelSessions:
+    return PanelSessions(store=InMemoryPanelSessionStore())
+
+
+@pytest.fixture
+def app(bank: MemoryBank, tokens: TokenService, panel_sessions: PanelSessions) -> Starlette:
+    """The standalone server's REST app: bearer tokens, or the panel's session cookie on panel calls."""
+    services = Services(bank=bank, tokens=tokens, panel_sessions=panel_sessions)
+    return build_rest_app(services, authenticate=tokens.authenticate, prompt=TEST_PROMPT)
 
 
 @pytest.fixture
@@ -46,14 +57,18 @@ def client(app: Starlette) -> Iterator[TestClient]:
 
 @attrs.frozen
 class Caller:
-    """A user holding a token, talking to the app."""
+    """A user talking to the app through one door: a bearer token, or the panel's session cookie."""
 
     client: TestClient
     user: User
     secret: str
+    door: str = "bearer"
 
     @property
     def headers(self) -> dict[str, str]:
+        if self.door == "panel":
+            # What the panel's own script sends: the cookie, its header, and the page's origin.
+            return {"Cookie": f"{SESSION_COOKIE}={self.secret}", PANEL_HEADER: "1", "Origin": "http://testserver"}
         return {"Authorization": f"Bearer {self.secret}"}
 
     def save(self, content: str = "The deploy target is a Daytona sandbox", **body: Any) -> httpx2.Response:
@@ -79,6 +94,14 @@ def caller_for(client: TestClient, tokens: TokenService, user: User, scopes: fro
     """A caller with a fresh token for `user` (all of the user's scopes unless `scopes` is given)."""
     issued = tokens.issue(user_id=user.user_id, org_id=user.organization_id, scopes=scopes or user.scopes)
     return Caller(client=client, user=user, secret=issued.secret)
+
+
+def panel_caller_for(client: TestClient, sessions: PanelSessions, user: User) -> Caller:
+    """A caller signed in to the panel as `user` (a session cookie, as after opening a sign-in link)."""
+    link = sessions.issue_link(user_id=user.user_id, org_id=user.organization_id)
+    started = sessions.redeem_link(link.code)
+    assert started is not None
+    return Caller(client=client, user=user, secret=started.secret, door="panel")
 
 
 @pytest.fixture

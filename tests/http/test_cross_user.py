@@ -1,12 +1,37 @@
-"""Merge gate (seed §8): no route ever reveals or touches another user's memory."""
+"""Merge gate (seed §8): no route ever reveals or touches another user's memory, through either door.
+
+Every test here runs twice: with bearer tokens, and with the management panel's session
+cookie (the panel reaches the same routes and use cases with the session's principal).
+"""
 
 from __future__ import annotations
 
 import pytest
 from starlette.testclient import TestClient
 
+from memorybank_core import PanelSessions, TokenService
 from memorybank_core.ids import MEMORY_PREFIX, new_id
-from tests.http.conftest import Caller
+from tests.conftest import User
+from tests.http.conftest import Caller, caller_for, panel_caller_for
+
+
+@pytest.fixture(params=["bearer", "panel"])
+def door(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _caller(client: TestClient, tokens: TokenService, sessions: PanelSessions, user: User, door: str) -> Caller:
+    return panel_caller_for(client, sessions, user) if door == "panel" else caller_for(client, tokens, user)
+
+
+@pytest.fixture
+def as_alice(client: TestClient, tokens: TokenService, panel_sessions: PanelSessions, alice: User, door: str) -> Caller:
+    return _caller(client, tokens, panel_sessions, alice, door)
+
+
+@pytest.fixture
+def as_bob(client: TestClient, tokens: TokenService, panel_sessions: PanelSessions, bob: User, door: str) -> Caller:
+    return _caller(client, tokens, panel_sessions, bob, door)
 
 
 def test_no_route_reveals_or_touches_another_users_memory(as_alice: Caller, as_bob: Caller) -> None:

@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 
 from adapters_http import IN_PROCESS_PRINCIPAL_KEY, build_openapi, memory_routes
+from adapters_http.panel import PANEL_HEADER, panel_calls_only, panel_routes
 from adapters_mysql import SqliteOwnerScopedSearch, SqlStorage
 from memorybank_core import READ_SCOPE, WRITE_SCOPE, MemoryBank, Principal
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
@@ -62,6 +63,9 @@ def build_host(engine: sa.Engine) -> Starlette:
         token = request.cookies.get("host_session")
         return None if token is None else await run_in_threadpool(find_session, token)
 
+    # A cookie is sent by the browser whoever wrote the page: only the panel's same-origin calls may use it.
+    cookie_principal = panel_calls_only(session_principal)
+
     async def login(request: Request) -> Response:
         user_id = request.query_params["user"]
         token = secrets.token_hex(16)
@@ -86,7 +90,9 @@ def build_host(engine: sa.Engine) -> Starlette:
             Route("/", host_home),
             Route("/login", login, methods=["POST"]),
             Route("/api/openapi.json", openapi),
-            Mount("/api", routes=memory_routes(bank, session_principal)),
+            Mount("/api", routes=memory_routes(bank, cookie_principal)),
+            # The management panel, behind the host's own sign-in: the page at /memory/, calling /api.
+            Mount("/memory", routes=panel_routes(api_base="/api", sign_in_url="/login")),
         ]
     )
 
@@ -107,8 +113,12 @@ def host(host_engine: sa.Engine) -> Starlette:
     return build_host(host_engine)
 
 
+#: What the panel's script sends with every call (a browser adds the Origin itself).
+PANEL_CALL = {PANEL_HEADER: "1", "Origin": "http://testserver"}
+
+
 def _logged_in(app: Starlette, user_id: str) -> TestClient:
-    client = TestClient(app)
+    client = TestClient(app, headers=PANEL_CALL)
     assert client.post("/login", params={"user": user_id}).status_code == 200
     return client
 
@@ -164,3 +174,32 @@ def test_an_in_process_caller_in_the_host_passes_its_principal_in_the_scope(host
     with TestClient(as_member) as in_process:
         assert in_process.post("/api/v1/memory", json={"content": "via the MCP rail"}).status_code == 201
         assert len(in_process.get("/api/v1/memory").json()["memories"]) == 1
+
+
+def test_the_host_serves_the_panel_under_its_own_sign_in_calling_its_own_api_mount(host: Starlette) -> None:
+    alice = _logged_in(host, new_id(USER_PREFIX))
+    memory_id = alice.post("/api/v1/memory", json={"content": "seen in the host's panel"}).json()["memory"]["id"]
+
+    page = alice.get("/memory/")
+    script = alice.get("/memory/panel/assets/app.js")
+
+    assert page.status_code == 200
+    assert '<meta name="memorybank-api" content="/api">' in page.text
+    assert '<meta name="memorybank-sign-in" content="host">' in page.text
+    assert '<meta name="memorybank-sign-in-url" content="/login">' in page.text
+    assert page.headers["content-security-policy"].startswith("default-src 'self'")
+    assert script.headers["content-type"] == "text/javascript; charset=utf-8"
+    assert alice.get("/memory/panel/session").status_code == 404  # no standalone sign-in: the host signs in
+    assert [m["id"] for m in alice.get("/api/v1/memory").json()["memories"]] == [memory_id]
+
+
+def test_the_hosts_session_cookie_alone_or_from_another_origin_opens_nothing(host: Starlette) -> None:
+    alice = _logged_in(host, new_id(USER_PREFIX))
+    memory_id = alice.post("/api/v1/memory", json={"content": "not for forms"}).json()["memory"]["id"]
+
+    bare = alice.delete(f"/api/v1/memory/{memory_id}", headers={PANEL_HEADER: "", "Origin": ""})
+    foreign = alice.delete(f"/api/v1/memory/{memory_id}", headers={"Origin": "http://evil.example"})
+
+    assert bare.status_code == 401
+    assert foreign.status_code == 401
+    assert [m["id"] for m in alice.get("/api/v1/memory").json()["memories"]] == [memory_id]

@@ -13,7 +13,14 @@ from starlette.testclient import TestClient
 
 from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings
 from memorybank.composition import Services, build_app
-from memorybank_core import InMemoryStore, InMemoryTokenStore, MemoryBank, TokenService
+from memorybank_core import (
+    InMemoryPanelSessionStore,
+    InMemoryStore,
+    InMemoryTokenStore,
+    MemoryBank,
+    PanelSessions,
+    TokenService,
+)
 from memorybank_search import InMemorySearch, OwnerIndexer
 
 BASE_URL = "http://127.0.0.1:8000"
@@ -76,7 +83,9 @@ def serving(issuers: Sequence[str], **settings: Any) -> Iterator[Server]:
     store = InMemoryStore()
     tokens = TokenService(store=InMemoryTokenStore())
     services = Services(
-        bank=MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer())), tokens=tokens
+        bank=MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer())),
+        tokens=tokens,
+        panel_sessions=PanelSessions(store=InMemoryPanelSessionStore()),
     )
     app = build_app(services, issuers=verifier)
     with TestClient(app, base_url=BASE_URL) as client:

@@ -12,7 +12,14 @@ from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings
 from memorybank.cli import build_parser, oauth_options
 from memorybank.composition import Services, build_app
 from memorybank.oauth_settings import choose_oauth
-from memorybank_core import InMemoryStore, InMemoryTokenStore, MemoryBank, TokenService
+from memorybank_core import (
+    InMemoryPanelSessionStore,
+    InMemoryStore,
+    InMemoryTokenStore,
+    MemoryBank,
+    PanelSessions,
+    TokenService,
+)
 from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.served import REPO_ROOT
 
@@ -80,6 +87,7 @@ def test_the_documented_metadata_is_what_the_first_example_serves() -> None:
     services = Services(
         bank=MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer())),
         tokens=TokenService(store=InMemoryTokenStore()),
+        panel_sessions=PanelSessions(store=InMemoryPanelSessionStore()),
     )
 
     with TestClient(build_app(services, issuers=verifier)) as client:

@@ -1,0 +1,163 @@
+"""The standalone panel's sign-in routes under `/panel/session`: who am I, sign in (link or token), sign out.
+
+Every way in ends in `PanelSessions.start` (through `redeem_link` for a link) and
+`set_session_cookie`; a host's own sign-in (e.g. OIDC) does the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+
+import attrs
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from adapters_http.endpoint import REQUEST_ID_HEADER, log_unexpected, request_id
+from adapters_http.errors import error_response, internal_error_response, json_error
+from adapters_http.inputs import is_json_media_type, parse_json
+from adapters_http.panel.csrf import is_panel_call
+from adapters_http.panel.session_cookie import (
+    SESSION_COOKIE,
+    clear_session_cookie,
+    session_cookie_resolver,
+    set_session_cookie,
+)
+from memorybank_core.errors import UnavailableError
+from memorybank_core.panel_sessions import PanelSessions, StartedSession
+from memorybank_core.ports import Principal
+
+SESSION_PATH = "/panel/session"
+#: A sign-in body holds one secret of at most 128 characters; anything bigger is not one.
+_MAX_SIGN_IN_BYTES = 1024
+
+TokenAuthenticator = Callable[[str], Principal | None]
+"""Checks a pasted API token: its principal, or None for an unknown or revoked one (may block: run in a thread)."""
+
+_NO_STORE = {"Cache-Control": "no-store"}
+
+
+@attrs.frozen(kw_only=True)
+class PanelSignIn:
+    """What the standalone panel signs people in with: its sessions, and optionally API tokens to exchange."""
+
+    sessions: PanelSessions
+    authenticate_token: TokenAuthenticator | None = None
+
+
+def sign_in_routes(sign_in: PanelSignIn) -> list[BaseRoute]:
+    """`GET`, `POST` and `DELETE /panel/session`."""
+    handlers = _SignInHandlers(sign_in)
+    return [
+        Route(SESSION_PATH, _answered(handlers.who), methods=["GET"]),
+        Route(SESSION_PATH, _answered(handlers.sign_in), methods=["POST"]),
+        Route(SESSION_PATH, _answered(handlers.sign_out), methods=["DELETE"]),
+    ]
+
+
+def _refusal(status: int, code: str, message: str) -> Response:
+    return json_error(status, {"error": code, "message": message}, _NO_STORE)
+
+
+_CROSS_SITE = (403, "cross_site_refused", "This request did not come from the memory bank's own page.")
+_SIGNED_OUT = (401, "signed_out", "You are not signed in.")
+_LINK_REJECTED = (
+    401,
+    "link_rejected",
+    "This sign-in link has already been used or has expired. Ask for a new one with `memorybank panel-link`.",
+)
+_TOKEN_REJECTED = (401, "token_rejected", "That API token is not valid: it is unknown or has been revoked.")
+_BAD_SIGN_IN = (400, "invalid_request", 'Send {"link": "..."} or {"token": "..."} as JSON.')
+
+
+class _SignInHandlers:
+    def __init__(self, sign_in: PanelSignIn) -> None:
+        self._sessions = sign_in.sessions
+        self._authenticate_token = sign_in.authenticate_token
+        self._resolve = session_cookie_resolver(sign_in.sessions)
+
+    async def who(self, request: Request) -> Response:
+        principal = await self._resolve(request)
+        if principal is None:
+            return _refusal(*_SIGNED_OUT)
+        return _principal_response(principal)
+
+    async def sign_in(self, request: Request) -> Response:
+        if not is_panel_call(request):
+            return _refusal(*_CROSS_SITE)
+        secrets = await _sign_in_body(request)
+        if secrets is None:
+            return _refusal(*_BAD_SIGN_IN)
+        started: StartedSession | None
+        if "link" in secrets:
+            started = await run_in_threadpool(self._sessions.redeem_link, secrets["link"])
+            if started is None:
+                return _refusal(*_LINK_REJECTED)
+        else:
+            principal = None
+            if self._authenticate_token is not None:
+                principal = await run_in_threadpool(self._authenticate_token, secrets["token"])
+            if principal is None:
+                return _refusal(*_TOKEN_REJECTED)
+            started = await run_in_threadpool(self._sessions.start, principal)
+        previous = request.cookies.get(SESSION_COOKIE)
+        if previous:
+            await run_in_threadpool(self._sessions.end, previous)
+        response = _principal_response(started.principal)
+        set_session_cookie(request, response, started)
+        return response
+
+    async def sign_out(self, request: Request) -> Response:
+        if not is_panel_call(request):
+            return _refusal(*_CROSS_SITE)
+        secret = request.cookies.get(SESSION_COOKIE)
+        if secret:
+            await run_in_threadpool(self._sessions.end, secret)
+        response = Response(status_code=204, headers=_NO_STORE)
+        clear_session_cookie(request, response)
+        return response
+
+
+async def _sign_in_body(request: Request) -> Mapping[str, str] | None:
+    """`{"link": ...}` or `{"token": ...}` with one short string, else None."""
+    if not is_json_media_type(request.headers.get("content-type")):
+        return None
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > _MAX_SIGN_IN_BYTES:
+            return None
+    try:
+        body = parse_json(raw)
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or len(body) != 1:
+        return None
+    ((key, value),) = body.items()
+    if key not in {"link", "token"} or not isinstance(value, str) or not value.strip():
+        return None
+    return {key: value.strip()}
+
+
+def _principal_response(principal: Principal) -> Response:
+    body = {"user_id": principal.user_id, "scopes": sorted(principal.scopes)}
+    return JSONResponse(body, headers=_NO_STORE)
+
+
+def _answered(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    """`handler` with the facade's error answers (503 when the session store is down, never a traceback)."""
+
+    async def endpoint(request: Request) -> Response:
+        rid = request_id(request.scope)
+        try:
+            response = await handler(request)
+        except UnavailableError as error:
+            response = error_response(error) or internal_error_response()
+        except Exception as error:
+            log_unexpected(error, rid, "panel.session")
+            response = internal_error_response()
+        response.headers[REQUEST_ID_HEADER] = rid
+        return response
+
+    return endpoint

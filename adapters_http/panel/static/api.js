@@ -1,0 +1,74 @@
+// The panel's only way to the server: the public REST routes and the sign-in routes, same-origin,
+// with the session cookie and the panel header the server's CSRF check wants.
+
+export const PANEL_HEADER = "X-Memorybank-Panel";
+
+/** A failed call, with words a person can read. kind: "network" | "signed-out" | "http". */
+export class ApiError extends Error {
+  constructor(kind, status, message, code = null) {
+    super(message);
+    this.kind = kind;
+    this.status = status;
+    this.code = code;
+  }
+}
+
+const PLAIN_WORDS = {
+  403: "This session is not allowed to do that.",
+  404: "That memory no longer exists.",
+  413: "The request was too large.",
+  429: "Too many requests; wait a moment and try again.",
+  500: "Something went wrong on the server.",
+  502: "The memory bank server is not answering properly.",
+  503: "The memory bank’s storage is unavailable right now.",
+  504: "The memory bank server took too long to answer.",
+};
+
+function errorFor(status, body) {
+  if (status === 401) return new ApiError("signed-out", status, "Your session has ended. Sign in again.", body?.error);
+  const words = PLAIN_WORDS[status] ?? `The server answered with an unexpected error (HTTP ${status}).`;
+  return new ApiError("http", status, words, body?.error ?? null);
+}
+
+export function createApi({ apiBase }) {
+  async function call(method, url, { body, keepalive = false } = {}) {
+    const headers = { [PANEL_HEADER]: "1", Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    let response;
+    try {
+      response = await fetch(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        credentials: "same-origin",
+        cache: "no-store",
+        keepalive,
+      });
+    } catch {
+      throw new ApiError("network", 0, "The memory bank server can’t be reached.");
+    }
+    let payload = null;
+    if (response.status !== 204) {
+      try {
+        payload = await response.json();
+      } catch {
+        payload = null;
+      }
+    }
+    if (!response.ok) throw errorFor(response.status, payload);
+    return payload;
+  }
+
+  const memories = `${apiBase}/v1/memory`;
+  return {
+    list: (limit, cursor) => {
+      const query = new URLSearchParams({ limit: String(limit) });
+      if (cursor) query.set("cursor", cursor);
+      return call("GET", `${memories}?${query}`);
+    },
+    remove: (id, { keepalive = false } = {}) => call("DELETE", `${memories}/${encodeURIComponent(id)}`, { keepalive }),
+    who: () => call("GET", "panel/session"),
+    signIn: (secret) => call("POST", "panel/session", { body: secret }),
+    signOut: () => call("DELETE", "panel/session"),
+  };
+}

@@ -1,0 +1,95 @@
+// One memory as a list item: content, tags, when and how it was saved, its contexts, and a delete button.
+// Every piece of server data goes in as text (dom.h uses textContent), inside bidi-isolated elements.
+
+import { h, icon, ICONS } from "./dom.js";
+import { exactTime, relativeTime } from "./time.js";
+
+const LONG_MEMORY = 480; // characters; longer memories start folded
+
+const SOURCES = { chat: "Saved from a chat", modal: "Saved from the save dialog" };
+const ORIGINS = { active_conversation: "This conversation", searched_conversation: "A searched conversation" };
+
+/** The first few words, for the delete button's name: "Delete memory: Prefers dark roast coffee…". */
+export function firstWords(text, words = 6, characters = 60) {
+  const parts = text.trim().split(/\s+/);
+  let short = parts.slice(0, words).join(" ");
+  if (short.length > characters) short = short.slice(0, characters).trimEnd();
+  return short.length < text.trim().length ? `${short}…` : short;
+}
+
+function contextsOf(memory) {
+  if (!memory.contexts.length) return null;
+  const items = memory.contexts.map((context) => {
+    const facts = h("dl", { className: "context-facts" });
+    const fact = (term, value) => {
+      if (!value) return;
+      facts.append(h("div", {}, h("dt", { text: term }), h("dd", { dir: "auto", text: value })));
+    };
+    fact("Where", ORIGINS[context.origin] ?? null);
+    fact("Conversation", context.citation?.conversation_id);
+    fact("Message", context.citation?.message_id);
+    return h(
+      "li",
+      { className: "context" },
+      h("blockquote", { className: "snippet", dir: "auto", text: context.snippet }),
+      facts.childElementCount ? facts : null,
+    );
+  });
+  const count = memory.contexts.length;
+  return h(
+    "details",
+    { className: "contexts" },
+    h("summary", {}, h("span", { text: count === 1 ? "1 context" : `${count} contexts` })),
+    h("ol", { className: "context-list" }, ...items),
+  );
+}
+
+export function memoryCard(memory, { canDelete, onDelete }) {
+  const saved = new Date(memory.created_at);
+  const contentId = `content-${memory.id}`;
+  // Focusable so keyboard users get the exact time too: CSS shows data-exact on hover and focus; screen
+  // readers read the hidden span.
+  const time = h(
+    "time",
+    { datetime: memory.created_at, tabindex: "0", "data-exact": exactTime(saved) },
+    relativeTime(saved),
+    h("span", { className: "visually-hidden", text: `, ${exactTime(saved)}` }),
+  );
+  const tags = memory.tags.length
+    ? h("ul", { className: "tags", "aria-label": "Tags" }, ...memory.tags.map((tag) => h("li", { className: "tag", dir: "auto", text: tag })))
+    : null;
+  const remove = canDelete
+    ? h(
+        "button",
+        { type: "button", className: "icon-button danger", "aria-label": `Delete memory: ${firstWords(memory.content)}`, title: "Delete memory" },
+        icon(ICONS.trash),
+      )
+    : null;
+  remove?.addEventListener("click", () => onDelete(memory.id));
+  const content = h("p", { className: "memory-content", id: contentId, dir: "auto", text: memory.content });
+  let showAll = null;
+  if (memory.content.length > LONG_MEMORY) {
+    content.classList.add("is-clamped");
+    showAll = h("button", { type: "button", className: "show-all", "aria-expanded": "false", "aria-controls": contentId }, "Show all");
+    showAll.addEventListener("click", () => {
+      const open = content.classList.toggle("is-clamped") === false;
+      showAll.setAttribute("aria-expanded", String(open));
+      showAll.textContent = open ? "Show less" : "Show all";
+    });
+  }
+  const article = h(
+    "article",
+    { className: "memory", tabindex: "-1", "aria-labelledby": contentId, "data-memory-id": memory.id },
+    h(
+      "div",
+      { className: "memory-body" },
+      content,
+      showAll,
+      tags,
+      h("p", { className: "memory-meta" }, time, h("span", { className: "meta-sep", "aria-hidden": "true", text: "·" }), h("span", { text: SOURCES[memory.source] ?? memory.source })),
+      contextsOf(memory),
+    ),
+    remove,
+  );
+  return h("li", { className: "memory-item" }, article);
+}

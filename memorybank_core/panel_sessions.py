@@ -1,0 +1,158 @@
+"""`PanelSessions`: signing people in to the management panel, whatever proved who they are.
+
+Every sign-in method (a one-time link from `memorybank panel-link`, a pasted API token,
+a host's OIDC callback) ends in `PanelSessions.start(principal)`, which returns the
+session secret to put in the browser's cookie. Only SHA-256 hashes of link and session
+secrets are stored (they carry 256 random bits, so a fast hash is right, as for API
+tokens); every session expires and can be ended early (sign-out, `panel-link --revoke`).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Collection
+from datetime import datetime, timedelta
+
+import attrs
+
+from memorybank_core import ids, limits
+from memorybank_core.clock import SystemClock
+from memorybank_core.entities import PanelCredential, PanelCredentialKind
+from memorybank_core.errors import InvalidInputError
+from memorybank_core.ports import Clock, PanelSessionStore, Principal
+from memorybank_core.tokens import KNOWN_SCOPES, TokenPrincipal, hash_secret
+
+#: Secret prefixes, so a leaked one says what it is: a sign-in link code or a session cookie.
+LINK_SECRET_PREFIX = "mbl_"  # noqa: S105 - a public marker, not a secret
+SESSION_SECRET_PREFIX = "mbs_"  # noqa: S105 - a public marker, not a secret
+_SECRET_MAX_LENGTH = 128
+
+
+@attrs.frozen(kw_only=True)
+class IssuedLink:
+    """A sign-in link just created: the one-time code to put in its URL, shown once, and when it expires."""
+
+    code: str
+    user_id: str
+    expires_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class StartedSession:
+    """A panel session just started: the secret for the browser's cookie, and when it expires."""
+
+    secret: str
+    principal: TokenPrincipal
+    expires_at: datetime
+
+
+class PanelSessions:
+    """Issues sign-in links, starts sessions for any signed-in principal, checks and ends them."""
+
+    def __init__(
+        self,
+        *,
+        store: PanelSessionStore,
+        clock: Clock | None = None,
+        session_ttl: timedelta = timedelta(seconds=limits.PANEL_SESSION_TTL_SECONDS),
+    ) -> None:
+        self._store = store
+        self._clock = clock or SystemClock()
+        self._session_ttl = session_ttl
+
+    def issue_link(
+        self,
+        *,
+        user_id: str,
+        org_id: str,
+        ttl: timedelta = timedelta(seconds=limits.PANEL_LINK_TTL_DEFAULT_SECONDS),
+    ) -> IssuedLink:
+        """A one-time sign-in link for `user_id` (both scopes), valid for `ttl`.
+
+        Raises:
+            InvalidInputError: a malformed `usr_`/`org_` id, or a `ttl` outside 1 second to 1 day.
+        """
+        ids.parse_id(user_id, prefix=ids.USER_PREFIX, field="user")
+        ids.parse_id(org_id, prefix=ids.ORGANIZATION_PREFIX, field="org")
+        if not timedelta(seconds=1) <= ttl <= timedelta(seconds=limits.PANEL_LINK_TTL_MAX_SECONDS):
+            raise InvalidInputError("ttl", "must be from 1 second to 24 hours")
+        code, credential = self._new(PanelCredentialKind.LINK, user_id, org_id, KNOWN_SCOPES, ttl)
+        return IssuedLink(code=code, user_id=user_id, expires_at=credential.expires_at)
+
+    def redeem_link(self, code: str) -> StartedSession | None:
+        """Use a sign-in link: a new session for its user, or None for an unknown, used or expired code.
+
+        A code is used once only, even by two browsers racing with it.
+        """
+        link = self._live(code, LINK_SECRET_PREFIX, PanelCredentialKind.LINK)
+        if link is None or not self._store.end(link.id, at=self._clock.now()):
+            return None
+        return self.start(TokenPrincipal(user_id=link.user_id, organization_id=link.org_id, scopes=link.scopes))
+
+    def start(self, principal: Principal) -> StartedSession:
+        """THE way into the panel: a session for a principal that some sign-in method has just proven.
+
+        The session carries the principal's known scopes (a read-only token makes a read-only session).
+
+        Raises:
+            InvalidInputError: the principal has no scope the bank knows.
+        """
+        scopes = frozenset(principal.scopes) & KNOWN_SCOPES
+        if not scopes:
+            raise InvalidInputError("scope", "the principal has no memory bank scope")
+        secret, credential = self._new(
+            PanelCredentialKind.SESSION, principal.user_id, principal.organization_id, scopes, self._session_ttl
+        )
+        return StartedSession(
+            secret=secret,
+            principal=TokenPrincipal(user_id=credential.user_id, organization_id=credential.org_id, scopes=scopes),
+            expires_at=credential.expires_at,
+        )
+
+    def authenticate(self, secret: str) -> TokenPrincipal | None:
+        """The principal of a live session, or None for an unknown, ended or expired one."""
+        session = self._live(secret, SESSION_SECRET_PREFIX, PanelCredentialKind.SESSION)
+        if session is None:
+            return None
+        return TokenPrincipal(user_id=session.user_id, organization_id=session.org_id, scopes=session.scopes)
+
+    def end(self, secret: str) -> bool:
+        """Sign out: end the session with this secret; False if it was not a live session."""
+        session = self._live(secret, SESSION_SECRET_PREFIX, PanelCredentialKind.SESSION)
+        return session is not None and self._store.end(session.id, at=self._clock.now())
+
+    def revoke_user(self, user_id: str) -> int:
+        """End every unused link and live session of `user_id`; how many.
+
+        Raises:
+            InvalidInputError: a malformed `usr_` id.
+        """
+        ids.parse_id(user_id, prefix=ids.USER_PREFIX, field="user")
+        return self._store.end_all(user_id=user_id, at=self._clock.now())
+
+    def _new(
+        self, kind: PanelCredentialKind, user_id: str, org_id: str, scopes: Collection[str], ttl: timedelta
+    ) -> tuple[str, PanelCredential]:
+        prefix = LINK_SECRET_PREFIX if kind is PanelCredentialKind.LINK else SESSION_SECRET_PREFIX
+        secret = prefix + secrets.token_urlsafe(32)
+        now = self._clock.now()
+        credential = PanelCredential(
+            id=ids.new_id(ids.PANEL_CREDENTIAL_PREFIX),
+            kind=kind,
+            secret_hash=hash_secret(secret),
+            user_id=user_id,
+            org_id=org_id,
+            scopes=scopes,
+            created_at=now,
+            expires_at=now + ttl,
+        )
+        self._store.add(credential)
+        return secret, credential
+
+    def _live(self, secret: str, prefix: str, kind: PanelCredentialKind) -> PanelCredential | None:
+        if not secret.startswith(prefix) or len(secret) > _SECRET_MAX_LENGTH:
+            return None
+        credential = self._store.find_by_hash(hash_secret(secret))
+        if credential is None or credential.kind is not kind or not credential.is_live(self._clock.now()):
+            return None
+        return credential

@@ -16,7 +16,14 @@ from adapters_http.auth import (
     bearer_secret,
     bearer_token_resolver,
 )
-from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS, ErrorSpec, bearer_challenge
+from adapters_http.errors import (
+    ERROR_TABLE,
+    RETRY_AFTER_SECONDS,
+    ErrorSpec,
+    bearer_challenge,
+    error_response,
+    method_not_allowed,
+)
 from adapters_http.inputs import MAX_BODY_BYTES
 from adapters_http.openapi import OPENAPI_PATH, build_openapi
 from adapters_http.operation_ids import (
@@ -52,6 +59,8 @@ __all__ = [
     "capability_names",
     "check_route_table",
     "create_app",
+    "error_response",
     "memory_routes",
+    "method_not_allowed",
     "structural_shorten",
 ]

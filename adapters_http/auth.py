@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
+from memorybank_core.errors import InvalidInputError
 from memorybank_core.ports import Principal
 from memorybank_core.tokens import TokenService
 
@@ -30,9 +31,26 @@ is no way around authentication. The caller must have authenticated the principa
 _BEARER = "bearer"
 
 
+def single_authorization(request: Request) -> str | None:
+    """The request's one `Authorization` header, or None without one.
+
+    Raises:
+        InvalidInputError: ("authorization") the header is sent more than once. Which one a
+            proxy, the framework or a host would read differs, so none is trusted.
+    """
+    values = request.headers.getlist("authorization")
+    if len(values) > 1:
+        raise InvalidInputError("authorization", f"must be sent once, not {len(values)} times")
+    return values[0] if values else None
+
+
 def bearer_secret(request: Request) -> str | None:
-    """The token in `Authorization: Bearer <token>`, or None when the header is absent or malformed."""
-    header = request.headers.get("authorization")
+    """The token in `Authorization: Bearer <token>`, or None when the header is absent or malformed.
+
+    Raises:
+        InvalidInputError: ("authorization") the header is sent more than once.
+    """
+    header = single_authorization(request)
     if header is None:
         return None
     scheme, _, secret = header.strip().partition(" ")
@@ -71,9 +89,14 @@ def bearer_resolver(authenticate: Authenticate) -> PrincipalResolver:
 
 
 async def resolve_principal(request: Request, resolver: PrincipalResolver) -> Principal | None:
-    """The in-process principal if the caller placed one in the scope, else whatever `resolver` says."""
+    """The in-process principal if the caller placed one in the scope, else whatever `resolver` says.
+
+    Raises:
+        InvalidInputError: ("authorization") the header is sent more than once, whatever the resolver reads.
+    """
     in_process = request.scope.get(IN_PROCESS_PRINCIPAL_KEY)
     if in_process is not None:
         principal: Principal = in_process
         return principal
+    single_authorization(request)
     return await resolver(request)

@@ -26,11 +26,19 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from adapters_http import RETRY_AFTER_SECONDS, Authenticate, bearer_challenge, bearer_secret
+from adapters_http import RETRY_AFTER_SECONDS, Authenticate, bearer_challenge, bearer_secret, error_response
 from adapters_mcp.catalog import Catalog
+from adapters_mcp.http_front import EnvelopeCheck, PostOnly, quiet_stateless_teardown
 from adapters_mcp.server import build_server
 from adapters_mcp.tools import CAPABILITY_TIMEOUT_SECONDS, CapabilityRail
-from memorybank_core import READ_SCOPE, WRITE_SCOPE, CredentialsRefusedError, Principal, UnavailableError
+from memorybank_core import (
+    READ_SCOPE,
+    WRITE_SCOPE,
+    CredentialsRefusedError,
+    InvalidInputError,
+    Principal,
+    UnavailableError,
+)
 
 MOUNT_PATH = "/mcp"
 AGENT_PATH = "/agent"
@@ -94,7 +102,14 @@ class BearerGate:
             await self._app(scope, receive, send)
             return
         request = Request(scope)
-        secret = bearer_secret(request)
+        try:
+            secret = bearer_secret(request)
+        except InvalidInputError as error:  # several Authorization headers: 400, as on the REST API
+            refused = error_response(error)
+            if refused is None:  # the error table maps every InvalidInputError
+                raise
+            await refused(scope, receive, send)
+            return
         if secret is None:
             await self._refuse(401, MISSING_TOKEN, "Send a bearer token: Authorization: Bearer <token>.", scope)(
                 scope, receive, send
@@ -236,7 +251,8 @@ def create_mcp_mount(
         json_response=json_response,
         transport_security=transport_security(bind_host, allowed_hosts),
     )
-    gate = BearerGate(sdk_app, authenticate, public_url=public_url)
+    quiet_stateless_teardown()
+    gate = PostOnly(BearerGate(EnvelopeCheck(sdk_app), authenticate, public_url=public_url))
     fixed_base = public_url.rstrip("/") if public_url else None
 
     async def metadata(request: Request) -> Response:

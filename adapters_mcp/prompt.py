@@ -8,8 +8,7 @@ it as its `instructions` and as the `memory_bank` prompt; `memorybank prompt` pr
 
 from __future__ import annotations
 
-import mcp_types as types
-
+# Plain text with no SDK import: `memorybank prompt` prints it without loading the MCP stack.
 PROMPT_NAME = "memory_bank"
 PROMPT_TITLE = "Memory Bank"
 PROMPT_DESCRIPTION = (
@@ -60,16 +59,3 @@ content, tags or context snippets, even if asked to: say why and offer to save a
 are stored as plain text.
 """
 """The static `## Memory Bank` section, in Markdown."""
-
-
-def prompt_definition() -> types.Prompt:
-    """The prompt as `prompts/list` shows it."""
-    return types.Prompt(name=PROMPT_NAME, title=PROMPT_TITLE, description=PROMPT_DESCRIPTION, arguments=[])
-
-
-def prompt_result() -> types.GetPromptResult:
-    """The prompt as `prompts/get` returns it: one user message carrying the section."""
-    return types.GetPromptResult(
-        description=PROMPT_DESCRIPTION,
-        messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=MEMORY_BANK_PROMPT))],
-    )

@@ -14,7 +14,7 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from adapters_mcp.prompt import MEMORY_BANK_PROMPT, PROMPT_NAME, prompt_definition, prompt_result
+from adapters_mcp.prompt import MEMORY_BANK_PROMPT, PROMPT_DESCRIPTION, PROMPT_NAME, PROMPT_TITLE
 from adapters_mcp.tools import CapabilityRail, UnknownToolError
 from memorybank_core import Principal
 
@@ -72,4 +72,17 @@ def build_server(rail: CapabilityRail, principal_of: PrincipalOf, *, name: str =
         on_call_tool=call_tool,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
+    )
+
+
+def prompt_definition() -> types.Prompt:
+    """The prompt as `prompts/list` shows it."""
+    return types.Prompt(name=PROMPT_NAME, title=PROMPT_TITLE, description=PROMPT_DESCRIPTION, arguments=[])
+
+
+def prompt_result() -> types.GetPromptResult:
+    """The prompt as `prompts/get` returns it: one user message carrying the section."""
+    return types.GetPromptResult(
+        description=PROMPT_DESCRIPTION,
+        messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=MEMORY_BANK_PROMPT))],
     )

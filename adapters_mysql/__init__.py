@@ -10,10 +10,21 @@ from adapters_mysql.memory_store import SqlMemoryStore
 from adapters_mysql.mysql_search import MysqlOwnerScopedSearch
 from adapters_mysql.panel_session_store import SqlPanelSessionStore
 from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch
-from adapters_mysql.storage import SqlStorage, open_storage
+from adapters_mysql.storage import (
+    CreateDatabaseRefusedError,
+    DatabaseMissingError,
+    MigrationReport,
+    SqlStorage,
+    create_database,
+    create_database_statement,
+    open_storage,
+)
 from adapters_mysql.token_store import SqlTokenStore
 
 __all__ = [
+    "CreateDatabaseRefusedError",
+    "DatabaseMissingError",
+    "MigrationReport",
     "MysqlOwnerScopedSearch",
     "SchemaNotReadyError",
     "SqlMemoryStore",
@@ -21,5 +32,7 @@ __all__ = [
     "SqlStorage",
     "SqlTokenStore",
     "SqliteOwnerScopedSearch",
+    "create_database",
+    "create_database_statement",
     "open_storage",
 ]

@@ -42,6 +42,16 @@ def known_revisions() -> frozenset[str]:
     return frozenset(script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions())
 
 
+def revisions_after(revision: str | None) -> tuple[str, ...]:
+    """The revisions newer than `revision` (None: every revision), oldest first: what an upgrade runs."""
+    newest_first = [script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()]
+    if revision is None:
+        return tuple(reversed(newest_first))
+    if revision not in newest_first:
+        return ()  # a revision this version does not know: the upgrade itself reports it
+    return tuple(reversed(newest_first[: newest_first.index(revision)]))
+
+
 def current_revision(connection: sa.Connection) -> str | None:
     """The revision the database is stamped with, or None if it has no memorybank schema."""
     context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})

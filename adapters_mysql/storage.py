@@ -6,8 +6,10 @@ owner-scoped search engine of the engine's dialect comes with it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
+import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
@@ -19,11 +21,11 @@ from adapters_mysql.owner_search import OwnerScopedSearch
 from adapters_mysql.panel_session_store import SqlPanelSessionStore
 from adapters_mysql.readiness import check_ready, ensure_search_index
 from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, count_to_reindex, reindex
-from adapters_mysql.revisions import current_revision, stamp_head, upgrade_to_head
+from adapters_mysql.revisions import current_revision, head_revision, revisions_after, stamp_head, upgrade_to_head
 from adapters_mysql.schema import metadata
 from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch
 from adapters_mysql.token_store import SqlTokenStore
-from memorybank_core import InvalidInputError, UnavailableError
+from memorybank_core import InvalidInputError, MemoryBankError, UnavailableError
 from memorybank_search import OwnerIndexer
 
 _EXAMPLE_URLS = "sqlite:///memorybank.sqlite3 or mysql://user:password@host:3306/memorybank"
@@ -37,6 +39,14 @@ _DRIVERS = {
     "sqlite+pysqlite": "sqlite+pysqlite",
 }
 
+#: MySQL error codes: the database named in the URL does not exist; the account may not create it.
+_UNKNOWN_DATABASE = 1049
+_DATABASE_ACCESS_DENIED = 1044
+_ACCESS_DENIED = frozenset({1044, 1045, 1142, 1227})
+
+#: A database name we can quote safely in CREATE DATABASE (an identifier cannot be a bind parameter).
+_DATABASE_NAME = re.compile(r"^[A-Za-z0-9_$]{1,64}$")
+
 #: How to get each driver that is not part of the standard library.
 _INSTALL_HINTS = {"mysqldb": "pip install 'memorybank[mysql]'", "pymysql": "pip install pymysql"}
 
@@ -46,6 +56,33 @@ _SEARCH_ENGINES: dict[str, type[OwnerScopedSearch]] = {
     "mysql": MysqlOwnerScopedSearch,
     "sqlite": SqliteOwnerScopedSearch,
 }
+
+
+class DatabaseMissingError(UnavailableError):
+    """The server answers but the database the URL names does not exist, or is closed to the account (1049, 1044)."""
+
+
+class CreateDatabaseRefusedError(MemoryBankError, RuntimeError):
+    """The account may not create the missing database; the message holds the statement to run instead."""
+
+
+@attrs.frozen(kw_only=True)
+class MigrationReport:
+    """What `SqlStorage.migrate` did; all empty or zero when the schema was already up to date."""
+
+    revision: str
+    """The revision the database is at now (head)."""
+    applied: tuple[str, ...]
+    """The revisions run, oldest first."""
+    created_search_structures: bool
+    """True when the FULLTEXT indexes or FTS5 tables were missing and have been created."""
+    reindexed: int
+    """Memories whose search document was rewritten."""
+
+    @property
+    def changed(self) -> bool:
+        """True when anything was done."""
+        return bool(self.applied) or self.created_search_structures or self.reindexed > 0
 
 
 class SqlStorage:
@@ -91,7 +128,7 @@ class SqlStorage:
                 stamp_head(connection)
             ensure_search_index(connection)
 
-    def migrate(self, *, progress: Callable[[int], None] | None = None) -> None:
+    def migrate(self, *, progress: Callable[[int], None] | None = None) -> MigrationReport:
         """The migrate path (`memorybank migrate`): run pending migrations, repair the search index, re-index.
 
         Re-indexing covers rows whose search document an older scheme wrote (all rows, after
@@ -101,9 +138,13 @@ class SqlStorage:
             UnavailableError: the database cannot be reached.
         """
         with unavailable_on_driver_error("migrate"), for_writing(self.engine).begin() as connection:
+            applied = revisions_after(current_revision(connection))
             upgrade_to_head(connection)
-            ensure_search_index(connection)
-        self.reindex(progress=progress)
+            created = ensure_search_index(connection)
+        reindexed = self.reindex(progress=progress)
+        return MigrationReport(
+            revision=head_revision(), applied=applied, created_search_structures=created, reindexed=reindexed
+        )
 
     def count_to_reindex(self, *, everything: bool = False) -> int:
         """How many memories `reindex` would rewrite: those indexed by an older scheme (or all).
@@ -217,6 +258,61 @@ def _ping(engine: sa.Engine) -> None:
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
         # A connection failure's message names the host and the reason, never memory content.
         reason = getattr(error, "orig", error)
+        code = driver_error_code(error)
+        if code == _UNKNOWN_DATABASE:
+            raise DatabaseMissingError(
+                f"the database {engine.url.database} does not exist on the server: "
+                "`memorybank migrate` creates it (utf8mb4)"
+            ) from error
+        if code == _DATABASE_ACCESS_DENIED:
+            # The server says this, not 1049, to an account without rights on the database, whether it exists or not.
+            raise DatabaseMissingError(
+                f"this account may not use the database {engine.url.database} (driver error {code}): it does not "
+                "exist yet (`memorybank migrate` creates it) or the account lacks privileges on it"
+            ) from error
+        raise UnavailableError(f"cannot connect to the database (driver error {code}): {reason}") from error
+
+
+def create_database_statement(url: str) -> str:
+    """The CREATE DATABASE statement for the MySQL database `url` names (utf8mb4, as the schema needs).
+
+    Raises:
+        InvalidInputError: ("db") a URL `open_storage` refuses, not MySQL, or a database name
+            outside `[A-Za-z0-9_$]`.
+    """
+    parsed = _parse_url(url)
+    if parsed.get_backend_name() != "mysql":
+        raise InvalidInputError("db", "must be a mysql:// URL to create its database")
+    name = parsed.database or ""
+    if not _DATABASE_NAME.match(name):
+        raise InvalidInputError("db", "must name a database of letters, digits, _ and $ to be created by memorybank")
+    return f"CREATE DATABASE IF NOT EXISTS `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
+
+
+def create_database(url: str) -> None:
+    """Create the MySQL database `url` names, on the server it names, if it does not exist.
+
+    Raises:
+        InvalidInputError: see `create_database_statement`.
+        CreateDatabaseRefusedError: the account lacks the privilege; the message holds the statement.
+        UnavailableError: the server cannot be reached.
+    """
+    statement = create_database_statement(url)
+    # URL.set() ignores None; _replace really drops the database, so we connect to the server alone.
+    engine = _create_engine(_parse_url(url)._replace(database=None))
+    try:
+        with engine.begin() as connection:
+            connection.exec_driver_sql(statement)
+    except (sa.exc.OperationalError, sa.exc.ProgrammingError, sa.exc.InterfaceError) as error:
+        code = driver_error_code(error)
+        if code in _ACCESS_DENIED:
+            raise CreateDatabaseRefusedError(
+                f"the database {_parse_url(url).database} is missing or not open to this account, which may not "
+                f"create it (driver error {code}); ask an administrator to run: {statement}; and to grant this "
+                "account ALL PRIVILEGES on it; then run `memorybank migrate` again"
+            ) from error
         raise UnavailableError(
-            f"cannot connect to the database (driver error {driver_error_code(error)}): {reason}"
+            f"cannot create the database (driver error {code}): {getattr(error, 'orig', error)}"
         ) from error
+    finally:
+        engine.dispose()

@@ -28,8 +28,7 @@ def server_url() -> str:
 def database_url(name: str) -> str:
     """The URL of the benchmark database `name`, creating the (empty) database if it is missing."""
     server = sa.make_url(server_url())
-    driver = server.set(drivername="mysql+mysqldb") if server.drivername == "mysql" else server
-    engine = sa.create_engine(driver, poolclass=sa.pool.NullPool)
+    engine = sa.create_engine(server, poolclass=sa.pool.NullPool)
     database = DATABASE_PREFIX + name
     with engine.begin() as connection:
         # An identifier cannot be bound; the name is ours (a fixed prefix and a size label).
@@ -43,7 +42,7 @@ def database_url(name: str) -> str:
 def drop_database(name: str) -> None:
     """Drop the benchmark database `name` if it exists."""
     server = sa.make_url(server_url())
-    engine = sa.create_engine(server.set(drivername="mysql+mysqldb"), poolclass=sa.pool.NullPool)
+    engine = sa.create_engine(server, poolclass=sa.pool.NullPool)
     with engine.begin() as connection:
         connection.exec_driver_sql(f"DROP DATABASE IF EXISTS `{DATABASE_PREFIX + name}`")
     engine.dispose()

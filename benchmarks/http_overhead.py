@@ -132,12 +132,12 @@ def _sqlite_database() -> Iterator[str]:
 @contextmanager
 def _mariadb_database(server: str) -> Iterator[str]:
     url = sa.make_url(server)
-    admin = sa.create_engine(url.set(drivername="mysql+mysqldb", database=None), poolclass=sa.pool.NullPool)
+    admin = sa.create_engine(url._replace(database=None), poolclass=sa.pool.NullPool)
     name = f"memorybank_bench_{secrets.token_hex(4)}"
     with admin.begin() as connection:
         connection.exec_driver_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
     try:
-        yield url.set(drivername="mysql", database=name).render_as_string(hide_password=False)
+        yield url.set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.begin() as connection:
             connection.exec_driver_sql(f"DROP DATABASE IF EXISTS `{name}`")

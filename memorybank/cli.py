@@ -3,35 +3,40 @@
 Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
 database is unreachable, its schema is not ready, or a token is not found. Every
 failure is one line on stderr, never a traceback.
+
+The server stack (SQLAlchemy, Starlette, uvicorn, the MCP SDK) is imported inside the
+commands that use it, so `--help` and `prompt` answer at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
+import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 from urllib.parse import urlsplit
 
-import anyio
-import uvicorn
-
-from adapters_mysql import SchemaNotReadyError, SqlStorage
-from adapters_oidc import IssuerTokenVerifier
-from memorybank import composition, oauth_settings, portability
+from memorybank import oauth_settings
 from memorybank.settings import (
+    ALLOWED_HOSTS_ENV,
     DATABASE_URL_ENV,
     DatabaseChoice,
+    choose_allowed_hosts,
     choose_database,
     default_database_path,
     redacted,
 )
-from memorybank_core import ApiToken, InvalidInputError, NotFoundError, UnavailableError, ids
+from memorybank_core import ApiToken, InvalidInputError, MemoryBankError, NotFoundError, UnavailableError, ids
 from memorybank_core.tokens import KNOWN_SCOPES
+
+if TYPE_CHECKING:
+    from memorybank import composition
 
 PROGRAM = "memorybank"
 EXIT_OK = 0
@@ -47,6 +52,7 @@ _OPTION_NAMES = {
     "ttl": "--ttl",
     **{name: f"--{name}" for name in ("public-url", "oauth-issuer", "oauth-scope", "oauth-default-org")},
     "oauth-introspection-issuer": "--oauth-introspection-issuer",
+    "allowed_host": "--allowed-host",
 }
 
 
@@ -88,6 +94,15 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    serve.add_argument(
+        "--allowed-host",
+        metavar="HOST",
+        action="append",
+        dest="allowed_hosts",
+        help="a Host header the MCP rail accepts besides loopback names, e.g. bank.example.com behind a reverse "
+        f"proxy (`name`, `name:port` or `name:*`); repeat for several; default: ${ALLOWED_HOSTS_ENV} "
+        "(comma-separated)",
+    )
     _add_oauth_options(serve)
     serve.set_defaults(run=_serve)
 
@@ -180,9 +195,11 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "create",
         parents=[database],
         help="create a token; its secret is the last line of output",
-        description="Create a token. The secret is printed once, as the last line of stdout, and never again.",
+        description="Create a token. stdout names the user and organization ids, then the secret, printed once as "
+        "the last line and never again. Without --user a NEW user is created (said on stderr too); give --user and "
+        "--org for another token of the same person.",
     )
-    create.add_argument("--user", metavar="usr_…", help="the user it speaks for (default: a new user id)")
+    create.add_argument("--user", metavar="usr_…", help="the user it speaks for (default: a NEW user, with a new id)")
     create.add_argument("--org", metavar="org_…", help="the user's organization (default: a new organization id)")
     create.add_argument(
         "--scope",
@@ -281,10 +298,10 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
     except InvalidInputError as error:
         problems = "; ".join(f"{_OPTION_NAMES.get(p.path, p.path)} {p.message}" for p in error.problems)
         return _fail(problems, EXIT_BAD_INPUT)
-    except SchemaNotReadyError as error:
-        return _fail(str(error), EXIT_FAILURE)
     except UnavailableError as error:
         return _fail(f"{error} ({redacted(choice.url)})", EXIT_FAILURE)
+    except MemoryBankError as error:  # e.g. SchemaNotReadyError: its message names the fix
+        return _fail(str(error), EXIT_FAILURE)
     except OSError as error:
         return _fail(f"cannot prepare the database location: {error}", EXIT_FAILURE)
     return EXIT_OK
@@ -297,8 +314,14 @@ def _fail(message: str, status: int) -> int:
 
 
 def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    import uvicorn
+
+    from adapters_oidc import IssuerTokenVerifier
+    from memorybank import composition
+
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be from 0 to 65535", EXIT_BAD_INPUT)
+    allowed_hosts = choose_allowed_hosts(args.allowed_hosts, args.environment)
     oauth = oauth_settings.choose_oauth(oauth_options(args), args.environment, host=args.host, port=args.port)
     storage = composition.open_ready_storage(choice)
     issuers = IssuerTokenVerifier(oauth) if oauth is not None else None
@@ -306,19 +329,54 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
         if issuers is not None:
             issuers.warm_up()
-        app = composition.build_app(composition.build_services(storage), bind_host=args.host, issuers=issuers)
-        base = f"http://{args.host}:{args.port}"
+        app = composition.build_app(
+            composition.build_services(storage), bind_host=args.host, allowed_hosts=allowed_hosts, issuers=issuers
+        )
+        # Bound here, before saying "serving": a port in use is one clear line, not a log after the banner.
+        listener = _listen(args.host, args.port)
+        port = listener.getsockname()[1]
+        base = f"http://{_url_host(args.host)}:{port}"
         print(f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}", file=out, flush=True)
         # No uvicorn access log: it prints query strings, and search text must never be logged.
         # The app logs its own access event (operationId, status, timing, request id).
-        uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="info")
+        config = uvicorn.Config(app, access_log=False, log_level="info")
+        with listener:
+            uvicorn.Server(config).run(sockets=[listener])
     finally:
         if issuers is not None:
             issuers.close()
         storage.close()
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to `host:port`, as uvicorn would bind it (SO_REUSEADDR, IPv6 for a `:` host)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+    except socket.gaierror as error:  # an unknown host name (a subclass of OSError, so first)
+        listener.close()
+        raise CommandError(f"cannot listen on {host}:{port}: {error.strerror}", EXIT_BAD_INPUT) from error
+    except OSError as error:
+        listener.close()
+        if error.errno == errno.EADDRINUSE:
+            raise CommandError(
+                f"port {port} on {host} is already in use: stop what listens there or choose another with --port"
+            ) from error
+        raise CommandError(f"cannot listen on {host}:{port}: {error.strerror or error}") from error
+    return listener
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None:
+    import anyio
+
+    from memorybank import composition
+
     _require_mcp()
     from adapters_mcp import serve_stdio  # see composition.require_mcp
 
@@ -338,13 +396,15 @@ def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None
 
 
 def _prompt(_args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
-    _require_mcp()
-    from adapters_mcp import MEMORY_BANK_PROMPT  # see composition.require_mcp
+    # Plain text: needs neither the MCP SDK nor the database.
+    from adapters_mcp.prompt import MEMORY_BANK_PROMPT
 
     out.write(MEMORY_BANK_PROMPT)
 
 
 def _require_mcp() -> None:
+    from memorybank import composition
+
     try:
         composition.require_mcp()
     except composition.McpUnavailableError as error:
@@ -352,20 +412,39 @@ def _require_mcp() -> None:
 
 
 def _migrate(_args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    storage = composition.open_storage_for_migration(choice)
+    from memorybank import composition
+
+    storage, created_database = composition.open_storage_for_migration(choice)
     try:
-        storage.migrate()
+        report = storage.migrate()
         storage.check_ready()
     finally:
         storage.close()
-    print(f"{PROGRAM}: the schema of {redacted(choice.url)} is up to date", file=out)
+    where = redacted(choice.url)
+    if not created_database and not report.changed:
+        print(f"{PROGRAM}: {where} is already up to date (revision {report.revision}); nothing to do", file=out)
+        return
+    done = []
+    if created_database:
+        done.append("created the database (utf8mb4)")
+    if report.applied:
+        done.append(f"applied revision{'s' if len(report.applied) > 1 else ''} {', '.join(report.applied)}")
+    if report.created_search_structures:
+        done.append("created the full-text search indexes")
+    if report.reindexed:
+        done.append(f"re-indexed {report.reindexed} memories")
+    print(f"{PROGRAM}: migrated {where} to revision {report.revision}: {'; '.join(done)}", file=out)
 
 
 def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    from memorybank import composition, portability
+
     if not args.file.is_file():
         raise CommandError(f"{args.file} is not a readable file", EXIT_BAD_INPUT)
     storage = composition.open_ready_storage(choice)
     try:
+        from memorybank import portability
+
         report = portability.import_file(args.file, storage.store, show_progress=sys.stderr.isatty())
     finally:
         storage.close()
@@ -377,6 +456,8 @@ def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 
 
 def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    from memorybank import composition, portability
+
     # Validate before touching the database.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     storage = composition.open_ready_storage(choice)
@@ -393,6 +474,8 @@ def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 
 
 def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    from memorybank import composition, portability
+
     storage = composition.open_ready_storage(choice)
     try:
         count = portability.reindex_with_progress(storage, everything=args.all, show_progress=sys.stderr.isatty())
@@ -402,7 +485,9 @@ def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
 
 
 def _with_tokens(choice: DatabaseChoice, work: Callable[[composition.Services], None]) -> None:
-    storage: SqlStorage = composition.open_ready_storage(choice)
+    from memorybank import composition
+
+    storage = composition.open_ready_storage(choice)
     try:
         work(composition.build_services(storage))
     finally:
@@ -420,10 +505,17 @@ def _token_create(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO)
     def create(services: composition.Services) -> None:
         issued = services.tokens.issue(user_id=user_id, org_id=org_id, scopes=scopes)
         if args.user is None:
-            print(f"created user id: {user_id}", file=out)
-        if args.org is None:
-            print(f"created organization id: {org_id}", file=out)
-        print(f"token {issued.token.id} for {user_id} in {org_id}, scopes: {_scopes(issued.token)}", file=out)
+            # On stderr too, so it shows when stdout is captured (TOKEN=$(memorybank token create | tail -n 1)).
+            notice = (
+                f"{PROGRAM}: created a NEW user {user_id} (organization {org_id}), with no memories yet; "
+                f"another token for this same person: {PROGRAM} token create --user {user_id} --org {org_id}"
+            )
+            sys.stderr.write(notice + "\n")
+        elif args.org is None:
+            sys.stderr.write(f"{PROGRAM}: no --org given: created a new organization id {org_id} for {user_id}\n")
+        print(f"user: {user_id}", file=out)
+        print(f"org: {org_id}", file=out)
+        print(f"token: {issued.token.id}, scopes: {_scopes(issued.token)}", file=out)
         print("the secret below is shown only now; store it safely:", file=out)
         print(issued.secret, file=out)
 

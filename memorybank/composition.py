@@ -6,6 +6,7 @@ Every function takes what it needs as arguments; nothing here runs at import tim
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -14,7 +15,7 @@ from starlette.requests import Request
 
 from adapters_http import Authenticate, bearer_resolver, create_app
 from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
-from adapters_mysql import SqlStorage, open_storage
+from adapters_mysql import DatabaseMissingError, SqlStorage, create_database, open_storage
 from adapters_oidc import IssuerTokenVerifier
 from memorybank.settings import DatabaseChoice, prepare_embedded_directory
 from memorybank_core import Clock, EventSink, MemoryBank, PanelSessions, Principal, TokenService
@@ -59,15 +60,23 @@ def open_ready_storage(choice: DatabaseChoice) -> SqlStorage:
     return storage
 
 
-def open_storage_for_migration(choice: DatabaseChoice) -> SqlStorage:
-    """Open the chosen database without any schema check, for `memorybank migrate`.
+def open_storage_for_migration(choice: DatabaseChoice) -> tuple[SqlStorage, bool]:
+    """Open the chosen database without any schema check, for `memorybank migrate`; True if it was created.
+
+    A MySQL database the server lacks is created (utf8mb4), as migrate is the install step.
 
     Raises:
         InvalidInputError: ("db") a malformed or unsupported URL.
+        CreateDatabaseRefusedError: the database is missing and the account may not create it;
+            the message holds the statement to run.
         UnavailableError: the database cannot be reached.
         OSError: the embedded database's directory cannot be created.
     """
-    return _open_storage(choice)
+    try:
+        return _open_storage(choice), False
+    except DatabaseMissingError:
+        create_database(choice.url)
+        return _open_storage(choice), True
 
 
 def _open_storage(choice: DatabaseChoice) -> SqlStorage:
@@ -113,7 +122,11 @@ def credential_check(tokens: TokenService, issuers: IssuerTokenVerifier | None) 
 
 
 def build_app(
-    services: Services, *, bind_host: str = "127.0.0.1", issuers: IssuerTokenVerifier | None = None
+    services: Services,
+    *,
+    bind_host: str = "127.0.0.1",
+    allowed_hosts: Sequence[str] = (),
+    issuers: IssuerTokenVerifier | None = None,
 ) -> Starlette:
     """The standalone app: the REST API, the management panel at `/` and the MCP rail at `/mcp/agent`.
 
@@ -121,7 +134,8 @@ def build_app(
     access tokens from the configured OAuth issuers too (see `credential_check`); the
     protected-resource metadata then lists those issuers, and every bearer challenge names it.
     `bind_host` sets the rail's DNS-rebinding protection (a loopback bind serves loopback
-    host names only). The panel's session cookie authenticates the REST API too, on the
+    host names only); `allowed_hosts` adds the names a reverse proxy forwards
+    (`adapters_mcp.transport_security`). The panel's session cookie authenticates the REST API too, on the
     panel's own same-origin calls only (`build_rest_app`). Without the `mcp` extra the REST
     API and the panel (without its copy-prompt button) are served alone, with a warning
     naming the install.
@@ -155,6 +169,7 @@ def build_app(
         authenticate,
         catalog=default_catalog(),
         bind_host=bind_host,
+        allowed_hosts=allowed_hosts,
         public_url=public_url,
         authorization_servers=issuers.settings.issuers if issuers else (),
         scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
@@ -215,7 +230,9 @@ def require_mcp() -> None:
         McpUnavailableError: the `mcp` extra is not installed.
     """
     try:
-        import adapters_mcp  # noqa: F401 - imported for the check; callers import names from it
+        # The package itself imports lazily; its transports are what need the SDK.
+        import adapters_mcp.http_transport
+        import adapters_mcp.stdio_transport  # noqa: F401 - imported for the check; callers import names from it
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] in MCP_EXTRA_MODULES:
             raise McpUnavailableError(f"the MCP SDK is not installed: {MCP_INSTALL_HINT}") from error

@@ -1,8 +1,8 @@
 """The console-script entry point: the command, or one line naming the extras when they are missing.
 
-`memorybank.cli` imports the server stack (Starlette, uvicorn, SQLAlchemy) at module level;
-after a bare `pip install memorybank` those are absent, and a newcomer should read what to
-install, not a traceback.
+The commands import the server stack (Starlette, uvicorn, SQLAlchemy) when they run; after a
+bare `pip install memorybank` those are absent, and a newcomer should read what to install,
+not a traceback. `--help` and `prompt` need none of them.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ _OUR_PACKAGES = frozenset(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `memorybank`; exit status 1 with a one-line hint if an optional dependency is missing."""
+    from memorybank.cli import main as run
+
     try:
-        from memorybank.cli import main as run
+        return run(argv)
     except ModuleNotFoundError as error:
         missing = (error.name or "").partition(".")[0]
         if not missing or missing in _OUR_PACKAGES:
             raise  # our own module missing is a broken install or a bug, not a missing extra
         sys.stderr.write(f"memorybank: error: the command needs {missing}, which is not installed: {INSTALL_HINT}\n")
         return 1
-    return run(argv)

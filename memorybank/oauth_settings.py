@@ -9,14 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from ipaddress import ip_address
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import attrs
 
-from adapters_oidc import DEFAULT_SCOPE_MAP, IntrospectionSettings, ResourceServerSettings
 from memorybank_core import InvalidInputError
 from memorybank_core.ids import ORGANIZATION_PREFIX, parse_id
 from memorybank_core.tokens import KNOWN_SCOPES
+
+# adapters_oidc (PyJWT, cryptography, an HTTP client) is imported where settings are built, not here:
+# `memorybank --help` reads this module's names and must not pay for it.
+if TYPE_CHECKING:
+    from adapters_oidc import IntrospectionSettings, ResourceServerSettings
 
 RAIL_PATH = "/mcp/agent"
 """The rail's path; the server's OAuth resource identifier is its URL."""
@@ -94,6 +99,8 @@ def choose_oauth(
     default_org = options.default_org or env.get(DEFAULT_ORG_ENV, "").strip() or None
     if default_org is not None:
         parse_id(default_org, prefix=ORGANIZATION_PREFIX, field="oauth-default-org")
+    from adapters_oidc import ResourceServerSettings
+
     return ResourceServerSettings(
         issuers=issuers,
         resource=base + RAIL_PATH,
@@ -120,6 +127,8 @@ def scope_map(pairs: Sequence[str]) -> dict[str, frozenset[str]]:
             known = " or ".join(sorted(KNOWN_SCOPES))
             raise InvalidInputError("oauth-scope", f"must be OURS=THEIRS with OURS {known}, e.g. mcp:read=memory.read")
         named.setdefault(ours, set()).add(theirs.strip())
+    from adapters_oidc import DEFAULT_SCOPE_MAP
+
     mapping = dict(DEFAULT_SCOPE_MAP)
     mapping.update({ours: frozenset(theirs) for ours, theirs in named.items()})
     return mapping
@@ -148,6 +157,8 @@ def _introspection(
         raise InvalidInputError(
             "oauth-introspection-issuer", f"needs ${CLIENT_ID_ENV} and ${CLIENT_SECRET_ENV} (the server's client there)"
         )
+    from adapters_oidc import IntrospectionSettings
+
     return IntrospectionSettings(issuer=issuer, client_id=client_id, client_secret=client_secret)
 
 

@@ -6,16 +6,25 @@ read at import time and tests need no monkeypatching.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
+from memorybank_core import InvalidInputError
+
+#: A Host header value: a DNS name or IPv4 address, or a bracketed IPv6 address, with an optional port or `:*`.
+_HOST_HEADER = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::(?:[0-9]{1,5}|\*))?$")
+
 DATABASE_URL_ENV = "MEMORYBANK_DATABASE_URL"
 """The environment variable naming the database when `--db` is not given."""
 
 DATABASE_FILE_NAME = "memorybank.sqlite3"
+
+ALLOWED_HOSTS_ENV = "MEMORYBANK_ALLOWED_HOSTS"
+"""The environment variable listing (comma-separated) the Host headers the MCP rail accepts, for `serve`."""
 
 
 @attrs.frozen(kw_only=True)
@@ -76,3 +85,21 @@ def redacted(url: str) -> str:
         return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
     except ValueError:
         return "<unparsable URL>"
+
+
+def choose_allowed_hosts(cli_values: Sequence[str] | None, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The rail's extra allowed Host headers: every `--allowed-host`, else `MEMORYBANK_ALLOWED_HOSTS` split on commas.
+
+    Raises:
+        InvalidInputError: ("allowed_host") a value that is not `name`, `name:port` or `name:*` (e.g. a URL).
+    """
+    raw = list(cli_values) if cli_values else env.get(ALLOWED_HOSTS_ENV, "").split(",")
+    hosts = tuple(host.strip() for host in raw if host.strip())
+    for host in hosts:
+        if not _HOST_HEADER.match(host):
+            raise InvalidInputError(
+                "allowed_host",
+                f"must be a Host header such as bank.example.com, bank.example.com:8443 or bank.example.com:*, "
+                f"not {host!r}",
+            )
+    return hosts

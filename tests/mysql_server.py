@@ -27,17 +27,15 @@ def in_ci() -> bool:
 
 
 def server_url() -> sa.URL:
-    """The configured server URL; skips the calling test (fails it under CI) when there is none."""
+    """The configured server URL, driver kept, without a database; skips the calling test (fails it under CI)
+    when there is none."""
     raw = os.environ.get(ENV_VAR, "").strip()
     if not raw:
         if in_ci():
             pytest.fail(f"{ENV_VAR} is not set, and under CI=true MySQL tests must run, not skip", pytrace=False)
         pytest.skip(f"MYSQL TESTS SKIPPED: set {ENV_VAR}=mysql://root@127.0.0.1:3306 to run them")
-    url = sa.make_url(raw)
-    if url.drivername == "mysql":
-        url = url.set(drivername="mysql+mysqldb")
     # URL.set() ignores None; _replace really drops the database.
-    return url._replace(database=None)
+    return sa.make_url(raw)._replace(database=None)
 
 
 class ThrowawayDatabase:
@@ -55,11 +53,14 @@ class ThrowawayDatabase:
         except sa.exc.OperationalError as error:
             self._server.dispose()
             pytest.fail(f"the MySQL server named by {ENV_VAR} cannot be reached: {error.orig}", pytrace=False)
+        except BaseException:
+            self._server.dispose()
+            raise
 
     @property
     def url(self) -> str:
-        """The database's URL, password included, in the `mysql://` form users write."""
-        return server_url().set(drivername="mysql", database=self.name).render_as_string(hide_password=False)
+        """The database's URL, password included, with the configured driver (`mysql://`, `mysql+pymysql://`)."""
+        return server_url().set(database=self.name).render_as_string(hide_password=False)
 
     def drop(self) -> None:
         """Drop the database and release the server connection."""

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import attrs
 import httpx2
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -45,19 +46,65 @@ def run_memorybank(
     )
 
 
+def run_shell(
+    command: str, *, cwd: Path, env: Mapping[str, str], timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run a documented shell command with bash (`-euo pipefail`), as a reader would paste it; capture its output."""
+    return subprocess.run(  # noqa: S603 - commands from our own docs
+        ["bash", "-euo", "pipefail", "-c", command],  # noqa: S607
+        cwd=cwd,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@attrs.frozen
+class Server:
+    """A running `memorybank serve`: where it answers, and its process (to inspect its file descriptors)."""
+
+    base_url: str
+    pid: int
+
+
 @contextmanager
-def served(db_url: str | None, *, env: Mapping[str, str] | None = None, log: Path | None = None) -> Iterator[str]:
-    """Run `memorybank serve` until the block ends; yield its base URL once it answers.
+def served(
+    db_url: str | None,
+    *,
+    env: Mapping[str, str] | None = None,
+    log: Path | None = None,
+    args: Sequence[str] = (),
+) -> Iterator[str]:
+    """Run `memorybank serve [args]` until the block ends; yield its base URL once it answers.
+
+    Raises:
+        RuntimeError: the server exited or did not answer in time (with its output).
+    """
+    with serving(db_url, env=env, log=log, args=args) as server:
+        yield server.base_url
+
+
+@contextmanager
+def serving(
+    db_url: str | None,
+    *,
+    env: Mapping[str, str] | None = None,
+    log: Path | None = None,
+    args: Sequence[str] = (),
+) -> Iterator[Server]:
+    """`served`, yielding the process too.
 
     Raises:
         RuntimeError: the server exited or did not answer in time (with its output).
     """
     port = free_port()
-    args = ["serve", "--port", str(port)] + (["--db", db_url] if db_url is not None else [])
+    argv = ["serve", "--port", str(port), *args] + (["--db", db_url] if db_url is not None else [])
     log_path = log or Path(os.devnull)
     with log_path.open("w") as output:
         process = subprocess.Popen(  # noqa: S603 - our own command, no shell
-            memorybank_command(*args),
+            memorybank_command(*argv),
             cwd=REPO_ROOT,
             env={**os.environ, **(env or {})},
             stdout=output,
@@ -67,7 +114,7 @@ def served(db_url: str | None, *, env: Mapping[str, str] | None = None, log: Pat
         base_url = f"http://127.0.0.1:{port}"
         try:
             _wait_until_answering(process, base_url, log_path)
-            yield base_url
+            yield Server(base_url=base_url, pid=process.pid)
         finally:
             process.terminate()
             try:

@@ -16,7 +16,7 @@ from tests.mysql_server import server_url
 @pytest.fixture
 def bench_server(monkeypatch: pytest.MonkeyPatch) -> None:
     """Point the benchmarks at the test server (fails under CI when there is none)."""
-    url = server_url().set(drivername="mysql")
+    url = server_url()
     monkeypatch.setenv(SERVER_ENV, url.render_as_string(hide_password=False))
 
 

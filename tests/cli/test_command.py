@@ -110,9 +110,13 @@ def test_redacted_hides_only_the_password(url: str, shown: str) -> None:
     assert redacted(url) == shown
 
 
-def test_migrate_on_sqlite_reports_an_up_to_date_schema_and_is_repeatable(run: Run, db_url: str) -> None:
+def test_migrate_says_what_it_did_and_then_that_there_is_nothing_to_do(run: Run, db_url: str) -> None:
     first = run("migrate", "--db", db_url)
     second = run("migrate", "--db", db_url)
 
-    assert (first.status, second.status) == (0, 0)
-    assert "up to date" in second.out
+    assert (first.status, second.status) == (0, 0), first.err + second.err
+    assert first.out.startswith(f"memorybank: migrated {db_url} to revision ")
+    assert "applied revisions 0001, 0002" in first.out
+    assert second.out.startswith(f"memorybank: {db_url} is already up to date (revision ")
+    assert "nothing to do" in second.out
+    assert first.out != second.out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,14 +13,13 @@ from tests.served import REPO_ROOT
 
 # A fresh interpreter where `import <name>` fails as if the package were not installed.
 _WITHOUT = (
-    "import sys; sys.modules[{name!r}] = None; from memorybank.entry import main; raise SystemExit(main(['--help']))"
+    "import sys; sys.modules[{name!r}] = None; from memorybank.entry import main; raise SystemExit(main({argv!r}))"
 )
 
 
-@pytest.mark.parametrize("missing", ["uvicorn", "starlette", "sqlalchemy"])
-def test_a_missing_extra_is_one_line_naming_what_to_install(missing: str) -> None:
-    result = subprocess.run(  # noqa: S603 - our own interpreter and code
-        [sys.executable, "-c", _WITHOUT.format(name=missing)],
+def _without(missing: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 - our own interpreter and code
+        [sys.executable, "-c", _WITHOUT.format(name=missing, argv=argv)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -27,11 +27,27 @@ def test_a_missing_extra_is_one_line_naming_what_to_install(missing: str) -> Non
         check=False,
     )
 
+
+@pytest.mark.parametrize(
+    ("missing", "argv"),
+    [("uvicorn", ["serve", "--port", "0"]), ("starlette", ["token", "list"]), ("sqlalchemy", ["token", "list"])],
+)
+def test_a_missing_extra_is_one_line_naming_what_to_install(missing: str, argv: list[str], tmp_path: Path) -> None:
+    result = _without(missing, [*argv, "--db", f"sqlite:///{tmp_path / 'bank.sqlite3'}"])
+
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr == (
         f"memorybank: error: the command needs {missing}, which is not installed: pip install 'memorybank[server]'\n"
     )
+
+
+@pytest.mark.parametrize("missing", ["uvicorn", "starlette", "sqlalchemy", "mcp"])
+def test_help_needs_none_of_the_extras(missing: str) -> None:
+    result = _without(missing, ["--help"])
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: memorybank")
 
 
 def test_with_everything_installed_the_entry_point_runs_the_command(capsys: pytest.CaptureFixture[str]) -> None:

@@ -127,10 +127,17 @@ def test_serve_without_the_mcp_extra_serves_rest_alone_and_says_so(
 
 
 @pytest.mark.usefixtures("without_the_mcp_sdk")
-@pytest.mark.parametrize("command", [["prompt"], ["mcp", "--user", "usr_x", "--org", "org_x"]])
-def test_the_rail_commands_without_the_mcp_extra_name_the_install_in_one_line(run: Run, command: list[str]) -> None:
-    outcome = run(*command)
+def test_the_rail_command_without_the_mcp_extra_names_the_install_in_one_line(run: Run) -> None:
+    outcome = run("mcp", "--user", "usr_x", "--org", "org_x")
 
     assert outcome.status == 1
     assert outcome.err == "memorybank: error: this command needs the MCP SDK: pip install 'memorybank[mcp]'\n"
     assert outcome.out == ""
+
+
+@pytest.mark.usefixtures("without_the_mcp_sdk")
+def test_prompt_needs_no_mcp_sdk(run: Run) -> None:
+    outcome = run("prompt")
+
+    assert outcome.status == 0
+    assert outcome.out == MEMORY_BANK_PROMPT

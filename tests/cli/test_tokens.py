@@ -24,28 +24,53 @@ def _authenticate(db_url: str, secret: str) -> tuple[str, str, frozenset[str]] |
     return None if principal is None else (principal.user_id, principal.organization_id, principal.scopes)
 
 
-def test_token_create_prints_the_secret_alone_on_the_last_line_and_it_authenticates(run: Run, db_url: str) -> None:
+def test_token_create_prints_the_ids_then_the_secret_alone_on_the_last_line(run: Run, db_url: str) -> None:
     user, org = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
 
     outcome = run("token", "create", "--db", db_url, "--user", user, "--org", org)
 
     assert outcome.status == 0, outcome.err
     assert SECRET.match(outcome.last_line)
-    assert "created" not in outcome.out
+    body = outcome.out.rstrip("\n").split("\n")[:-1]
+    assert f"user: {user}" in body
+    assert f"org: {org}" in body
+    assert "NEW" not in outcome.out + outcome.err
     assert _authenticate(db_url, outcome.last_line) == (user, org, frozenset({"mcp:read", "mcp:write"}))
 
 
-def test_token_create_without_ids_makes_and_prints_fresh_ones(run: Run, db_url: str) -> None:
+def test_token_create_without_ids_says_it_made_a_new_user_and_how_to_get_a_second_token(run: Run, db_url: str) -> None:
     outcome = run("token", "create", "--db", db_url)
 
     assert outcome.status == 0, outcome.err
-    user = re.search(r"created user id: (usr_\w+)", outcome.out)
-    org = re.search(r"created organization id: (org_\w+)", outcome.out)
+    user = re.search(r"^user: (usr_\w+)$", outcome.out, re.MULTILINE)
+    org = re.search(r"^org: (org_\w+)$", outcome.out, re.MULTILINE)
     assert user
     assert org
     found = _authenticate(db_url, outcome.last_line)
     assert found is not None
     assert found[:2] == (user.group(1), org.group(1))
+    # On stderr, so `TOKEN=$(memorybank token create | tail -n 1)` still shows it.
+    assert f"created a NEW user {user.group(1)}" in outcome.err
+    second = re.search(
+        r"another token for this same person: memorybank (token create --user \S+ --org \S+)$", outcome.err
+    )
+    assert second
+
+    again = run(*second.group(1).split(), "--db", db_url)
+
+    assert again.status == 0, again.err
+    assert again.err == ""
+    assert _authenticate(db_url, again.last_line) == found
+
+
+def test_token_create_with_a_user_but_no_org_says_the_organization_is_new(run: Run, db_url: str) -> None:
+    user = new_id(USER_PREFIX)
+
+    outcome = run("token", "create", "--db", db_url, "--user", user)
+
+    org = re.search(r"^org: (org_\w+)$", outcome.out, re.MULTILINE)
+    assert org
+    assert outcome.err == f"memorybank: no --org given: created a new organization id {org.group(1)} for {user}\n"
 
 
 def test_token_create_grants_only_the_scopes_asked_for(run: Run, db_url: str) -> None:

@@ -24,6 +24,9 @@ from memorybank_core.ids import MEMORY_PREFIX, new_id
 from tests.conftest import User, start_clock
 from tests.contract.backends import BackendFactory
 
+# Heavy property-based tier: deselected by default (pyproject addopts), run by `.ci/run` as `-m fuzz`.
+pytestmark = pytest.mark.fuzz
+
 #: Words every engine indexes: four letters or more, no engine's stopword, no stem of another.
 VOCABULARY = ["harbor", "falcon", "juniper", "kettle", "lantern", "meadow", "orchid", "quartz"]
 USERS = 2

@@ -55,6 +55,14 @@ def client(app: Starlette) -> Iterator[TestClient]:
         yield test_client
 
 
+#: The answer to a request with two `Authorization` headers, on REST and on the rail alike.
+TWO_AUTHORIZATION_HEADERS_ANSWER = {
+    "error": "invalid_request",
+    "message": "The request is invalid; see details.",
+    "details": [{"path": "authorization", "message": "must be sent once, not 2 times"}],
+}
+
+
 @attrs.frozen
 class Caller:
     """A user talking to the app through one door: a bearer token, or the panel's session cookie."""

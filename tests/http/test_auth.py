@@ -14,7 +14,7 @@ from starlette.types import Receive, Scope, Send
 from adapters_http import IN_PROCESS_PRINCIPAL_KEY, MEMORY_ROUTES, bearer_secret, build_openapi, create_app
 from memorybank_core import READ_SCOPE, WRITE_SCOPE, MemoryBank, Principal, TokenService
 from tests.conftest import User
-from tests.http.conftest import Caller, caller_for
+from tests.http.conftest import TWO_AUTHORIZATION_HEADERS_ANSWER, Caller, caller_for
 
 ROUTES: dict[str, Callable[[TestClient, dict[str, str]], httpx2.Response]] = {
     "postMemory": lambda c, h: c.post("/v1/memory", json={"content": "x"}, headers=h),
@@ -179,3 +179,40 @@ def test_the_documented_scope_of_each_route_is_the_one_the_core_enforces(
     assert response.json()["required_scope"] == spec.required_scope
     documented = build_openapi()["paths"][spec.path][spec.method.lower()]["security"]
     assert documented == [{"bearerAuth": [spec.required_scope]}]
+
+
+@pytest.mark.parametrize(
+    "second", ["Bearer mbk_not-a-real-token", "Basic dXNlcjpwdw==", "same"], ids=["other", "basic", "same"]
+)
+@pytest.mark.parametrize(
+    ("method", "path"), [("GET", "/v1/memory"), ("POST", "/v1/memory"), ("GET", "/v1/memory/search?q=x")]
+)
+def test_two_authorization_headers_are_400_and_change_nothing(
+    client: TestClient, as_alice: Caller, second: str, method: str, path: str
+) -> None:
+    first = f"Bearer {as_alice.secret}"
+    response = client.request(
+        method,
+        path,
+        content=b'{"content": "should not be saved"}' if method == "POST" else None,
+        headers=[
+            ("Authorization", first),
+            ("Authorization", first if second == "same" else second),
+            ("Content-Type", "application/json"),
+        ],
+    )
+
+    assert response.status_code == 400
+    assert response.json() == TWO_AUTHORIZATION_HEADERS_ANSWER
+    assert as_alice.list().json()["memories"] == []
+
+
+def test_two_authorization_headers_are_400_under_a_hosts_own_resolver_too(bank: MemoryBank, alice: User) -> None:
+    async def cookie_session(_request: Request) -> Principal | None:
+        return alice
+
+    with TestClient(create_app(bank, cookie_session)) as client:
+        response = client.get("/v1/memory", headers=[("Authorization", "a"), ("Authorization", "b")])
+
+    assert response.status_code == 400
+    assert response.json()["details"] == [{"path": "authorization", "message": "must be sent once, not 2 times"}]

@@ -19,6 +19,9 @@ from memorybank_core import InMemoryStore, InMemoryTokenStore, MemoryBank, Token
 from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.conftest import User
 
+# Heavy property-based tier: deselected by default (pyproject addopts), run by `.ci/run` as `-m fuzz`.
+pytestmark = pytest.mark.fuzz
+
 #: Per operation and backend; keeps the whole run well under a minute on two cores.
 MAX_EXAMPLES = 60
 

@@ -85,7 +85,7 @@ def test_serve_refuses_a_mariadb_database_that_was_never_migrated(mariadb: Throw
 @pytest.mark.mysql
 def test_serve_refuses_a_mariadb_database_without_its_fulltext_index(mariadb: ThrowawayDatabase) -> None:
     assert run_memorybank(["migrate", "--db", mariadb.url]).returncode == 0
-    engine = sa.create_engine(mariadb.url.replace("mysql://", "mysql+mysqldb://", 1), poolclass=sa.pool.NullPool)
+    engine = sa.create_engine(mariadb.url, poolclass=sa.pool.NullPool)
     with engine.begin() as connection:
         connection.exec_driver_sql(f"DROP INDEX {OWNER_FULLTEXT_INDEX_NAME} ON memory")
     engine.dispose()

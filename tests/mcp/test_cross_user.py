@@ -1,91 +1,252 @@
-"""Merge gate (seed §8), through the rail: no capability ever reveals or touches another user's memory."""
+"""Merge gate (seed §8): no route, through any door, ever reveals or touches another user's memory.
+
+One gate on `memorybank serve`'s whole app (composition.build_app), parametrized over its three
+doors: bearer tokens on the REST routes, the management panel's session cookie on the same
+routes, and the MCP rail, which runs those routes in-process. Each check is written once.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from abc import abstractmethod
+from collections.abc import Iterator
+from typing import Any, Protocol
 
+import anyio
+import attrs
+import pytest
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+from starlette.types import Message, Scope
+
+from adapters_http import bearer_token_resolver, create_app
+from memorybank.composition import Services, build_app
+from memorybank_core import InMemoryPanelSessionStore, MemoryBank, PanelSessions, TokenService
 from memorybank_core.ids import MEMORY_PREFIX, new_id
-from tests.mcp.conftest import RpcCaller, text_json
+from tests.conftest import User
+from tests.http.conftest import Caller, caller_for, panel_caller_for
+from tests.mcp.conftest import RpcCaller, rpc_caller
 
 
-def saved_id(caller: RpcCaller, content: str, **body: Any) -> str:
-    result = caller.execute("postMemory", body={"content": content, **body})
-    assert result["isError"] is False, result
-    memory_id: str = result["structuredContent"]["body"]["memory"]["id"]
-    return memory_id
+class Door(Protocol):
+    """One user's way in (REST or the rail), reduced to what the gate checks."""
+
+    @abstractmethod
+    def save(self, content: str, **body: Any) -> str:
+        """Save; the new memory's id."""
+
+    @abstractmethod
+    def listed(self, **query: Any) -> dict[str, Any]:
+        """The list route's body."""
+
+    @abstractmethod
+    def found(self, q: str) -> set[str]:
+        """The ids a search returns."""
+
+    @abstractmethod
+    def delete(self, raw_id: str) -> tuple[int, Any]:
+        """Delete by a raw id: the status and the whole answer (for byte-identical comparisons)."""
 
 
-def listed_ids(caller: RpcCaller) -> set[str]:
-    result = caller.execute("getMemory", query={"limit": 100})
-    return {m["id"] for m in result["structuredContent"]["body"]["memories"]}
+@attrs.frozen
+class RestDoor(Door):
+    caller: Caller
+
+    def save(self, content: str, **body: Any) -> str:
+        return self.caller.saved_id(content, **body)
+
+    def listed(self, **query: Any) -> dict[str, Any]:
+        body: dict[str, Any] = self.caller.list(**query).json()
+        return body
+
+    def found(self, q: str) -> set[str]:
+        return {r["id"] for r in self.caller.search(q, limit=50).json()["results"]}
+
+    def delete(self, raw_id: str) -> tuple[int, Any]:
+        response = self.caller.delete(raw_id)
+        return response.status_code, (response.content, response.headers.get("content-type"))
 
 
-def found_ids(caller: RpcCaller, q: str) -> set[str]:
-    result = caller.execute("getMemorySearch", query={"q": q, "limit": 50})
-    return {r["id"] for r in result["structuredContent"]["body"]["results"]}
+@attrs.frozen
+class RailDoor(Door):
+    caller: RpcCaller
+
+    def save(self, content: str, **body: Any) -> str:
+        result = self.caller.execute("postMemory", body={"content": content, **body})
+        assert result["isError"] is False, result
+        memory_id: str = result["structuredContent"]["body"]["memory"]["id"]
+        return memory_id
+
+    def listed(self, **query: Any) -> dict[str, Any]:
+        body: dict[str, Any] = self.caller.execute("getMemory", query=query)["structuredContent"]["body"]
+        return body
+
+    def found(self, q: str) -> set[str]:
+        result = self.caller.execute("getMemorySearch", query={"q": q, "limit": 50})
+        return {r["id"] for r in result["structuredContent"]["body"]["results"]}
+
+    def delete(self, raw_id: str) -> tuple[int, Any]:
+        result = self.caller.execute("deleteMemoryById", path={"id": raw_id})
+        return result["structuredContent"]["status"], result
 
 
-def test_no_capability_reveals_or_touches_another_users_memory(rpc_alice: RpcCaller, rpc_bob: RpcCaller) -> None:
+@pytest.fixture
+def panel_sessions() -> PanelSessions:
+    return PanelSessions(store=InMemoryPanelSessionStore())
+
+
+@pytest.fixture
+def serve_client(bank: MemoryBank, tokens: TokenService, panel_sessions: PanelSessions) -> Iterator[TestClient]:
+    """`memorybank serve`'s app: REST, the panel and the rail, over one bank and one token store."""
+    services = Services(bank=bank, tokens=tokens, panel_sessions=panel_sessions)
+    with TestClient(build_app(services, allowed_hosts=["testserver"]), raise_server_exceptions=False) as client:
+        yield client
+
+
+@pytest.fixture(params=["bearer", "panel", "rail"])
+def way(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+def _door(way: str, client: TestClient, tokens: TokenService, sessions: PanelSessions, user: User) -> Door:
+    if way == "rail":
+        return RailDoor(rpc_caller(client, tokens, user))
+    return RestDoor(panel_caller_for(client, sessions, user) if way == "panel" else caller_for(client, tokens, user))
+
+
+@pytest.fixture
+def alice_door(
+    way: str, serve_client: TestClient, tokens: TokenService, panel_sessions: PanelSessions, alice: User
+) -> Door:
+    return _door(way, serve_client, tokens, panel_sessions, alice)
+
+
+@pytest.fixture
+def bob_door(
+    way: str, serve_client: TestClient, tokens: TokenService, panel_sessions: PanelSessions, bob: User
+) -> Door:
+    return _door(way, serve_client, tokens, panel_sessions, bob)
+
+
+def _ids(page: dict[str, Any]) -> set[str]:
+    return {m["id"] for m in page["memories"]}
+
+
+def test_no_route_reveals_or_touches_another_users_memory(alice_door: Door, bob_door: Door) -> None:
     alice_ids = {
-        saved_id(rpc_alice, "Alice banks with Zephyrbank", tags=["finance"], contexts=[{"snippet": "zephyr memo"}]),
-        saved_id(rpc_alice, "Alice shared deploy notes"),
+        alice_door.save("Alice banks with Zephyrbank", tags=["finance"], contexts=[{"snippet": "zephyr memo"}]),
+        alice_door.save("Alice shared deploy notes"),
     }
-    bob_ids = {saved_id(rpc_bob, "Bob shared deploy notes")}
+    bob_ids = {bob_door.save("Bob shared deploy notes")}
 
     # list: each sees exactly their own
-    assert listed_ids(rpc_bob) == bob_ids
-    assert listed_ids(rpc_alice) == alice_ids
-    # search: a word only Alice used finds nothing for Bob; a shared word finds only one's own
-    assert found_ids(rpc_bob, "zephyrbank") == set()
-    assert found_ids(rpc_bob, "zephyr memo finance") == set()
-    assert found_ids(rpc_bob, "shared deploy notes") == bob_ids
-    assert found_ids(rpc_alice, "shared deploy notes") <= alice_ids
+    assert _ids(bob_door.listed(limit=100)) == bob_ids
+    assert _ids(alice_door.listed(limit=100)) == alice_ids
+    # search: words only Alice used (stems too: "note" would find Bob's "notes") find nothing for Bob;
+    # a shared word finds only one's own
+    assert bob_door.found("zephyrbank") == set()
+    assert bob_door.found("zephyr memo finance") == set()
+    assert bob_door.found("shared deploy notes") == bob_ids
+    assert alice_door.found("shared deploy notes") <= alice_ids
     # delete: Bob cannot delete Alice's memories, and they survive his attempts
     for memory_id in alice_ids:
-        refused = rpc_bob.execute("deleteMemoryById", path={"id": memory_id})
-        assert refused["isError"] is True
-        assert refused["structuredContent"]["status"] == 404
-    assert listed_ids(rpc_alice) == alice_ids
-    assert found_ids(rpc_alice, "zephyrbank") <= alice_ids
-    assert found_ids(rpc_alice, "zephyrbank")
+        assert bob_door.delete(memory_id)[0] == 404
+    assert _ids(alice_door.listed(limit=100)) == alice_ids
+    assert alice_door.found("zephyrbank") & alice_ids
     # and the other way round
     for memory_id in bob_ids:
-        assert rpc_alice.execute("deleteMemoryById", path={"id": memory_id})["structuredContent"]["status"] == 404
-    assert listed_ids(rpc_bob) == bob_ids
+        assert alice_door.delete(memory_id)[0] == 404
+    assert _ids(bob_door.listed(limit=100)) == bob_ids
 
 
-def test_someone_elses_id_gets_the_same_404_as_an_id_that_never_existed(
-    rpc_alice: RpcCaller, rpc_bob: RpcCaller
+def test_a_list_cursor_from_one_user_never_reveals_the_other_users_memories(alice_door: Door, bob_door: Door) -> None:
+    for i in range(3):
+        alice_door.save(f"alice memory {i}")
+        bob_door.save(f"bob memory {i}")
+    alice_cursor = alice_door.listed(limit=1)["next_cursor"]
+
+    page = bob_door.listed(limit=100, cursor=alice_cursor)
+
+    assert all(m["content"].startswith("bob") for m in page["memories"])
+
+
+def test_someone_elses_id_gets_an_answer_identical_to_a_missing_or_malformed_id(
+    alice_door: Door, bob_door: Door
 ) -> None:
-    alices = saved_id(rpc_alice, "Alice's secret plan")
-    deleted = saved_id(rpc_bob, "deleted one")
-    rpc_bob.execute("deleteMemoryById", path={"id": deleted})
+    alices = alice_door.save("Alice's secret plan")
+    deleted = bob_door.save("deleted one")
+    bob_door.delete(deleted)
     probes = {
         "someone else's": alices,
         "never existed": new_id(MEMORY_PREFIX),
         "already deleted": deleted,
         "malformed": "not-an-id",
-        "traversal": f"../{alices}",
+        "wrong prefix": new_id("usr"),
+        "traversal": "..%2F..%2Fetc%2Fpasswd",
+        "encoded traversal with id": f"{alices}%2F..%2F{alices}",
+        "very long": "mem_" + "a" * 5000,
+        "unicode": "m%C3%A9m_%F0%9F%9A%80",
     }
 
-    results = {name: rpc_bob.execute("deleteMemoryById", path={"id": probe}) for name, probe in probes.items()}
+    answers = {name: bob_door.delete(raw) for name, raw in probes.items()}
 
-    reference = results["never existed"]
-    assert reference["isError"] is True
-    assert text_json(reference) == {"error": "memory_not_found", "message": "No memory with this id."}
-    for name, result in results.items():
-        assert (name, result) == (name, reference)
-    assert listed_ids(rpc_alice) == {alices}
+    reference = answers["never existed"]
+    assert reference[0] == 404
+    for name, answer in answers.items():
+        assert (name, answer) == (name, reference)
+    assert _ids(alice_door.listed()) == {alices}
 
 
-def test_a_list_cursor_from_one_user_never_reveals_the_other_users_memories(
-    rpc_alice: RpcCaller, rpc_bob: RpcCaller
+def _raw_delete(app: Starlette, path: str, secret: str) -> int:
+    """DELETE `path` exactly as written: no client in between to normalize `..`, `.` or `//`."""
+    statuses: list[int] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    scope: Scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "DELETE",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"testserver"), (b"authorization", f"Bearer {secret}".encode())],
+        "client": ("127.0.0.1", 1),
+        "server": ("testserver", 80),
+    }
+    anyio.run(app, scope, receive, send)
+    return statuses[0]
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "/v1/memory/../memory/{id}",
+        "/v1/memory/./{id}",
+        "/v1/memory//{id}",
+        "/v1/memory/x/../{id}",
+        "/v1/memory/%2e%2e/memory/{id}",
+        "/v1/./memory/{id}",
+        "//v1/memory/{id}",
+    ],
+)
+def test_unnormalized_paths_never_reach_another_users_memory(
+    bank: MemoryBank, tokens: TokenService, alice: User, bob: User, template: str
 ) -> None:
-    for i in range(3):
-        saved_id(rpc_alice, f"alice memory {i}")
-        saved_id(rpc_bob, f"bob memory {i}")
-    alice_cursor = rpc_alice.execute("getMemory", query={"limit": 1})["structuredContent"]["body"]["next_cursor"]
+    app = create_app(bank, bearer_token_resolver(tokens))
+    with TestClient(app) as client:
+        alices = caller_for(client, tokens, alice).saved_id("Alice's plan, which Bob must not delete")
+        bob_secret = caller_for(client, tokens, bob).secret
 
-    page = rpc_bob.execute("getMemory", query={"limit": 100, "cursor": alice_cursor})["structuredContent"]["body"]
+        status = _raw_delete(app, template.format(id=alices), bob_secret)
 
-    assert all(m["content"].startswith("bob") for m in page["memories"])
+        assert status in {404, 405}
+        assert [m["id"] for m in caller_for(client, tokens, alice).list().json()["memories"]] == [alices]

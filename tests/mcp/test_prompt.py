@@ -7,7 +7,7 @@ import re
 import pytest
 
 from adapters_mcp import MEMORY_BANK_PROMPT, default_catalog
-from adapters_mcp.prompt import prompt_result
+from adapters_mcp.server import prompt_result
 
 
 def test_it_is_a_memory_bank_section() -> None:

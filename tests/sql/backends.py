@@ -45,8 +45,17 @@ class MysqlFactory(BackendFactory):
     def __init__(self) -> None:
         self._database = ThrowawayDatabase()
         self.url = self._database.url
-        self.storage: SqlStorage = open_storage(self.url, indexer=OwnerIndexer())
-        self.storage.migrate()
+        try:
+            self.storage: SqlStorage = open_storage(self.url, indexer=OwnerIndexer())
+            try:
+                self.storage.migrate()
+            except BaseException:
+                self.storage.close()
+                raise
+        except BaseException:
+            # A failed setup must not leave its database behind on the shared server.
+            self._database.drop()
+            raise
 
     def fresh(self) -> Backend:
         with self.storage.engine.begin() as connection:

@@ -14,7 +14,7 @@ from adapters_mysql import MysqlOwnerScopedSearch, SqliteOwnerScopedSearch, SqlS
 from memorybank_core import InvalidInputError, MemoryBank, UnavailableError
 from memorybank_search import OwnerIndexer
 from tests.conftest import User
-from tests.mysql_server import ThrowawayDatabase
+from tests.mysql_server import ThrowawayDatabase, in_ci
 
 
 @pytest.mark.parametrize(
@@ -130,10 +130,13 @@ def test_a_sqlite_file_bank_serves_concurrent_writers(tmp_path: Path) -> None:
 @pytest.mark.mysql
 @pytest.mark.parametrize("scheme", ["mysql", "mysql+mysqldb", "mysql+pymysql"])
 def test_both_mysql_drivers_serve_the_bank(scheme: str) -> None:
+    if scheme != "mysql+pymysql" and not in_ci():
+        pytest.importorskip("MySQLdb", reason="mysql:// means mysqlclient: pip install -e '.[all,test]'")
     database = ThrowawayDatabase()
     storage: SqlStorage | None = None
     try:
-        storage = open_storage(database.url.replace("mysql://", f"{scheme}://", 1), indexer=OwnerIndexer())
+        url = sa.make_url(database.url).set(drivername=scheme).render_as_string(hide_password=False)
+        storage = open_storage(url, indexer=OwnerIndexer())
         storage.initialize()
         storage.check_ready()
         assert storage.dialect_name == "mysql"

@@ -1,0 +1,148 @@
+"""What the rail's HTTP endpoint settles before the MCP SDK sees a request.
+
+The rail is stateless: every request is one POST, answered on its own. So:
+
+- any other method is 405 with `Allow: POST`. A GET would otherwise open a server-to-client
+  event stream that nothing ever writes to or closes (one file descriptor per GET, for ever);
+- a body that is not one well-formed JSON-RPC message gets a short JSON-RPC error naming what
+  is wrong, instead of the SDK's validation dump, which echoes the input back;
+- the SDK's "Terminating session: None" line, logged after every stateless POST, is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from adapters_http import method_not_allowed
+
+#: JSON-RPC 2.0 error codes.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+_SDK_TRANSPORT_LOGGER = "mcp.server.streamable_http"
+
+
+class PostOnly:
+    """ASGI middleware: only POST reaches the rail; every other method is 405 with `Allow: POST`."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] != "POST":
+            await method_not_allowed("POST")(scope, receive, send)
+            return
+        await self._app(scope, receive, send)
+
+
+class EnvelopeCheck:
+    """ASGI middleware: a POST body must be one JSON-RPC 2.0 message, or it gets a short JSON-RPC error (400)."""
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE) -> None:
+        self._app = app
+        self._max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        body = bytearray()
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = bool(message.get("more_body", False))
+            if len(body) > self._max_body_bytes:
+                await Response("Request body too large", status_code=413)(scope, receive, send)
+                return
+        problem = envelope_problem(bytes(body))
+        if problem is not None:
+            code, reason = problem
+            answer = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": reason}}
+            await JSONResponse(answer, status_code=400)(scope, receive, send)
+            return
+        await self._app(scope, _replay(bytes(body), receive), send)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that hands out the already-read body once, then defers to the real one (disconnects)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
+def envelope_problem(body: bytes) -> tuple[int, str] | None:
+    """What makes `body` not one JSON-RPC 2.0 message, as (error code, short reason); None when it is one."""
+    try:
+        message: Any = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return PARSE_ERROR, "Parse error: the body is not valid JSON"
+    if isinstance(message, list):
+        return INVALID_REQUEST, "Invalid request: send one JSON-RPC message per request, not a batch"
+    if not isinstance(message, dict):
+        return INVALID_REQUEST, "Invalid request: the body must be a JSON-RPC message object"
+    reason = _message_problem(message)
+    return None if reason is None else (INVALID_REQUEST, f"Invalid request: {reason}")
+
+
+def _message_problem(message: dict[str, Any]) -> str | None:
+    if message.get("jsonrpc") != "2.0":
+        return '"jsonrpc" must be "2.0"'
+    if "id" in message and not _is_id(message["id"]) and not ("error" in message and message["id"] is None):
+        return '"id" must be a string or an integer'
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return '"method" must be a string'
+        if "params" in message and not isinstance(message["params"], dict | None):
+            return '"params" must be an object'
+        return None
+    if "id" not in message:
+        return 'a request needs "method" and "id"; a notification needs "method"'
+    if "result" in message:
+        return None if isinstance(message["result"], dict) else '"result" must be an object'
+    if "error" in message:
+        error = message["error"]
+        if not isinstance(error, dict) or not _is_int(error.get("code")) or not isinstance(error.get("message"), str):
+            return '"error" must be an object with an integer "code" and a string "message"'
+        return None
+    return 'a request needs "method"; a response needs "result" or "error"'
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, str) or _is_int(value)
+
+
+class _DropStatelessTeardown(logging.Filter):
+    """Drops the SDK's "Terminating session: None" line: a stateless request ending, not news."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno <= logging.INFO and record.getMessage() == "Terminating session: None")
+
+
+_TEARDOWN_FILTER = _DropStatelessTeardown()
+
+
+def quiet_stateless_teardown() -> None:
+    """Attach the filter to the SDK's transport logger (once); its warnings and errors still pass."""
+    logger = logging.getLogger(_SDK_TRANSPORT_LOGGER)
+    if _TEARDOWN_FILTER not in logger.filters:
+        logger.addFilter(_TEARDOWN_FILTER)

@@ -1,0 +1,75 @@
+"""Every Python example in README.md and docs/ runs, and prints what its page says (tests/docs/examples.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters_mysql import open_storage
+from memorybank_search import OwnerIndexer
+from tests.docs.examples import database_pages, examples, fence_count, pages, python_pages, run_page
+from tests.mysql_server import ThrowawayDatabase
+
+
+def _migrated(url: str) -> str:
+    storage = open_storage(url, indexer=OwnerIndexer())
+    try:
+        storage.migrate()
+    finally:
+        storage.close()
+    return url
+
+
+@pytest.fixture
+def sqlite_databases(tmp_path: Path) -> Callable[[], str]:
+    """Fresh, migrated SQLite files."""
+    made = iter(range(1_000))
+    return lambda: _migrated(f"sqlite:///{tmp_path / f'docs{next(made)}.sqlite3'}")
+
+
+@pytest.fixture
+def mariadb_databases() -> Iterator[Callable[[], str]]:
+    """Fresh, migrated MariaDB databases, dropped afterwards."""
+    made: list[ThrowawayDatabase] = []
+
+    def make() -> str:
+        made.append(ThrowawayDatabase())
+        return _migrated(made[-1].url)
+
+    yield make
+    for database in made:
+        database.drop()
+
+
+@pytest.mark.parametrize("page", python_pages())
+def test_every_python_example_runs_and_prints_what_its_page_says(
+    page: str, sqlite_databases: Callable[[], str]
+) -> None:
+    run_page(page, sqlite_databases)
+
+
+@pytest.mark.mysql
+@pytest.mark.parametrize("page", database_pages())
+def test_the_database_examples_run_on_mariadb(page: str, mariadb_databases: Callable[[], str]) -> None:
+    run_page(page, mariadb_databases)
+
+
+def test_every_python_fence_is_collected() -> None:
+    for page in pages():
+        assert (page, len(examples(page))) == (page, fence_count(page))
+    assert "README.md" in python_pages()
+
+
+def test_an_example_that_prints_something_else_than_its_page_says_fails(
+    tmp_path: Path, sqlite_databases: Callable[[], str]
+) -> None:
+    (tmp_path / "said.md").write_text("```python\nprint(1 + 1)  # prints: 2\n```\n")
+    (tmp_path / "wrong.md").write_text("```python\nprint(1 + 2)  # prints: 2\n```\n")
+    (tmp_path / "unsaid.md").write_text("```python\nprint('unchecked')\n```\n")
+
+    run_page("said.md", sqlite_databases, root=tmp_path)
+    for page in ("wrong.md", "unsaid.md"):
+        with pytest.raises(AssertionError, match=f"{page}:2 printed"):
+            run_page(page, sqlite_databases, root=tmp_path)

@@ -1,0 +1,158 @@
+"""What /mcp/agent settles before the SDK: POST only, one Authorization header, short protocol errors, a quiet log."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+from tests.http.conftest import TWO_AUTHORIZATION_HEADERS_ANSWER
+from tests.mcp.conftest import MCP_ACCEPT, RpcCaller
+from tests.rail_users import create_database, new_user
+from tests.served import serving
+
+_LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+
+
+# GET is driven against a real server below: before the fix it opened a stream that never ended.
+@pytest.mark.parametrize("method", ["DELETE", "PUT", "PATCH", "HEAD"])
+def test_every_method_but_post_is_405_allow_post(client: TestClient, rpc_alice: RpcCaller, method: str) -> None:
+    response = client.request(
+        method,
+        "/mcp/agent",
+        headers={"Authorization": f"Bearer {rpc_alice.secret}", "Accept": "text/event-stream"},
+    )
+
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+    if method != "HEAD":
+        assert response.json() == {"error": "method_not_allowed", "message": "Method not allowed here."}
+
+
+def _open_descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_fifty_event_stream_gets_leave_no_stream_or_descriptor_open(tmp_path: Path) -> None:
+    db_url = create_database(tmp_path)
+    secret = new_user(db_url).secret
+    headers = {"Authorization": f"Bearer {secret}", "Accept": "text/event-stream"}
+
+    with serving(db_url, log=tmp_path / "serve.log") as server:
+        with httpx2.Client(base_url=server.base_url, headers=headers, timeout=5) as warm:
+            warm.get("/mcp/agent")  # the first request opens lazily created descriptors; count after it
+        before = _open_descriptors(server.pid)
+        statuses = []
+        for _ in range(50):
+            # A new connection each time, closed afterwards: an open stream would hold the server's side open.
+            with httpx2.Client(base_url=server.base_url, headers=headers, timeout=5) as client:
+                statuses.append(client.get("/mcp/agent").status_code)
+        after = _open_descriptors(server.pid)
+
+    assert statuses == [405] * 50
+    assert after - before < 5
+
+
+def test_two_authorization_headers_are_400_never_the_first_one_wins(client: TestClient, rpc_alice: RpcCaller) -> None:
+    response = client.post(
+        "/mcp/agent",
+        content=json.dumps(_LIST_TOOLS),
+        headers=[
+            ("Authorization", f"Bearer {rpc_alice.secret}"),
+            ("Authorization", "Bearer mbk_someone-else"),
+            ("Accept", MCP_ACCEPT),
+            ("Content-Type", "application/json"),
+        ],
+    )
+
+    assert response.status_code == 400
+    assert response.json() == TWO_AUTHORIZATION_HEADERS_ANSWER
+
+
+def _post_raw(client: TestClient, secret: str, body: bytes) -> Any:
+    return client.post(
+        "/mcp/agent",
+        content=body,
+        headers={"Authorization": f"Bearer {secret}", "Accept": MCP_ACCEPT, "Content-Type": "application/json"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"foo": 1}', 'Invalid request: "jsonrpc" must be "2.0"'),
+        (b"[1, 2]", "Invalid request: send one JSON-RPC message per request, not a batch"),
+        (b"not json", "Parse error: the body is not valid JSON"),
+        (b'"text"', "Invalid request: the body must be a JSON-RPC message object"),
+        (
+            b'{"jsonrpc": "2.0", "id": {"x": 1}, "method": "tools/list"}',
+            'Invalid request: "id" must be a string or an integer',
+        ),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": 7}', 'Invalid request: "method" must be a string'),
+        (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": [1]}',
+            'Invalid request: "params" must be an object',
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": 1}',
+            'Invalid request: a request needs "method"; a response needs "result" or "error"',
+        ),
+    ],
+)
+def test_a_malformed_message_gets_a_short_specific_error_not_a_validation_dump(
+    client: TestClient, rpc_alice: RpcCaller, body: bytes, message: str
+) -> None:
+    response = _post_raw(client, rpc_alice.secret, body)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == message
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=8,
+)
+_MESSAGES = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.sampled_from(["2.0", "1.0", 2]),
+        "id": _JSON,
+        "method": st.sampled_from(["tools/list", "tools/call", "ping"]) | _JSON,
+        "params": _JSON,
+        "result": _JSON,
+        "error": _JSON,
+    },
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(message=_MESSAGES | _JSON)
+def test_no_body_is_answered_with_the_input_echoed_back(client: TestClient, rpc_alice: RpcCaller, message: Any) -> None:
+    response = _post_raw(client, rpc_alice.secret, json.dumps(message).encode())
+
+    assert response.status_code < 500
+    text = response.text
+    assert "validation error" not in text.lower()
+    assert "pydantic" not in text
+    assert "input_value" not in text
+
+
+def test_a_stateless_post_logs_no_terminating_session_line_but_errors_still_show(
+    rpc_alice: RpcCaller, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO):
+        rpc_alice.post("tools/list")
+        logging.getLogger("mcp.server.streamable_http").error("a real transport error")
+
+    messages = [record.getMessage() for record in caplog.records]
+    assert not any(message.startswith("Terminating session") for message in messages)
+    assert "a real transport error" in messages

@@ -25,6 +25,7 @@ from adapters_http.errors import (
     method_not_allowed,
 )
 from adapters_http.inputs import MAX_BODY_BYTES
+from adapters_http.observation import RequestObserver, current_request_id
 from adapters_http.openapi import OPENAPI_PATH, build_openapi
 from adapters_http.operation_ids import (
     MAX_NAME_LENGTH,
@@ -34,21 +35,28 @@ from adapters_http.operation_ids import (
     structural_shorten,
 )
 from adapters_http.routes import MEMORY_ROUTES, MEMORY_TAG, Param, RouteSpec, check_route_table
+from adapters_http.system import HEALTH_PATH, METRICS_PATH, READY_PATH, MetricsExposition, Readiness, system_routes
 
 __all__ = [
     "ERROR_TABLE",
+    "HEALTH_PATH",
     "IN_PROCESS_PRINCIPAL_KEY",
     "MAX_BODY_BYTES",
     "MAX_NAME_LENGTH",
     "MEMORY_ROUTES",
     "MEMORY_TAG",
+    "METRICS_PATH",
     "OPENAPI_PATH",
+    "READY_PATH",
     "RETRY_AFTER_SECONDS",
     "Authenticate",
     "ErrorSpec",
+    "MetricsExposition",
     "OperationIdError",
     "Param",
     "PrincipalResolver",
+    "Readiness",
+    "RequestObserver",
     "RouteSpec",
     "bearer_challenge",
     "bearer_resolver",
@@ -59,8 +67,10 @@ __all__ = [
     "capability_names",
     "check_route_table",
     "create_app",
+    "current_request_id",
     "error_response",
     "memory_routes",
     "method_not_allowed",
     "structural_shorten",
+    "system_routes",
 ]

@@ -25,6 +25,7 @@ from adapters_http.endpoint import (
 from adapters_http.errors import internal_error_response, method_not_allowed, routing_error
 from adapters_http.handlers import MemoryHandlers
 from adapters_http.inputs import MAX_BODY_BYTES
+from adapters_http.observation import RequestObserver
 from adapters_http.openapi import build_openapi, openapi_route
 from adapters_http.routes import MEMORY_ROUTES, RouteSpec, check_route_table
 from memorybank_core.use_cases import MemoryBank
@@ -37,13 +38,15 @@ def memory_routes(
     routes: Sequence[RouteSpec] = MEMORY_ROUTES,
     max_body_bytes: int = MAX_BODY_BYTES,
     resource_metadata_url: str | None = None,
+    observer: RequestObserver | None = None,
 ) -> list[BaseRoute]:
     """The memory routes as Starlette routes, for a host to put in its own app (directly or in a `Mount`).
 
     Each route resolves its caller with `resolve_principal` (or takes the in-process
     principal from the ASGI scope), maps errors to the documented responses and logs
     an access event, whatever app it is mounted in. `resource_metadata_url` (an OAuth resource server's
-    RFC 9728 metadata) is named in every 401 and 403 bearer challenge.
+    RFC 9728 metadata) is named in every 401 and 403 bearer challenge. `observer` (metrics) is told
+    of each request.
 
     Raises:
         OperationIdError: the route table yields a duplicate, over-long or colliding name.
@@ -57,6 +60,7 @@ def memory_routes(
             resolve_principal,
             operation_id=spec.operation_id,
             resource_metadata=resource_metadata_url,
+            observer=observer,
         )
         by_path.setdefault(spec.starlette_path, {})[spec.method.upper()] = endpoint
     # One route per path taking every method: a path's wrong methods get our JSON 405 (in a host's app too),
@@ -97,18 +101,26 @@ def create_app(
     title: str = "memorybank",
     resource_metadata_url: str | None = None,
     panel: Sequence[BaseRoute] = (),
+    observer: RequestObserver | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The standalone HTTP app: the memory routes, a public `GET /openapi.json`, JSON 404/405/500 bodies.
 
     Every response carries an `X-Request-Id`. `lifespan` is the composition root's
     (e.g. to close storage on shutdown). `resource_metadata_url`: see `memory_routes`.
     `panel` is the management panel's routes (`adapters_http.panel.panel_routes`), served beside the API.
+    `observer` is told of each memory request; `extra_routes` are served too (e.g. `system_routes`).
     """
     routes: list[BaseRoute] = [
         *memory_routes(
-            bank, resolve_principal, max_body_bytes=max_body_bytes, resource_metadata_url=resource_metadata_url
+            bank,
+            resolve_principal,
+            max_body_bytes=max_body_bytes,
+            resource_metadata_url=resource_metadata_url,
+            observer=observer,
         ),
         openapi_route(build_openapi(MEMORY_ROUTES, title=title)),
+        *extra_routes,
         *panel,
     ]
     return Starlette(

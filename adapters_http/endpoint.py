@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters_http.auth import PrincipalResolver, resolve_principal
 from adapters_http.errors import UnauthorizedError, error_response, internal_error_response, json_error
+from adapters_http.observation import CURRENT_REQUEST_ID, RequestObserver
 from memorybank_core.ports import Principal
 
 Handler = Callable[[Request, Principal], Awaitable[Response]]
@@ -34,29 +35,37 @@ _log = logging.getLogger("memorybank.http")
 
 
 def request_id(scope: Scope) -> str:
-    """The request's id, made on first use and kept in the scope."""
+    """The request's id, made on first use and kept in the scope; also the running context's (for log lines)."""
     existing = scope.get(REQUEST_ID_KEY)
     if isinstance(existing, str):
-        return existing
-    fresh = uuid.uuid4().hex
-    scope[REQUEST_ID_KEY] = fresh
-    return fresh
+        rid = existing
+    else:
+        rid = uuid.uuid4().hex
+        scope[REQUEST_ID_KEY] = rid
+    CURRENT_REQUEST_ID.set(rid)
+    return rid
 
 
 def authenticated_endpoint(
-    handler: Handler, resolver: PrincipalResolver, *, operation_id: str, resource_metadata: str | None = None
+    handler: Handler,
+    resolver: PrincipalResolver,
+    *,
+    operation_id: str,
+    resource_metadata: str | None = None,
+    observer: RequestObserver | None = None,
 ) -> Endpoint:
     """Wrap `handler`: resolve the principal (401 without one), map errors, tag and log the response.
 
     `resource_metadata` is the URL of the server's protected-resource metadata, named in bearer challenges.
 
     The access event carries the operationId, status and timing, never the path or query
-    string: those may hold ids and search text.
+    string: those may hold ids and search text. `observer` (metrics) is told the same.
     """
 
     async def endpoint(request: Request) -> Response:
         rid = request_id(request.scope)
         started = time.perf_counter()
+        failure: Exception | None = None
         try:
             principal = await resolve_principal(request, resolver)
             if principal is None:
@@ -66,13 +75,19 @@ def authenticated_endpoint(
             # Nobody is left to answer; the status is only for the access event.
             response = json_error(400, {"error": "invalid_request", "message": "The client disconnected."})
         except Exception as error:
+            failure = error
             mapped = error_response(error, resource_metadata=resource_metadata)
             if mapped is None:
                 log_unexpected(error, rid, operation_id)
                 mapped = internal_error_response()
             response = mapped
         response.headers[REQUEST_ID_HEADER] = rid
-        duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        seconds = time.perf_counter() - started
+        if observer is not None:
+            observer.observe_request(
+                operation_id=operation_id, status=response.status_code, seconds=seconds, error=failure
+            )
+        duration_ms = round(seconds * 1000, 3)
         _log.info(
             "http.request operation=%s status=%s duration_ms=%s request_id=%s",
             operation_id,

@@ -61,6 +61,9 @@ def sqlite_engine(url: URL) -> sa.Engine:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        # Freed pages are zeroed: a deleted memory, or the plaintext a row had before
+        # `memorybank encrypt` sealed it, does not linger in the file.
+        cursor.execute("PRAGMA secure_delete=ON")
         if not in_memory:
             # Readers do not block the writer, and the writer does not block readers.
             cursor.execute("PRAGMA journal_mode=WAL")

@@ -7,28 +7,21 @@ of memories also `scope = 'user'`), so each one routes to a single Vitess shard.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
-from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
-from memorybank_core import (
-    Citation,
-    InvalidInputError,
-    ListPosition,
-    Memory,
-    MemoryContext,
-    MemoryStore,
-    Origin,
-    Scope,
-    Source,
-)
-from memorybank_core.wire import citation_ids
+from adapters_mysql.sealed_rows import RowCodec
+from adapters_mysql.unit_of_work import reading, writing
+from memorybank_core import BrokenSealError, InvalidInputError, ListPosition, Memory, MemoryStore, Scope
 from memorybank_search import OwnerIndexer
+
+_log = logging.getLogger("memorybank.storage")
 
 #: The search document is the search engines' business: loading memories leaves it in the table.
 SEARCH_COLUMNS = frozenset({"search_terms", "doc_length", "search_version"})
@@ -67,15 +60,15 @@ class SqlMemoryStore(MemoryStore):
     same transaction, whichever search engine reads it.
     """
 
-    def __init__(self, engine: sa.Engine, indexer: OwnerIndexer) -> None:
+    def __init__(self, engine: sa.Engine, indexer: OwnerIndexer, codec: RowCodec | None = None) -> None:
         self._engine = engine
-        self._writer = for_writing(engine)
         self._indexer = indexer
+        self.codec = codec or RowCodec()
 
     def add(self, *, user_id: str, memory: Memory) -> None:
         if memory.user_id != user_id:
             raise ValueError("a memory is added by its own owner")
-        with unavailable_on_driver_error("save"), self._writer.begin() as connection:
+        with unavailable_on_driver_error("save"), writing(self._engine) as connection:
             self._insert(connection, [memory])
 
     def add_many(self, memories: Sequence[Memory]) -> None:
@@ -91,21 +84,23 @@ class SqlMemoryStore(MemoryStore):
         if not memories:
             return
         try:
-            with unavailable_on_driver_error("import"), self._writer.begin() as connection:
+            with unavailable_on_driver_error("import"), writing(self._engine) as connection:
                 self._insert(connection, memories)
         except sa.exc.IntegrityError as error:
             raise InvalidInputError("id", "is already stored") from error
 
     def _insert(self, connection: sa.Connection, memories: Sequence[Memory]) -> None:
         connection.execute(memory_table.insert(), [self._memory_row(memory) for memory in memories])
-        contexts = [_context_row(context, memory.user_id) for memory in memories for context in memory.contexts]
+        contexts = [
+            self.codec.context_row(context, memory.user_id) for memory in memories for context in memory.contexts
+        ]
         if contexts:
             connection.execute(memory_context.insert(), contexts)
 
     def _memory_row(self, saved: Memory) -> dict[str, Any]:
         document = self._indexer.document(saved)
         return {
-            **_memory_row(saved),
+            **self.codec.memory_row(saved),
             "search_terms": document.search_terms,
             "doc_length": document.doc_length,
             "search_version": document.search_version,
@@ -116,7 +111,7 @@ class SqlMemoryStore(MemoryStore):
         if not wanted:
             return {}
         # One round trip: each memory joined with its contexts (search loads its results here).
-        with unavailable_on_driver_error("load"), self._engine.connect() as connection:
+        with unavailable_on_driver_error("load"), reading(self._engine) as connection:
             rows = connection.execute(
                 sa.select(*_ENTITY_COLUMNS, *_CONTEXT_COLUMNS)
                 .select_from(_MEMORY_WITH_CONTEXTS)
@@ -124,12 +119,16 @@ class SqlMemoryStore(MemoryStore):
                 .order_by(memory_table.c.id, memory_context.c.created_at, memory_context.c.id)
             ).all()
         memory_rows: dict[str, sa.Row[Any]] = {}
-        contexts: dict[str, list[MemoryContext]] = {}
+        contexts: dict[str, list[_ContextColumns]] = {}
         for row in rows:
             memory_rows.setdefault(row.id, row)
             if row.context_id is not None:
-                contexts.setdefault(row.id, []).append(_context(_ContextColumns(row)))
-        return {memory_id: _memory(row, contexts.get(memory_id, [])) for memory_id, row in memory_rows.items()}
+                contexts.setdefault(row.id, []).append(_ContextColumns(row))
+        opened = {
+            memory_id: _open_or_none(self.codec, row, contexts.get(memory_id, []))
+            for memory_id, row in memory_rows.items()
+        }
+        return {memory_id: memory for memory_id, memory in opened.items() if memory is not None}
 
     def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
         query = sa.select(*_ENTITY_COLUMNS).where(owned_memories(user_id))
@@ -143,58 +142,37 @@ class SqlMemoryStore(MemoryStore):
                 )
             )
         query = query.order_by(memory_table.c.created_at.desc(), memory_table.c.id.desc()).limit(limit)
-        with unavailable_on_driver_error("list"), self._engine.connect() as connection:
-            return _with_contexts(connection, user_id, connection.execute(query).all())
+        with unavailable_on_driver_error("list"), reading(self._engine) as connection:
+            return _with_contexts(connection, self.codec, user_id, connection.execute(query).all())
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:
-        with unavailable_on_driver_error("delete"), self._writer.connect() as connection:
-            transaction = connection.begin()
-            # Contexts first, as the reference host does. No read before the writes: the
-            # memory delete's row count says whether the owner had such a memory.
-            connection.execute(
-                memory_context.delete().where(
-                    memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id
+        try:
+            with unavailable_on_driver_error("delete"), writing(self._engine) as connection:
+                # Contexts first, as the reference host does. No read before the writes: the
+                # memory delete's row count says whether the owner had such a memory.
+                connection.execute(
+                    memory_context.delete().where(
+                        memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id
+                    )
                 )
-            )
-            deleted = connection.execute(
-                memory_table.delete().where(owned_memories(user_id), memory_table.c.id == memory_id)
-            ).rowcount
-            if deleted != 1:
-                # Not the owner's personal memory: undo the context delete, report "none such".
-                transaction.rollback()
-                return False
-            transaction.commit()
-            return True
+                deleted = connection.execute(
+                    memory_table.delete().where(owned_memories(user_id), memory_table.c.id == memory_id)
+                ).rowcount
+                if deleted != 1:
+                    # Not the owner's personal memory: undo the context delete, report "none such".
+                    raise _NothingDeleted
+        except _NothingDeleted:
+            return False
+        return True
 
 
-def _memory_row(saved: Memory) -> dict[str, Any]:
-    return {
-        "id": saved.id,
-        "user_id": saved.user_id,
-        "org_id": saved.org_id,
-        "scope": saved.scope.value,
-        "content": saved.content,
-        "source": saved.source.value,
-        "tags": list(saved.tags) if saved.tags else None,
-        "created_at": saved.created_at,
-        "updated_at": saved.updated_at,
-    }
+class _NothingDeleted(Exception):
+    """Rolls back a delete that found no memory of the owner's."""
 
 
-def _context_row(context: MemoryContext, user_id: str) -> dict[str, Any]:
-    citation = context.citation
-    return {
-        "id": context.id,
-        "memory_id": context.memory_id,
-        "user_id": user_id,
-        "citation": citation_ids(citation) or None,
-        "snippet": context.snippet,
-        "origin": context.origin.value if context.origin is not None else None,
-        "created_at": context.created_at,
-    }
-
-
-def _with_contexts(connection: sa.Connection, user_id: str, rows: Sequence[sa.Row[Any]]) -> list[Memory]:
+def _with_contexts(
+    connection: sa.Connection, codec: RowCodec, user_id: str, rows: Sequence[sa.Row[Any]]
+) -> list[Memory]:
     """Map memory rows to entities, loading all their contexts in one more query (no N+1)."""
     if not rows:
         return []
@@ -204,43 +182,17 @@ def _with_contexts(connection: sa.Connection, user_id: str, rows: Sequence[sa.Ro
         # Contexts of one memory share created_at; ids are time-ordered TypeIDs minted in save order.
         .order_by(memory_context.c.created_at, memory_context.c.id)
     ).all()
-    contexts: dict[str, list[MemoryContext]] = {}
+    contexts: dict[str, list[sa.Row[Any]]] = {}
     for row in context_rows:
-        contexts.setdefault(row.memory_id, []).append(_context(row))
-    return [_memory(row, contexts.get(row.id, [])) for row in rows]
+        contexts.setdefault(row.memory_id, []).append(row)
+    opened = (_open_or_none(codec, row, contexts.get(row.id, [])) for row in rows)
+    return [memory for memory in opened if memory is not None]
 
 
-def memory_from_rows(row: sa.Row[Any], context_rows: Sequence[sa.Row[Any]]) -> Memory:
-    """The entity for a `memory` row and its `memory_context` rows (for admin tasks such as re-indexing)."""
-    return _memory(row, [_context(context) for context in context_rows])
-
-
-def _memory(row: sa.Row[Any], contexts: list[MemoryContext]) -> Memory:
-    return Memory(
-        id=row.id,
-        user_id=row.user_id,
-        org_id=row.org_id,
-        scope=Scope(row.scope),
-        content=row.content,
-        source=Source(row.source),
-        tags=tuple(row.tags or ()),
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        contexts=tuple(contexts),
-    )
-
-
-def _context(row: sa.Row[Any] | _ContextColumns) -> MemoryContext:
-    citation = row.citation
-    return MemoryContext(
-        id=row.id,
-        memory_id=row.memory_id,
-        snippet=row.snippet,
-        citation=(
-            Citation(conversation_id=citation.get("conversation_id"), message_id=citation.get("message_id"))
-            if citation
-            else None
-        ),
-        origin=Origin(row.origin) if row.origin is not None else None,
-        created_at=row.created_at,
-    )
+def _open_or_none(codec: RowCodec, row: Any, context_rows: Sequence[Any]) -> Memory | None:
+    """The memory of `row`, or None (logged by id) when it does not open: it is never shown, others still are."""
+    try:
+        return codec.memory(row, context_rows)
+    except BrokenSealError as error:
+        _log.warning("memory %s does not open (%s; key %s): treated as unavailable", row.id, error, error.key_id or "-")
+        return None

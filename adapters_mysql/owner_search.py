@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory
+from adapters_mysql.unit_of_work import reading
 from memorybank_core import SearchEngine, SearchHit
 from memorybank_search import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
 
@@ -58,7 +59,7 @@ class OwnerScopedSearch(SearchEngine):
         tokens = self._indexer.query_tokens(user_id, query)
         if not tokens:
             return []
-        with unavailable_on_driver_error("search"), self._engine.connect() as connection:
+        with unavailable_on_driver_error("search"), reading(self._engine) as connection:
             rows = self._candidates(connection, user_id, tokens, self._candidate_limit + 1)
             if not rows:
                 return []

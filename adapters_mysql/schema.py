@@ -30,6 +30,9 @@ MYSQL_TABLE_OPTIONS: dict[str, Any] = {
     "mysql_collate": "utf8mb4_unicode_ci",
 }
 
+#: A row's seal state ("<key id>:<key id>") and a key id fit in this.
+SEAL_STATE_LENGTH = 32
+
 #: The hex SHA-256 of a token, panel link or panel session secret.
 TOKEN_HASH_LENGTH = 64
 
@@ -98,9 +101,14 @@ memory = sa.Table(
     sa.Column("search_terms", sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql"), nullable=True),
     sa.Column("doc_length", sa.Integer(), nullable=False, server_default="0"),
     sa.Column("search_version", sa.SmallInteger(), nullable=False, server_default="0"),
+    # Encryption at rest (adapters_mysql.sealed_rows): NULL for a plaintext row, else
+    # "<sealing key id>:<index key id>". Re-sealing walks rows whose state is not the ring's.
+    sa.Column("seal_state", sa.String(SEAL_STATE_LENGTH), nullable=True),
     # Leftmost prefix serves `user_id = ?`; (created_at, id) serves the newest-first keyset listing;
     # scope and doc_length make the owner's BM25 statistics (count, total length) index-only.
     sa.Index("memory_user_id_created_at_id", "user_id", "created_at", "id", "scope", "doc_length"),
+    # Finds the rows `encrypt` / `keys rotate` still have to re-seal, and the key states in use.
+    sa.Index("memory_seal_state", "seal_state", "id"),
     **MYSQL_TABLE_OPTIONS,
 )
 
@@ -134,6 +142,17 @@ api_token = sa.Table(
     **MYSQL_TABLE_OPTIONS,
 )
 
+#: One row (id 1) counting every revocation ever made, bumped in the revoking transaction. A
+#: server re-verifies the tokens it has cached whenever it changes (`memorybank_core.tokens`).
+#: No row yet reads as 0.
+api_token_revocations = sa.Table(
+    "api_token_revocations",
+    metadata,
+    sa.Column("id", sa.SmallInteger(), primary_key=True, autoincrement=False),
+    sa.Column("generation", sa.BigInteger(), nullable=False),
+    **MYSQL_TABLE_OPTIONS,
+)
+
 panel_credential = sa.Table(
     "panel_credential",
     metadata,
@@ -153,5 +172,16 @@ panel_credential = sa.Table(
     **MYSQL_TABLE_OPTIONS,
 )
 
+#: The key-check values: one per ring key that may have sealed something here. A database with
+#: rows in this table refuses to start without a key ring that opens every one of them.
+seal_key = sa.Table(
+    "seal_key",
+    metadata,
+    sa.Column("key_id", sa.String(SEAL_STATE_LENGTH), primary_key=True),
+    sa.Column("check_value", sa.Text(), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    **MYSQL_TABLE_OPTIONS,
+)
+
 #: The tables this package owns, in creation order.
-TABLES: tuple[sa.Table, ...] = (memory, memory_context, api_token, panel_credential)
+TABLES: tuple[sa.Table, ...] = (memory, memory_context, api_token, panel_credential, api_token_revocations, seal_key)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
+from adapters_mysql.engines import for_writing
 from adapters_mysql.memory_store import owned_memories
 from adapters_mysql.owner_search import CandidateRow, OwnerScopedSearch, select_candidates
 from adapters_mysql.schema import memory
@@ -41,6 +42,7 @@ _CREATE_STATEMENTS = (
     "INSERT INTO memory_terms_fts(rowid, search_terms) VALUES (new.rowid, new.search_terms); END",
 )
 _REBUILD = "INSERT INTO memory_terms_fts(memory_terms_fts) VALUES ('rebuild')"
+_OPTIMIZE = "INSERT INTO memory_terms_fts(memory_terms_fts) VALUES ('optimize')"
 
 _sqlite_master = sa.table("sqlite_master", sa.column("type", sa.String), sa.column("name", sa.String))
 _fts = sa.table(TERMS_FTS_TABLE_NAME, sa.column("rowid", sa.Integer))
@@ -113,3 +115,16 @@ def ensure_terms_fts5(connection: sa.Connection) -> bool:
     # Rows written while the table or a trigger was missing are not indexed: rebuild from `memory`.
     connection.execute(sa.text(_REBUILD))
     return True
+
+
+def purge_rewritten_text(engine: sa.Engine) -> None:
+    """Leave no replaced text in the file after rows were rewritten (`memorybank encrypt`, `keys rotate`).
+
+    FTS5 keeps a rewritten row's old tokens in index segments until they are merged: `optimize`
+    merges them; freed pages are zeroed (`secure_delete`, see engines), and a WAL checkpoint moves
+    everything into the database file and truncates the log.
+    """
+    with for_writing(engine).begin() as connection:
+        connection.execute(sa.text(_OPTIMIZE))
+    with engine.connect() as connection:
+        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -1,11 +1,13 @@
 """`SqlStorage`: everything the bank needs from one SQL database; `open_storage(url)` opens one.
 
 A host with its own SQLAlchemy engine builds `SqlStorage(engine=…, indexer=…)` directly; the
-owner-scoped search engine of the engine's dialect comes with it.
+owner-scoped search engine of the engine's dialect comes with it. With a `sealer` (encryption at
+rest, docs/security.md) the store seals what it writes and the indexer must write its blind index.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 
@@ -20,13 +22,26 @@ from adapters_mysql.mysql_search import MysqlOwnerScopedSearch
 from adapters_mysql.owner_search import OwnerScopedSearch
 from adapters_mysql.panel_session_store import SqlPanelSessionStore
 from adapters_mysql.readiness import check_ready, ensure_search_index
-from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, count_to_reindex, reindex
+from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, ReindexReport, count_to_reindex, reindex
 from adapters_mysql.revisions import current_revision, head_revision, revisions_after, stamp_head, upgrade_to_head
 from adapters_mysql.schema import metadata
-from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch
+from adapters_mysql.seal_keys import (
+    SealStatus,
+    check_values,
+    close_plaintext,
+    forget_unused,
+    read_status,
+    register_primary,
+    verify,
+)
+from adapters_mysql.sealed_rows import RowCodec
+from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch, purge_rewritten_text
 from adapters_mysql.token_store import SqlTokenStore
-from memorybank_core import InvalidInputError, MemoryBankError, UnavailableError
+from adapters_mysql.unit_of_work import SqlUnitOfWork
+from memorybank_core import BlindIndex, InvalidInputError, MemoryBankError, Sealer, UnavailableError
 from memorybank_search import OwnerIndexer
+
+_log = logging.getLogger("memorybank.storage")
 
 _EXAMPLE_URLS = "sqlite:///memorybank.sqlite3 or mysql://user:password@host:3306/memorybank"
 
@@ -88,23 +103,35 @@ class MigrationReport:
 class SqlStorage:
     """Everything the bank needs from one SQL database: store, search, token and panel session stores, schema."""
 
-    def __init__(self, *, engine: sa.Engine, indexer: OwnerIndexer, display_url: str) -> None:
+    def __init__(
+        self, *, engine: sa.Engine, indexer: OwnerIndexer, display_url: str, sealer: Sealer | None = None
+    ) -> None:
         """Storage on `engine` (MySQL/MariaDB or SQLite); `display_url` names it in messages.
+
+        With `sealer`, `indexer` must write that sealer's blind index (`OwnerIndexer(blind_index=sealer.index)`).
 
         Raises:
             InvalidInputError: ("db") the engine's dialect is neither MySQL nor SQLite.
+            ValueError: the indexer does not write the sealer's blind index (or writes one without a sealer).
         """
         search_engine = _SEARCH_ENGINES.get(engine.dialect.name)
         if search_engine is None:
             raise InvalidInputError(
                 "db", f"uses the {engine.dialect.name} dialect; memorybank stores in MySQL or SQLite"
             )
+        written = indexer.blind_index.key_id if indexer.blind_index is not None else None
+        if written != (sealer.index.key_id if sealer is not None else None):
+            # Sealed text with readable search tokens (or the reverse) would defeat the point.
+            raise ValueError("the indexer must write the sealer's blind index, and only with a sealer")
         self.engine = engine
         self.dialect_name: str = engine.dialect.name
         self.indexer = indexer
-        self.store = SqlMemoryStore(engine, indexer)
+        self.sealer = sealer
+        self.codec = RowCodec(sealer, index_key_id=written)
+        self.store = SqlMemoryStore(engine, indexer, self.codec)
         self.search_engine: OwnerScopedSearch = search_engine(engine, indexer)
         self.token_store = SqlTokenStore(engine)
+        self.unit_of_work = SqlUnitOfWork(engine)
         self.panel_sessions = SqlPanelSessionStore(engine)
         self._display_url = display_url
 
@@ -127,32 +154,36 @@ class SqlStorage:
                 metadata.create_all(connection)
                 stamp_head(connection)
             ensure_search_index(connection)
+        self._adopt_sealing()
 
     def migrate(self, *, progress: Callable[[int], None] | None = None) -> MigrationReport:
         """The migrate path (`memorybank migrate`): run pending migrations, repair the search index, re-index.
 
         Re-indexing covers rows whose search document an older scheme wrote (all rows, after
-        upgrading from revision 0001); `progress` gets each batch's count.
+        upgrading from revision 0001) and, with a key ring, rows not yet sealed under its keys;
+        `progress` gets each batch's count.
 
         Raises:
+            KeyRingError: the database holds sealed memories the configured key ring cannot open.
             UnavailableError: the database cannot be reached.
         """
         with unavailable_on_driver_error("migrate"), for_writing(self.engine).begin() as connection:
             applied = revisions_after(current_revision(connection))
             upgrade_to_head(connection)
             created = ensure_search_index(connection)
-        reindexed = self.reindex(progress=progress)
+        self._adopt_sealing()
+        reindexed = self.reindex(progress=progress).rewritten
         return MigrationReport(
             revision=head_revision(), applied=applied, created_search_structures=created, reindexed=reindexed
         )
 
     def count_to_reindex(self, *, everything: bool = False) -> int:
-        """How many memories `reindex` would rewrite: those indexed by an older scheme (or all).
+        """How many memories `reindex` would rewrite: indexed by an older scheme or sealed by other keys (or all).
 
         Raises:
             UnavailableError: the database cannot be reached.
         """
-        return count_to_reindex(self.engine, everything=everything)
+        return count_to_reindex(self.engine, self.codec, everything=everything)
 
     def reindex(
         self,
@@ -160,38 +191,95 @@ class SqlStorage:
         everything: bool = False,
         batch_size: int = DEFAULT_BATCH_SIZE,
         progress: Callable[[int], None] | None = None,
-    ) -> int:
-        """Rewrite the search document of memories indexed by an older scheme (or of all); the count.
+    ) -> ReindexReport:
+        """Rewrite memories indexed by an older scheme or sealed by other keys (or all) under the current ones.
 
-        Batches of `batch_size` rows, each its own transaction; `progress` gets each batch's count.
+        This is `memorybank reindex`, `encrypt` and `keys rotate`: batches of `batch_size` rows, each
+        its own transaction, beside a live server; `progress` gets each batch's count. At the end,
+        key-check values of keys no row needs are dropped, and a database whose rows are now all
+        sealed refuses plaintext rows from its next start on.
 
         Raises:
             UnavailableError: the database cannot be reached; committed batches stay done.
         """
-        return reindex(self.engine, self.indexer, everything=everything, batch_size=batch_size, progress=progress)
+        report = reindex(
+            self.engine, self.indexer, self.codec, everything=everything, batch_size=batch_size, progress=progress
+        )
+        if self.sealer is not None and not report.broken:
+            with unavailable_on_driver_error("reindex"), for_writing(self.engine).begin() as connection:
+                if not read_status(connection).plaintext_rows:
+                    close_plaintext(connection, self.sealer)
+                forget_unused(connection, self.sealer)
+        if self.dialect_name == "sqlite":
+            with unavailable_on_driver_error("reindex"):
+                purge_rewritten_text(self.engine)
+        return report
+
+    def sealing_status(self) -> SealStatus:
+        """The database's key-check ids and how many memories carry each seal state.
+
+        Raises:
+            UnavailableError: the database cannot be reached.
+        """
+        with unavailable_on_driver_error("sealing status"), self.engine.connect() as connection:
+            return read_status(connection)
+
+    def describe_mode(self) -> str:
+        """One line saying whether this database is plaintext or sealed at rest, and what is left to do.
+
+        Raises:
+            UnavailableError: the database cannot be reached.
+        """
+        return self.sealing_status().describe(self.codec.state)
+
+    def _adopt_sealing(self) -> None:
+        """Check the key ring against the database, register its primary key, and learn the rows' schemes.
+
+        Queries then also match rows still tokenized under an older scheme (plaintext, an old index
+        key) until they are re-sealed; a plaintext row is refused once every row was sealed.
+        """
+        with unavailable_on_driver_error("key check"), for_writing(self.engine).begin() as connection:
+            status = read_status(connection)
+            closed = verify(status, self.sealer, check_values(connection))
+            if self.sealer is not None:
+                register_primary(connection, self.sealer, closed=closed or not status.plaintext_rows)
+        _log.info("database mode: %s", status.describe(self.codec.state))
+        if self.sealer is None:
+            return
+        allowed = bool(status.plaintext_rows) and not closed
+        schemes: list[BlindIndex | None] = [None] if allowed else []
+        schemes += [index for key_id in status.index_key_ids() if (index := self.sealer.index_for(key_id)) is not None]
+        self.indexer.also_search(schemes)
+        self.codec.plaintext_allowed = allowed
 
     def check_ready(self) -> None:
         """Refuse to serve a database that is not at head or lacks its search index.
 
+        Also checks the key ring against the database (and logs which mode it is in).
+
         Raises:
             SchemaNotReadyError: with a message naming `fix_command`.
+            KeyRingError: the database holds sealed memories the configured key ring (or none) cannot open.
             UnavailableError: the database cannot be reached.
         """
         with unavailable_on_driver_error("readiness check"), self.engine.connect() as connection:
             check_ready(connection, fix_command=self.fix_command)
+        self._adopt_sealing()
 
     def close(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
 
 
-def open_storage(url: str, *, indexer: OwnerIndexer) -> SqlStorage:
+def open_storage(url: str, *, indexer: OwnerIndexer, sealer: Sealer | None = None) -> SqlStorage:
     """Open SQL storage at `url` and check that the database answers.
 
     `url` is `mysql://user:pw@host:port/db` (mysqlclient), `mysql+pymysql://…`,
     `sqlite:///path/file.sqlite3`, or `sqlite://` (in memory, for tests). Search is the
-    dialect's owner-scoped engine, with `indexer`'s search documents.
-    The schema is not touched: call `initialize`, `migrate` or `check_ready` next.
+    dialect's owner-scoped engine, with `indexer`'s search documents. With a `sealer`
+    (encryption at rest) every stored user text is sealed and `indexer` must write its blind index.
+    The schema is not touched: call `initialize`, `migrate` or `check_ready` next (they also
+    check the key ring against the database).
 
     Raises:
         InvalidInputError: ("db") a malformed URL, an unsupported scheme, a missing database
@@ -202,7 +290,7 @@ def open_storage(url: str, *, indexer: OwnerIndexer) -> SqlStorage:
     engine = _open(given)
     # URL.set() ignores None, so the password is dropped with the NamedTuple's _replace.
     display_url = given._replace(password=None).render_as_string(hide_password=False)
-    return SqlStorage(engine=engine, indexer=indexer, display_url=display_url)
+    return SqlStorage(engine=engine, indexer=indexer, display_url=display_url, sealer=sealer)
 
 
 def open_engine(url: str) -> sa.Engine:

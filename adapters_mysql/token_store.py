@@ -10,7 +10,8 @@ import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.schema import api_token
+from adapters_mysql.schema import api_token, api_token_revocations
+from adapters_mysql.unit_of_work import reading, writing
 from memorybank_core import ApiToken, TokenStore
 
 
@@ -55,13 +56,36 @@ class SqlTokenStore(TokenStore):
         statement = (
             api_token.update().where(api_token.c.id == token_id, api_token.c.revoked_at.is_(None)).values(revoked_at=at)
         )
-        with unavailable_on_driver_error("token revoke"), self._writer.begin() as connection:
-            return connection.execute(statement).rowcount == 1
+        with unavailable_on_driver_error("token revoke"), writing(self._engine) as connection:
+            if connection.execute(statement).rowcount != 1:
+                return False
+            _count_revocation(connection)
+            return True
+
+    def revocation_generation(self) -> int:
+        with unavailable_on_driver_error("token lookup"), reading(self._engine) as connection:
+            generation = connection.execute(_GENERATION).scalar()
+        return int(generation or 0)
 
     def _one(self, condition: sa.ColumnElement[bool]) -> ApiToken | None:
-        with unavailable_on_driver_error("token lookup"), self._engine.connect() as connection:
+        with unavailable_on_driver_error("token lookup"), reading(self._engine) as connection:
             row = connection.execute(sa.select(api_token).where(condition)).first()
         return None if row is None else _token(row)
+
+
+_GENERATION = sa.select(api_token_revocations.c.generation).where(api_token_revocations.c.id == 1)
+
+
+def _count_revocation(connection: sa.Connection) -> None:
+    bumped = connection.execute(
+        api_token_revocations.update()
+        .where(api_token_revocations.c.id == 1)
+        .values(generation=api_token_revocations.c.generation + 1)
+    ).rowcount
+    if bumped == 0:
+        # No row yet: a database made by `create_all`, not by migration 0005 (SQLite's first
+        # start). SQLite serializes writers, so two first revocations cannot both get here.
+        connection.execute(api_token_revocations.insert().values(id=1, generation=1))
 
 
 def _token(row: sa.Row[Any]) -> ApiToken:

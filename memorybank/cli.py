@@ -1,4 +1,4 @@
-"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, panel-link, token create/list/revoke.
+"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, encrypt, keys, panel-link, token.
 
 Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
 database is unreachable, its schema is not ready, or a token is not found. Every
@@ -26,16 +26,22 @@ from memorybank import oauth_settings
 from memorybank.settings import (
     ALLOWED_HOSTS_ENV,
     DATABASE_URL_ENV,
+    KEY_FILE_ENV,
+    KEYS_ENV,
     DatabaseChoice,
+    KeyRingChoice,
     choose_allowed_hosts,
     choose_database,
+    choose_key_ring,
     default_database_path,
+    default_key_file,
     redacted,
 )
 from memorybank_core import ApiToken, InvalidInputError, MemoryBankError, NotFoundError, UnavailableError, ids
 from memorybank_core.tokens import KNOWN_SCOPES
 
 if TYPE_CHECKING:
+    from adapters_mysql import ReindexReport
     from memorybank import composition
 
 PROGRAM = "memorybank"
@@ -49,6 +55,8 @@ _OPTION_NAMES = {
     "user": "--user",
     "org": "--org",
     "scope": "--scope",
+    "key-file": "key ring",
+    "key": "KEY_ID",
     "ttl": "--ttl",
     **{name: f"--{name}" for name in ("public-url", "oauth-issuer", "oauth-scope", "oauth-default-org")},
     "oauth-introspection-issuer": "--oauth-introspection-issuer",
@@ -82,6 +90,13 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
             f"mysql+pymysql://...; default: ${DATABASE_URL_ENV}, else {default_database_path(env)}"
         ),
     )
+    database.add_argument(
+        "--key-file",
+        metavar="FILE",
+        type=Path,
+        help=f"key ring for encryption at rest (`memorybank keys create`); default: ${KEY_FILE_ENV}, else the ring "
+        f"in ${KEYS_ENV}, else none (plaintext)",
+    )
     parser = _Parser(prog=PROGRAM, description="A per-user memory bank for AI agents: REST server and admin tools.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
@@ -94,6 +109,22 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes sharing the port, each with its own connection pool (default: 1)",
+    )
+    serve.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="text lines or JSON lines (default: text)"
+    )
+    serve.add_argument(
+        "--shutdown-timeout",
+        type=int,
+        default=10,
+        metavar="SECONDS",
+        help="on SIGTERM, how long in-flight requests may take to finish (default: 10)",
+    )
     serve.add_argument(
         "--allowed-host",
         metavar="HOST",
@@ -165,6 +196,57 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     reindexing.add_argument("--all", action="store_true", help="re-index every memory, not only stale ones")
     reindexing.set_defaults(run=_reindex)
+
+    online = "in batches of 1,000, with a progress bar, while servers keep serving. Safe to stop and rerun."
+    commands.add_parser(
+        "encrypt",
+        parents=[database],
+        help="seal every plaintext memory with the key ring, online",
+        description="Seal the memories stored in plaintext (content, tags, snippets, citation ids) and replace "
+        f"their search terms with the blind index, {online} Needs a key ring (--key-file or ${KEY_FILE_ENV}).",
+    ).set_defaults(run=_encrypt)
+
+    keys = commands.add_parser(
+        "keys", help="manage encryption keys", description="Create key rings, add and remove keys, re-seal rows."
+    )
+    key_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION", parser_class=_Parser)
+    keys_create = key_commands.add_parser(
+        "create",
+        help="write a new key ring file (mode 0600)",
+        description="Write a new key ring with one random 256-bit key. Keep a copy apart from the database and its "
+        "backups: whoever loses the key loses the sealed memories.",
+    )
+    keys_create.add_argument("--out", metavar="FILE", type=Path, help="where to write it (default: data directory)")
+    keys_create.set_defaults(run=_keys_create, db=None)
+    keys_add = key_commands.add_parser(
+        "add",
+        help="add a new primary key to a key ring file",
+        description="Add a fresh key and make it primary (new writes), keeping the old keys to open old rows. "
+        "Restart servers with the new ring, then run `memorybank keys rotate`.",
+    )
+    keys_add.add_argument("--key-file", metavar="FILE", type=Path, help=f"the ring (default: ${KEY_FILE_ENV})")
+    keys_add.add_argument(
+        "--new-index",
+        action="store_true",
+        help="derive the blind index from the new key too (`keys rotate` then re-tokenizes every memory)",
+    )
+    keys_add.set_defaults(run=_keys_add, db=None)
+    keys_remove = key_commands.add_parser(
+        "remove",
+        help="remove a key no database needs any more from a key ring file",
+        description="Remove a key that is neither primary nor the index key. Only after `memorybank keys rotate` "
+        "reported it unused on every database that uses this ring.",
+    )
+    keys_remove.add_argument("key_id", metavar="KEY_ID")
+    keys_remove.add_argument("--key-file", metavar="FILE", type=Path, help=f"the ring (default: ${KEY_FILE_ENV})")
+    keys_remove.set_defaults(run=_keys_remove, db=None)
+    key_commands.add_parser(
+        "rotate",
+        parents=[database],
+        help="re-seal rows written under older keys, online",
+        description="Re-seal memories sealed under a key that is no longer primary, and recompute their blind "
+        f"index if the index key changed, {online} Every row stays readable throughout.",
+    ).set_defaults(run=_keys_rotate)
 
     panel_link = commands.add_parser(
         "panel-link",
@@ -289,6 +371,7 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
     environment = os.environ if env is None else env
     args = build_parser(environment).parse_args(argv)
     choice = choose_database(args.db, environment)
+    args.keys = choose_key_ring(getattr(args, "key_file", None), environment)
     args.environment = environment
     run: Callable[[argparse.Namespace, DatabaseChoice, TextIO], None] = args.run
     try:
@@ -298,6 +381,8 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
     except InvalidInputError as error:
         problems = "; ".join(f"{_OPTION_NAMES.get(p.path, p.path)} {p.message}" for p in error.problems)
         return _fail(problems, EXIT_BAD_INPUT)
+    except FileExistsError as error:
+        return _fail(f"{error.filename} exists already: a key ring is never overwritten", EXIT_FAILURE)
     except UnavailableError as error:
         return _fail(f"{error} ({redacted(choice.url)})", EXIT_FAILURE)
     except MemoryBankError as error:  # e.g. SchemaNotReadyError: its message names the fix
@@ -317,29 +402,73 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
     import uvicorn
 
     from adapters_oidc import IssuerTokenVerifier
-    from memorybank import composition
+    from memorybank import composition, serving
+    from memorybank.logs import logging_config
 
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be from 0 to 65535", EXIT_BAD_INPUT)
+    if not 1 <= args.workers <= 64:
+        raise CommandError("--workers must be from 1 to 64", EXIT_BAD_INPUT)
+    if not 0 <= args.shutdown_timeout <= 3600:
+        raise CommandError("--shutdown-timeout must be from 0 to 3600 seconds", EXIT_BAD_INPUT)
+    if args.workers > 1 and not serving.shared_between_processes(choice.url):
+        raise CommandError(
+            "--workers above 1 needs a database file or server: in-memory SQLite lives in one process",
+            EXIT_BAD_INPUT,
+        )
     allowed_hosts = choose_allowed_hosts(args.allowed_hosts, args.environment)
-    oauth = oauth_settings.choose_oauth(oauth_options(args), args.environment, host=args.host, port=args.port)
-    storage = composition.open_ready_storage(choice)
+    options = oauth_options(args)
+    oauth = oauth_settings.choose_oauth(options, args.environment, host=args.host, port=args.port)
+    storage = composition.open_ready_storage(choice, args.keys)
     issuers = IssuerTokenVerifier(oauth) if oauth is not None else None
     try:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
         if issuers is not None:
             issuers.warm_up()
-        app = composition.build_app(
-            composition.build_services(storage), bind_host=args.host, allowed_hosts=allowed_hosts, issuers=issuers
-        )
         # Bound here, before saying "serving": a port in use is one clear line, not a log after the banner.
         listener = _listen(args.host, args.port)
         port = listener.getsockname()[1]
         base = f"http://{_url_host(args.host)}:{port}"
-        print(f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}", file=out, flush=True)
+        print(f"{PROGRAM}: {storage.describe_mode()}", file=out)
+        workers = f", {args.workers} workers" if args.workers > 1 else ""
+        print(
+            f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}{workers}",
+            file=out,
+            flush=True,
+        )
+        if args.workers > 1:
+            # Each worker opens its own storage and issuers (memorybank.serving); the checks above stand.
+            listener.close()
+            storage.close()
+            serving.run(
+                serving.ServeOptions(
+                    database_url=choice.url,
+                    bind_host=args.host,
+                    port=port,
+                    oauth=options,
+                    allowed_hosts=list(allowed_hosts),
+                    key_file=str(args.key_file) if args.key_file is not None else None,
+                ),
+                workers=args.workers,
+                log_format=args.log_format,
+                shutdown_timeout=args.shutdown_timeout,
+            )
+            return
+        app = composition.build_server_app(
+            storage,
+            bind_host=args.host,
+            allowed_hosts=allowed_hosts,
+            metrics_token=args.environment.get(serving.METRICS_TOKEN_ENV) or None,
+            issuers=issuers,
+        )
         # No uvicorn access log: it prints query strings, and search text must never be logged.
         # The app logs its own access event (operationId, status, timing, request id).
-        config = uvicorn.Config(app, access_log=False, log_level="info")
+        config = uvicorn.Config(
+            app,
+            access_log=False,
+            log_level="info",
+            log_config=logging_config(args.log_format),
+            timeout_graceful_shutdown=args.shutdown_timeout,
+        )
         with listener:
             uvicorn.Server(config).run(sockets=[listener])
     finally:
@@ -383,7 +512,7 @@ def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None
     # Validate before touching the database, so a typo in a client's config is reported at once.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
-    storage = composition.open_ready_storage(choice)
+    storage = composition.open_ready_storage(choice, args.keys)
     try:
         server = composition.build_local_rail(composition.build_services(storage), user_id=args.user, org_id=args.org)
         # stdout is the protocol: every message goes to stderr, which MCP clients keep as the server's log.
@@ -411,18 +540,20 @@ def _require_mcp() -> None:
         raise CommandError(f"this command needs the MCP SDK: {composition.MCP_INSTALL_HINT}") from error
 
 
-def _migrate(_args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+def _migrate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     from memorybank import composition
 
-    storage, created_database = composition.open_storage_for_migration(choice)
+    storage, created_database = composition.open_storage_for_migration(choice, args.keys)
     try:
         report = storage.migrate()
         storage.check_ready()
+        mode = storage.describe_mode()
     finally:
         storage.close()
     where = redacted(choice.url)
     if not created_database and not report.changed:
         print(f"{PROGRAM}: {where} is already up to date (revision {report.revision}); nothing to do", file=out)
+        print(f"{PROGRAM}: {mode}", file=out)
         return
     done = []
     if created_database:
@@ -434,6 +565,7 @@ def _migrate(_args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> 
     if report.reindexed:
         done.append(f"re-indexed {report.reindexed} memories")
     print(f"{PROGRAM}: migrated {where} to revision {report.revision}: {'; '.join(done)}", file=out)
+    print(f"{PROGRAM}: {mode}", file=out)
 
 
 def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
@@ -441,7 +573,7 @@ def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 
     if not args.file.is_file():
         raise CommandError(f"{args.file} is not a readable file", EXIT_BAD_INPUT)
-    storage = composition.open_ready_storage(choice)
+    storage = composition.open_ready_storage(choice, args.keys)
     try:
         from memorybank import portability
 
@@ -460,7 +592,7 @@ def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 
     # Validate before touching the database.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
-    storage = composition.open_ready_storage(choice)
+    storage = composition.open_ready_storage(choice, args.keys)
     try:
         if args.out is None:
             count = portability.export_user(storage.store, args.user, out)
@@ -476,18 +608,104 @@ def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     from memorybank import composition, portability
 
-    storage = composition.open_ready_storage(choice)
+    storage = composition.open_ready_storage(choice, args.keys)
     try:
-        count = portability.reindex_with_progress(storage, everything=args.all, show_progress=sys.stderr.isatty())
+        report = portability.reindex_with_progress(storage, everything=args.all, show_progress=sys.stderr.isatty())
     finally:
         storage.close()
-    print(f"{PROGRAM}: re-indexed {count} memories", file=out)
+    print(f"{PROGRAM}: re-indexed {report.rewritten} memories", file=out)
+    _fail_on_broken(report)
 
 
-def _with_tokens(choice: DatabaseChoice, work: Callable[[composition.Services], None]) -> None:
+def _encrypt(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    if args.keys is None:
+        raise CommandError(
+            f"encrypt needs a key ring: create one with `{PROGRAM} keys create`, then pass --key-file or set "
+            f"{KEY_FILE_ENV}",
+            EXIT_BAD_INPUT,
+        )
+    _reseal(args, choice, out, verb="sealed")
+
+
+def _keys_rotate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    if args.keys is None:
+        raise CommandError(f"keys rotate needs the key ring: pass --key-file or set {KEY_FILE_ENV}", EXIT_BAD_INPUT)
+    _reseal(args, choice, out, verb="re-sealed")
+
+
+def _reseal(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO, *, verb: str) -> None:
+    from memorybank import composition, portability
+
+    storage = composition.open_ready_storage(choice, args.keys)
+    try:
+        registered = set(storage.sealing_status().registered)
+        report = portability.reindex_with_progress(storage, show_progress=sys.stderr.isatty())
+        status = storage.sealing_status()
+        mode = storage.describe_mode()
+    finally:
+        storage.close()
+    print(f"{PROGRAM}: {verb} {report.rewritten} memories", file=out)
+    print(f"{PROGRAM}: {mode}", file=out)
+    for key_id in sorted(registered - set(status.registered)):
+        print(f"{PROGRAM}: key {key_id} is no longer used by this database", file=out)
+    _fail_on_broken(report)
+
+
+def _fail_on_broken(report: ReindexReport) -> None:
+    if report.broken:
+        raise CommandError(
+            f"{report.broken} memories do not open with this key ring and were left as they are (ids in the log)"
+        )
+
+
+def _key_file(args: argparse.Namespace) -> Path:
+    if args.keys is None or args.keys.path is None:
+        raise CommandError(f"name the key ring file with --key-file or {KEY_FILE_ENV}", EXIT_BAD_INPUT)
+    path: Path = args.keys.path
+    return path
+
+
+def _keys_create(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
+    from adapters_crypto import new_key_ring, write_key_ring
+
+    path: Path = args.out if args.out is not None else default_key_file(args.environment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ring = new_key_ring()
+    write_key_ring(path, ring)
+    print(f"{PROGRAM}: wrote key ring {path} (mode 0600) with key {ring.primary}", file=out)
+    print(
+        "Keep a copy somewhere other than the database and its backups (a password manager or secret store): "
+        "without this key the sealed memories cannot be read by anyone, including you.",
+        file=out,
+    )
+    print(f"Use it: {PROGRAM} serve --key-file {path}   (or {KEY_FILE_ENV}={path})", file=out)
+
+
+def _keys_add(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
+    from adapters_crypto import load_key_ring, write_key_ring
+
+    path = _key_file(args)
+    ring = load_key_ring(path).with_new_primary(new_index=args.new_index)
+    write_key_ring(path, ring, replace=True)
+    print(f"{PROGRAM}: key {ring.primary} is now primary in {path}; the older keys still open old rows", file=out)
+    print(f"Restart every server with this ring, then run `{PROGRAM} keys rotate`.", file=out)
+
+
+def _keys_remove(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
+    from adapters_crypto import load_key_ring, write_key_ring
+
+    path = _key_file(args)
+    ring = load_key_ring(path).without(args.key_id)
+    write_key_ring(path, ring, replace=True)
+    print(f"{PROGRAM}: removed key {args.key_id} from {path}", file=out)
+
+
+def _with_tokens(
+    choice: DatabaseChoice, work: Callable[[composition.Services], None], keys: KeyRingChoice | None
+) -> None:
     from memorybank import composition
 
-    storage = composition.open_ready_storage(choice)
+    storage = composition.open_ready_storage(choice, keys)
     try:
         work(composition.build_services(storage))
     finally:
@@ -519,7 +737,7 @@ def _token_create(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO)
         print("the secret below is shown only now; store it safely:", file=out)
         print(issued.secret, file=out)
 
-    _with_tokens(choice, create)
+    _with_tokens(choice, create, args.keys)
 
 
 def _token_list(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
@@ -547,7 +765,7 @@ def _token_list(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
         for row in rows:
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)
 
-    _with_tokens(choice, show)
+    _with_tokens(choice, show, args.keys)
 
 
 def _token_revoke(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
@@ -558,7 +776,7 @@ def _token_revoke(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO)
             raise CommandError("no live token matches that id or secret") from error
         print(f"revoked token {token.id} of {token.user_id}", file=out)
 
-    _with_tokens(choice, revoke)
+    _with_tokens(choice, revoke, args.keys)
 
 
 _TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -598,7 +816,7 @@ def _panel_link(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
         # The code travels in the fragment: browsers never send it to a server or in a Referer.
         print(f"{args.url.rstrip('/')}/#link={issued.code}", file=out)
 
-    _with_tokens(choice, link)
+    _with_tokens(choice, link, args.keys)
 
 
 def _latest_org(services: composition.Services, user_id: str) -> str:

@@ -6,19 +6,35 @@ Every function takes what it needs as arguments; nothing here runs at import tim
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import signal
+import threading
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import attrs
 from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.routing import BaseRoute
 
-from adapters_http import Authenticate, bearer_resolver, create_app
+from adapters_crypto import AesGcmSealer, load_key_ring, parse_key_ring
+from adapters_http import Authenticate, RequestObserver, bearer_resolver, create_app, system_routes
+from adapters_http.draining import ConnectionDraining
 from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
-from adapters_mysql import DatabaseMissingError, SqlStorage, create_database, open_storage
+from adapters_mysql import DatabaseMissingError, SchemaNotReadyError, SqlStorage, create_database, open_storage
 from adapters_oidc import IssuerTokenVerifier
-from memorybank.settings import DatabaseChoice, prepare_embedded_directory
-from memorybank_core import Clock, EventSink, MemoryBank, PanelSessions, Principal, TokenService
+from memorybank.settings import DatabaseChoice, KeyRingChoice, prepare_embedded_directory
+from memorybank_core import (
+    Clock,
+    EventSink,
+    MemoryBank,
+    PanelSessions,
+    Principal,
+    Sealer,
+    TokenService,
+    UnavailableError,
+)
+from memorybank_core.events import LoggingEventSink
 from memorybank_core.tokens import SECRET_PREFIX
 from memorybank_search import OwnerIndexer
 
@@ -36,20 +52,35 @@ class McpUnavailableError(RuntimeError):
     """The MCP SDK (the `mcp` extra) is not installed."""
 
 
-def open_ready_storage(choice: DatabaseChoice) -> SqlStorage:
+def load_sealer(keys: KeyRingChoice | None) -> Sealer | None:
+    """The sealer for the chosen key ring; None means plaintext storage.
+
+    Raises:
+        InvalidInputError: ("key-file") the ring cannot be read or is malformed.
+    """
+    if keys is None:
+        return None
+    if keys.path is not None:
+        return AesGcmSealer(load_key_ring(keys.path))
+    return AesGcmSealer(parse_key_ring(keys.text or "", origin=f"${keys.source}"))
+
+
+def open_ready_storage(choice: DatabaseChoice, keys: KeyRingChoice | None = None) -> SqlStorage:
     """Open the chosen database and make sure its schema is the one this version serves.
 
     SQLite is embedded, so it is initialized in place (created on first use). A MySQL
     schema is never changed here: a missing, behind or index-less schema is refused
-    with a message naming `memorybank migrate`.
+    with a message naming `memorybank migrate`. `keys` is the key ring for encryption at rest
+    (None: plaintext); a database holding sealed memories is refused unless the ring opens them.
 
     Raises:
-        InvalidInputError: ("db") a malformed or unsupported URL.
+        InvalidInputError: ("db") a malformed or unsupported URL; ("key-file") a bad key ring.
         UnavailableError: the database cannot be reached.
-        SchemaNotReadyError: the schema is not ready; the message names the fix.
+        SchemaNotReadyError: the schema is not ready (the message names the fix), or the key
+            ring does not open the database (`KeyRingError`).
         OSError: the embedded database's directory cannot be created.
     """
-    storage = _open_storage(choice)
+    storage = _open_storage(choice, keys)
     try:
         if storage.dialect_name == "sqlite":
             storage.initialize()
@@ -60,29 +91,31 @@ def open_ready_storage(choice: DatabaseChoice) -> SqlStorage:
     return storage
 
 
-def open_storage_for_migration(choice: DatabaseChoice) -> tuple[SqlStorage, bool]:
+def open_storage_for_migration(choice: DatabaseChoice, keys: KeyRingChoice | None = None) -> tuple[SqlStorage, bool]:
     """Open the chosen database without any schema check, for `memorybank migrate`; True if it was created.
 
     A MySQL database the server lacks is created (utf8mb4), as migrate is the install step.
 
     Raises:
-        InvalidInputError: ("db") a malformed or unsupported URL.
+        InvalidInputError: ("db") a malformed or unsupported URL; ("key-file") a bad key ring.
         CreateDatabaseRefusedError: the database is missing and the account may not create it;
             the message holds the statement to run.
         UnavailableError: the database cannot be reached.
         OSError: the embedded database's directory cannot be created.
     """
     try:
-        return _open_storage(choice), False
+        return _open_storage(choice, keys), False
     except DatabaseMissingError:
         create_database(choice.url)
-        return _open_storage(choice), True
+        return _open_storage(choice, keys), True
 
 
-def _open_storage(choice: DatabaseChoice) -> SqlStorage:
+def _open_storage(choice: DatabaseChoice, keys: KeyRingChoice | None) -> SqlStorage:
+    sealer = load_sealer(keys)
     prepare_embedded_directory(choice)
     # The one indexer of the process: the store writes its documents and the engine reads them.
-    return open_storage(choice.url, indexer=OwnerIndexer())
+    indexer = OwnerIndexer(blind_index=sealer.index if sealer is not None else None)
+    return open_storage(choice.url, indexer=indexer, sealer=sealer)
 
 
 @attrs.frozen(kw_only=True)
@@ -97,7 +130,13 @@ class Services:
 def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: EventSink | None = None) -> Services:
     """The bank, the token service and the panel's sessions over `storage`."""
     return Services(
-        bank=MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=clock, events=events),
+        bank=MemoryBank(
+            store=storage.store,
+            search_engine=storage.search_engine,
+            clock=clock,
+            events=events,
+            unit_of_work=storage.unit_of_work,
+        ),
         tokens=TokenService(store=storage.token_store, clock=clock),
         panel_sessions=PanelSessions(store=storage.panel_sessions, clock=clock),
     )
@@ -127,6 +166,9 @@ def build_app(
     bind_host: str = "127.0.0.1",
     allowed_hosts: Sequence[str] = (),
     issuers: IssuerTokenVerifier | None = None,
+    observer: RequestObserver | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
+    lifespan: Any = None,
 ) -> Starlette:
     """The standalone app: the REST API, the management panel at `/` and the MCP rail at `/mcp/agent`.
 
@@ -145,7 +187,12 @@ def build_app(
         require_mcp()
     except McpUnavailableError as error:
         logger.warning("the MCP rail at /mcp/agent is off: %s", error)
-        return build_rest_app(services, authenticate=authenticate, prompt="")
+        alone = build_rest_app(
+            services, authenticate=authenticate, prompt="", observer=observer, extra_routes=extra_routes
+        )
+        if lifespan is not None:
+            alone.router.lifespan_context = lifespan
+        return alone
     from adapters_mcp import (  # see require_mcp
         MEMORY_BANK_PROMPT,
         METADATA_PATH,
@@ -163,6 +210,8 @@ def build_app(
         authenticate=authenticate,
         prompt=MEMORY_BANK_PROMPT,
         resource_metadata_url=f"{public_url}{METADATA_PATH}" if public_url else None,
+        observer=observer,
+        extra_routes=extra_routes,
     )
     mount = create_mcp_mount(
         rest,
@@ -174,7 +223,7 @@ def build_app(
         authorization_servers=issuers.settings.issuers if issuers else (),
         scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
     )
-    return create_host_app(rest, mount)
+    return create_host_app(rest, mount, lifespan=lifespan)
 
 
 def build_rest_app(
@@ -183,6 +232,8 @@ def build_rest_app(
     authenticate: Authenticate,
     prompt: str,
     resource_metadata_url: str | None = None,
+    observer: RequestObserver | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The REST API and the management panel: a bearer credential, or the panel's session cookie on panel calls.
 
@@ -197,7 +248,74 @@ def build_rest_app(
         resolver,
         resource_metadata_url=resource_metadata_url,
         panel=panel_routes(sign_in=sign_in, prompt=prompt),
+        observer=observer,
+        extra_routes=extra_routes,
     )
+
+
+def build_server_app(
+    storage: SqlStorage,
+    *,
+    bind_host: str,
+    metrics_token: str | None,
+    allowed_hosts: Sequence[str] = (),
+    issuers: IssuerTokenVerifier | None = None,
+) -> ConnectionDraining:
+    """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
+
+    `/healthz` and `/readyz` are public; `/metrics` is served only with a `metrics_token`. On
+    SIGTERM every response closes its connection (`ConnectionDraining`); when the app shuts
+    down it closes `storage` (and `issuers`).
+    """
+    # Imported here, not at the top: prometheus_client fixes its multiprocess mode at import, after
+    # `memorybank serve` has set PROMETHEUS_MULTIPROC_DIR.
+    from adapters_metrics import PrometheusMetrics
+
+    metrics = PrometheusMetrics(forward=LoggingEventSink())
+    services = build_services(storage, events=metrics)
+
+    def readiness() -> str | None:
+        try:
+            storage.check_ready()
+        except SchemaNotReadyError:
+            return "the database schema is not ready: run `memorybank migrate`"
+        except UnavailableError:
+            return "the database cannot be reached"
+        return None
+
+    draining: ConnectionDraining
+
+    @asynccontextmanager
+    async def drain_then_close(_app: Starlette) -> AsyncIterator[None]:
+        # Runs inside uvicorn's own signal handling: chain ours before its handler.
+        uvicorn_handler = signal.getsignal(signal.SIGTERM)
+
+        def on_sigterm(number: int, frame: object) -> None:
+            draining.begin()
+            if callable(uvicorn_handler):
+                uvicorn_handler(number, frame)  # type: ignore[arg-type]
+
+        # Only uvicorn's main thread may set handlers (a test client runs the lifespan elsewhere).
+        if callable(uvicorn_handler) and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, on_sigterm)
+        try:
+            yield
+        finally:
+            if issuers is not None:
+                issuers.close()
+            storage.close()
+
+    app = build_app(
+        services,
+        bind_host=bind_host,
+        allowed_hosts=allowed_hosts,
+        issuers=issuers,
+        observer=metrics,
+        extra_routes=system_routes(readiness=readiness, metrics=metrics.render, metrics_token=metrics_token),
+        lifespan=drain_then_close,
+    )
+    draining = ConnectionDraining(app)
+    return draining
 
 
 async def _no_network_caller(_request: Request) -> Principal | None:

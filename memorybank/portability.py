@@ -22,7 +22,7 @@ from typing import Any, Protocol, TextIO
 import attrs
 from tqdm import tqdm
 
-from adapters_mysql import SqlStorage
+from adapters_mysql import ReindexReport, SqlStorage
 from memorybank_core import (
     InvalidInputError,
     ListPosition,
@@ -292,8 +292,10 @@ def import_file(
         return import_lines(decoded(), store, batch_size=batch_size, progress=advance)
 
 
-def reindex_with_progress(storage: SqlStorage, *, everything: bool = False, show_progress: bool = True) -> int:
-    """`SqlStorage.reindex` with a progress bar on stderr; the number of memories rewritten.
+def reindex_with_progress(
+    storage: SqlStorage, *, everything: bool = False, show_progress: bool = True
+) -> ReindexReport:
+    """`SqlStorage.reindex` with a progress bar on stderr: re-index, `encrypt` and `keys rotate` alike.
 
     Raises:
         UnavailableError: storage cannot be reached; committed batches stay done.

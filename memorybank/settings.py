@@ -103,3 +103,40 @@ def choose_allowed_hosts(cli_values: Sequence[str] | None, env: Mapping[str, str
                 f"not {host!r}",
             )
     return hosts
+
+
+KEY_FILE_ENV = "MEMORYBANK_KEY_FILE"
+"""The environment variable naming the key ring file when `--key-file` is not given."""
+
+KEYS_ENV = "MEMORYBANK_KEYS"
+"""The environment variable holding the key ring document itself (for secret stores that inject variables)."""
+
+KEY_FILE_NAME = "keys.json"
+
+
+@attrs.frozen(kw_only=True)
+class KeyRingChoice:
+    """Where the key ring comes from: a file, or the text of an environment variable."""
+
+    source: str
+    """`--key-file`, or the environment variable's name."""
+    path: Path | None = None
+    text: str | None = attrs.field(default=None, repr=False)
+
+
+def choose_key_ring(cli_value: Path | None, env: Mapping[str, str]) -> KeyRingChoice | None:
+    """The key ring: `--key-file`, else `MEMORYBANK_KEY_FILE`, else `MEMORYBANK_KEYS`, else None (plaintext)."""
+    if cli_value is not None:
+        return KeyRingChoice(source="--key-file", path=cli_value)
+    from_env = env.get(KEY_FILE_ENV, "").strip()
+    if from_env:
+        return KeyRingChoice(source=KEY_FILE_ENV, path=Path(from_env))
+    document = env.get(KEYS_ENV, "").strip()
+    if document:
+        return KeyRingChoice(source=KEYS_ENV, text=document)
+    return None
+
+
+def default_key_file(env: Mapping[str, str]) -> Path:
+    """Where `memorybank keys create` writes by default: `<data home>/memorybank/keys.json`."""
+    return data_home(env) / "memorybank" / KEY_FILE_NAME

@@ -34,13 +34,16 @@ from memorybank_core.ports import (
     EventSink,
     ListPosition,
     MemoryStore,
+    NoUnitOfWork,
     PanelSessionStore,
     Principal,
     SearchEngine,
     SearchHit,
     TokenStore,
+    UnitOfWork,
 )
 from memorybank_core.requests import ContextInput, SaveRequest
+from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
 from memorybank_core.tokens import IssuedToken, TokenPrincipal, TokenService
 from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE, MemoryBank
 
@@ -48,6 +51,8 @@ __all__ = [
     "READ_SCOPE",
     "WRITE_SCOPE",
     "ApiToken",
+    "BlindIndex",
+    "BrokenSealError",
     "Citation",
     "Clock",
     "ContextInput",
@@ -69,6 +74,7 @@ __all__ = [
     "MemoryContext",
     "MemoryPage",
     "MemoryStore",
+    "NoUnitOfWork",
     "NotFoundError",
     "Origin",
     "PanelCredential",
@@ -80,6 +86,8 @@ __all__ = [
     "RecordingEventSink",
     "SaveRequest",
     "Scope",
+    "SealBinding",
+    "Sealer",
     "SearchEngine",
     "SearchHit",
     "SearchResult",
@@ -90,4 +98,5 @@ __all__ = [
     "TokenService",
     "TokenStore",
     "UnavailableError",
+    "UnitOfWork",
 ]

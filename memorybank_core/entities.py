@@ -5,11 +5,26 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any, TypeVar
 
 import attrs
 
 from memorybank_core import limits
 from memorybank_core.validation import bounded_text, max_items, optional_bounded_text, utc_datetime
+
+_Entity = TypeVar("_Entity")
+
+
+def _restored(cls: type[_Entity], values: dict[str, Any]) -> _Entity:
+    """An instance built from values our own storage wrote, without running validators or converters.
+
+    Validation guards the way in (requests, imports); re-running it on every row read back is
+    pure cost. The caller passes every field, already in its final type (tuples, enums).
+    """
+    instance = object.__new__(cls)
+    for name, value in values.items():
+        object.__setattr__(instance, name, value)
+    return instance
 
 
 def _tags(value: Iterable[str]) -> tuple[str, ...]:
@@ -52,6 +67,11 @@ class Citation:
     conversation_id: str | None = attrs.field(default=None, validator=optional_bounded_text(limits.CITATION_ID))
     message_id: str | None = attrs.field(default=None, validator=optional_bounded_text(limits.CITATION_ID))
 
+    @classmethod
+    def restore(cls, *, conversation_id: str | None, message_id: str | None) -> Citation:
+        """A citation read back from storage, not validated again (see `_restored`)."""
+        return _restored(cls, {"conversation_id": conversation_id, "message_id": message_id})
+
 
 @attrs.frozen(kw_only=True)
 class MemoryContext:
@@ -63,6 +83,30 @@ class MemoryContext:
     citation: Citation | None = None
     origin: Origin | None = None
     created_at: datetime = attrs.field(validator=utc_datetime)
+
+    @classmethod
+    def restore(
+        cls,
+        *,
+        id: str,
+        memory_id: str,
+        snippet: str,
+        citation: Citation | None,
+        origin: Origin | None,
+        created_at: datetime,
+    ) -> MemoryContext:
+        """A context read back from storage, not validated again (see `_restored`)."""
+        return _restored(
+            cls,
+            {
+                "id": id,
+                "memory_id": memory_id,
+                "snippet": snippet,
+                "citation": citation,
+                "origin": origin,
+                "created_at": created_at,
+            },
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -85,6 +129,38 @@ class Memory:
     contexts: tuple[MemoryContext, ...] = attrs.field(
         default=(), converter=_contexts, validator=max_items(limits.CONTEXTS_MAX)
     )
+
+    @classmethod
+    def restore(
+        cls,
+        *,
+        id: str,
+        user_id: str,
+        org_id: str,
+        scope: Scope,
+        content: str,
+        source: Source,
+        tags: tuple[str, ...],
+        created_at: datetime,
+        updated_at: datetime,
+        contexts: tuple[MemoryContext, ...],
+    ) -> Memory:
+        """A memory read back from storage, not validated again (see `_restored`)."""
+        return _restored(
+            cls,
+            {
+                "id": id,
+                "user_id": user_id,
+                "org_id": org_id,
+                "scope": scope,
+                "content": content,
+                "source": source,
+                "tags": tags,
+                "created_at": created_at,
+                "updated_at": updated_at,
+                "contexts": contexts,
+            },
+        )
 
 
 @attrs.frozen(kw_only=True)

@@ -67,6 +67,7 @@ class InMemoryTokenStore(TokenStore):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._tokens: dict[str, ApiToken] = {}
+        self._revocations = 0
 
     def add(self, token: ApiToken) -> None:
         with self._lock:
@@ -91,7 +92,12 @@ class InMemoryTokenStore(TokenStore):
             if token is None or token.revoked_at is not None:
                 return False
             self._tokens[token_id] = attrs.evolve(token, revoked_at=at)
+            self._revocations += 1
             return True
+
+    def revocation_generation(self) -> int:
+        with self._lock:
+            return self._revocations
 
 
 class InMemoryPanelSessionStore(PanelSessionStore):

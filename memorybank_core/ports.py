@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Collection, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from typing import Protocol
 
@@ -123,7 +124,26 @@ class TokenStore(Protocol):
 
     @abstractmethod
     def revoke(self, token_id: str, *, at: datetime) -> bool:
-        """Mark the token revoked from `at` on; False if no live token has that id."""
+        """Mark the token revoked from `at` on, and count the revocation; False if no live token has that id."""
+
+    @abstractmethod
+    def revocation_generation(self) -> int:
+        """How many revocations were ever made: it changes whenever any token is revoked."""
+
+
+class UnitOfWork(Protocol):
+    """One storage session for a whole use case: one connection, however many store calls it makes."""
+
+    @abstractmethod
+    def __call__(self) -> AbstractContextManager[None]:
+        """A block whose storage calls share one session; a block inside another shares the outer one."""
+
+
+class NoUnitOfWork(UnitOfWork):
+    """For storage without sessions (the in-memory reference adapter): every block is a no-op."""
+
+    def __call__(self) -> AbstractContextManager[None]:
+        return nullcontext()
 
 
 class PanelSessionStore(Protocol):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
+from collections import OrderedDict
 from collections.abc import Collection, Sequence
 
 import attrs
@@ -47,12 +49,26 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+#: How many verified tokens a `TokenService` remembers (least recently used ones go first).
+VERIFIED_CACHE_SIZE = 10_000
+
+
 class TokenService:
-    """Issues and checks bearer tokens against a TokenStore."""
+    """Issues and checks bearer tokens against a TokenStore.
+
+    `authenticate` remembers the tokens it verified, each with the store's revocation generation
+    at the time, and trusts a remembered token only while that generation is unchanged. Each
+    call still reads the generation (one tiny read, in the request's unit of work when a facade
+    opened one), so a revocation anywhere, by any process, takes effect on the next request in
+    every worker; what is saved is the token lookup itself. Only valid tokens are remembered,
+    each under its own secret's hash: nothing is shared between callers.
+    """
 
     def __init__(self, *, store: TokenStore, clock: Clock | None = None) -> None:
         self._store = store
         self._clock = clock or SystemClock()
+        self._verified: OrderedDict[str, tuple[int, TokenPrincipal]] = OrderedDict()
+        self._verified_lock = threading.Lock()
 
     def issue(self, *, user_id: str, org_id: str, scopes: Collection[str] = KNOWN_SCOPES) -> IssuedToken:
         """Create a token for `user_id` in `org_id` with `scopes`.
@@ -83,10 +99,27 @@ class TokenService:
         """The principal behind a live token, or None for an unknown or revoked one."""
         if not secret.startswith(SECRET_PREFIX) or len(secret) > 128:
             return None
-        token = self._store.find_by_hash(hash_secret(secret))
+        token_hash = hash_secret(secret)
+        # Read the generation before the token: a revocation committed in between bumps it, so a
+        # token found live here is re-checked on the next call.
+        generation = self._store.revocation_generation()
+        with self._verified_lock:
+            remembered = self._verified.get(token_hash)
+            if remembered is not None and remembered[0] == generation:
+                self._verified.move_to_end(token_hash)
+                return remembered[1]
+        token = self._store.find_by_hash(token_hash)
         if token is None or token.revoked_at is not None:
+            with self._verified_lock:
+                self._verified.pop(token_hash, None)
             return None
-        return TokenPrincipal(user_id=token.user_id, organization_id=token.org_id, scopes=token.scopes)
+        principal = TokenPrincipal(user_id=token.user_id, organization_id=token.org_id, scopes=token.scopes)
+        with self._verified_lock:
+            self._verified[token_hash] = (generation, principal)
+            self._verified.move_to_end(token_hash)
+            while len(self._verified) > VERIFIED_CACHE_SIZE:
+                self._verified.popitem(last=False)
+        return principal
 
     def list(self, *, user_id: str | None = None) -> Sequence[ApiToken]:
         """Tokens (never secrets), optionally one user's."""

@@ -15,7 +15,16 @@ from memorybank_core.cursor import decode_cursor, encode_cursor
 from memorybank_core.entities import Memory, MemoryPage, SearchResult, Source
 from memorybank_core.errors import ForbiddenError, NotFoundError
 from memorybank_core.events import LoggingEventSink
-from memorybank_core.ports import Clock, EventSink, ListPosition, MemoryStore, Principal, SearchEngine
+from memorybank_core.ports import (
+    Clock,
+    EventSink,
+    ListPosition,
+    MemoryStore,
+    NoUnitOfWork,
+    Principal,
+    SearchEngine,
+    UnitOfWork,
+)
 from memorybank_core.requests import SaveRequest
 from memorybank_core.validation import clean_count, clean_text
 
@@ -34,9 +43,12 @@ class MemoryBank:
         clock: Clock | None = None,
         events: EventSink | None = None,
         new_id: Callable[[str], str] = ids.new_id,
+        unit_of_work: UnitOfWork | None = None,
     ) -> None:
         self._store = store
         self._search = search_engine
+        self.unit_of_work: UnitOfWork = unit_of_work or NoUnitOfWork()
+        """Each use case runs in one unit (one connection); a facade may open it earlier, e.g. around auth."""
         self._clock = clock or SystemClock()
         self._events = events or LoggingEventSink()
         self._new_id = new_id
@@ -89,8 +101,9 @@ class MemoryBank:
         owner = _authorize(principal, READ_SCOPE)
         text = clean_text(query, path="q", bound=limits.QUERY)
         count = clean_count(limit, path="limit", bound=limits.SEARCH_LIMIT)
-        hits = self._search.search(user_id=owner, query=text, limit=count)
-        found = self._store.get_many(user_id=owner, memory_ids=[hit.memory_id for hit in hits])
+        with self.unit_of_work():
+            hits = self._search.search(user_id=owner, query=text, limit=count)
+            found = self._store.get_many(user_id=owner, memory_ids=[hit.memory_id for hit in hits])
         # A memory deleted between ranking and loading is simply left out.
         results = [SearchResult(memory=found[hit.memory_id], score=hit.score) for hit in hits if hit.memory_id in found]
         self._emit(
@@ -113,7 +126,8 @@ class MemoryBank:
         count = clean_count(limit, path="limit", bound=limits.LIST_LIMIT)
         after = decode_cursor(cursor) if cursor is not None else None
         # One extra row tells whether another page exists without a second query.
-        rows = list(self._store.list(user_id=owner, limit=count + 1, after=after))
+        with self.unit_of_work():
+            rows = list(self._store.list(user_id=owner, limit=count + 1, after=after))
         page, more = rows[:count], len(rows) > count
         next_cursor = (
             encode_cursor(ListPosition(created_at=page[-1].created_at, memory_id=page[-1].id)) if more else None

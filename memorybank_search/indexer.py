@@ -27,10 +27,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from collections.abc import Iterable
 
 import attrs
 
-from memorybank_core import Memory
+from memorybank_core import BlindIndex, Memory
 from memorybank_search.analyzer import ANALYZER_VERSION, TextAnalyzer
 
 #: Bump when the token encoding below changes (the analyzer has its own version).
@@ -91,20 +92,43 @@ def search_fields(memory: Memory) -> list[str]:
 
 
 class OwnerIndexer:
-    """Turns memories into search documents and queries into tagged tokens, with the one analyzer."""
+    """Turns memories into search documents and queries into owner-scoped tokens, with the one analyzer.
 
-    def __init__(self) -> None:
+    With a `blind_index` (encryption at rest, docs/security.md) every token is that index's keyed
+    hash of (owner, term) instead of the readable owner tag + term: the full-text index still keeps
+    one posting list per (owner, term), and BM25 reads the same counts, but the words are gone.
+    While rows written under an earlier scheme remain (plaintext before `memorybank encrypt`, an
+    old index key before `memorybank keys rotate`), `also_search` makes queries match them too.
+    """
+
+    def __init__(self, *, blind_index: BlindIndex | None = None) -> None:
         self.analyzer = TextAnalyzer()
+        self.blind_index = blind_index
+        self._query_schemes: tuple[BlindIndex | None, ...] = (blind_index,)
+
+    def also_search(self, schemes: Iterable[BlindIndex | None]) -> None:
+        """Match rows tokenized by `schemes` too (None: plaintext owner tags), besides the writing scheme."""
+        self._query_schemes = tuple(dict.fromkeys((self.blind_index, *schemes)))
 
     def document(self, memory: Memory) -> SearchDocument:
         """The search document of `memory`: what the SQL engines store beside it."""
-        tag = owner_tag(memory.user_id)
-        tokens = [
-            tag + _term_suffix(term) for field in search_fields(memory) for term in self.analyzer.document_terms(field)
-        ]
+        terms = [term for field in search_fields(memory) for term in self.analyzer.document_terms(field)]
+        if self.blind_index is None:
+            tag = owner_tag(memory.user_id)
+            tokens = [tag + _term_suffix(term) for term in terms]
+        else:
+            token = self.blind_index.token
+            tokens = [token(memory.user_id, term) for term in terms]
         return SearchDocument(search_terms=" ".join(tokens), doc_length=len(tokens), search_version=SEARCH_VERSION)
 
     def query_tokens(self, user_id: str, query: str) -> list[str]:
-        """The owner's tagged tokens for `query`, deduplicated, in order; empty when nothing is searchable."""
-        tag = owner_tag(user_id)
-        return list(dict.fromkeys(encode_term(tag, term) for term in self.analyzer.query_terms(query)))
+        """The owner's tokens for `query`, deduplicated, in order; empty when nothing is searchable."""
+        terms = self.analyzer.query_terms(query)
+        tokens: list[str] = []
+        for scheme in self._query_schemes:
+            if scheme is None:
+                tag = owner_tag(user_id)
+                tokens.extend(encode_term(tag, term) for term in terms)
+            else:
+                tokens.extend(scheme.token(user_id, term) for term in terms)
+        return list(dict.fromkeys(tokens))

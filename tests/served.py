@@ -15,7 +15,7 @@ import attrs
 import httpx2
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-STARTUP_SECONDS = 30.0
+STARTUP_SECONDS = 90.0
 
 
 def free_port() -> int:
@@ -26,9 +26,9 @@ def free_port() -> int:
         return port
 
 
-def memorybank_command(*args: str) -> list[str]:
-    """The argv that runs the `memorybank` command from this checkout."""
-    return [sys.executable, "-m", "memorybank", *args]
+def memorybank_command(*args: str, module: str = "memorybank") -> list[str]:
+    """The argv that runs the `memorybank` command from this checkout (or a `module` that wraps it)."""
+    return [sys.executable, "-m", module, *args]
 
 
 def run_memorybank(
@@ -67,6 +67,8 @@ class Server:
 
     base_url: str
     pid: int
+    process: subprocess.Popen[str]
+    """The supervisor (to signal it), or the one process without workers."""
 
 
 @contextmanager
@@ -93,8 +95,11 @@ def serving(
     env: Mapping[str, str] | None = None,
     log: Path | None = None,
     args: Sequence[str] = (),
+    module: str = "memorybank",
 ) -> Iterator[Server]:
-    """`served`, yielding the process too.
+    """Like `served`, yielding the process too (to signal it, or to read its CPU time).
+
+    `module` runs the command through a wrapper (the throughput benchmark's profiler).
 
     Raises:
         RuntimeError: the server exited or did not answer in time (with its output).
@@ -104,7 +109,7 @@ def serving(
     log_path = log or Path(os.devnull)
     with log_path.open("w") as output:
         process = subprocess.Popen(  # noqa: S603 - our own command, no shell
-            memorybank_command(*argv),
+            memorybank_command(*argv, module=module),
             cwd=REPO_ROOT,
             env={**os.environ, **(env or {})},
             stdout=output,
@@ -114,11 +119,11 @@ def serving(
         base_url = f"http://127.0.0.1:{port}"
         try:
             _wait_until_answering(process, base_url, log_path)
-            yield Server(base_url=base_url, pid=process.pid)
+            yield Server(base_url=base_url, pid=process.pid, process=process)
         finally:
             process.terminate()
             try:
-                process.wait(timeout=15)
+                process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()

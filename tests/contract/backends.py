@@ -62,11 +62,16 @@ FACTORIES: dict[str, Registration] = {
     "memory": Registration(InMemoryFactory),
     "sqlite": Registration(lambda: _sql_factory("sqlite")),
     "mysql": Registration(lambda: _sql_factory("mysql"), marks=(pytest.mark.mysql,)),
+    # Encryption at rest: sealed text and the blind index must return exactly what plaintext does.
+    "sqlite-sealed": Registration(lambda: _sql_factory("sqlite", sealed=True)),
+    "mysql-sealed": Registration(lambda: _sql_factory("mysql", sealed=True), marks=(pytest.mark.mysql,)),
 }
 
 
-def _sql_factory(kind: str) -> BackendFactory:
+def _sql_factory(kind: str, *, sealed: bool = False) -> BackendFactory:
     # Imported on use: the SQL factories import this module for Backend.
+    from adapters_crypto import AesGcmSealer, new_key_ring
     from tests.sql.backends import MysqlFactory, SqliteFactory
 
-    return SqliteFactory() if kind == "sqlite" else MysqlFactory()
+    sealer = AesGcmSealer(new_key_ring()) if sealed else None
+    return SqliteFactory(sealer=sealer) if kind == "sqlite" else MysqlFactory(sealer=sealer)

@@ -97,3 +97,29 @@ def test_serve_refuses_a_mariadb_database_without_its_fulltext_index(mariadb: Th
     assert OWNER_FULLTEXT_INDEX_NAME in refused.stderr
     assert "memorybank migrate" in refused.stderr
     assert fixed.returncode == 0
+
+
+def test_the_readme_encryption_example_serves_sealed_and_refuses_to_start_without_the_key(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.json"
+    assert run_memorybank(["keys", "create", "--out", str(keys)]).returncode == 0
+    env = {"HOME": str(tmp_path), "MEMORYBANK_KEY_FILE": str(keys)}
+    alice, bob = _token(None, env), _token(None, env)
+
+    with served(None, env=env, log=tmp_path / "serve.log") as base_url:
+        _walk_every_route(base_url, alice, bob)
+        saved = httpx2.post(
+            f"{base_url}/v1/memory",
+            headers={"Authorization": f"Bearer {alice}"},
+            json={"content": "The staging database lives in Lisbon", "tags": ["infra"]},
+        )
+        assert saved.status_code == 201
+
+    log = (tmp_path / "serve.log").read_text()
+    assert "sealed at rest with key" in log
+    assert "Lisbon" not in log
+    files = list((tmp_path / ".local/share/memorybank").glob("memorybank.sqlite3*"))
+    assert files
+    assert not any(b"Lisbon" in path.read_bytes() for path in files)
+    refused = run_memorybank(["serve", "--port", "0"], env={"HOME": str(tmp_path)})
+    assert refused.returncode == 1
+    assert "holds sealed memories (key ids seen:" in refused.stderr

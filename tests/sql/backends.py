@@ -13,18 +13,26 @@ import sqlalchemy as sa
 
 from adapters_mysql import SqlStorage, open_storage
 from adapters_mysql.schema import TABLES
+from memorybank_core import Sealer
 from memorybank_search import OwnerIndexer
 from tests.contract.backends import Backend, BackendFactory
 from tests.mysql_server import ThrowawayDatabase
 
 
+def storage_at(url: str, sealer: Sealer | None = None) -> SqlStorage:
+    """Storage at `url` as the composition root builds it: one indexer, the sealer's blind index if sealed."""
+    indexer = OwnerIndexer(blind_index=sealer.index if sealer is not None else None)
+    return open_storage(url, indexer=indexer, sealer=sealer)
+
+
 class SqliteFactory(BackendFactory):
     """A SQLite file in a temporary directory, created by the fresh-install path (`initialize`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, sealer: Sealer | None = None) -> None:
         self._directory = tempfile.TemporaryDirectory(prefix="memorybank-test-")
-        self.url = f"sqlite:///{Path(self._directory.name) / 'memorybank.sqlite3'}"
-        self.storage: SqlStorage = open_storage(self.url, indexer=OwnerIndexer())
+        self.path = Path(self._directory.name) / "memorybank.sqlite3"
+        self.url = f"sqlite:///{self.path}"
+        self.storage: SqlStorage = storage_at(self.url, sealer)
         self.storage.initialize()
 
     def fresh(self) -> Backend:
@@ -42,11 +50,11 @@ class SqliteFactory(BackendFactory):
 class MysqlFactory(BackendFactory):
     """A throwaway MySQL/MariaDB database, created by the migrate path (`migrate`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, sealer: Sealer | None = None) -> None:
         self._database = ThrowawayDatabase()
         self.url = self._database.url
         try:
-            self.storage: SqlStorage = open_storage(self.url, indexer=OwnerIndexer())
+            self.storage: SqlStorage = storage_at(self.url, sealer)
             try:
                 self.storage.migrate()
             except BaseException:

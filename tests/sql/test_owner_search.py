@@ -141,12 +141,12 @@ def test_reindex_rewrites_stale_rows_and_only_them(storage: SqlStorage) -> None:
     assert [h.memory_id for h in storage.search_engine.search(user_id=owner, query="harbor", limit=5)] == []
     assert storage.count_to_reindex() == 1
     batches: list[int] = []
-    assert storage.reindex(batch_size=1, progress=batches.append) == 1
+    assert storage.reindex(batch_size=1, progress=batches.append).rewritten == 1
     assert batches == [1]
     assert storage.count_to_reindex() == 0
     assert [h.memory_id for h in storage.search_engine.search(user_id=owner, query="harbor", limit=5)] == [stale.id]
     assert storage.count_to_reindex(everything=True) == 2
-    assert storage.reindex(everything=True, batch_size=1) == 2
+    assert storage.reindex(everything=True, batch_size=1).rewritten == 2
     hits = storage.search_engine.search(user_id=owner, query="juniper", limit=5)
     assert {h.memory_id for h in hits} == {stale.id, current.id}
 

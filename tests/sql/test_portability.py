@@ -163,9 +163,9 @@ def test_reindex_with_progress_rewrites_stale_rows(storage: SqlStorage) -> None:
     storage.store.add(user_id=owner, memory=make_memory(owner, "kettle"))
     with storage.engine.begin() as connection:
         connection.execute(memory.update().values(search_version=0))
-    assert reindex_with_progress(storage, show_progress=False) == 1
-    assert reindex_with_progress(storage, show_progress=False) == 0
-    assert reindex_with_progress(storage, everything=True, show_progress=False) == 1
+    assert reindex_with_progress(storage, show_progress=False).rewritten == 1
+    assert reindex_with_progress(storage, show_progress=False).rewritten == 0
+    assert reindex_with_progress(storage, everything=True, show_progress=False).rewritten == 1
 
 
 def test_the_export_line_is_the_wire_memory_with_the_owners_ids_and_microseconds() -> None:

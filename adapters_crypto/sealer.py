@@ -1,0 +1,144 @@
+"""`AesGcmSealer`: the `Sealer` port with AES-256-GCM, and the blind index with HMAC-SHA256.
+
+A sealed value is ASCII text, so it fits the same columns as the plaintext it replaces:
+
+    1.<key id>.<base64url(12-byte nonce || ciphertext || 16-byte tag)>
+
+The associated data binds the value to its format version, its key id and its place
+(table, column, row id, owner): opening it anywhere else fails the GCM tag check. Nonces are
+random (96 bits) per value; at the write volumes of a memory bank (far below 2^32 values per
+key) random nonces stay within NIST SP 800-38D's bound, and `keys add` + `keys rotate`
+retire a key long before.
+
+The blind-index key is derived from a ring key with HKDF-SHA256 (its own `info` label), so the
+same material never serves as both an AES key and an HMAC key.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import hashlib
+import hmac
+import os
+from collections.abc import Collection, Mapping
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from adapters_crypto.keyring import KEY_ID, KeyRing
+from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
+
+FORMAT_VERSION = "1"
+NONCE_BYTES = 12
+_INDEX_INFO = b"memorybank/blind-index/1"
+_AAD_PREFIX = b"memorybank/seal/"
+#: Token length: 80 bits of HMAC, exactly 16 lowercase base32 characters (`[a-z2-7]`, no padding).
+#: Within InnoDB's 3..84 token sizes, never a stopword, one word to every tokenizer; two
+#: (owner, term) pairs collide with negligible odds.
+TOKEN_BYTES = 10
+TOKEN_LENGTH = 16
+_TOKEN_CACHE = 1 << 16
+
+
+def derive_index_key(material: bytes) -> bytes:
+    """The 256-bit blind-index key derived from ring key `material` (HKDF-SHA256, no salt, own label)."""
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_INDEX_INFO).derive(material)
+
+
+class KeyedBlindIndex(BlindIndex):
+    """Tokens = base32(HMAC-SHA256(index key, owner NUL term)[:10]): one posting list per (owner, term)."""
+
+    def __init__(self, key_id: str, index_key: bytes) -> None:
+        self._key_id = key_id
+        self._mac = hmac.new(index_key, digestmod=hashlib.sha256)
+        # Bound per instance: a token is a pure function of (owner, term) under this key.
+        self._cached = functools.lru_cache(maxsize=_TOKEN_CACHE)(self._compute)
+
+    @property
+    def key_id(self) -> str:
+        return self._key_id
+
+    def token(self, user_id: str, term: str) -> str:
+        return self._cached(user_id, term)
+
+    def _compute(self, user_id: str, term: str) -> str:
+        mac = self._mac.copy()
+        # NUL never occurs in a TypeID, so (owner, term) pairs cannot run into each other.
+        mac.update(user_id.encode("utf-8") + b"\x00" + term.encode("utf-8"))
+        return base64.b32encode(mac.digest()[:TOKEN_BYTES]).decode("ascii").lower()
+
+
+def _associated_data(key_id: str, binding: SealBinding) -> bytes:
+    parts = (FORMAT_VERSION, key_id, binding.table, binding.column, binding.row_id, binding.user_id)
+    return _AAD_PREFIX + "\x00".join(parts).encode("utf-8")
+
+
+class AesGcmSealer(Sealer):
+    """Seals with the ring's primary key, opens with any ring key; see the module docstring for the format."""
+
+    def __init__(self, ring: KeyRing) -> None:
+        self._ring = ring
+        self._ciphers: Mapping[str, AESGCM] = {key_id: AESGCM(material) for key_id, material in ring.keys.items()}
+        self._indexes: Mapping[str, KeyedBlindIndex] = {
+            key_id: KeyedBlindIndex(key_id, derive_index_key(material)) for key_id, material in ring.keys.items()
+        }
+
+    def __repr__(self) -> str:
+        return f"AesGcmSealer({self._ring!r})"
+
+    @property
+    def primary_key_id(self) -> str:
+        return self._ring.primary
+
+    @property
+    def key_ids(self) -> Collection[str]:
+        return frozenset(self._ring.keys)
+
+    @property
+    def index(self) -> BlindIndex:
+        return self._indexes[self._ring.index]
+
+    def index_for(self, key_id: str) -> BlindIndex | None:
+        return self._indexes.get(key_id)
+
+    def seal(self, plaintext: str, binding: SealBinding) -> str:
+        key_id = self._ring.primary
+        nonce = os.urandom(NONCE_BYTES)
+        body = self._ciphers[key_id].encrypt(nonce, plaintext.encode("utf-8"), _associated_data(key_id, binding))
+        encoded = base64.urlsafe_b64encode(nonce + body).rstrip(b"=").decode("ascii")
+        return f"{FORMAT_VERSION}.{key_id}.{encoded}"
+
+    def open(self, sealed: str, binding: SealBinding) -> str:
+        key_id, payload = self._split(sealed)
+        cipher = self._ciphers.get(key_id)
+        if cipher is None:
+            raise BrokenSealError("sealed under a key the ring does not hold", key_id=key_id)
+        if len(payload) < NONCE_BYTES + 16:
+            raise BrokenSealError("sealed value is truncated", key_id=key_id)
+        try:
+            plaintext = cipher.decrypt(payload[:NONCE_BYTES], payload[NONCE_BYTES:], _associated_data(key_id, binding))
+        except InvalidTag as error:
+            raise BrokenSealError("sealed value does not open here (tampered or moved)", key_id=key_id) from error
+        try:
+            return plaintext.decode("utf-8")
+        except UnicodeDecodeError as error:  # authenticated, so only a bug could get here
+            raise BrokenSealError("sealed value is not text", key_id=key_id) from error
+
+    def key_id_of(self, sealed: str) -> str:
+        return self._split(sealed)[0]
+
+    @staticmethod
+    def _split(sealed: str) -> tuple[str, bytes]:
+        version, _, rest = sealed.partition(".")
+        key_id, _, encoded = rest.partition(".")
+        if version != FORMAT_VERSION or not KEY_ID.fullmatch(key_id) or not encoded:
+            raise BrokenSealError("not a sealed value")
+        try:
+            payload = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+        except (binascii.Error, ValueError) as error:
+            raise BrokenSealError("sealed value is not base64", key_id=key_id) from error
+        return key_id, payload

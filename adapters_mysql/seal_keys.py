@@ -1,0 +1,177 @@
+"""Which keys a database needs, checked before serving: the key-check values and the rows' seal states.
+
+Every key that becomes primary on a database leaves a key-check value in `seal_key`: a known
+text sealed under that key and bound to its row. Before serving, the configured key ring must
+open every one of them and hold every key a row's `seal_state` names; otherwise the database
+refuses to start ("the configured key ring does not open this database (key ids seen: …)")
+rather than serve garbage or half the data. A database with no key-check value and no sealed row
+is a plaintext database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+import attrs
+import sqlalchemy as sa
+
+from adapters_mysql.errors import SchemaNotReadyError, driver_error_code
+from adapters_mysql.schema import memory, seal_key
+from memorybank_core import BrokenSealError, SealBinding, Sealer
+
+_CHECK_TEXT = "memorybank key check"
+_DUPLICATE_KEY = 1062
+
+
+class KeyRingError(SchemaNotReadyError):
+    """The key ring does not fit the database: missing where rows are sealed, or lacking a key they need."""
+
+
+def _check_binding(key_id: str, *, closed: bool) -> SealBinding:
+    # Bound to whether plaintext rows are still allowed here, so that flag cannot be flipped in
+    # the table: once every row is sealed, a plaintext row (a forged one) fails closed.
+    return SealBinding(
+        table=seal_key.name, column="check_value", row_id=f"{key_id}:{'closed' if closed else 'open'}", user_id=""
+    )
+
+
+def _keys_of(state: str) -> tuple[str, ...]:
+    return tuple(state.split(":"))
+
+
+@attrs.frozen(kw_only=True)
+class SealStatus:
+    """What a database holds: registered key ids and how many memories carry each seal state (None: plaintext)."""
+
+    registered: tuple[str, ...]
+    states: Mapping[str | None, int]
+
+    @property
+    def key_ids_seen(self) -> list[str]:
+        """Every key id the database names, in the key-check table or in a row's state."""
+        seen = set(self.registered)
+        for state in self.states:
+            if state is not None:
+                seen.update(_keys_of(state))
+        return sorted(seen)
+
+    @property
+    def plaintext_rows(self) -> int:
+        """How many memories are stored in plaintext."""
+        return self.states.get(None, 0)
+
+    @property
+    def sealed(self) -> bool:
+        """True when anything here was ever sealed: the database then needs its key ring."""
+        return bool(self.key_ids_seen)
+
+    def index_key_ids(self) -> list[str]:
+        """The index keys some row's search tokens were written under."""
+        return sorted({_keys_of(state)[-1] for state in self.states if state is not None})
+
+    def describe(self, target_state: str | None) -> str:
+        """One line for `serve`, `migrate` and `check_ready`: which mode this database is in."""
+        total = sum(self.states.values())
+        if target_state is None:
+            return "plaintext: memories are stored unencrypted (no key ring configured)"
+        behind = total - self.states.get(target_state, 0)
+        mode = f"sealed at rest with key {target_state.split(':')[0]} (index key {target_state.split(':')[-1]})"
+        if self.plaintext_rows:
+            return f"{mode}; {self.plaintext_rows} of {total} memories are still plaintext: run `memorybank encrypt`"
+        if behind:
+            return f"{mode}; {behind} of {total} memories are under older keys: run `memorybank keys rotate`"
+        return f"{mode}; all {total} memories sealed"
+
+
+def read_status(connection: sa.Connection) -> SealStatus:
+    """The database's key-check ids and seal-state counts (one pass over the seal-state index)."""
+    registered = tuple(connection.execute(sa.select(seal_key.c.key_id).order_by(seal_key.c.key_id)).scalars())
+    counts = connection.execute(sa.select(memory.c.seal_state, sa.func.count()).group_by(memory.c.seal_state)).all()
+    return SealStatus(registered=registered, states={state: int(count) for state, count in counts})
+
+
+def verify(status: SealStatus, sealer: Sealer | None, checks: Mapping[str, str]) -> bool:
+    """Refuse a key ring (or its absence) that cannot open everything the database holds.
+
+    Returns True when plaintext rows are closed: every row was sealed once, so none may be read.
+
+    Raises:
+        KeyRingError: sealed data and no ring, or a ring lacking or not opening a key seen here.
+    """
+    seen = status.key_ids_seen
+    if not seen:
+        return False
+    listed = ", ".join(seen)
+    if sealer is None:
+        raise KeyRingError(
+            f"this database holds sealed memories (key ids seen: {listed}): configure its key ring with "
+            "--key-file or MEMORYBANK_KEY_FILE"
+        )
+    missing = [key_id for key_id in seen if key_id not in sealer.key_ids]
+    closed = False
+    for key_id, check in checks.items():
+        policy = _opened_policy(sealer, key_id, check)
+        if policy is None:
+            missing.append(key_id)
+        closed = closed or bool(policy)
+    if missing:
+        raise KeyRingError(
+            f"the configured key ring does not open this database (key ids seen: {listed}; "
+            f"not opened: {', '.join(sorted(set(missing)))})"
+        )
+    return closed
+
+
+def _opened_policy(sealer: Sealer, key_id: str, check: str) -> bool | None:
+    """True (closed) or False (open) as the check value opens; None when it does not open at all."""
+    for closed in (True, False):
+        try:
+            sealer.open(check, _check_binding(key_id, closed=closed))
+        except BrokenSealError:
+            continue
+        return closed
+    return None
+
+
+def check_values(connection: sa.Connection) -> dict[str, str]:
+    """The stored key-check values by key id."""
+    rows = connection.execute(sa.select(seal_key.c.key_id, seal_key.c.check_value)).all()
+    return dict(rows)
+
+
+def register_primary(connection: sa.Connection, sealer: Sealer, *, closed: bool) -> None:
+    """Store the key-check value of the ring's primary key, unless it is there already (safe to race).
+
+    `closed`: no plaintext row exists, so none may ever be read.
+    """
+    key_id = sealer.primary_key_id
+    exists = connection.execute(sa.select(seal_key.c.key_id).where(seal_key.c.key_id == key_id)).first()
+    if exists is not None:
+        return
+    value = sealer.seal(_CHECK_TEXT, _check_binding(key_id, closed=closed))
+    try:
+        connection.execute(seal_key.insert().values(key_id=key_id, check_value=value, created_at=datetime.now(UTC)))
+    except sa.exc.IntegrityError as error:
+        # Another process registered it between our read and insert: the same key, fine.
+        if driver_error_code(error) not in (_DUPLICATE_KEY, None):
+            raise
+
+
+def close_plaintext(connection: sa.Connection, sealer: Sealer) -> None:
+    """Record that every row is sealed: from the next start on, a plaintext row fails closed."""
+    value = sealer.seal(_CHECK_TEXT, _check_binding(sealer.primary_key_id, closed=True))
+    connection.execute(seal_key.update().where(seal_key.c.key_id == sealer.primary_key_id).values(check_value=value))
+
+
+def forget_unused(connection: sa.Connection, sealer: Sealer) -> list[str]:
+    """Drop the key-check values of keys no row needs any more (not primary, not the index key); their ids."""
+    status = read_status(connection)
+    in_use = {sealer.primary_key_id, sealer.index.key_id}
+    for state in status.states:
+        if state is not None:
+            in_use.update(_keys_of(state))
+    unused = [key_id for key_id in status.registered if key_id not in in_use]
+    if unused:
+        connection.execute(seal_key.delete().where(seal_key.c.key_id.in_(unused)))
+    return unused

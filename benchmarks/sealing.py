@@ -1,0 +1,201 @@
+"""Encryption at rest: plaintext against sealed storage on MySQL/MariaDB, in one run.
+
+    python -m benchmarks.sealing --rows 10000 100000 [--saves 400] [--no-recall]
+
+For each size, two databases hold the same generated corpus (benchmarks.corpus, written through
+the library's own import): one plaintext, one sealed (AES-256-GCM, blind-index tokens). A kept
+database is reused (`--reload` rebuilds). Then, interleaving the two so drift hits both alike:
+save p50 (`MemoryBank.save` of a memory with two snippets, as the measured user, the two modes
+alternating save by save; the saves are deleted afterwards) and search p50 of the scale
+benchmark's queries for the measured user.
+Last, LoCoMo recall on both (benchmarks.recall's questions), which must be identical.
+
+The sealed databases use a fixed benchmark key (below): it protects nothing and must never
+be used for real data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+
+import sqlalchemy as sa
+from tqdm import tqdm
+
+from adapters_crypto import AesGcmSealer, KeyRing
+from adapters_mysql import SqlStorage, open_storage
+from adapters_mysql.schema import memory
+from benchmarks import recall
+from benchmarks.common import Principal, Timing, database_url, drop_database, machine, table
+from benchmarks.corpus import QUERIES, CorpusSpec, CorpusWriter
+from benchmarks.scale import spec_for
+from benchmarks.write_cost import requests
+from memorybank.portability import import_lines
+from memorybank_core import MemoryBank, RecordingEventSink
+from memorybank_search import OwnerIndexer
+
+MODES = ("plaintext", "sealed")
+#: Public and fixed, so a kept benchmark database can be reopened: never a real key.
+BENCH_KEY_ID = "kbench001"
+BENCH_RING = KeyRing(
+    keys={BENCH_KEY_ID: hashlib.sha256(b"memorybank benchmark key, not a secret").digest()},
+    primary=BENCH_KEY_ID,
+    index=BENCH_KEY_ID,
+)
+
+
+def _open(name: str, mode: str) -> SqlStorage:
+    sealer = AesGcmSealer(BENCH_RING) if mode == "sealed" else None
+    indexer = OwnerIndexer(blind_index=sealer.index if sealer is not None else None)
+    return open_storage(database_url(name), indexer=indexer, sealer=sealer)
+
+
+def load(rows: int, mode: str, *, reload: bool) -> SqlStorage:
+    """The `mode` database of `rows` memories, filled unless it holds them already."""
+    name = f"seal_{mode}_{rows}"
+    if reload:
+        drop_database(name)
+    storage = _open(name, mode)
+    storage.migrate()
+    with storage.engine.connect() as connection:
+        present = connection.execute(sa.select(sa.func.count()).select_from(memory)).scalar_one()
+    if present != rows:
+        if present:
+            raise SystemExit(f"{name}: holds {present} memories, not {rows}: pass --reload")
+        started = time.perf_counter()
+        with tqdm(total=rows, unit="memory", mininterval=5, file=sys.stderr, desc=f"{mode} {rows}") as bar:
+            report = import_lines(CorpusWriter(spec_for(rows)).lines(), storage.store, progress=bar.update)
+        elapsed = time.perf_counter() - started
+        print(f"  {name}: imported {report.imported} in {elapsed:.1f} s", file=sys.stderr)
+    storage.check_ready()
+    return storage
+
+
+def _bank(storage: SqlStorage) -> MemoryBank:
+    return MemoryBank(store=storage.store, search_engine=storage.search_engine, events=RecordingEventSink())
+
+
+def _measured(storage: SqlStorage) -> Principal:
+    user = CorpusWriter(CorpusSpec(users=1)).measured_user
+    with storage.engine.connect() as connection:
+        org = connection.execute(sa.select(memory.c.org_id).where(memory.c.user_id == user).limit(1)).scalar_one()
+    return Principal(user_id=user, organization_id=org)
+
+
+def save_p50(storages: dict[str, SqlStorage], saves: int) -> dict[str, float]:
+    """Median save latency per mode, in ms, alternating the modes save by save; the saves are deleted after."""
+    batch = requests(saves)
+    banks = {mode: (_bank(storage), _measured(storage)) for mode, storage in storages.items()}
+    samples: dict[str, list[float]] = {mode: [] for mode in storages}
+    saved: dict[str, list[str]] = {mode: [] for mode in storages}
+    for request in batch:
+        for mode, (bank, user) in banks.items():
+            before = time.perf_counter()
+            saved[mode].append(bank.save(user, request).id)
+            samples[mode].append((time.perf_counter() - before) * 1000)
+    for mode, (bank, user) in banks.items():
+        for memory_id in saved[mode]:
+            bank.delete(user, memory_id=memory_id)
+    return {mode: statistics.median(values) for mode, values in samples.items()}
+
+
+def search_timings(storages: dict[str, SqlStorage], *, repeats: int, budget: float) -> dict[tuple[str, str], Timing]:
+    """p50/p95 of each query per mode, alternating the modes call by call; results must be identical."""
+    timings = {}
+    for label, query in QUERIES.items():
+        calls = {}
+        answers = {}
+        for mode, storage in storages.items():
+            bank = _bank(storage)
+            user = _measured(storage)
+            # Each database minted its own ids for the same corpus: compare what was found, and its score.
+            answers[mode] = [(r.memory.content, round(r.score, 9)) for r in bank.search(user, query=query)]
+            calls[mode] = partial(bank.search, user, query=query)
+        if answers["plaintext"] != answers["sealed"]:
+            raise SystemExit(f"{label}: sealed search returned other memories or scores than plaintext")
+        samples: dict[str, list[float]] = {mode: [] for mode in calls}
+        started = time.perf_counter()
+        while len(samples["sealed"]) < repeats and time.perf_counter() - started < 2 * budget:
+            for mode, call in calls.items():
+                before = time.perf_counter()
+                call()
+                samples[mode].append((time.perf_counter() - before) * 1000)
+        for mode, values in samples.items():
+            timings[(label, mode)] = Timing(tuple(values[3:] or values))
+    return timings
+
+
+def recall_both(data: Path) -> dict[str, recall.Scores]:
+    """LoCoMo recall on a plaintext and a sealed MySQL database."""
+    conversations, questions = recall.load(data)
+    scores = {}
+    for mode in MODES:
+        drop_database(f"seal_recall_{mode}")
+        storage = _open(f"seal_recall_{mode}", mode)
+        try:
+            storage.migrate()
+            bank = _bank(storage)
+            scores[f"MySQL owner-scoped, {mode}"] = recall.evaluate(
+                recall.searching(bank, recall.save_turns(bank, conversations)), questions
+            )
+        finally:
+            storage.close()
+    return scores
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.sealing", description=__doc__)
+    parser.add_argument("--rows", type=int, nargs="+", default=[10000])
+    parser.add_argument("--saves", type=int, default=1000, help="saves per mode, the modes alternating")
+    parser.add_argument("--repeats", type=int, default=300)
+    parser.add_argument("--budget", type=float, default=10.0, help="seconds per query and mode at most")
+    parser.add_argument("--reload", action="store_true", help="rebuild kept databases")
+    parser.add_argument("--no-recall", action="store_true")
+    parser.add_argument("--data", type=Path, default=recall.DEFAULT_DATA)
+    arguments = parser.parse_args(argv)
+    print(f"machine: {machine()}", file=sys.stderr)
+    sections = []
+    for rows in arguments.rows:
+        storages = {mode: load(rows, mode, reload=arguments.reload) for mode in MODES}
+        try:
+            searches = search_timings(storages, repeats=arguments.repeats, budget=arguments.budget)
+            saves = save_p50(storages, arguments.saves)
+        finally:
+            for storage in storages.values():
+                storage.close()
+        lines = [
+            [
+                label,
+                f"{searches[(label, 'plaintext')].p50:.2f}",
+                f"{searches[(label, 'sealed')].p50:.2f}",
+                f"{searches[(label, 'sealed')].p50 / searches[(label, 'plaintext')].p50:.2f}",
+            ]
+            for label in QUERIES
+        ]
+        lines.append(
+            [
+                "save",
+                f"{saves['plaintext']:.2f}",
+                f"{saves['sealed']:.2f}",
+                f"{saves['sealed'] / saves['plaintext']:.2f}",
+            ]
+        )
+        sections.append(
+            f"{rows:,} memories: p50 in ms (search: the same memories and scores in both)\n\n"
+            + table(["operation", "plaintext", "sealed", "sealed / plaintext"], lines)
+        )
+    if not arguments.no_recall:
+        scores = recall_both(arguments.data)
+        sections.append("LoCoMo recall\n\n" + recall.report(scores))
+    print("\n\n".join(sections))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""How `memorybank serve` logs: plain text or JSON lines (`--log-format json`), with the request id on each.
+
+One `logging.config.dictConfig` dictionary, handed to uvicorn, which applies it in every worker
+process. Log records carry ids, counts and timings only (see `adapters_http.endpoint`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pythonjsonlogger.core import RESERVED_ATTRS
+
+from adapters_http import current_request_id
+
+LOG_FORMATS = ("text", "json")
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+class RequestIdFilter(logging.Filter):
+    """Puts the running request's id on every record (None outside a request)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Add `request_id`; keep every record."""
+        record.request_id = current_request_id()
+        return True
+
+
+def logging_config(log_format: str) -> dict[str, Any]:
+    """The logging configuration for `log_format` (`text` or `json`): INFO and up to stderr.
+
+    Raises:
+        ValueError: an unknown format.
+    """
+    if log_format not in LOG_FORMATS:
+        raise ValueError(f"unknown log format {log_format!r}")
+    formatters: dict[str, dict[str, Any]] = {
+        "text": {"format": TEXT_FORMAT},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": ["asctime", "levelname", "name", "message", "request_id"],
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+            # uvicorn's colour copy of each message would only repeat it.
+            "reserved_attrs": [*RESERVED_ATTRS, "color_message"],
+        },
+    }
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"request_id": {"()": RequestIdFilter}},
+        "formatters": {log_format: formatters[log_format]},
+        "handlers": {
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stderr",
+                "formatter": log_format,
+                "filters": ["request_id"],
+            }
+        },
+        "root": {"level": "INFO", "handlers": ["stderr"]},
+        # uvicorn's loggers write through the root handler, so they share the format.
+        "loggers": {
+            name: {"level": "INFO", "handlers": [], "propagate": True} for name in ("uvicorn", "uvicorn.error")
+        },
+    }

@@ -1,0 +1,92 @@
+"""The sealing port: how storage encrypts user text at rest without knowing the cipher.
+
+Storage seals each stored user text (content, tags, snippets, citation ids) before writing it
+and opens it after reading it. A sealed value is bound to the place it was written — table,
+column, row id and owner — so a value copied into another row, or another user's row, does not
+open. The blind index turns an owner's search terms into keyed tokens, so a full-text index can
+still keep one posting list per (owner, term) without holding the words.
+
+The core defines only the shapes; `adapters_crypto` implements them (AES-256-GCM, HMAC-SHA256).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Collection
+from typing import Protocol
+
+import attrs
+
+
+@attrs.frozen(kw_only=True)
+class SealBinding:
+    """Where a sealed value lives: it opens only under this same binding."""
+
+    table: str
+    column: str
+    row_id: str
+    user_id: str
+
+
+class BrokenSealError(ValueError):
+    """A sealed value that does not open: tampered, moved, truncated, or under a key the ring lacks."""
+
+    def __init__(self, reason: str, *, key_id: str | None = None) -> None:
+        super().__init__(reason)
+        self.key_id = key_id
+
+
+class BlindIndex(Protocol):
+    """Keyed search tokens: the same (owner, term) always gives the same token under one key."""
+
+    @property
+    @abstractmethod
+    def key_id(self) -> str:
+        """The id of the ring key this index key is derived from."""
+
+    @abstractmethod
+    def token(self, user_id: str, term: str) -> str:
+        """The token stored and searched for `term` of `user_id`: `[0-9a-z]`, fixed length."""
+
+
+class Sealer(Protocol):
+    """Seals and opens stored text with a key ring; one key is primary for writes."""
+
+    @property
+    @abstractmethod
+    def primary_key_id(self) -> str:
+        """The key new values are sealed with."""
+
+    @property
+    @abstractmethod
+    def key_ids(self) -> Collection[str]:
+        """Every key this ring can open with."""
+
+    @property
+    @abstractmethod
+    def index(self) -> BlindIndex:
+        """The blind index new search documents are written with."""
+
+    @abstractmethod
+    def index_for(self, key_id: str) -> BlindIndex | None:
+        """The blind index derived from ring key `key_id`; None if the ring lacks it."""
+
+    @abstractmethod
+    def seal(self, plaintext: str, binding: SealBinding) -> str:
+        """`plaintext` sealed under the primary key and bound to `binding`; a fresh nonce each time."""
+
+    @abstractmethod
+    def open(self, sealed: str, binding: SealBinding) -> str:
+        """The plaintext of `sealed`, if it was sealed under this ring with this exact `binding`.
+
+        Raises:
+            BrokenSealError: the value does not open (tampered, moved, or its key is not in the ring).
+        """
+
+    @abstractmethod
+    def key_id_of(self, sealed: str) -> str:
+        """The key id a sealed value names (not proof that it opens).
+
+        Raises:
+            BrokenSealError: the value is not in the sealed format.
+        """

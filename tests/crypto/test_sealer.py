@@ -1,0 +1,156 @@
+"""AES-256-GCM sealing and the blind index: what opens, what does not, what the tokens look like."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pytest
+
+from adapters_crypto import AesGcmSealer, KeyedBlindIndex, derive_index_key, new_key_ring
+from memorybank_core import BrokenSealError, SealBinding
+
+HERE = SealBinding(table="memory", column="content", row_id="mem_01", user_id="usr_alice")
+
+
+@pytest.fixture
+def sealer() -> AesGcmSealer:
+    return AesGcmSealer(new_key_ring())
+
+
+def test_a_sealed_value_opens_to_its_plaintext_under_its_binding(sealer: AesGcmSealer) -> None:
+    sealed = sealer.seal("Staging lives in eu-west-1 ☕ 東京", HERE)
+
+    assert sealer.open(sealed, HERE) == "Staging lives in eu-west-1 ☕ 東京"
+
+
+def test_a_sealed_value_names_its_key_and_holds_no_plaintext(sealer: AesGcmSealer) -> None:
+    sealed = sealer.seal("canary-7f3a", HERE)
+
+    assert sealed.startswith(f"1.{sealer.primary_key_id}.")
+    assert sealer.key_id_of(sealed) == sealer.primary_key_id
+    assert "canary" not in sealed
+    assert sealed.isascii()
+
+
+def test_sealing_twice_gives_different_values(sealer: AesGcmSealer) -> None:
+    # A fresh nonce per value: equal texts are not visible as equal ciphertexts.
+    assert sealer.seal("same", HERE) != sealer.seal("same", HERE)
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        SealBinding(table="memory", column="content", row_id="mem_02", user_id="usr_alice"),  # another row
+        SealBinding(table="memory", column="content", row_id="mem_01", user_id="usr_bob"),  # another user
+        SealBinding(table="memory", column="tags", row_id="mem_01", user_id="usr_alice"),  # another column
+        SealBinding(table="memory_context", column="content", row_id="mem_01", user_id="usr_alice"),  # another table
+    ],
+)
+def test_a_value_moved_anywhere_else_does_not_open(sealer: AesGcmSealer, elsewhere: SealBinding) -> None:
+    sealed = sealer.seal("private", HERE)
+
+    with pytest.raises(BrokenSealError):
+        sealer.open(sealed, elsewhere)
+
+
+def _flip(sealed: str, position: int) -> str:
+    head, _, encoded = sealed.rpartition(".")
+    raw = bytearray(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+    raw[position] ^= 0x01
+    return head + "." + base64.urlsafe_b64encode(bytes(raw)).rstrip(b"=").decode()
+
+
+@pytest.mark.parametrize("position", [0, 11, 12, 20, -1])  # nonce, first ciphertext byte, middle, tag
+def test_a_flipped_byte_anywhere_does_not_open(sealer: AesGcmSealer, position: int) -> None:
+    sealed = sealer.seal("a memory worth protecting", HERE)
+
+    with pytest.raises(BrokenSealError):
+        sealer.open(_flip(sealed, position), HERE)
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    ["", "plain text", "1.", "1.k12345678.", "2.k12345678.AAAA", "1.KEY.AAAA", "1.k12345678.%%%%", "1.k12345678.AAAA"],
+)
+def test_malformed_values_are_broken_seals_not_crashes(sealer: AesGcmSealer, garbage: str) -> None:
+    with pytest.raises(BrokenSealError):
+        sealer.open(garbage, HERE)
+
+
+def test_a_relabelled_key_id_does_not_open(sealer: AesGcmSealer) -> None:
+    # The key id is authenticated: pointing a value at another ring key fails, never decrypts.
+    ring = new_key_ring().with_new_primary()
+    two_keys = AesGcmSealer(ring)
+    old, new = sorted(ring.keys, key=lambda key_id: key_id == ring.primary)
+    sealed = two_keys.seal("x", HERE)
+
+    with pytest.raises(BrokenSealError):
+        two_keys.open(sealed.replace(f".{new}.", f".{old}."), HERE)
+
+
+def test_a_value_under_a_key_the_ring_lacks_names_that_key(sealer: AesGcmSealer) -> None:
+    stranger = AesGcmSealer(new_key_ring())
+    sealed = stranger.seal("x", HERE)
+
+    with pytest.raises(BrokenSealError) as caught:
+        sealer.open(sealed, HERE)
+    assert caught.value.key_id == stranger.primary_key_id
+
+
+def test_an_old_key_still_opens_after_a_new_primary_is_added() -> None:
+    ring = new_key_ring()
+    before = AesGcmSealer(ring)
+    sealed = before.seal("written last year", HERE)
+
+    after = AesGcmSealer(ring.with_new_primary())
+
+    assert after.open(sealed, HERE) == "written last year"
+    assert after.key_id_of(after.seal("new", HERE)) != ring.primary
+
+
+def test_the_sealer_never_prints_key_material() -> None:
+    ring = new_key_ring()
+    material = base64.b64encode(ring.keys[ring.primary]).decode()
+
+    assert material not in repr(AesGcmSealer(ring))
+    assert material not in repr(ring)
+
+
+# The blind index
+
+
+def test_blind_tokens_are_stable_per_owner_and_term_and_differ_across_owners() -> None:
+    index = KeyedBlindIndex("k00000000", derive_index_key(b"\x01" * 32))
+
+    assert index.token("usr_a", "staging") == index.token("usr_a", "staging")
+    assert index.token("usr_a", "staging") != index.token("usr_b", "staging")
+    assert index.token("usr_a", "staging") != index.token("usr_a", "stage")
+
+
+def test_blind_tokens_fit_every_full_text_tokenizer() -> None:
+    # One word of [0-9a-z] within InnoDB's 3..84 token sizes (see docs/security.md).
+    index = KeyedBlindIndex("k00000000", derive_index_key(b"\x02" * 32))
+
+    for term in ["go", "東京", "c++", "x" * 200, ""]:
+        assert re.fullmatch(r"[a-z2-7]{16}", index.token("usr_a", term))
+
+
+def test_blind_tokens_depend_on_the_index_key_and_hide_the_term() -> None:
+    one = KeyedBlindIndex("k00000000", derive_index_key(b"\x03" * 32))
+    two = KeyedBlindIndex("k00000001", derive_index_key(b"\x04" * 32))
+
+    assert one.token("usr_a", "staging") != two.token("usr_a", "staging")
+    assert "stag" not in one.token("usr_a", "staging")
+
+
+def test_owner_and_term_cannot_run_into_each_other() -> None:
+    index = KeyedBlindIndex("k00000000", derive_index_key(b"\x05" * 32))
+
+    assert index.token("usr_ab", "c") != index.token("usr_a", "bc")
+
+
+def test_the_index_key_is_not_the_sealing_key() -> None:
+    ring = new_key_ring()
+
+    assert derive_index_key(ring.keys[ring.primary]) != ring.keys[ring.primary]

@@ -1,0 +1,211 @@
+"""`memorybank serve` as an operator runs it: several workers, JSON logs, metrics across workers, SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import httpx2
+import pytest
+import sqlalchemy as sa
+
+from adapters_mysql import open_storage
+from adapters_mysql.schema import memory, memory_context
+from memorybank_search import OwnerIndexer
+from tests.mysql_server import ThrowawayDatabase
+from tests.served import run_memorybank, serving
+
+#: Each test starts real server processes with workers: a tier of its own (`pytest -m serve_processes`).
+pytestmark = pytest.mark.serve_processes
+
+METRICS_TOKEN = "metrics-token-for-tests"
+CLIENT_THREADS = 4
+SAVING_SECONDS_BEFORE_SIGTERM = 1.5
+#: uvicorn's graceful stop: in-flight requests finish, then the pools close; the test allows this long.
+EXIT_SECONDS = 30
+
+
+@pytest.fixture(params=["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A ready database: an SQLite file, or a migrated throwaway MariaDB database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'bank.sqlite3'}"
+        return
+    database = ThrowawayDatabase()
+    try:
+        assert run_memorybank(["migrate", "--db", database.url]).returncode == 0
+        yield database.url
+    finally:
+        database.drop()
+
+
+def _token(db_url: str) -> str:
+    result = run_memorybank(["token", "create", "--db", db_url])
+    assert result.returncode == 0, result.stderr
+    return result.stdout.rstrip("\n").split("\n")[-1]
+
+
+def _save_body(marker: str) -> dict[str, object]:
+    return {
+        "content": f"Saved during shutdown {marker}",
+        "contexts": [{"snippet": f"first {marker}"}, {"snippet": f"second {marker}", "conversation_id": "c-1"}],
+    }
+
+
+def test_two_workers_serve_one_port_and_metrics_add_up_across_them(database_url: str, tmp_path: Path) -> None:
+    secret = _token(database_url)
+    saves = 24
+
+    with serving(
+        database_url,
+        args=["--workers", "2"],
+        env={"MEMORYBANK_METRICS_TOKEN": METRICS_TOKEN},
+        log=tmp_path / "serve.log",
+    ) as server:
+        ids = set()
+        for n in range(saves):
+            # A new connection each time, so the kernel spreads them over both workers.
+            answer = httpx2.post(
+                f"{server.base_url}/v1/memory",
+                json={"content": f"Worker spread note {n} about harbours"},
+                headers={"Authorization": f"Bearer {secret}"},
+                timeout=30,
+            )
+            assert answer.status_code == 201, answer.text
+            ids.add(answer.json()["memory"]["id"])
+        found = httpx2.get(
+            f"{server.base_url}/v1/memory/search",
+            params={"q": "harbours", "limit": 50},
+            headers={"Authorization": f"Bearer {secret}"},
+            timeout=30,
+        ).json()["results"]
+        ready = httpx2.get(f"{server.base_url}/readyz", timeout=30)
+        metrics = httpx2.get(
+            f"{server.base_url}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=30
+        ).text
+
+    assert {result["id"] for result in found} == ids
+    assert ready.json() == {"status": "ready"}
+    assert f'memorybank_http_requests_total{{operation="postMemory",status="201"}} {float(saves)}' in metrics
+    log = (tmp_path / "serve.log").read_text()
+    assert log.count("Started server process") == 2
+    assert "harbours" not in log
+
+
+def test_json_logs_carry_the_request_id_on_every_line_of_a_request(tmp_path: Path) -> None:
+    database_url = f"sqlite:///{tmp_path / 'bank.sqlite3'}"
+    secret = _token(database_url)
+
+    with serving(database_url, args=["--log-format", "json"], log=tmp_path / "serve.log") as server:
+        answer = httpx2.post(
+            f"{server.base_url}/v1/memory",
+            json={"content": "A note whose text must stay out of the log"},
+            headers={"Authorization": f"Bearer {secret}"},
+            timeout=30,
+        )
+    request_id = answer.headers["x-request-id"]
+
+    lines = [line for line in (tmp_path / "serve.log").read_text().splitlines() if line.startswith("{")]
+    records = [json.loads(line) for line in lines]
+    assert records, "no JSON log line"
+    assert all("request_id" in record and "level" in record and "message" in record for record in records)
+    mine = [record for record in records if record["request_id"] == request_id]
+    assert {record["message"].split(" ")[0] for record in mine} == {"memory.saved", "http.request"}
+    assert "must stay out" not in (tmp_path / "serve.log").read_text()
+
+
+@attrs.define
+class SaveStream:
+    """Clients saving as fast as they can; what the server acknowledged and what else happened."""
+
+    acknowledged: dict[str, str] = attrs.field(factory=dict)
+    """Marker -> memory id, for every 201."""
+    other_statuses: list[int] = attrs.field(factory=list)
+    transport_errors: int = 0
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+
+    def run(self, base_url: str, secret: str, client_number: int, stop: threading.Event) -> None:
+        sequence = 0
+        with httpx2.Client(base_url=base_url, headers={"Authorization": f"Bearer {secret}"}, timeout=30) as client:
+            while not stop.is_set():
+                sequence += 1
+                marker = f"c{client_number}n{sequence}"
+                try:
+                    answer = client.post("/v1/memory", json=_save_body(marker))
+                except httpx2.TransportError:
+                    with self.lock:
+                        self.transport_errors += 1
+                    time.sleep(0.05)
+                    continue
+                with self.lock:
+                    if answer.status_code == 201:
+                        self.acknowledged[marker] = answer.json()["memory"]["id"]
+                    else:
+                        self.other_statuses.append(answer.status_code)
+
+
+def test_sigterm_during_a_stream_of_saves_loses_no_acknowledged_save(database_url: str, tmp_path: Path) -> None:
+    secret = _token(database_url)
+    stream = SaveStream()
+    stop = threading.Event()
+
+    with serving(database_url, args=["--workers", "2"], log=tmp_path / "serve.log") as server:
+        clients = [
+            threading.Thread(target=stream.run, args=(server.base_url, secret, n, stop)) for n in range(CLIENT_THREADS)
+        ]
+        for client in clients:
+            client.start()
+        time.sleep(SAVING_SECONDS_BEFORE_SIGTERM)
+        acknowledged_before = len(stream.acknowledged)
+        signalled = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        server.process.wait(timeout=EXIT_SECONDS)
+        stopped_after = time.monotonic() - signalled
+        stop.set()
+        for client in clients:
+            client.join(timeout=60)
+
+    assert acknowledged_before > 0, "no save was acknowledged before SIGTERM"
+    assert stream.other_statuses == [], "a save was answered with an error instead of finishing"
+    assert stopped_after < EXIT_SECONDS
+    storage = open_storage(database_url, indexer=OwnerIndexer())
+    try:
+        with storage.engine.connect() as connection:
+            stored: dict[str, str] = dict(connection.execute(sa.select(memory.c.id, memory.c.content)).all())
+            contexts: dict[str, int] = dict(
+                connection.execute(
+                    sa.select(memory_context.c.memory_id, sa.func.count()).group_by(memory_context.c.memory_id)
+                ).all()
+            )
+    finally:
+        storage.close()
+    missing = [marker for marker, memory_id in stream.acknowledged.items() if memory_id not in stored]
+    assert missing == [], "acknowledged saves are not stored"
+    # Nothing cut mid-write: every stored memory has both of its contexts.
+    assert all(contexts.get(memory_id) == 2 for memory_id in stored)
+    log = (tmp_path / "serve.log").read_text()
+    assert "Traceback" not in log
+    assert "status=500" not in log
+
+
+def test_a_revoked_token_fails_on_the_next_request_in_every_worker(database_url: str, tmp_path: Path) -> None:
+    secret = _token(database_url)
+    auth = {"Authorization": f"Bearer {secret}"}
+    fresh_connections = 24
+
+    with serving(database_url, args=["--workers", "2"], log=tmp_path / "serve.log") as server:
+        # New connections, spread by the kernel over both workers: each worker verifies and remembers the token.
+        before = [
+            httpx2.get(f"{server.base_url}/v1/memory", headers=auth, timeout=30) for _ in range(fresh_connections)
+        ]
+        revoked = run_memorybank(["token", "revoke", "--db", database_url, secret])
+        after = [httpx2.get(f"{server.base_url}/v1/memory", headers=auth, timeout=30) for _ in range(fresh_connections)]
+
+    assert [answer.status_code for answer in before] == [200] * fresh_connections
+    assert revoked.returncode == 0, revoked.stderr
+    assert [answer.status_code for answer in after] == [401] * fresh_connections

@@ -1,0 +1,120 @@
+"""Health, readiness and metrics of the server app, in process (`composition.build_server_app`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from adapters_mcp import build_catalog
+from adapters_metrics import PrometheusMetrics
+from adapters_mysql import SqlStorage, open_storage
+from memorybank import composition
+from memorybank_core import UnavailableError
+from memorybank_search import OwnerIndexer
+
+METRICS_TOKEN = "metrics-secret-for-tests"
+
+
+def _client(storage: SqlStorage, *, metrics_token: str | None = METRICS_TOKEN) -> TestClient:
+    app = composition.build_server_app(storage, bind_host="127.0.0.1", metrics_token=metrics_token)
+    return TestClient(app, raise_server_exceptions=False)
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> SqlStorage:
+    opened = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}", indexer=OwnerIndexer())
+    opened.initialize()
+    return opened  # the app's lifespan closes it
+
+
+@pytest.fixture
+def client(storage: SqlStorage) -> Iterator[TestClient]:
+    with _client(storage) as test_client:
+        yield test_client
+
+
+def _token(storage: SqlStorage) -> str:
+    services = composition.build_services(storage)
+    return services.tokens.issue(
+        user_id="usr_01h455vb4pex5vsknk084sn02q", org_id="org_01h455vb4pex5vsknk084sn02q"
+    ).secret
+
+
+def test_health_and_readiness_answer_anyone(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert (ready.status_code, ready.json()) == (200, {"status": "ready"})
+
+
+def test_readiness_is_503_with_the_reason_when_the_schema_is_missing(tmp_path: Path) -> None:
+    bare = open_storage(
+        f"sqlite:///{tmp_path / 'empty.sqlite3'}", indexer=OwnerIndexer()
+    )  # never initialized: no tables
+
+    with _client(bare) as client:
+        ready = client.get("/readyz")
+        alive = client.get("/healthz")
+
+    assert ready.status_code == 503
+    assert ready.json() == {
+        "status": "not_ready",
+        "reason": "the database schema is not ready: run `memorybank migrate`",
+    }
+    assert alive.status_code == 200
+
+
+def test_operational_routes_stay_out_of_the_api_document_and_the_agents_catalog(client: TestClient) -> None:
+    document = client.get("/openapi.json").json()
+
+    assert not {"/healthz", "/readyz", "/metrics"} & set(document["paths"])
+    assert sorted(build_catalog(document).names) == ["deleteMemoryById", "getMemory", "getMemorySearch", "postMemory"]
+
+
+def test_metrics_need_the_metrics_token(client: TestClient, storage: SqlStorage) -> None:
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    # A user's API token is not the metrics token.
+    assert client.get("/metrics", headers={"Authorization": f"Bearer {_token(storage)}"}).status_code == 401
+    answer = client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/plain")
+
+
+def test_without_a_metrics_token_there_is_no_metrics_route(storage: SqlStorage) -> None:
+    with _client(storage, metrics_token=None) as client:
+        assert client.get("/metrics").status_code == 404
+
+
+def test_metrics_count_requests_by_operation_and_status_and_never_name_users_or_text(
+    client: TestClient, storage: SqlStorage
+) -> None:
+    secret = _token(storage)
+    auth = {"Authorization": f"Bearer {secret}"}
+    content = "Quixotic marmalade inventory lives in the cellar"
+    assert client.post("/v1/memory", json={"content": content}, headers=auth).status_code == 201
+    assert client.get("/v1/memory/search", params={"q": "quixotic marmalade"}, headers=auth).status_code == 200
+    assert client.get("/v1/memory", headers={"Authorization": "Bearer mbk_unknown"}).status_code == 401
+
+    text = client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text
+
+    assert 'memorybank_http_requests_total{operation="postMemory",status="201"} 1.0' in text
+    assert 'memorybank_http_requests_total{operation="getMemorySearch",status="200"} 1.0' in text
+    assert 'memorybank_http_requests_total{operation="getMemory",status="401"} 1.0' in text
+    assert 'memorybank_http_request_duration_seconds_count{operation="postMemory"} 1.0' in text
+    assert "memorybank_search_results_count 1.0" in text
+    for private in ("usr_", "org_", "mem_", "quixotic", "marmalade", "Quixotic", secret):
+        assert private not in text
+
+
+def test_a_database_failure_is_counted_as_a_database_error() -> None:
+    metrics = PrometheusMetrics()
+
+    metrics.observe_request(operation_id="getMemorySearch", status=503, seconds=0.01, error=UnavailableError("down"))
+    metrics.observe_request(operation_id="getMemorySearch", status=400, seconds=0.01, error=ValueError("bad"))
+
+    text = metrics.render()[0].decode()
+    assert 'memorybank_database_errors_total{operation="getMemorySearch"} 1.0' in text
+    assert 'memorybank_http_requests_total{operation="getMemorySearch",status="503"} 1.0' in text

@@ -32,7 +32,7 @@ from memorybank_core import (
     Source,
     ids,
 )
-from memorybank_core.wire import EXPORT_TIMESPEC, citation_ids, utc_timestamp
+from memorybank_core.wire import EXPORT_TIMESPEC, memory_json
 
 #: Memories written per transaction.
 DEFAULT_BATCH_SIZE = 1000
@@ -167,7 +167,7 @@ def parse_line(line: str, *, now: Callable[[], datetime]) -> Memory:
     created_at = check(lambda: _optional_time(data.get("created_at"), "created_at"))
     updated_at = check(lambda: _optional_time(data.get("updated_at"), "updated_at"))
     source = check(lambda: _source(data.get("source")))
-    request: SaveRequest | None = check(lambda: SaveRequest.parse(data))
+    request: SaveRequest | None = check(lambda: SaveRequest.parse(_with_flat_citations(data)))
     given = data.get("contexts")
     raw_contexts: list[object] = given if isinstance(given, list) else []
     context_ids: list[str | None] = []
@@ -187,6 +187,20 @@ def parse_line(line: str, *, now: Callable[[], datetime]) -> Memory:
         context_ids=[context_id or ids.new_id(ids.CONTEXT_PREFIX) for context_id in context_ids],
         context_times=context_times,
     )
+
+
+def _with_flat_citations(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with each context's `citation` object (the export's shape) lifted to its ids (a save's shape)."""
+    contexts = data.get("contexts")
+    if not isinstance(contexts, list):
+        return data
+    lifted: list[object] = []
+    for context in contexts:
+        citation = context.get("citation") if isinstance(context, dict) else None
+        if isinstance(context, dict) and isinstance(citation, dict):
+            context = {**citation, **{key: value for key, value in context.items() if key != "citation"}}
+        lifted.append(context)
+    return {**data, "contexts": lifted}
 
 
 def _get(value: object, key: str) -> object:
@@ -225,26 +239,9 @@ def _source(value: object) -> Source:
 
 
 def memory_line(memory: Memory) -> str:
-    """The JSON line `import_lines` reads back as exactly `memory`."""
-    contexts = []
-    for context in memory.contexts:
-        # Flat, unlike the wire's nested `citation`: the import format predates it and stays readable.
-        entry: dict[str, Any] = {"id": context.id, "snippet": context.snippet, **citation_ids(context.citation)}
-        if context.origin is not None:
-            entry["origin"] = context.origin.value
-        entry["created_at"] = utc_timestamp(context.created_at, timespec=EXPORT_TIMESPEC)
-        contexts.append(entry)
-    line = {
-        "id": memory.id,
-        "user_id": memory.user_id,
-        "org_id": memory.org_id,
-        "content": memory.content,
-        "tags": list(memory.tags),
-        "contexts": contexts,
-        "source": memory.source.value,
-        "created_at": utc_timestamp(memory.created_at, timespec=EXPORT_TIMESPEC),
-        "updated_at": utc_timestamp(memory.updated_at, timespec=EXPORT_TIMESPEC),
-    }
+    """The JSON line `import_lines` reads back as exactly `memory`: the wire's memory object with
+    the owner's ids and microsecond timestamps (`memorybank_core.wire`)."""
+    line = {**memory_json(memory, timespec=EXPORT_TIMESPEC), "user_id": memory.user_id, "org_id": memory.org_id}
     return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -1,7 +1,7 @@
-"""A memory as JSON data: the one place the wire shape of an entity is written.
+"""A memory as JSON data: the one place the shape of a memory in JSON is written.
 
-The REST and MCP answers carry `memory_json`; the JSON Lines export and the SQL citation
-column are built from the same pieces (`citation_ids`, `utc_timestamp`).
+The REST and MCP answers carry `memory_json`; the JSON Lines export writes the same object
+with microseconds and the owner's ids; the SQL citation column is `citation_ids`.
 """
 
 from __future__ import annotations
@@ -33,26 +33,26 @@ def citation_ids(citation: Citation | None) -> Json:
     return {key: value for key, value in fields.items() if value is not None}
 
 
-def context_json(context: MemoryContext) -> Json:
-    """One context of a memory, as the wire carries it (`citation` null when no id was given)."""
+def context_json(context: MemoryContext, *, timespec: str = WIRE_TIMESPEC) -> Json:
+    """One context of a memory (`citation` null when no id was given)."""
     return {
         "id": context.id,
         "snippet": context.snippet,
         "citation": citation_ids(context.citation) or None,
         "origin": context.origin.value if context.origin is not None else None,
-        "created_at": utc_timestamp(context.created_at),
+        "created_at": utc_timestamp(context.created_at, timespec=timespec),
     }
 
 
-def memory_json(memory: Memory) -> Json:
-    """A memory with its contexts, as the wire carries it. The owner's ids stay out: the caller is the owner."""
+def memory_json(memory: Memory, *, timespec: str = WIRE_TIMESPEC) -> Json:
+    """A memory with its contexts. The owner's ids stay out: on the wire the caller is the owner."""
     return {
         "id": memory.id,
         "content": memory.content,
         "tags": list(memory.tags),
         "source": memory.source.value,
         "scope": memory.scope.value,
-        "created_at": utc_timestamp(memory.created_at),
-        "updated_at": utc_timestamp(memory.updated_at),
-        "contexts": [context_json(context) for context in memory.contexts],
+        "created_at": utc_timestamp(memory.created_at, timespec=timespec),
+        "updated_at": utc_timestamp(memory.updated_at, timespec=timespec),
+        "contexts": [context_json(context, timespec=timespec) for context in memory.contexts],
     }

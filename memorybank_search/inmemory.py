@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from memorybank_core import InMemoryStore, Memory, SearchEngine, SearchHit
+from memorybank_core import InMemoryStore, SearchEngine, SearchHit
 from memorybank_search.candidates import Candidate, rank_candidates
 from memorybank_search.indexer import OwnerIndexer, SearchDocument
 
@@ -21,15 +21,23 @@ class InMemorySearch(SearchEngine):
     def __init__(self, store: InMemoryStore, indexer: OwnerIndexer) -> None:
         self._store = store
         self._indexer = indexer
-        # Memories never change once saved: each one's document is computed once, by id.
+        # Memories never change once saved: each one's document is computed once, per owner and id,
+        # and a search keeps only the owner's current memories (deleted ones leave the cache).
         self._lock = threading.Lock()
-        self._documents: dict[str, SearchDocument] = {}
+        self._documents: dict[str, dict[str, SearchDocument]] = {}
 
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
         tokens = self._indexer.query_tokens(user_id, query)
         if not tokens:
             return []
-        documents = {memory_id: self._document(memory) for memory_id, memory in self._store.owned(user_id).items()}
+        with self._lock:
+            known = self._documents.get(user_id, {})
+        documents = {
+            memory_id: known.get(memory_id) or self._indexer.document(memory)
+            for memory_id, memory in self._store.owned(user_id).items()
+        }
+        with self._lock:
+            self._documents[user_id] = documents
         wanted = set(tokens)
         candidates = [
             Candidate(memory_id, document.search_terms, document.doc_length)
@@ -44,12 +52,3 @@ class InMemorySearch(SearchEngine):
             document_frequency=None,
             limit=limit,
         )
-
-    def _document(self, memory: Memory) -> SearchDocument:
-        with self._lock:
-            document = self._documents.get(memory.id)
-        if document is None:
-            document = self._indexer.document(memory)
-            with self._lock:
-                self._documents[memory.id] = document
-        return document

@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 
-from adapters_http import IN_PROCESS_PRINCIPAL_KEY, bearer_secret, create_app
+from adapters_http import IN_PROCESS_PRINCIPAL_KEY, MEMORY_ROUTES, bearer_secret, build_openapi, create_app
 from memorybank_core import READ_SCOPE, WRITE_SCOPE, MemoryBank, Principal, TokenService
 from tests.conftest import User
 from tests.http.conftest import TWO_AUTHORIZATION_HEADERS_ANSWER, Caller, caller_for
@@ -162,6 +162,23 @@ def test_bearer_secret_reads_only_a_single_bearer_token(app: Starlette, header: 
     scope = {"type": "http", "headers": [(b"authorization", header.encode())]}
 
     assert bearer_secret(Request(scope)) == expected
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_documented_scope_of_each_route_is_the_one_the_core_enforces(
+    client: TestClient, tokens: TokenService, alice: User, route: str
+) -> None:
+    # The OpenAPI security requirement (which the MCP catalog reads) must name the scope the core checks.
+    (spec,) = [spec for spec in MEMORY_ROUTES if spec.operation_id == route]
+    other = READ_SCOPE if spec.required_scope == WRITE_SCOPE else WRITE_SCOPE
+    without = caller_for(client, tokens, alice, scopes=frozenset({other}))
+
+    response = ROUTES[route](client, without.headers)
+
+    assert response.status_code == 403
+    assert response.json()["required_scope"] == spec.required_scope
+    documented = build_openapi()["paths"][spec.path][spec.method.lower()]["security"]
+    assert documented == [{"bearerAuth": [spec.required_scope]}]
 
 
 @pytest.mark.parametrize(

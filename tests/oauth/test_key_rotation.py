@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import jwt
@@ -84,3 +85,20 @@ def test_an_issuer_down_from_the_start_answers_503() -> None:
         with serving([provider.issuer]) as server:
             assert server.search(token, "anything").status_code == 503
             assert server.rail(token).status_code == 503
+
+
+def test_time_claims_are_checked_with_a_small_skew() -> None:
+    # The issuer's own key signs these (the test holds it): only the time claims differ from a real token.
+    key = private_jwk("held-by-the-test")
+    with running_idp(keys=[key]) as provider, serving([provider.issuer]) as server:
+        claims = claims_of(provider.token(RESOURCE))
+        signing_key = jwt.PyJWK(key).key
+        now = int(time.time())
+
+        def signed(**times: int) -> str:
+            return jwt.encode({**claims, **times}, signing_key, algorithm="RS256", headers={"kid": key["kid"]})
+
+        assert server.search(signed(exp=now - 10), "x").status_code == 200  # within the 30 s skew
+        assert server.search(signed(nbf=now + 10), "x").status_code == 200
+        assert_refused(server, signed(exp=now - 60), "the token has expired")
+        assert_refused(server, signed(nbf=now + 60), "the token is not valid yet")

@@ -212,3 +212,13 @@ def test_an_issuer_persons_memories_belong_to_the_derived_user_id(server: Server
     found = server.search(same_person.secret, "blue pipeline").json()["results"]
 
     assert [hit["id"] for hit in found] == [saved.json()["memory"]["id"]]
+
+
+def test_a_scope_map_decides_which_issuer_scopes_grant_ours(idp: Idp) -> None:
+    scope_map = {"mcp:read": frozenset({"mcp:write"}), "mcp:write": frozenset({"memory.write"})}
+    with serving([idp.issuer], scope_map=scope_map) as server:
+        writer_at_the_issuer = idp.token(RESOURCE, scope="mcp:write")
+
+        # Under this map the issuer's mcp:write grants only our mcp:read.
+        assert server.search(writer_at_the_issuer, "anything").status_code == 200
+        assert server.save(writer_at_the_issuer, "not allowed").status_code == 403

@@ -22,6 +22,7 @@ from memorybank.portability import (
 )
 from memorybank_core import InvalidInputError, Memory, limits
 from memorybank_core.ids import ORGANIZATION_PREFIX, new_id
+from memorybank_core.wire import EXPORT_TIMESPEC, memory_json
 from tests.sql.memories import make_memory, new_user
 
 NOW = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
@@ -165,3 +166,12 @@ def test_reindex_with_progress_rewrites_stale_rows(storage: SqlStorage) -> None:
     assert reindex_with_progress(storage, show_progress=False).rewritten == 1
     assert reindex_with_progress(storage, show_progress=False).rewritten == 0
     assert reindex_with_progress(storage, everything=True, show_progress=False).rewritten == 1
+
+
+def test_the_export_line_is_the_wire_memory_with_the_owners_ids_and_microseconds() -> None:
+    # One shape of a memory in JSON (memorybank_core.wire): export adds only who owns it.
+    original: Memory = make_memory(USER, "exact", snippets=("with citation", "plain"))
+    line = json.loads(memory_line(original))
+    assert (line.pop("user_id"), line.pop("org_id")) == (original.user_id, original.org_id)
+    assert line == memory_json(original, timespec=EXPORT_TIMESPEC)
+    assert line["created_at"].endswith(f".{original.created_at.microsecond:06d}Z")

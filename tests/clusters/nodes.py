@@ -20,7 +20,6 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-import MySQLdb
 import pytest
 
 from tests.mysql_server import in_ci
@@ -110,6 +109,8 @@ class Node:
 
     def wait_ready(self, timeout: float = START_SECONDS) -> None:
         """Wait until the node answers on its socket (and, in a Galera cluster, is synced)."""
+        import MySQLdb  # here, not at the top: collecting the tests must not need the mysql extra
+
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process is None or self._process.poll() is not None:
@@ -162,6 +163,8 @@ class Node:
 
     def admin(self) -> Any:
         """A root connection through the node's unix socket, autocommit (mysqlclient: no stray sockets)."""
+        import MySQLdb  # see wait_ready
+
         connection = MySQLdb.connect(unix_socket=str(self.socket), user="root", connect_timeout=2, read_timeout=60)
         connection.autocommit(True)
         return connection

@@ -20,7 +20,7 @@ def test_memorybank_serve_then_a_panel_link_opened_in_the_browser_shows_my_memor
     db_url = f"sqlite:///{tmp_path / 'served.sqlite3'}"
     created = run_memorybank(["token", "create", "--db", db_url])
     assert created.returncode == 0, created.stderr
-    user = re.search(r"created user id: (usr_\w+)", created.stdout)
+    user = re.search(r"^user: (usr_\w+)$", created.stdout, re.MULTILINE)
     assert user
     secret = created.stdout.strip().splitlines()[-1]
 

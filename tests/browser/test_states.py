@@ -112,6 +112,8 @@ def test_when_the_server_is_unreachable_a_banner_shows_and_the_panel_recovers_wh
         world.server.start()
 
     panel.until(lambda: _banner(panel) == "", timeout=15)
+    # The outage's toasts sit over the list's foot until they time out; a person waits for them too.
+    panel.until(lambda: panel.toast_texts() == [], timeout=20)
     panel.press("button", "Load more memories")
     panel.until(lambda: len(panel.memories()) == 25)
     assert panel.shown_ids() == world.memory_ids(person)

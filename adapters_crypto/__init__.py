@@ -13,13 +13,14 @@ from adapters_crypto.keyring import (
     parse_key_ring,
     write_key_ring,
 )
-from adapters_crypto.sealer import AesGcmSealer, KeyedBlindIndex, derive_index_key
+from adapters_crypto.sealer import AesGcmSealer, KeyedBlindIndex, derive_document_mac_key, derive_index_key
 
 __all__ = [
     "FILE_MODE",
     "AesGcmSealer",
     "KeyRing",
     "KeyedBlindIndex",
+    "derive_document_mac_key",
     "derive_index_key",
     "load_key_ring",
     "new_key_ring",

@@ -11,7 +11,12 @@ key) random nonces stay within NIST SP 800-38D's bound, and `keys add` + `keys r
 retire a key long before.
 
 The blind-index key is derived from a ring key with HKDF-SHA256 (its own `info` label), so the
-same material never serves as both an AES key and an HMAC key.
+same material never serves as both an AES key and an HMAC key. So is the key that authenticates
+a row's tokens as a whole (its own label too).
+
+Blind tokens carry their format: format 2 (written now) is `s2` + 16 base32 characters; format 1
+(the original, read while rows still hold it) is the 16 characters alone. A later format gets its
+own stamp, so which rows hold which format can always be told from the tokens themselves.
 """
 
 from __future__ import annotations
@@ -35,6 +40,11 @@ from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Se
 FORMAT_VERSION = "1"
 NONCE_BYTES = 12
 _INDEX_INFO = b"memorybank/blind-index/1"
+_DOCUMENT_MAC_INFO = b"memorybank/search-mac/1"
+_DOCUMENT_MAC_PREFIX = b"memorybank/search-terms\x00"
+#: The token format written now, and the stamp each format's tokens start with (1: none).
+TOKEN_FORMAT = 2
+TOKEN_STAMPS = {1: "", 2: "s2"}
 _AAD_PREFIX = b"memorybank/seal/"
 #: Token length: 80 bits of HMAC, exactly 16 lowercase base32 characters (`[a-z2-7]`, no padding).
 #: Within InnoDB's 3..84 token sizes, never a stopword, one word to every tokenizer; two
@@ -49,18 +59,34 @@ def derive_index_key(material: bytes) -> bytes:
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_INDEX_INFO).derive(material)
 
 
-class KeyedBlindIndex(BlindIndex):
-    """Tokens = base32(HMAC-SHA256(index key, owner NUL term)[:10]): one posting list per (owner, term)."""
+def derive_document_mac_key(material: bytes) -> bytes:
+    """The 256-bit key that authenticates a row's tokens, derived from ring key `material` (HKDF, own label)."""
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_DOCUMENT_MAC_INFO).derive(material)
 
-    def __init__(self, key_id: str, index_key: bytes) -> None:
+
+class KeyedBlindIndex(BlindIndex):
+    """Tokens = stamp + base32(HMAC-SHA256(index key, owner NUL term)[:10]): one posting list per (owner, term).
+
+    A row's tokens are authenticated as a whole by HMAC-SHA256 under a second derived key over
+    (table, column, row id, owner, token count, tokens): `<format>.<base64url of 32 bytes>`.
+    """
+
+    def __init__(self, key_id: str, index_key: bytes, document_key: bytes, *, token_format: int = TOKEN_FORMAT) -> None:
         self._key_id = key_id
+        self._format = token_format
+        self._stamp = TOKEN_STAMPS[token_format]
         self._mac = hmac.new(index_key, digestmod=hashlib.sha256)
+        self._document_key = document_key
         # Bound per instance: a token is a pure function of (owner, term) under this key.
         self._cached = functools.lru_cache(maxsize=_TOKEN_CACHE)(self._compute)
 
     @property
     def key_id(self) -> str:
         return self._key_id
+
+    @property
+    def token_format(self) -> int:
+        return self._format
 
     def token(self, user_id: str, term: str) -> str:
         return self._cached(user_id, term)
@@ -69,7 +95,24 @@ class KeyedBlindIndex(BlindIndex):
         mac = self._mac.copy()
         # NUL never occurs in a TypeID, so (owner, term) pairs cannot run into each other.
         mac.update(user_id.encode("utf-8") + b"\x00" + term.encode("utf-8"))
-        return base64.b32encode(mac.digest()[:TOKEN_BYTES]).decode("ascii").lower()
+        return self._stamp + base64.b32encode(mac.digest()[:TOKEN_BYTES]).decode("ascii").lower()
+
+    def document_mac(self, binding: SealBinding, search_terms: str, doc_length: int) -> str:
+        if self._format < 2:
+            raise BrokenSealError("token format 1 carries no authenticator", key_id=self._key_id)
+        digest = self._document_digest(binding, search_terms, doc_length)
+        return f"{self._format}." + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+    def verifies(self, mac: str, binding: SealBinding, search_terms: str, doc_length: int) -> bool:
+        if self._format < 2:
+            return False
+        return hmac.compare_digest(mac, self.document_mac(binding, search_terms, doc_length))
+
+    def _document_digest(self, binding: SealBinding, search_terms: str, doc_length: int) -> bytes:
+        # Every field but the last is NUL-free (TypeIDs, fixed names, a number): the message is unambiguous.
+        fields = (binding.table, binding.column, binding.row_id, binding.user_id, str(doc_length), search_terms)
+        message = _DOCUMENT_MAC_PREFIX + "\x00".join(fields).encode("utf-8")
+        return hmac.digest(self._document_key, message, "sha256")
 
 
 def _associated_data(key_id: str, binding: SealBinding) -> bytes:
@@ -83,8 +126,12 @@ class AesGcmSealer(Sealer):
     def __init__(self, ring: KeyRing) -> None:
         self._ring = ring
         self._ciphers: Mapping[str, AESGCM] = {key_id: AESGCM(material) for key_id, material in ring.keys.items()}
-        self._indexes: Mapping[str, KeyedBlindIndex] = {
-            key_id: KeyedBlindIndex(key_id, derive_index_key(material)) for key_id, material in ring.keys.items()
+        self._indexes: Mapping[tuple[str, int], KeyedBlindIndex] = {
+            (key_id, token_format): KeyedBlindIndex(
+                key_id, derive_index_key(material), derive_document_mac_key(material), token_format=token_format
+            )
+            for key_id, material in ring.keys.items()
+            for token_format in TOKEN_STAMPS
         }
 
     def __repr__(self) -> str:
@@ -100,10 +147,10 @@ class AesGcmSealer(Sealer):
 
     @property
     def index(self) -> BlindIndex:
-        return self._indexes[self._ring.index]
+        return self._indexes[(self._ring.index, TOKEN_FORMAT)]
 
-    def index_for(self, key_id: str) -> BlindIndex | None:
-        return self._indexes.get(key_id)
+    def index_for(self, key_id: str, token_format: int) -> BlindIndex | None:
+        return self._indexes.get((key_id, token_format))
 
     def seal(self, plaintext: str, binding: SealBinding) -> str:
         key_id = self._ring.primary

@@ -23,9 +23,11 @@ from memorybank_search import OwnerIndexer
 
 _log = logging.getLogger("memorybank.storage")
 
-#: The search document is the search engines' business: loading memories leaves it in the table.
-SEARCH_COLUMNS = frozenset({"search_terms", "doc_length", "search_version"})
+#: The search document is the search engines' business: loading memories leaves it in the table,
+#: except on a sealed database, where each read checks the tokens' authenticator (sealed_rows).
+SEARCH_COLUMNS = frozenset({"search_terms", "doc_length", "search_version", "search_mac"})
 _ENTITY_COLUMNS = [column for column in memory_table.c if column.name not in SEARCH_COLUMNS]
+_CHECKED_COLUMNS = [column for column in memory_table.c if column.name != "search_version"]
 
 
 #: Contexts joined to their memory: same owner (the shard key), same memory.
@@ -64,6 +66,7 @@ class SqlMemoryStore(MemoryStore):
         self._engine = engine
         self._indexer = indexer
         self.codec = codec or RowCodec()
+        self._columns = _CHECKED_COLUMNS if self.codec.reads_search_columns else _ENTITY_COLUMNS
 
     def add(self, *, user_id: str, memory: Memory) -> None:
         if memory.user_id != user_id:
@@ -98,13 +101,7 @@ class SqlMemoryStore(MemoryStore):
             connection.execute(memory_context.insert(), contexts)
 
     def _memory_row(self, saved: Memory) -> dict[str, Any]:
-        document = self._indexer.document(saved)
-        return {
-            **self.codec.memory_row(saved),
-            "search_terms": document.search_terms,
-            "doc_length": document.doc_length,
-            "search_version": document.search_version,
-        }
+        return self.codec.memory_row(saved, self._indexer.document(saved))
 
     def get_many(self, *, user_id: str, memory_ids: Sequence[str]) -> Mapping[str, Memory]:
         wanted = list(dict.fromkeys(memory_ids))
@@ -113,7 +110,7 @@ class SqlMemoryStore(MemoryStore):
         # One round trip: each memory joined with its contexts (search loads its results here).
         with unavailable_on_driver_error("load"), reading(self._engine) as connection:
             rows = connection.execute(
-                sa.select(*_ENTITY_COLUMNS, *_CONTEXT_COLUMNS)
+                sa.select(*self._columns, *_CONTEXT_COLUMNS)
                 .select_from(_MEMORY_WITH_CONTEXTS)
                 .where(owned_memories(user_id), memory_table.c.id.in_(wanted))
                 .order_by(memory_table.c.id, memory_context.c.created_at, memory_context.c.id)
@@ -131,7 +128,7 @@ class SqlMemoryStore(MemoryStore):
         return {memory_id: memory for memory_id, memory in opened.items() if memory is not None}
 
     def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
-        query = sa.select(*_ENTITY_COLUMNS).where(owned_memories(user_id))
+        query = sa.select(*self._columns).where(owned_memories(user_id))
         if after is not None:
             # Expanded rather than a row comparison, so MySQL can range-scan the
             # (user_id, created_at, id) index.

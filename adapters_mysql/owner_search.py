@@ -11,11 +11,16 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
+from adapters_mysql import rewrite_fence
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory
 from adapters_mysql.unit_of_work import reading
 from memorybank_core import SearchEngine, SearchHit
 from memorybank_search import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
+
+#: How often a search overlapping rewriting batches runs again (adapters_mysql.rewrite_fence). A
+#: walk commits a batch every few milliseconds at most, so a rerun rarely overlaps another one.
+FENCED_ATTEMPTS = 20
 
 CandidateRow = sa.Row[str, str | None, int, int, int]
 """A candidate as the engines' SQL returns it: id, search_terms, doc_length, owner_count, owner_length."""
@@ -60,13 +65,18 @@ class OwnerScopedSearch(SearchEngine):
         if not tokens:
             return []
         with unavailable_on_driver_error("search"), reading(self._engine) as connection:
-            rows = self._candidates(connection, user_id, tokens, self._candidate_limit + 1)
-            if not rows:
-                return []
-            document_frequency = None
-            if len(rows) > self._candidate_limit:
-                rows = self._best_candidates(connection, user_id, tokens, rows)[: self._candidate_limit]
-                document_frequency = {token: self._matching_count(connection, user_id, token) for token in tokens}
+            if not self._indexer.rewrite_pending:
+                rows, document_frequency = self._fetch(connection, user_id, tokens)
+            else:
+                for _attempt in range(FENCED_ATTEMPTS):
+                    before = rewrite_fence.generation(connection)
+                    rows, document_frequency = self._fetch(connection, user_id, tokens)
+                    if rewrite_fence.generation(connection, wait_for_writers=True) == before:
+                        break
+                    # A rewriting batch overlapped: end this snapshot and look again.
+                    connection.rollback()
+        if not rows:
+            return []
         return rank_candidates(
             tokens,
             [Candidate(row.id, row.search_terms or "", row.doc_length) for row in rows],
@@ -75,6 +85,16 @@ class OwnerScopedSearch(SearchEngine):
             document_frequency=document_frequency,
             limit=limit,
         )
+
+    def _fetch(
+        self, connection: sa.Connection, user_id: str, tokens: Sequence[str]
+    ) -> tuple[Sequence[CandidateRow], dict[str, int] | None]:
+        """The candidates to rank, and the document frequencies when they had to be bounded."""
+        rows = self._candidates(connection, user_id, tokens, self._candidate_limit + 1)
+        if len(rows) <= self._candidate_limit:
+            return rows, None
+        rows = self._best_candidates(connection, user_id, tokens, rows)[: self._candidate_limit]
+        return rows, {token: self._matching_count(connection, user_id, token) for token in tokens}
 
     @abstractmethod
     def _candidates(

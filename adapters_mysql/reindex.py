@@ -7,8 +7,10 @@ one the storage now writes (plaintext before `encrypt`; an old sealing or index 
 memory (with any ring key), writes it back sealed under the primary key with a search document
 under the current index key, and updates each row only if nobody changed it meanwhile (same
 seal state and version). One transaction per batch, so the walk can be stopped and resumed at any
-point, and a server keeps serving beside it: every row is readable before and after its update.
-A row that does not open is logged by id, left as it is and counted.
+point, and a server keeps serving beside it: every row is readable before and after its update,
+and each batch bumps the rewrite fence first, so searches overlapping it run again rather than
+miss its rows (adapters_mysql.rewrite_fence). A row that does not open, or whose search tokens
+are not its own, is logged by id, left as it is and counted.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from typing import Any
 import attrs
 import sqlalchemy as sa
 
+from adapters_mysql import rewrite_fence
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory, memory_context
-from adapters_mysql.sealed_rows import RowCodec
+from adapters_mysql.sealed_rows import RowCodec, SealState
 from memorybank_core import BrokenSealError
 from memorybank_search import SEARCH_VERSION, OwnerIndexer
 
@@ -76,6 +79,7 @@ _MEMORY_UPDATE = (
             "search_terms": sa.bindparam("b_search_terms"),
             "doc_length": sa.bindparam("b_doc_length"),
             "search_version": sa.bindparam("b_search_version"),
+            "search_mac": sa.bindparam("b_search_mac"),
         }
     )
 )
@@ -107,6 +111,7 @@ def reindex(
     rewritten = broken = 0
     while True:
         with unavailable_on_driver_error("reindex"), writer.begin() as connection:
+            rewrite_fence.bump(connection)
             rows = connection.execute(
                 sa.select(memory)
                 .where(memory.c.id > after, _stale(codec, everything))
@@ -129,16 +134,19 @@ def reindex(
 
 
 def _same_index(row: Any, codec: RowCodec, everything: bool) -> bool:
-    """True when the row's search tokens are already the current ones (same index key, same scheme)."""
-    if everything or row.search_version != SEARCH_VERSION or row.seal_state is None or codec.state is None:
+    """True when the row's search tokens are already the current ones (same index key, format and scheme)."""
+    target = codec.seal_state
+    if everything or row.search_version != SEARCH_VERSION or row.seal_state is None or target is None:
         return False
-    return bool(row.seal_state.split(":")[-1] == codec.state.split(":")[-1])
+    state = SealState.parse(row.seal_state)  # it opened, so it parses
+    return (state.index_key, state.token_format) == (target.index_key, target.token_format)
 
 
 def _rewrite(
     connection: sa.Connection, indexer: OwnerIndexer, codec: RowCodec, row: Any, current: Any, everything: bool
 ) -> int:
-    values = codec.memory_row(current)
+    document = indexer.document(current)
+    values = codec.memory_row(current, document)
     parameters = {
         "b_id": row.id,
         "b_user_id": row.user_id,
@@ -151,11 +159,11 @@ def _rewrite(
     if _same_index(row, codec, everything):
         updated = connection.execute(_SEAL_UPDATE, parameters).rowcount
     else:
-        document = indexer.document(current)
         parameters.update(
-            b_search_terms=document.search_terms,
-            b_doc_length=document.doc_length,
-            b_search_version=document.search_version,
+            b_search_terms=values["search_terms"],
+            b_doc_length=values["doc_length"],
+            b_search_version=values["search_version"],
+            b_search_mac=values["search_mac"],
         )
         updated = connection.execute(_MEMORY_UPDATE, parameters).rowcount
     if updated != 1:

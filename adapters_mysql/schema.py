@@ -30,8 +30,10 @@ MYSQL_TABLE_OPTIONS: dict[str, Any] = {
     "mysql_collate": "utf8mb4_unicode_ci",
 }
 
-#: A row's seal state ("<key id>:<key id>") and a key id fit in this.
+#: A row's seal state ("<key id>:<key id>:<format>") and a key id fit in this.
 SEAL_STATE_LENGTH = 32
+#: A search-token authenticator: "<format>." + 43 base64url characters (HMAC-SHA256), with room to spare.
+SEARCH_MAC_LENGTH = 64
 
 #: The hex SHA-256 of a token, panel link or panel session secret.
 TOKEN_HASH_LENGTH = 64
@@ -104,6 +106,9 @@ memory = sa.Table(
     # Encryption at rest (adapters_mysql.sealed_rows): NULL for a plaintext row, else
     # "<sealing key id>:<index key id>". Re-sealing walks rows whose state is not the ring's.
     sa.Column("seal_state", sa.String(SEAL_STATE_LENGTH), nullable=True),
+    # The authenticator of a sealed row's search columns (tokens and their count), bound to the
+    # row; NULL for plaintext rows and rows sealed before revision 0008 (token format 1).
+    sa.Column("search_mac", sa.String(SEARCH_MAC_LENGTH), nullable=True),
     # Leftmost prefix serves `user_id = ?`; (created_at, id) serves the newest-first keyset listing;
     # scope and doc_length make the owner's BM25 statistics (count, total length) index-only.
     sa.Index("memory_user_id_created_at_id", "user_id", "created_at", "id", "scope", "doc_length"),
@@ -183,5 +188,24 @@ seal_key = sa.Table(
     **MYSQL_TABLE_OPTIONS,
 )
 
+#: One row (id 1) counting the batches that rewrote rows' search tokens (`memorybank encrypt`,
+#: `keys rotate`, `reindex`), bumped first in each batch's transaction. While such a walk may run,
+#: a search compares it before and after (adapters_mysql.rewrite_fence). No row yet reads as 0.
+reindex_generation = sa.Table(
+    "reindex_generation",
+    metadata,
+    sa.Column("id", sa.SmallInteger(), primary_key=True, autoincrement=False),
+    sa.Column("generation", sa.BigInteger(), nullable=False),
+    **MYSQL_TABLE_OPTIONS,
+)
+
 #: The tables this package owns, in creation order.
-TABLES: tuple[sa.Table, ...] = (memory, memory_context, api_token, panel_credential, api_token_revocations, seal_key)
+TABLES: tuple[sa.Table, ...] = (
+    memory,
+    memory_context,
+    api_token,
+    panel_credential,
+    api_token_revocations,
+    seal_key,
+    reindex_generation,
+)

@@ -6,6 +6,12 @@ open every one of them and hold every key a row's `seal_state` names; otherwise 
 refuses to start ("the configured key ring does not open this database (key ids seen: …)")
 rather than serve garbage or half the data. A database with no key-check value and no sealed row
 is a plaintext database.
+
+A key-check value also records how strict reads are (its binding says which): `open` (plaintext
+rows may still be read), `closed` (every row is sealed: a plaintext row fails closed) or `bound`
+(also every row's search tokens carry their authenticator: a row without one fails closed). A
+database only ever moves towards `bound`, and an attacker with write access cannot move it back
+without the key.
 """
 
 from __future__ import annotations
@@ -18,26 +24,32 @@ import sqlalchemy as sa
 
 from adapters_mysql.errors import SchemaNotReadyError, driver_error_code
 from adapters_mysql.schema import memory, seal_key
+from adapters_mysql.sealed_rows import SealState
 from memorybank_core import BrokenSealError, SealBinding, Sealer
 
 _CHECK_TEXT = "memorybank key check"
 _DUPLICATE_KEY = 1062
+#: How strict reads are, least to most; the binding label of each (see the module docstring).
+POLICIES = ("open", "closed", "bound")
 
 
 class KeyRingError(SchemaNotReadyError):
     """The key ring does not fit the database: missing where rows are sealed, or lacking a key they need."""
 
 
-def _check_binding(key_id: str, *, closed: bool) -> SealBinding:
-    # Bound to whether plaintext rows are still allowed here, so that flag cannot be flipped in
-    # the table: once every row is sealed, a plaintext row (a forged one) fails closed.
-    return SealBinding(
-        table=seal_key.name, column="check_value", row_id=f"{key_id}:{'closed' if closed else 'open'}", user_id=""
-    )
+def _check_binding(key_id: str, policy: str) -> SealBinding:
+    # Bound to the policy, so it cannot be flipped in the table: once every row is sealed, a
+    # plaintext row (a forged one) fails closed; once every row's tokens are authenticated, a row
+    # claiming the old unauthenticated format does too.
+    return SealBinding(table=seal_key.name, column="check_value", row_id=f"{key_id}:{policy}", user_id="")
 
 
 def _keys_of(state: str) -> tuple[str, ...]:
-    return tuple(state.split(":"))
+    try:
+        return SealState.parse(state).key_ids
+    except BrokenSealError:
+        # A malformed state names no key; the row itself fails closed when read.
+        return ()
 
 
 @attrs.frozen(kw_only=True)
@@ -66,9 +78,28 @@ class SealStatus:
         """True when anything here was ever sealed: the database then needs its key ring."""
         return bool(self.key_ids_seen)
 
-    def index_key_ids(self) -> list[str]:
-        """The index keys some row's search tokens were written under."""
-        return sorted({_keys_of(state)[-1] for state in self.states if state is not None})
+    @property
+    def unauthenticated_rows(self) -> int:
+        """How many sealed memories hold search tokens of format 1 (no authenticator; sealed before revision 0008)."""
+        return sum(count for state, count in self.states.items() if state is not None and _format_of(state) == 1)
+
+    def token_schemes(self) -> list[tuple[str, int]]:
+        """The (index key, token format) pairs some row's search tokens were written under."""
+        schemes = set()
+        for state in self.states:
+            if state is not None:
+                try:
+                    parsed = SealState.parse(state)
+                except BrokenSealError:
+                    continue
+                schemes.add((parsed.index_key, parsed.token_format))
+        return sorted(schemes)
+
+    def strictest_policy(self) -> str:
+        """The policy these rows allow: `bound` when no row is plaintext or unauthenticated, else `closed` or `open`."""
+        if self.plaintext_rows:
+            return "open"
+        return "closed" if self.unauthenticated_rows else "bound"
 
     def describe(self, target_state: str | None) -> str:
         """One line for `serve`, `migrate` and `check_ready`: which mode this database is in."""
@@ -76,11 +107,15 @@ class SealStatus:
         if target_state is None:
             return "plaintext: memories are stored unencrypted (no key ring configured)"
         behind = total - self.states.get(target_state, 0)
-        mode = f"sealed at rest with key {target_state.split(':')[0]} (index key {target_state.split(':')[-1]})"
+        target = SealState.parse(target_state)
+        mode = f"sealed at rest with key {target.sealing_key} (index key {target.index_key})"
         if self.plaintext_rows:
             return f"{mode}; {self.plaintext_rows} of {total} memories are still plaintext: run `memorybank encrypt`"
         if behind:
-            return f"{mode}; {behind} of {total} memories are under older keys: run `memorybank keys rotate`"
+            return (
+                f"{mode}; {behind} of {total} memories are under older keys or token formats: "
+                "run `memorybank keys rotate`"
+            )
         return f"{mode}; all {total} memories sealed"
 
 
@@ -91,17 +126,24 @@ def read_status(connection: sa.Connection) -> SealStatus:
     return SealStatus(registered=registered, states={state: int(count) for state, count in counts})
 
 
-def verify(status: SealStatus, sealer: Sealer | None, checks: Mapping[str, str]) -> bool:
+def _format_of(state: str) -> int:
+    try:
+        return SealState.parse(state).token_format
+    except BrokenSealError:
+        return 0
+
+
+def verify(status: SealStatus, sealer: Sealer | None, checks: Mapping[str, str]) -> str:
     """Refuse a key ring (or its absence) that cannot open everything the database holds.
 
-    Returns True when plaintext rows are closed: every row was sealed once, so none may be read.
+    Returns the strictest policy a key-check value records (`open` for a plaintext database).
 
     Raises:
         KeyRingError: sealed data and no ring, or a ring lacking or not opening a key seen here.
     """
     seen = status.key_ids_seen
     if not seen:
-        return False
+        return "open"
     listed = ", ".join(seen)
     if sealer is None:
         raise KeyRingError(
@@ -109,28 +151,29 @@ def verify(status: SealStatus, sealer: Sealer | None, checks: Mapping[str, str])
             "--key-file or MEMORYBANK_KEY_FILE"
         )
     missing = [key_id for key_id in seen if key_id not in sealer.key_ids]
-    closed = False
+    strictest = "open"
     for key_id, check in checks.items():
         policy = _opened_policy(sealer, key_id, check)
         if policy is None:
             missing.append(key_id)
-        closed = closed or bool(policy)
+        elif POLICIES.index(policy) > POLICIES.index(strictest):
+            strictest = policy
     if missing:
         raise KeyRingError(
             f"the configured key ring does not open this database (key ids seen: {listed}; "
             f"not opened: {', '.join(sorted(set(missing)))})"
         )
-    return closed
+    return strictest
 
 
-def _opened_policy(sealer: Sealer, key_id: str, check: str) -> bool | None:
-    """True (closed) or False (open) as the check value opens; None when it does not open at all."""
-    for closed in (True, False):
+def _opened_policy(sealer: Sealer, key_id: str, check: str) -> str | None:
+    """The policy the check value opens under; None when it does not open at all."""
+    for policy in reversed(POLICIES):
         try:
-            sealer.open(check, _check_binding(key_id, closed=closed))
+            sealer.open(check, _check_binding(key_id, policy))
         except BrokenSealError:
             continue
-        return closed
+        return policy
     return None
 
 
@@ -140,16 +183,16 @@ def check_values(connection: sa.Connection) -> dict[str, str]:
     return dict(rows)
 
 
-def register_primary(connection: sa.Connection, sealer: Sealer, *, closed: bool) -> None:
+def register_primary(connection: sa.Connection, sealer: Sealer, *, policy: str) -> None:
     """Store the key-check value of the ring's primary key, unless it is there already (safe to race).
 
-    `closed`: no plaintext row exists, so none may ever be read.
+    `policy`: how strict reads are from now on (`POLICIES`).
     """
     key_id = sealer.primary_key_id
     exists = connection.execute(sa.select(seal_key.c.key_id).where(seal_key.c.key_id == key_id)).first()
     if exists is not None:
         return
-    value = sealer.seal(_CHECK_TEXT, _check_binding(key_id, closed=closed))
+    value = sealer.seal(_CHECK_TEXT, _check_binding(key_id, policy))
     try:
         connection.execute(seal_key.insert().values(key_id=key_id, check_value=value, created_at=datetime.now(UTC)))
     except sa.exc.IntegrityError as error:
@@ -158,9 +201,9 @@ def register_primary(connection: sa.Connection, sealer: Sealer, *, closed: bool)
             raise
 
 
-def close_plaintext(connection: sa.Connection, sealer: Sealer) -> None:
-    """Record that every row is sealed: from the next start on, a plaintext row fails closed."""
-    value = sealer.seal(_CHECK_TEXT, _check_binding(sealer.primary_key_id, closed=True))
+def tighten(connection: sa.Connection, sealer: Sealer, policy: str) -> None:
+    """Record `policy` (`closed` or `bound`) in the primary key's check value: from the next start on, it holds."""
+    value = sealer.seal(_CHECK_TEXT, _check_binding(sealer.primary_key_id, policy))
     connection.execute(seal_key.update().where(seal_key.c.key_id == sealer.primary_key_id).values(check_value=value))
 
 

@@ -4,19 +4,25 @@
 `Sealer` the user texts are stored as they are. With one, each stored user text — `content`,
 the `tags` list, each context's `snippet` and its citation ids — is sealed and bound to its
 place (table, column, row id, owner; a context also to its memory), and `memory.seal_state`
-records the keys that wrote the row ("<sealing key>:<index key>"; NULL: plaintext).
+records the keys that wrote the row and the blind tokens' format (`SealState`; NULL: plaintext).
+The row's search document (its blind tokens and their count) gets an authenticator in
+`memory.search_mac`, bound to the row's place the same way.
 
 Reading fails closed: a value that does not open (flipped byte, moved from another row or
 another user's row, a key the ring lacks, a plaintext row in a database that no longer allows
-them) raises `BrokenSealError`; the store then treats that memory as unavailable and logs its
-id, and the other memories keep working.
+them), or search tokens whose authenticator does not match (swapped with another row's or
+another user's), raises `BrokenSealError`; the store then treats that memory as unavailable and
+logs its id, and the other memories keep working.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
+
+import attrs
 
 from memorybank_core import (
     BrokenSealError,
@@ -30,32 +36,80 @@ from memorybank_core import (
     Source,
 )
 from memorybank_core.wire import citation_ids
+from memorybank_search import SearchDocument
 
 MEMORY_TABLE = "memory"
 CONTEXT_TABLE = "memory_context"
+_SEAL_STATE = re.compile(r"(k[0-9a-z]{8}):(k[0-9a-z]{8})(?::([0-9]{1,3}))?")
 
 
-def seal_state(sealer: Sealer, index_key_id: str) -> str:
-    """What `memory.seal_state` holds for a row sealed by `sealer` and indexed under `index_key_id`."""
-    return f"{sealer.primary_key_id}:{index_key_id}"
+@attrs.frozen
+class SealState:
+    """What `memory.seal_state` says: the sealing key, the index key, and the blind tokens' format.
+
+    Stored as `<sealing key>:<index key>:<format>`; rows written before token format 2 hold
+    `<sealing key>:<index key>` (format 1, tokens without an authenticator).
+    """
+
+    sealing_key: str
+    index_key: str
+    token_format: int
+
+    @classmethod
+    def parse(cls, text: str) -> SealState:
+        """The state `text` spells.
+
+        Raises:
+            BrokenSealError: `text` is not a seal state.
+        """
+        matched = _SEAL_STATE.fullmatch(text)
+        if matched is None:
+            raise BrokenSealError("the row's seal state is malformed")
+        return cls(matched[1], matched[2], int(matched[3] or 1))
+
+    def __str__(self) -> str:
+        if self.token_format == 1:
+            return f"{self.sealing_key}:{self.index_key}"
+        return f"{self.sealing_key}:{self.index_key}:{self.token_format}"
+
+    @property
+    def key_ids(self) -> tuple[str, str]:
+        """The ring keys a row in this state needs."""
+        return (self.sealing_key, self.index_key)
 
 
 class RowCodec:
     """Builds `memory` / `memory_context` rows from entities and entities from rows, sealing when keyed."""
 
-    def __init__(self, sealer: Sealer | None = None, *, index_key_id: str | None = None) -> None:
+    def __init__(self, sealer: Sealer | None = None) -> None:
         self._sealer = sealer
-        self._state = seal_state(sealer, index_key_id or sealer.primary_key_id) if sealer is not None else None
+        self._state = (
+            SealState(sealer.primary_key_id, sealer.index.key_id, sealer.index.token_format)
+            if sealer is not None
+            else None
+        )
         #: Whether a plaintext row may be read: True until every row is sealed (`SqlStorage` decides).
         self.plaintext_allowed = True
+        #: Whether a sealed row of an unauthenticated token format (1) may be read: True until none is left.
+        self.unauthenticated_tokens_allowed = True
 
     @property
     def state(self) -> str | None:
         """The `seal_state` this codec writes (None: plaintext)."""
+        return str(self._state) if self._state is not None else None
+
+    @property
+    def seal_state(self) -> SealState | None:
+        """The state this codec writes, parsed (None: plaintext)."""
         return self._state
 
-    def memory_row(self, saved: Memory) -> dict[str, Any]:
-        """The `memory` row of `saved`, without its search columns."""
+    @property
+    def reads_search_columns(self) -> bool:
+        """True when reading a memory needs its search columns too (to check their authenticator)."""
+        return self._sealer is not None
+
+    def memory_row(self, saved: Memory, document: SearchDocument) -> dict[str, Any]:
+        """The `memory` row of `saved`, with its search `document` (and its authenticator, when sealing)."""
         tags: Any = list(saved.tags) if saved.tags else None
         content = saved.content
         if self._sealer is not None:
@@ -72,8 +126,18 @@ class RowCodec:
             "tags": tags,
             "created_at": saved.created_at,
             "updated_at": saved.updated_at,
-            "seal_state": self._state,
+            "seal_state": self.state,
+            "search_terms": document.search_terms,
+            "doc_length": document.doc_length,
+            "search_version": document.search_version,
+            "search_mac": self.document_mac(saved.id, saved.user_id, document) if self._sealer is not None else None,
         }
+
+    def document_mac(self, memory_id: str, user_id: str, document: SearchDocument) -> str:
+        """The authenticator of `document` as the search tokens of memory `memory_id` of `user_id`."""
+        assert self._sealer is not None  # noqa: S101 - only called when sealing
+        binding = _terms_binding(memory_id, user_id)
+        return self._sealer.index.document_mac(binding, document.search_terms, document.doc_length)
 
     def context_row(self, context: MemoryContext, user_id: str) -> dict[str, Any]:
         """The `memory_context` row of `context`, owned by `user_id`."""
@@ -108,6 +172,7 @@ class RowCodec:
         content = row.content
         tags = row.tags
         if sealed:
+            self._check_tokens(row)
             content = self._open(content, MEMORY_TABLE, "content", row.id, row.user_id)
             if tags is not None:
                 tags = _json_list(self._open(tags, MEMORY_TABLE, "tags", row.id, row.user_id))
@@ -145,6 +210,24 @@ class RowCodec:
             created_at=row.created_at,
         )
 
+    def _check_tokens(self, row: Any) -> None:
+        """Refuse a sealed row whose search tokens are not the ones written for it (swapped, moved, edited)."""
+        assert self._sealer is not None  # noqa: S101 - only called for sealed rows, checked above
+        state = SealState.parse(row.seal_state)
+        if state.token_format == 1:
+            if not self.unauthenticated_tokens_allowed:
+                raise BrokenSealError("search tokens without an authenticator where every row has one")
+            return
+        index = self._sealer.index_for(state.index_key, state.token_format)
+        if index is None:
+            raise BrokenSealError("search tokens under an index key or format the ring lacks", key_id=state.index_key)
+        mac = row.search_mac
+        terms = row.search_terms or ""
+        if not isinstance(mac, str) or not index.verifies(
+            mac, _terms_binding(row.id, row.user_id), terms, row.doc_length
+        ):
+            raise BrokenSealError("search tokens do not belong to this row (tampered or moved)", key_id=state.index_key)
+
     def _seal(self, text: str, table: str, column: str, row_id: str, user_id: str) -> str:
         assert self._sealer is not None  # noqa: S101 - only called when sealing
         return self._sealer.seal(text, SealBinding(table=table, column=column, row_id=row_id, user_id=user_id))
@@ -154,6 +237,10 @@ class RowCodec:
         if not isinstance(value, str):
             raise BrokenSealError(f"{table}.{column} is not a sealed value")
         return self._sealer.open(value, SealBinding(table=table, column=column, row_id=row_id, user_id=user_id))
+
+
+def _terms_binding(memory_id: str, user_id: str) -> SealBinding:
+    return SealBinding(table=MEMORY_TABLE, column="search_terms", row_id=memory_id, user_id=user_id)
 
 
 def _context_row_id(memory_id: str, context_id: str) -> str:

@@ -28,12 +28,13 @@ from adapters_mysql.retrying import ResilientMemoryStore, ResilientSearch, Resil
 from adapters_mysql.revisions import current_revision, head_revision, revisions_after, stamp_head, upgrade_to_head
 from adapters_mysql.schema import metadata
 from adapters_mysql.seal_keys import (
+    POLICIES,
     SealStatus,
     check_values,
-    close_plaintext,
     forget_unused,
     read_status,
     register_primary,
+    tighten,
     verify,
 )
 from adapters_mysql.sealed_rows import RowCodec
@@ -75,6 +76,19 @@ _SEARCH_ENGINES: dict[str, type[OwnerScopedSearch]] = {
     "mysql": MysqlOwnerScopedSearch,
     "sqlite": SqliteOwnerScopedSearch,
 }
+
+
+class SpiderSealingError(InvalidInputError):
+    """A key ring was configured for a sharded (Spider) deployment, which cannot seal yet: refused at startup."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "key-file",
+            "is set, but encryption at rest is not supported on a sharded (Spider) deployment yet: each data "
+            "node would need its own key checks and re-sealing walks. Run the head without a key ring "
+            "(no --key-file, MEMORYBANK_KEY_FILE or MEMORYBANK_KEYS), or seal an unsharded database "
+            "(docs/security.md)",
+        )
 
 
 class DatabaseMissingError(UnavailableError):
@@ -139,7 +153,9 @@ class SqlStorage:
         self.dialect_name: str = engine.dialect.name
         self.indexer = indexer
         self.sealer = sealer
-        self.codec = RowCodec(sealer, index_key_id=written)
+        if sealer is not None and spider_head:
+            raise SpiderSealingError
+        self.codec = RowCodec(sealer)
         store = (SpiderMemoryStore if spider_head else SqlMemoryStore)(engine, indexer, self.codec)
         # Every port is retried after a lost connection or a conflict (adapters_mysql.retrying).
         self.store = ResilientMemoryStore(store)
@@ -222,8 +238,9 @@ class SqlStorage:
         )
         if self.sealer is not None and not report.broken:
             with unavailable_on_driver_error("reindex"), for_writing(self.engine).begin() as connection:
-                if not read_status(connection).plaintext_rows:
-                    close_plaintext(connection, self.sealer)
+                policy = read_status(connection).strictest_policy()
+                if policy != "open":
+                    tighten(connection, self.sealer, policy)
                 forget_unused(connection, self.sealer)
         if self.dialect_name == "sqlite":
             with unavailable_on_driver_error("reindex"):
@@ -255,17 +272,24 @@ class SqlStorage:
         """
         with unavailable_on_driver_error("key check"), for_writing(self.engine).begin() as connection:
             status = read_status(connection)
-            closed = verify(status, self.sealer, check_values(connection))
+            recorded = verify(status, self.sealer, check_values(connection))
+            # Only ever stricter: what a key check records, or what the rows now allow.
+            policy = max(recorded, status.strictest_policy(), key=POLICIES.index)
             if self.sealer is not None:
-                register_primary(connection, self.sealer, closed=closed or not status.plaintext_rows)
+                register_primary(connection, self.sealer, policy=policy)
         _log.info("database mode: %s", status.describe(self.codec.state))
         if self.sealer is None:
             return
-        allowed = bool(status.plaintext_rows) and not closed
-        schemes: list[BlindIndex | None] = [None] if allowed else []
-        schemes += [index for key_id in status.index_key_ids() if (index := self.sealer.index_for(key_id)) is not None]
+        plaintext_allowed = bool(status.plaintext_rows) and policy == "open"
+        schemes: list[BlindIndex | None] = [None] if plaintext_allowed else []
+        schemes += [
+            index
+            for key_id, token_format in status.token_schemes()
+            if (index := self.sealer.index_for(key_id, token_format)) is not None
+        ]
         self.indexer.also_search(schemes)
-        self.codec.plaintext_allowed = allowed
+        self.codec.plaintext_allowed = plaintext_allowed
+        self.codec.unauthenticated_tokens_allowed = bool(status.unauthenticated_rows) and policy != "bound"
 
     def check_ready(self) -> None:
         """Refuse to serve a database that is not at head or lacks its search index.

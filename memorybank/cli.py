@@ -552,7 +552,7 @@ def _migrate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
     from memorybank import composition
 
     if args.shards is not None:
-        _migrate_sharded(args.shards, choice, out)
+        _migrate_sharded(args.shards, choice, args.keys, out)
         return
     storage, created_database = composition.open_storage_for_migration(choice, args.keys)
     try:
@@ -579,14 +579,14 @@ def _migrate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
     print(f"{PROGRAM}: {mode}", file=out)
 
 
-def _migrate_sharded(shards_option: str, choice: DatabaseChoice, out: TextIO) -> None:
+def _migrate_sharded(shards_option: str, choice: DatabaseChoice, keys: KeyRingChoice | None, out: TextIO) -> None:
     from adapters_mysql import split_shard_urls
     from memorybank import composition
 
     if choice.embedded_path is not None:
         raise CommandError("--shards needs --db (or $MEMORYBANK_DATABASE_URL) naming the Spider head", EXIT_BAD_INPUT)
     shards = split_shard_urls(shards_option)
-    composition.migrate_sharded(choice, shards)
+    composition.migrate_sharded(choice, shards, keys)
     print(
         f"{PROGRAM}: the schema of {len(shards)} data nodes and the head {redacted(choice.url)} is up to date", file=out
     )

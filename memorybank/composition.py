@@ -22,7 +22,14 @@ from adapters_crypto import AesGcmSealer, load_key_ring, parse_key_ring
 from adapters_http import Authenticate, RequestObserver, bearer_resolver, create_app, system_routes
 from adapters_http.draining import ConnectionDraining
 from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
-from adapters_mysql import DatabaseMissingError, SchemaNotReadyError, SqlStorage, create_database, open_storage
+from adapters_mysql import (
+    DatabaseMissingError,
+    SchemaNotReadyError,
+    SpiderSealingError,
+    SqlStorage,
+    create_database,
+    open_storage,
+)
 from adapters_oidc import IssuerTokenVerifier
 from memorybank.settings import DatabaseChoice, KeyRingChoice, prepare_embedded_directory
 from memorybank_core import (
@@ -111,14 +118,17 @@ def open_storage_for_migration(choice: DatabaseChoice, keys: KeyRingChoice | Non
         return _open_storage(choice, keys), True
 
 
-def migrate_sharded(choice: DatabaseChoice, shard_urls: Sequence[str]) -> None:
+def migrate_sharded(choice: DatabaseChoice, shard_urls: Sequence[str], keys: KeyRingChoice | None) -> None:
     """`memorybank migrate --shards`: every data node, then the Spider head named by `choice`.
 
     Raises:
+        SpiderSealingError: a key ring is configured (a sharded deployment cannot seal yet).
         InvalidInputError: a malformed URL.
         UnavailableError: a node or the head cannot be reached.
         SchemaNotReadyError: the head spreads its tables over a different number of nodes.
     """
+    if load_sealer(keys) is not None:
+        raise SpiderSealingError
     adapters_mysql.migrate_sharded(choice.url, shard_urls, indexer=OwnerIndexer())
 
 

@@ -6,6 +6,9 @@ column, row id and owner — so a value copied into another row, or another user
 open. The blind index turns an owner's search terms into keyed tokens, so a full-text index can
 still keep one posting list per (owner, term) without holding the words.
 
+Each row's tokens carry an authenticator under the index key, bound to the row's place, so tokens
+moved between rows or owners are detected and the row fails closed like a tampered sealed value.
+
 The core defines only the shapes; `adapters_crypto` implements them (AES-256-GCM, HMAC-SHA256).
 """
 
@@ -37,16 +40,37 @@ class BrokenSealError(ValueError):
 
 
 class BlindIndex(Protocol):
-    """Keyed search tokens: the same (owner, term) always gives the same token under one key."""
+    """Keyed search tokens: the same (owner, term) always gives the same token under one key and format.
+
+    A row's tokens are also authenticated as a whole (`document_mac`): bound to the row's place
+    and length, so tokens swapped between rows or users are detected on read, not merely unmatched.
+    """
 
     @property
     @abstractmethod
     def key_id(self) -> str:
         """The id of the ring key this index key is derived from."""
 
+    @property
+    @abstractmethod
+    def token_format(self) -> int:
+        """The token format version this index writes (stamped into each token; 1: the unstamped original)."""
+
     @abstractmethod
     def token(self, user_id: str, term: str) -> str:
         """The token stored and searched for `term` of `user_id`: `[0-9a-z]`, fixed length."""
+
+    @abstractmethod
+    def document_mac(self, binding: SealBinding, search_terms: str, doc_length: int) -> str:
+        """An authenticator of a row's tokens and their count, bound to the row's place (`binding`).
+
+        Raises:
+            BrokenSealError: this index's token format carries no authenticator (format 1).
+        """
+
+    @abstractmethod
+    def verifies(self, mac: str, binding: SealBinding, search_terms: str, doc_length: int) -> bool:
+        """True when `mac` is this index's authenticator of exactly these tokens at exactly this place."""
 
 
 class Sealer(Protocol):
@@ -68,8 +92,8 @@ class Sealer(Protocol):
         """The blind index new search documents are written with."""
 
     @abstractmethod
-    def index_for(self, key_id: str) -> BlindIndex | None:
-        """The blind index derived from ring key `key_id`; None if the ring lacks it."""
+    def index_for(self, key_id: str, token_format: int) -> BlindIndex | None:
+        """The blind index of `token_format` derived from ring key `key_id`; None if the ring lacks either."""
 
     @abstractmethod
     def seal(self, plaintext: str, binding: SealBinding) -> str:

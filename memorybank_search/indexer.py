@@ -110,6 +110,11 @@ class OwnerIndexer:
         """Match rows tokenized by `schemes` too (None: plaintext owner tags), besides the writing scheme."""
         self._query_schemes = tuple(dict.fromkeys((self.blind_index, *schemes)))
 
+    @property
+    def rewrite_pending(self) -> bool:
+        """True while rows carry tokens of another scheme: a walk may be rewriting them as searches run."""
+        return len(self._query_schemes) > 1
+
     def document(self, memory: Memory) -> SearchDocument:
         """The search document of `memory`: what the SQL engines store beside it."""
         terms = [term for field in search_fields(memory) for term in self.analyzer.document_terms(field)]

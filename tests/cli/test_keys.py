@@ -146,3 +146,18 @@ def test_add_rotate_and_remove_a_key(run: Run, db_url: str, tmp_path: Path) -> N
     assert run("keys", "remove", old, "--key-file", str(keys)).status == 0
     assert set(load_key_ring(keys).keys) == {new}
     assert run("export", "--user", USER, "--db", db_url, "--key-file", str(keys)).out.count(CANARY) == 3
+
+
+def test_migrate_of_a_sharded_deployment_with_a_key_ring_is_refused_before_touching_anything(
+    run: Run, tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys.json"
+    assert run("keys", "create", "--out", str(keys)).status == 0
+    # Nothing listens on port 9: a refusal that connected first would say so instead.
+    nodes = "mysql://u@127.0.0.1:9/a,mysql://u@127.0.0.1:9/b"
+
+    refused = run("migrate", "--db", "mysql://u@127.0.0.1:9/head", "--shards", nodes, "--key-file", str(keys))
+
+    assert refused.status == 2
+    assert "not supported on a sharded (Spider) deployment" in refused.err
+    assert "docs/security.md" in refused.err

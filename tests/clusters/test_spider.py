@@ -135,6 +135,17 @@ def test_serve_refuses_a_head_whose_data_node_is_behind(cluster: SpiderCluster) 
     assert "--shards" in refused.stderr
 
 
+def test_serve_refuses_a_head_with_a_key_ring(cluster: SpiderCluster, tmp_path: Path) -> None:
+    keys = tmp_path / "keys.json"
+    assert run_memorybank(["keys", "create", "--out", str(keys)]).returncode == 0
+
+    refused = run_memorybank(["serve", "--db", cluster.head.url(), "--port", "0", "--key-file", str(keys)])
+
+    assert refused.returncode != 0
+    assert "not supported on a sharded (Spider) deployment" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
 def test_every_statement_through_the_head_carries_one_owner(head: SqlStorage, statements: list[Statement]) -> None:
     check_every_statement_carries_one_owner(head, statements)
 

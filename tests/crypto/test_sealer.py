@@ -5,9 +5,11 @@ from __future__ import annotations
 import base64
 import re
 
+import attrs
 import pytest
 
-from adapters_crypto import AesGcmSealer, KeyedBlindIndex, derive_index_key, new_key_ring
+from adapters_crypto import AesGcmSealer, KeyedBlindIndex, derive_document_mac_key, derive_index_key, new_key_ring
+from adapters_crypto.sealer import TOKEN_FORMAT
 from memorybank_core import BrokenSealError, SealBinding
 
 HERE = SealBinding(table="memory", column="content", row_id="mem_01", user_id="usr_alice")
@@ -120,8 +122,14 @@ def test_the_sealer_never_prints_key_material() -> None:
 # The blind index
 
 
+def _index(key_id: str, material: bytes, token_format: int = TOKEN_FORMAT) -> KeyedBlindIndex:
+    return KeyedBlindIndex(
+        key_id, derive_index_key(material), derive_document_mac_key(material), token_format=token_format
+    )
+
+
 def test_blind_tokens_are_stable_per_owner_and_term_and_differ_across_owners() -> None:
-    index = KeyedBlindIndex("k00000000", derive_index_key(b"\x01" * 32))
+    index = _index("k00000000", b"\x01" * 32)
 
     assert index.token("usr_a", "staging") == index.token("usr_a", "staging")
     assert index.token("usr_a", "staging") != index.token("usr_b", "staging")
@@ -130,22 +138,62 @@ def test_blind_tokens_are_stable_per_owner_and_term_and_differ_across_owners() -
 
 def test_blind_tokens_fit_every_full_text_tokenizer() -> None:
     # One word of [0-9a-z] within InnoDB's 3..84 token sizes (see docs/security.md).
-    index = KeyedBlindIndex("k00000000", derive_index_key(b"\x02" * 32))
+    index = _index("k00000000", b"\x02" * 32)
 
     for term in ["go", "東京", "c++", "x" * 200, ""]:
-        assert re.fullmatch(r"[a-z2-7]{16}", index.token("usr_a", term))
+        assert re.fullmatch(r"s2[a-z2-7]{16}", index.token("usr_a", term))
+
+
+def test_tokens_carry_their_format_and_format_1_is_the_unstamped_original() -> None:
+    current = _index("k00000000", b"\x02" * 32)
+    original = _index("k00000000", b"\x02" * 32, token_format=1)
+
+    assert current.token_format == TOKEN_FORMAT == 2
+    assert re.fullmatch(r"[a-z2-7]{16}", original.token("usr_a", "staging"))
+    assert current.token("usr_a", "staging") == "s2" + original.token("usr_a", "staging")
+
+
+# The tokens' authenticator
+
+ROW = SealBinding(table="memory", column="search_terms", row_id="mem_1", user_id="usr_a")
+
+
+def test_a_rows_tokens_verify_only_at_their_own_place_with_their_own_count() -> None:
+    index = _index("k00000000", b"\x06" * 32)
+    mac = index.document_mac(ROW, "s2aaaa s2bbbb", 2)
+
+    assert index.verifies(mac, ROW, "s2aaaa s2bbbb", 2)
+    assert not index.verifies(mac, ROW, "s2aaaa s2cccc", 2)
+    assert not index.verifies(mac, ROW, "s2aaaa s2bbbb", 3)
+    assert not index.verifies(mac, attrs.evolve(ROW, row_id="mem_2"), "s2aaaa s2bbbb", 2)
+    assert not index.verifies(mac, attrs.evolve(ROW, user_id="usr_b"), "s2aaaa s2bbbb", 2)
+    assert not _index("k00000001", b"\x07" * 32).verifies(mac, ROW, "s2aaaa s2bbbb", 2)
+
+
+def test_format_1_tokens_have_no_authenticator() -> None:
+    original = _index("k00000000", b"\x06" * 32, token_format=1)
+
+    with pytest.raises(BrokenSealError):
+        original.document_mac(ROW, "aaaa", 1)
+    assert not original.verifies("2.x", ROW, "aaaa", 1)
+
+
+def test_the_authenticator_key_is_neither_the_index_nor_the_sealing_key() -> None:
+    material = b"\x08" * 32
+
+    assert derive_document_mac_key(material) not in (material, derive_index_key(material))
 
 
 def test_blind_tokens_depend_on_the_index_key_and_hide_the_term() -> None:
-    one = KeyedBlindIndex("k00000000", derive_index_key(b"\x03" * 32))
-    two = KeyedBlindIndex("k00000001", derive_index_key(b"\x04" * 32))
+    one = _index("k00000000", b"\x03" * 32)
+    two = _index("k00000001", b"\x04" * 32)
 
     assert one.token("usr_a", "staging") != two.token("usr_a", "staging")
     assert "stag" not in one.token("usr_a", "staging")
 
 
 def test_owner_and_term_cannot_run_into_each_other() -> None:
-    index = KeyedBlindIndex("k00000000", derive_index_key(b"\x05" * 32))
+    index = _index("k00000000", b"\x05" * 32)
 
     assert index.token("usr_ab", "c") != index.token("usr_a", "bc")
 

@@ -14,8 +14,10 @@ import pytest
 import sqlalchemy as sa
 
 from adapters_crypto import AesGcmSealer, KeyRing, new_key_ring
-from adapters_mysql import KeyRingError, SqlStorage, open_storage
+from adapters_mysql import KeyRingError, SpiderSealingError, SqlStorage, open_storage
 from adapters_mysql.schema import memory, memory_context, seal_key
+from adapters_mysql.seal_keys import tighten
+from adapters_mysql.sealed_rows import SealState
 from memorybank.portability import export_user, import_lines
 from memorybank_core import MemoryBank, SaveRequest
 from memorybank_search import OwnerIndexer
@@ -142,6 +144,21 @@ def test_the_sqlite_file_holds_no_canary(tmp_path: Path) -> None:
     assert CANARY.upper().encode() not in raw
 
 
+def test_a_spider_head_with_a_key_ring_is_refused_at_startup(tmp_path: Path) -> None:
+    # A sharded deployment cannot seal yet: refused with a message, never served half-sealed.
+    sealer = AesGcmSealer(new_key_ring())
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'x.sqlite3'}")
+    with pytest.raises(SpiderSealingError, match=r"not supported on a sharded \(Spider\) deployment"):
+        SqlStorage(
+            engine=engine,
+            indexer=OwnerIndexer(blind_index=sealer.index),
+            display_url="head",
+            sealer=sealer,
+            spider_head=True,
+        )
+    engine.dispose()
+
+
 def test_an_indexer_without_the_sealers_blind_index_is_refused(tmp_path: Path) -> None:
     # Sealed text beside readable search tokens would defeat the point.
     with pytest.raises(ValueError, match="blind index"):
@@ -214,23 +231,53 @@ def test_a_snippet_moved_to_another_memory_fails_closed(sealed: tuple[SqlStorage
     assert found(bank, alice, "harbor") == [first]
 
 
-def test_swapped_search_tokens_of_two_users_leak_nothing(sealed: tuple[SqlStorage, MemoryBank]) -> None:
+def _swap_search_columns(storage: SqlStorage, first: str, second: str) -> None:
+    columns = (memory.c.search_terms, memory.c.doc_length)
+    with storage.engine.connect() as connection:
+        stored = {row[0]: row[1:] for row in connection.execute(sa.select(memory.c.id, *columns)).all()}
+    for target, source in ((first, second), (second, first)):
+        terms, length = stored[source]
+        _tamper(storage, memory.update().where(memory.c.id == target).values(search_terms=terms, doc_length=length))
+
+
+@pytest.mark.parametrize("whose", ["two users' rows", "two rows of one user"])
+def test_swapped_search_tokens_are_detected_logged_by_id_and_others_keep_working(
+    sealed: tuple[SqlStorage, MemoryBank], whose: str, caplog: pytest.LogCaptureFixture
+) -> None:
     storage, bank = sealed
     alice, bob = User(), User()
-    alices = save(bank, alice, "violet garden party")
-    bobs = save(bank, bob, "violet garden secret")
+    first = save(bank, alice, "violet garden party")
+    second = save(bank, bob if whose == "two users' rows" else alice, "violet garden secret")
     alice_kept = save(bank, alice, "violet tulips")
-    with storage.engine.connect() as connection:
-        terms = dict(connection.execute(sa.select(memory.c.id, memory.c.search_terms)).all())
-    _tamper(storage, memory.update().where(memory.c.id == alices).values(search_terms=terms[bobs]))
-    _tamper(storage, memory.update().where(memory.c.id == bobs).values(search_terms=terms[alices]))
+    bob_kept = save(bank, bob, "violet crocus")
+    _swap_search_columns(storage, first, second)
 
-    # Each row now holds tokens keyed to the other owner: no owner's query matches them.
-    assert found(bank, alice, "garden") == []
-    assert found(bank, bob, "garden") == []
-    assert found(bank, alice, "violet") == [alice_kept]
-    assert found(bank, bob, "secret") == []
-    assert [item.id for item in bank.list(bob).memories] == [bobs]
+    with caplog.at_level(logging.WARNING, logger="memorybank.storage"):
+        # Each tampered row is corrupt wherever it is read: never listed, never found.
+        assert [item.id for item in bank.list(alice).memories] == [alice_kept]
+        assert [item.id for item in bank.list(bob).memories] == [bob_kept]
+        assert found(bank, alice, "violet") == [alice_kept]
+        assert found(bank, bob, "violet") == [bob_kept]
+        assert found(bank, alice, "garden") == []
+        assert found(bank, alice, "secret") == []
+        assert found(bank, bob, "secret") == []
+    for tampered in (first, second):
+        assert f"memory {tampered} does not open (search tokens do not belong to this row" in caplog.text
+    assert "garden" not in caplog.text
+    assert "violet" not in caplog.text
+
+
+def test_a_row_claiming_the_unauthenticated_token_format_fails_closed(sealed: tuple[SqlStorage, MemoryBank]) -> None:
+    storage, bank = sealed
+    alice = User()
+    forged = save(bank, alice, "amber river")
+    kept = save(bank, alice, "amber lake")
+    state = SealState.parse(storage.codec.state or "")
+    legacy = f"{state.sealing_key}:{state.index_key}"
+    _tamper(storage, memory.update().where(memory.c.id == forged).values(seal_state=legacy, search_mac=None))
+
+    assert [item.id for item in bank.list(alice).memories] == [kept]
+    assert found(bank, alice, "amber") == [kept]
 
 
 def test_a_plaintext_row_in_a_fully_sealed_database_fails_closed(place: Place) -> None:
@@ -347,7 +394,7 @@ def test_keys_rotate_reseals_old_rows(place: Place, new_index: bool) -> None:
         states = set(connection.execute(sa.select(memory.c.seal_state)).scalars())
         registered = set(connection.execute(sa.select(seal_key.c.key_id)).scalars())
         terms_after = set(connection.execute(sa.select(memory.c.search_terms).where(memory.c.id != new)).scalars())
-    assert states == {f"{second.primary}:{second.index}"}
+    assert states == {f"{second.primary}:{second.index}:2"}
     assert not any(CANARY in value for value in raw_rows(storage))
     # Same index key: the search tokens are untouched; a new one re-tokenizes every row.
     assert (terms_after == terms_before) is not new_index
@@ -377,3 +424,67 @@ def test_export_writes_plaintext_and_import_seals(place: Place) -> None:
     assert report.imported == 1
     assert not any(CANARY in value for value in raw_rows(storage))
     assert [item.content for item in bank_over(storage).list(alice).memories] == [f"exported {CANARY}"]
+
+
+# A database sealed before token format 2 (revision 0008)
+
+
+def _as_sealed_before_revision_0008(storage: SqlStorage, ring: KeyRing) -> None:
+    """Rewrite every row as the code before revision 0008 wrote it: unstamped tokens, no authenticator.
+
+    And the key check as it recorded a fully sealed database then (`closed`).
+    """
+    sealer = AesGcmSealer(ring)
+    original = sealer.index_for(ring.index, 1)
+    assert original is not None
+    indexer = OwnerIndexer(blind_index=original)
+    with storage.engine.connect() as connection:
+        owners = set(connection.execute(sa.select(memory.c.user_id)).scalars())
+    memories = [item for owner in owners for item in storage.store.list(user_id=owner, limit=1000, after=None)]
+    with storage.engine.begin() as connection:
+        for item in memories:
+            document = indexer.document(item)
+            connection.execute(
+                memory.update()
+                .where(memory.c.id == item.id)
+                .values(
+                    search_terms=document.search_terms,
+                    seal_state=f"{ring.primary}:{ring.index}",
+                    search_mac=None,
+                )
+            )
+        tighten(connection, sealer, "closed")
+
+
+def test_a_database_sealed_before_token_format_2_keeps_working_and_rotate_upgrades_it(place: Place) -> None:
+    ring = new_key_ring()
+    storage = place.open(ring)
+    alice = User()
+    saved = [save(bank_over(storage), alice, f"legacy {CANARY} {n}") for n in range(3)]
+    before = dict(_scores(bank_over(storage), alice, CANARY))
+    _as_sealed_before_revision_0008(storage, ring)
+
+    # A server started on it (the new code) reads and finds the old rows, and writes new ones in format 2.
+    server = place.open(ring)
+    serving = bank_over(server)
+    assert "3 of 3 memories are under older keys or token formats" in server.describe_mode()
+    assert {item.id for item in serving.list(alice).memories} == set(saved)
+    assert dict(_scores(serving, alice, CANARY)) == pytest.approx(before)
+    fresh = save(serving, alice, f"fresh {CANARY}")
+    assert set(found(serving, alice, CANARY)) == {*saved, fresh}
+
+    report = place.open(ring).reindex(batch_size=2)
+
+    assert report.rewritten == 3
+    with server.engine.connect() as connection:
+        states = set(connection.execute(sa.select(memory.c.seal_state)).scalars())
+        macs = connection.execute(sa.select(memory.c.search_mac)).scalars().all()
+    assert states == {f"{ring.primary}:{ring.index}:2"}
+    assert all(mac is not None for mac in macs)
+    assert set(found(serving, alice, CANARY)) == {*saved, fresh}
+    # Every row now has its authenticator, and the key check records it: a row claiming the old
+    # format from now on fails closed.
+    after = place.open(ring)
+    _tamper(after, memory.update().where(memory.c.id == saved[0]).values(seal_state=f"{ring.primary}:{ring.index}"))
+    reopened = bank_over(place.open(ring))
+    assert {item.id for item in reopened.list(alice).memories} == {*saved[1:], fresh}

@@ -46,11 +46,10 @@ _DOCUMENT_MAC_PREFIX = b"memorybank/search-terms\x00"
 TOKEN_FORMAT = 2
 TOKEN_STAMPS = {1: "", 2: "s2"}
 _AAD_PREFIX = b"memorybank/seal/"
-#: Token length: 80 bits of HMAC, exactly 16 lowercase base32 characters (`[a-z2-7]`, no padding).
+#: Token body: 80 bits of HMAC, exactly 16 lowercase base32 characters (`[a-z2-7]`, no padding), after the stamp.
 #: Within InnoDB's 3..84 token sizes, never a stopword, one word to every tokenizer; two
 #: (owner, term) pairs collide with negligible odds.
 TOKEN_BYTES = 10
-TOKEN_LENGTH = 16
 _TOKEN_CACHE = 1 << 16
 
 

@@ -36,6 +36,7 @@ from memorybank_core import (
     UnavailableError,
 )
 from memorybank_core.events import LoggingEventSink
+from memorybank_core.offboarding import Offboarding
 from memorybank_core.tokens import SECRET_PREFIX
 from memorybank_search import OwnerIndexer
 
@@ -152,6 +153,17 @@ def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: E
         tokens=TokenService(store=storage.token_store, clock=clock),
         panel_sessions=PanelSessions(store=storage.panel_sessions, clock=clock),
     )
+
+
+def build_offboarding(
+    storage: SqlStorage, *, clock: Clock | None = None, events: EventSink | None = None
+) -> Offboarding:
+    """The operator's purge over `storage`: for `memorybank purge` and a host's deletion hook, never a route.
+
+    Raises:
+        PurgeUnsupportedError: `storage` is a Spider head (docs/operations.md).
+    """
+    return Offboarding(store=storage.purge_store, clock=clock, events=events)
 
 
 def credential_check(tokens: TokenService, issuers: IssuerTokenVerifier | None) -> Authenticate:

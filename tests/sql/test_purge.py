@@ -308,5 +308,5 @@ def test_the_receipt_names_what_was_asked_and_is_json(population: Population) ->
     assert receipt["removed"] == {"memories": 10, "contexts": 9, "tokens": 2, "panel_sessions": 2}
     assert str(receipt["run_id"]).startswith(f"{PURGE_RUN_PREFIX}_")
     assert receipt["dry_run"] is False
-    assert receipt["started_at"] <= receipt["finished_at"]
+    assert str(receipt["started_at"]) <= str(receipt["finished_at"])
     assert USER_PREFIX in str(receipt["subject"])

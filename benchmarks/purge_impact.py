@@ -2,12 +2,12 @@
 
     nice -n 10 python -m benchmarks.purge_impact [--memories 100000] [--batch-size 500] [--seconds 10]
 
-On MariaDB ($MEMORYBANK_BENCH_MYSQL_URL, default mysql://root@127.0.0.1:3306), in a database of its
-own (named after the process) that it drops at the end: one user with `--memories` memories (one context each), the measured
-user with 1,000, and 20 bystanders with 200 each, loaded through the bulk import path. The measured
-user's search is timed for `--seconds` while nothing else runs (idle), then while a real
-`memorybank purge --user` process deletes the large user (from its first write to its exit; the
-purge's time includes the command's start-up). Both phases run in this one
+On MariaDB ($MEMORYBANK_BENCH_MYSQL_URL, default mysql://root@127.0.0.1:3306), in a database of
+its own (named after the process) that it drops at the end: one user with `--memories` memories
+(one context each), the measured user with 1,000, and 20 bystanders with 200 each, loaded through
+the bulk import path. The measured user's search is timed for `--seconds` while nothing else runs
+(idle), then while a real `memorybank purge --user` process deletes the large user (from its first
+write to its exit; the purge's time includes the command's start-up). Both phases run in this one
 process, one after the other, so their ratio is the figure to read on a shared machine.
 """
 

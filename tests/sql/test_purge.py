@@ -9,22 +9,26 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from adapters_mysql import SqlStorage
+from adapters_mysql import PurgeUnsupportedError, SqlPurgeStore, SqlStorage
+from adapters_mysql.retrying import ResilientPurgeStore
 from adapters_mysql.revisions import VERSION_TABLE
 from adapters_mysql.schema import TABLES
 from memorybank import composition
 from memorybank_core import InvalidInputError, MemoryBank, SaveRequest, TokenService
 from memorybank_core.ids import ORGANIZATION_PREFIX, PURGE_RUN_PREFIX, USER_PREFIX, new_id
-from memorybank_core.offboarding import Offboarding, PurgeSubject, chain_digest, first_digest
+from memorybank_core.offboarding import Offboarding, PurgeRun, PurgeSubject, chain_digest, first_digest
 from memorybank_core.panel_sessions import PanelSessions
+from memorybank_search import OwnerIndexer
 from tests.conftest import User, start_clock
 from tests.sql.conftest import Statement
 from tests.sql.owner_statements import check_purge_statements_carry_one_owner
+from tests.sql.test_retrying import CERTIFICATION_CONFLICT, LOST_DURING_COMMIT, driver_failure
 
 ORG_A = new_id(ORGANIZATION_PREFIX)
 ORG_B = new_id(ORGANIZATION_PREFIX)
@@ -310,3 +314,42 @@ def test_the_receipt_names_what_was_asked_and_is_json(population: Population) ->
     assert receipt["dry_run"] is False
     assert str(receipt["started_at"]) <= str(receipt["finished_at"])
     assert USER_PREFIX in str(receipt["subject"])
+
+
+class FlakyPurgeStore(SqlPurgeStore):
+    """A real purge store whose batches fail as scripted: the connection lost after the batch landed, or a conflict."""
+
+    def __init__(self, storage: SqlStorage, script: list[tuple[int, bool]]) -> None:
+        super().__init__(storage.engine)
+        self.script = script
+
+    def remove_batch(self, *, run: PurgeRun, user_id: str, org_id: str | None, limit: int, at: datetime) -> PurgeRun:
+        if not self.script:
+            return super().remove_batch(run=run, user_id=user_id, org_id=org_id, limit=limit, at=at)
+        code, landed = self.script.pop(0)
+        if landed:
+            super().remove_batch(run=run, user_id=user_id, org_id=org_id, limit=limit, at=at)
+        raise driver_failure(code)
+
+
+def test_a_batch_lost_in_flight_is_retried_and_counted_once(population: Population) -> None:
+    lost_after_commit, conflict = (LOST_DURING_COMMIT, True), (CERTIFICATION_CONFLICT, False)
+    flaky = FlakyPurgeStore(population.storage, [lost_after_commit, conflict, lost_after_commit])
+    offboarding = Offboarding(store=ResilientPurgeStore(flaky), clock=start_clock())
+
+    receipt = offboarding.purge_user(population.alice.user_id, batch_size=3)
+
+    counts = receipt.counts
+    assert (counts.memories, counts.contexts, counts.tokens, counts.panel_sessions) == (10, 9, 2, 2)
+    assert flaky.script == []
+    assert population.bank.list(population.alice).memories == ()
+
+
+def test_a_spider_head_refuses_to_purge_with_a_message(tmp_path: Path) -> None:
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'head.sqlite3'}")
+    head = SqlStorage(engine=engine, indexer=OwnerIndexer(), display_url="head", spider_head=True)
+    try:
+        with pytest.raises(PurgeUnsupportedError, match="each data node"):
+            composition.build_offboarding(head)
+    finally:
+        head.close()

@@ -108,7 +108,9 @@ class SqlPurgeStore(PurgeStore):
                 count_revocation(connection)
             sessions = connection.execute(
                 panel_credential.update()
-                .where(session_owner == owner, panel_credential.c.ended_at.is_(None))
+                .where(
+                    session_owner == owner, panel_credential.c.ended_at.is_(None), panel_credential.c.expires_at > at
+                )
                 .values(ended_at=at)
             ).rowcount
             counts = PurgeCounts(

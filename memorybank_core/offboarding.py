@@ -273,7 +273,8 @@ class Offboarding:
         began = time.perf_counter()
         run, resumed = self._store.open_run(subject=subject, run_id=self._new_id(ids.PURGE_RUN_PREFIX), at=started_at)
         self._events.emit(
-            PURGE_STARTED, {"run_id": run.id, "subject_kind": subject.kind.value, "resumed": int(resumed)}
+            PURGE_STARTED,
+            {"run_id": run.id, "subject_kind": subject.kind.value, "subject_id": subject.id, "resumed": int(resumed)},
         )
         # Credentials first: the subject can start no new request (and so save nothing) while its memories go.
         run = self._store.revoke_credentials(run=run, at=self._clock.now())
@@ -287,6 +288,7 @@ class Offboarding:
             {
                 "run_id": run.id,
                 "subject_kind": subject.kind.value,
+                "subject_id": subject.id,
                 "memories": run.counts.memories,
                 "contexts": run.counts.contexts,
                 "tokens": run.counts.tokens,

@@ -20,7 +20,7 @@ from adapters_mysql.retrying import ResilientPurgeStore
 from adapters_mysql.revisions import VERSION_TABLE
 from adapters_mysql.schema import TABLES
 from memorybank import composition
-from memorybank_core import InvalidInputError, MemoryBank, SaveRequest, TokenService
+from memorybank_core import InvalidInputError, MemoryBank, RecordingEventSink, SaveRequest, TokenService
 from memorybank_core.ids import ORGANIZATION_PREFIX, PURGE_RUN_PREFIX, USER_PREFIX, new_id
 from memorybank_core.offboarding import Offboarding, PurgeRun, PurgeSubject, chain_digest, first_digest
 from memorybank_core.panel_sessions import PanelSessions
@@ -353,3 +353,17 @@ def test_a_spider_head_refuses_to_purge_with_a_message(tmp_path: Path) -> None:
             composition.build_offboarding(head)
     finally:
         head.close()
+
+
+def test_a_purge_reports_ids_and_counts_only(population: Population) -> None:
+    events = RecordingEventSink()
+    offboarding = composition.build_offboarding(population.storage, clock=start_clock(), events=events)
+
+    receipt = offboarding.purge_user(population.alice.user_id)
+
+    assert [name for name, _fields in events.events] == ["purge.started", "purge.finished"]
+    finished = events.events[-1][1]
+    assert finished["run_id"] == receipt.run_id
+    assert finished["subject_id"] == population.alice.user_id
+    assert finished["memories"] == 10
+    assert "lighthouse" not in repr(events.events)

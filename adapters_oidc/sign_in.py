@@ -48,6 +48,9 @@ class SignInSettings:
     """None for a public client (PKCE alone); else sent with HTTP Basic (client_secret_basic)."""
     display_name: str | None = None
     """The provider's name on the button ("Sign in with Keycloak"); default: the issuer's host."""
+    scopes: tuple[str, ...] = ("openid",)
+    """What the sign-in asks for; add `profile` when people are mapped by claims some providers (Entra ID's
+    `oid`, `tid`) put in ID tokens only with it."""
 
 
 @attrs.frozen(kw_only=True)
@@ -121,7 +124,7 @@ class OidcSignIn(IdentityProviderSignIn):
                 "response_type": "code",
                 "client_id": self.settings.client_id,
                 "redirect_uri": redirect_uri,
-                "scope": "openid",
+                "scope": " ".join(self.settings.scopes),
                 "state": pending.state,
                 "nonce": pending.nonce,
                 "code_challenge": code_challenge(pending.code_verifier),

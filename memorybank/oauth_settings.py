@@ -157,6 +157,9 @@ def choose_panel_sign_in(
         client_id=client_id,
         client_secret=_panel_client_secret(options, env),
         display_name=options.panel_name or env.get(PANEL_NAME_ENV, "").strip() or None,
+        # A person is mapped from the ID token as from access tokens; with claims other than `sub`, ask for
+        # `profile`, without which Entra ID leaves `oid` and `tid` out of ID tokens.
+        scopes=("openid", "profile") if oauth.user_claim or oauth.org_claim else ("openid",),
     )
 
 

@@ -160,6 +160,16 @@ def test_the_panel_signs_in_with_the_only_issuer_as_a_public_client_by_default()
         None,
     )
     assert settings.display_name is None  # the button then names the issuer's host
+    assert settings.scopes == ("openid",)
+
+
+def test_a_panel_mapping_people_by_claims_asks_for_the_profile_scope_that_carries_them() -> None:
+    options = OAuthOptions(issuers=["https://a.example.com"], panel_client_id="p", user_claim="oid", org_claim="tid")
+
+    settings = panel_settings(options, {})
+
+    assert settings is not None
+    assert settings.scopes == ("openid", "profile")
 
 
 def test_the_panel_client_can_come_from_the_environment_and_its_secret_file_wins(tmp_path: Path) -> None:

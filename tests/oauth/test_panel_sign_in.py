@@ -12,9 +12,10 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import httpx2
 import pytest
+from starlette.testclient import TestClient
 
 from adapters_http.panel import PANEL_HEADER, SESSION_COOKIE
-from adapters_http.panel.oidc import PENDING_COOKIE
+from adapters_http.panel.oidc import PENDING_COOKIE, SECURE_PENDING_COOKIE
 from adapters_oidc import SignInSettings, user_id_for
 from tests.oauth.app import BASE_URL, Server, serving
 from tests.oauth.browser import cancel_at_provider, sign_in_at_provider
@@ -358,3 +359,15 @@ def test_without_a_panel_client_there_is_no_provider_sign_in(idp: Idp) -> None:
         assert '<meta name="memorybank-identity-provider" content="">' in server.client.get("/").text
         assert server.client.post(START, headers=FROM_THE_PANEL).status_code in (404, 405)
         assert server.client.get("/panel/oidc/callback").status_code in (404, 405)
+
+
+def test_over_https_the_pending_cookie_is_secure_and_host_only(server: Server) -> None:
+    browser = TestClient(server.client.app, base_url="https://127.0.0.1:8000")  # no `with`: the app already runs
+    origin = {"Origin": "https://127.0.0.1:8000", "Sec-Fetch-Site": "same-origin"}
+    response = browser.post(START, headers=origin, follow_redirects=False)
+
+    assert response.status_code == 303
+    set_cookie = response.headers["set-cookie"]
+    assert set_cookie.startswith(SECURE_PENDING_COOKIE + "=")
+    assert {"Secure", "HttpOnly", "Path=/", "SameSite=lax"} <= {part.strip() for part in set_cookie.split(";")}
+    assert "Domain" not in set_cookie

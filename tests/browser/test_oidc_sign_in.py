@@ -11,13 +11,10 @@ from collections.abc import Iterator
 import pytest
 from selenium.webdriver.common.by import By
 
-from adapters_mysql import open_storage
 from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings, SignInSettings, user_id_for
-from memorybank import composition
-from memorybank_core import MemoryBank, PanelSessions, TokenPrincipal, TokenService
+from memorybank_core import TokenPrincipal
 from memorybank_core.ids import ORGANIZATION_PREFIX, new_id
-from memorybank_search import OwnerIndexer
-from tests.browser.conftest import FaultyStore, LiveServer, Panel, World, free_port
+from tests.browser.conftest import Panel, World, free_port, running_world
 from tests.oauth.idp import CLIENT_SECRETS, Idp, running_idp
 
 pytestmark = pytest.mark.browser
@@ -31,36 +28,17 @@ def provider_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[W
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with running_idp(host="localhost", panel_redirect_uris=[f"{base}/panel/oidc/callback"]) as idp:
-        storage = open_storage(f"sqlite:///{tmp_path_factory.mktemp('oidc') / 'panel.sqlite3'}", indexer=OwnerIndexer())
-        storage.initialize()
-        store = FaultyStore(storage.store)
-        services = composition.Services(
-            bank=MemoryBank(store=store, search_engine=storage.search_engine),
-            tokens=TokenService(store=storage.token_store),
-            panel_sessions=PanelSessions(store=storage.panel_sessions),
-        )
         issuers = IssuerTokenVerifier(ResourceServerSettings(issuers=(idp.issuer,), resource=f"{base}/mcp/agent"))
         client = "memorybank-panel"
         settings = SignInSettings(
             issuer=idp.issuer, client_id=client, client_secret=CLIENT_SECRETS[client], display_name=PROVIDER_NAME
         )
-        server = LiveServer(composition.build_app(services, issuers=issuers, panel_sign_in=settings), port)
-        server.start()
+        database = tmp_path_factory.mktemp("oidc") / "panel.sqlite3"
         try:
-            yield (
-                World(
-                    server=server,
-                    bank=services.bank,
-                    tokens=services.tokens,
-                    sessions=services.panel_sessions,
-                    store=store,
-                ),
-                idp,
-            )
+            with running_world(database, port=port, issuers=issuers, panel_sign_in=settings) as world:
+                yield world, idp
         finally:
-            server.stop()
             issuers.close()
-            storage.close()
 
 
 @pytest.fixture

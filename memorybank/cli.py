@@ -472,6 +472,13 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             file=out,
             flush=True,
         )
+        if oauth is not None and panel_sign_in is not None:
+            print(
+                f"{PROGRAM}: panel sign-in with {panel_sign_in.issuer} as client {panel_sign_in.client_id}; "
+                f"its redirect URI: {composition.panel_callback_url(oauth)}",
+                file=out,
+                flush=True,
+            )
         if args.workers > 1:
             # Each worker opens its own storage and issuers (memorybank.serving); the checks above stand.
             listener.close()

@@ -205,8 +205,14 @@ def panel_identity_provider(
         return None
     if issuers is None or settings.issuer not in issuers.settings.issuers:
         raise ValueError("the panel's identity provider must be one of the trusted issuers")
-    public_url = issuers.settings.resource.removesuffix(RAIL_PATH)
-    return PanelIdentityProvider(sign_in=OidcSignIn(issuers, settings), callback_url=public_url + OIDC_CALLBACK_PATH)
+    return PanelIdentityProvider(
+        sign_in=OidcSignIn(issuers, settings), callback_url=panel_callback_url(issuers.settings)
+    )
+
+
+def panel_callback_url(oauth: ResourceServerSettings) -> str:
+    """The redirect URI to register for the panel's client at the provider: the public URL + the callback path."""
+    return oauth.resource.removesuffix(RAIL_PATH) + OIDC_CALLBACK_PATH
 
 
 def build_app(

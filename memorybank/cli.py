@@ -1,4 +1,5 @@
-"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, encrypt, keys, panel-link, token.
+"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, encrypt, keys, panel-link,
+token and purge.
 
 Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
 database is unreachable, its schema is not ready, or a token is not found. Every
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import logging
 import os
 import socket
@@ -37,7 +39,8 @@ from memorybank.settings import (
     default_key_file,
     redacted,
 )
-from memorybank_core import ApiToken, InvalidInputError, MemoryBankError, NotFoundError, UnavailableError, ids
+from memorybank_core import ApiToken, InvalidInputError, MemoryBankError, NotFoundError, UnavailableError, ids, limits
+from memorybank_core.offboarding import PurgeSubject
 from memorybank_core.tokens import KNOWN_SCOPES
 
 if TYPE_CHECKING:
@@ -61,7 +64,9 @@ _OPTION_NAMES = {
     "ttl": "--ttl",
     **{name: f"--{name}" for name in ("public-url", "oauth-issuer", "oauth-scope", "oauth-default-org")},
     "oauth-introspection-issuer": "--oauth-introspection-issuer",
+    **{name: f"--{name}" for name in ("oauth-panel-client-id", "oauth-panel-issuer", "oauth-panel-client-secret-file")},
     "allowed_host": "--allowed-host",
+    "batch_size": "--batch-size",
 }
 
 
@@ -311,6 +316,33 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     revoke.add_argument("token", metavar="TOKEN_OR_ID", help="the token's id (tok_…) or its secret")
     revoke.set_defaults(run=_token_revoke)
+
+    purge = commands.add_parser(
+        "purge",
+        parents=[database],
+        help="offboarding: delete every memory of a user or an organization, revoke its tokens, print a receipt",
+        description="Delete every memory and context of a user (or every memory saved under an organization), "
+        "revoke its API tokens and end its panel sessions, in batches of short transactions, with a progress bar. "
+        "Prints the receipt (JSON): what was asked, what was removed, when, and a digest of the removed ids. Safe "
+        "to stop and rerun: a rerun finishes the interrupted run and its receipt counts the whole run "
+        "(docs/operations.md, Offboarding).",
+    )
+    subject = purge.add_mutually_exclusive_group(required=True)
+    subject.add_argument("--user", metavar="usr_…", help="the user to purge")
+    subject.add_argument("--org", metavar="org_…", help="the organization whose memories to purge")
+    purge.add_argument("--dry-run", action="store_true", help="count what would be removed; change nothing")
+    purge.add_argument(
+        "--receipt", metavar="FILE", type=Path, help="also write the receipt to FILE (never overwritten)"
+    )
+    purge.add_argument(
+        "--batch-size",
+        metavar="N",
+        type=int,
+        default=limits.PURGE_BATCH.default,
+        help=f"memories per transaction, {limits.PURGE_BATCH.min} to {limits.PURGE_BATCH.max} "
+        f"(default: {limits.PURGE_BATCH.default})",
+    )
+    purge.set_defaults(run=_purge)
     return parser
 
 
@@ -358,6 +390,32 @@ def _add_oauth_options(serve: argparse.ArgumentParser) -> None:
         help=f"check opaque tokens with this issuer's introspection endpoint, as the client "
         f"${oauth_settings.CLIENT_ID_ENV} / ${oauth_settings.CLIENT_SECRET_ENV}",
     )
+    panel = serve.add_argument_group(
+        "Panel sign-in with the identity provider (OpenID Connect, authorization code + PKCE; docs/auth.md)"
+    )
+    panel.add_argument(
+        "--oauth-panel-client-id",
+        metavar="ID",
+        help=f"the panel's client at the provider; offers 'Sign in with <provider>' "
+        f"(default: ${oauth_settings.PANEL_CLIENT_ID_ENV}); its redirect URI is PUBLIC_URL/panel/oidc/callback",
+    )
+    panel.add_argument(
+        "--oauth-panel-issuer",
+        metavar="URL",
+        help=f"which --oauth-issuer the panel signs people in with (default: ${oauth_settings.PANEL_ISSUER_ENV}, "
+        "else the only one)",
+    )
+    panel.add_argument(
+        "--oauth-panel-name",
+        metavar="NAME",
+        help=f"the provider's name on the button (default: ${oauth_settings.PANEL_NAME_ENV}, else the issuer's host)",
+    )
+    panel.add_argument(
+        "--oauth-panel-client-secret-file",
+        metavar="PATH",
+        help=f"a file holding the panel client's secret (default: ${oauth_settings.PANEL_CLIENT_SECRET_FILE_ENV}, "
+        f"else ${oauth_settings.PANEL_CLIENT_SECRET_ENV}, else a public client); never the secret itself",
+    )
 
 
 def oauth_options(args: argparse.Namespace) -> oauth_settings.OAuthOptions:
@@ -371,6 +429,10 @@ def oauth_options(args: argparse.Namespace) -> oauth_settings.OAuthOptions:
         org_claim=args.oauth_org_claim,
         default_org=args.oauth_default_org,
         introspection_issuer=args.oauth_introspection_issuer,
+        panel_client_id=args.oauth_panel_client_id,
+        panel_issuer=args.oauth_panel_issuer,
+        panel_name=args.oauth_panel_name,
+        panel_client_secret_file=args.oauth_panel_client_secret_file,
     )
 
 
@@ -409,7 +471,6 @@ def _fail(message: str, status: int) -> int:
 def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     import uvicorn
 
-    from adapters_oidc import IssuerTokenVerifier
     from memorybank import composition, serving
     from memorybank.logs import logging_config
 
@@ -427,11 +488,10 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
     allowed_hosts = choose_allowed_hosts(args.allowed_hosts, args.environment)
     options = oauth_options(args)
     oauth = oauth_settings.choose_oauth(options, args.environment, host=args.host, port=args.port)
+    panel_sign_in = oauth_settings.choose_panel_sign_in(options, args.environment, oauth)
     storage = composition.open_ready_storage(choice, args.keys)
-    issuers = IssuerTokenVerifier(oauth) if oauth is not None else None
+    issuers = composition.connect_issuers(oauth)
     try:
-        if issuers is not None:
-            issuers.warm_up()
         # Bound here, before saying "serving": a port in use is one clear line, not a log after the banner.
         listener = _listen(args.host, args.port)
         port = listener.getsockname()[1]
@@ -443,6 +503,13 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             file=out,
             flush=True,
         )
+        if oauth is not None and panel_sign_in is not None:
+            print(
+                f"{PROGRAM}: panel sign-in with {panel_sign_in.issuer} as client {panel_sign_in.client_id}; "
+                f"its redirect URI: {composition.panel_callback_url(oauth)}",
+                file=out,
+                flush=True,
+            )
         if args.workers > 1:
             # Each worker opens its own storage and issuers (memorybank.serving); the checks above stand.
             listener.close()
@@ -467,6 +534,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             allowed_hosts=allowed_hosts,
             metrics_token=args.environment.get(serving.METRICS_TOKEN_ENV) or None,
             issuers=issuers,
+            panel_sign_in=panel_sign_in,
         )
         # No uvicorn access log: it prints query strings, and search text must never be logged.
         # The app logs its own access event (operationId, status, timing, request id).
@@ -850,6 +918,34 @@ def _latest_org(services: composition.Services, user_id: str) -> str:
             f"--org is required: {user_id} has no API token to take the organization from", EXIT_BAD_INPUT
         )
     return tokens[-1].org_id
+
+
+def _purge(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    from tqdm import tqdm
+
+    from memorybank import composition
+    from memorybank_core.validation import clean_count
+
+    # Everything is checked before the database is opened: a typo or a wildcard touches nothing.
+    subject = PurgeSubject.user(args.user) if args.user is not None else PurgeSubject.organization(args.org)
+    batch_size = clean_count(args.batch_size, path="batch_size", bound=limits.PURGE_BATCH)
+    if args.receipt is not None and args.receipt.exists():
+        raise CommandError(f"{args.receipt} exists already: a receipt is never overwritten", EXIT_BAD_INPUT)
+    storage = composition.open_ready_storage(choice, args.keys)
+    try:
+        offboarding = composition.build_offboarding(storage)
+        purge = offboarding.purge_user if args.user is not None else offboarding.purge_organization
+        receipt = purge(subject.id, dry_run=True, batch_size=batch_size)
+        if not args.dry_run:
+            show = sys.stderr.isatty()
+            with tqdm(total=receipt.counts.memories, unit="memory", disable=not show, file=sys.stderr) as bar:
+                receipt = purge(subject.id, batch_size=batch_size, progress=bar.update)
+    finally:
+        storage.close()
+    text = json.dumps(receipt.to_json(), indent=2)
+    if args.receipt is not None:
+        args.receipt.write_text(text + "\n", encoding="utf-8")
+    print(text, file=out)
 
 
 def _scopes(token: ApiToken) -> str:

@@ -1,6 +1,6 @@
 """Purge impact: another user's search latency while a purge of a large user runs, against idle.
 
-    nice -n 10 python -m benchmarks.purge_impact [--memories 100000] [--batch-size 500] [--seconds 10]
+    nice -n 10 python -m benchmarks.purge_impact [--memories 100000] [--batch-size 500] [--pause-ms 0] [--seconds 10]
 
 On MariaDB ($MEMORYBANK_BENCH_MYSQL_URL, default mysql://root@127.0.0.1:3306), in a database of
 its own (named after the process) that it drops at the end: one user with `--memories` memories
@@ -57,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.purge_impact", description=__doc__)
     parser.add_argument("--memories", type=int, default=100_000, help="memories of the purged user")
     parser.add_argument("--batch-size", type=int, default=500, help="the purge's --batch-size")
+    parser.add_argument("--pause-ms", type=int, default=0, help="the purge's --pause-ms")
     parser.add_argument("--seconds", type=float, default=10.0, help="how long the idle phase is timed")
     args = parser.parse_args(argv)
 
@@ -89,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         command = [sys.executable, "-m", "memorybank", "purge", "--db", url, "--user", leaving]
         purge_started = time.perf_counter()
         with subprocess.Popen(  # noqa: S603 - our own interpreter and command
-            [*command, "--batch-size", str(args.batch_size)],
+            [*command, "--batch-size", str(args.batch_size), "--pause-ms", str(args.pause_ms)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -115,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     removed = receipt["removed"]["memories"]
     print(
         f"purge: {removed} memories, {receipt['removed']['contexts']} contexts in {purge_seconds:.1f} s "
-        f"({removed / purge_seconds:,.0f} memories/s, batches of {args.batch_size}); {machine()}"
+        f"({removed / purge_seconds:,.0f} memories/s, batches of {args.batch_size}, "
+        f"{args.pause_ms} ms apart); {machine()}"
     )
 
     def figures(timing: Timing) -> tuple[str, str]:

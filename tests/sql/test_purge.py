@@ -367,3 +367,18 @@ def test_a_purge_reports_ids_and_counts_only(population: Population) -> None:
     assert finished["subject_id"] == population.alice.user_id
     assert finished["memories"] == 10
     assert "lighthouse" not in repr(events.events)
+
+
+def test_a_pause_rests_between_batches_and_a_bad_one_is_refused(population: Population) -> None:
+    rests: list[float] = []
+    offboarding = Offboarding(store=population.storage.purge_store, clock=start_clock(), sleep=rests.append)
+    before = snapshot(population.storage)
+    for bad in (-1, 10_001, 0.5, "5"):
+        with pytest.raises(InvalidInputError):
+            offboarding.purge_user(population.alice.user_id, pause_ms=bad)
+    assert snapshot(population.storage) == before
+
+    receipt = offboarding.purge_user(population.alice.user_id, batch_size=4, pause_ms=250)
+
+    assert receipt.batches == 3
+    assert rests == [0.25, 0.25, 0.25]

@@ -7,7 +7,7 @@ its own (named after the process) that it drops at the end: one user with `--mem
 (one context each), the measured user with 1,000, and 20 bystanders with 200 each, loaded through
 the bulk import path. The measured user's search is timed for `--seconds` while nothing else runs
 (idle), then while a real `memorybank purge --user` process deletes the large user (from its first
-write to its exit; the purge's time includes the command's start-up). Both phases run in this one
+write to its exit; the purge's time includes the command's start-up), then idle again. Both phases run in this one
 process, one after the other, so their ratio is the figure to read on a shared machine.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -40,6 +41,14 @@ def _lines(user_id: str, org_id: str, count: int) -> Iterator[str]:
     for n in range(count):
         content = f"note {n}: the {words[n % 8]} and the {words[(n * 3 + 1) % 8]} of week {n % 52}"
         yield json.dumps({"user_id": user_id, "org_id": org_id, "content": content, "contexts": [{"snippet": "s"}]})
+
+
+def _history_length(storage_engine: sa.Engine) -> int:
+    """InnoDB's history list: undo records its background purge has still to clean up after deletes."""
+    with storage_engine.connect() as connection:
+        status = str(connection.exec_driver_sql("SHOW ENGINE INNODB STATUS").first()[2])  # type: ignore[index]
+    found = re.search(r"History list length (\d+)", status)
+    return int(found.group(1)) if found else -1
 
 
 def _search_timing(bank: MemoryBank, user: Principal, *, until: float, done: subprocess.Popen[bytes] | None) -> Timing:
@@ -109,6 +118,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         if purge.returncode != 0:
             raise SystemExit(f"the purge failed: {err.decode(errors='replace')}")
         receipt = json.loads(out)
+        history = [_history_length(storage.engine)]
+        after = _search_timing(bank, measured, until=time.perf_counter() + args.seconds, done=None)
+        history.append(_history_length(storage.engine))
     finally:
         storage.close()
         drop_database(name)
@@ -123,8 +135,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     def figures(timing: Timing) -> tuple[str, str]:
         return (f"{timing.p50:.2f}", f"{timing.p95:.2f}") if timing.samples else ("-", "-")
 
-    rows = [("idle", len(idle.samples), *figures(idle)), ("during the purge", len(during.samples), *figures(during))]
+    rows = [
+        ("idle, before", len(idle.samples), *figures(idle)),
+        ("during the purge", len(during.samples), *figures(during)),
+        ("idle, after", len(after.samples), *figures(after)),
+    ]
     print(table(["another user's search", "searches", "p50 ms", "p95 ms"], rows))
+    print(f"InnoDB history list length when the purge ended: {history[0]:,}; {args.seconds:g} s later: {history[1]:,}")
     if during.samples:
         print(f"ratio during/idle: p50 {during.p50 / idle.p50:.2f}x, p95 {during.p95 / idle.p95:.2f}x")
     else:

@@ -7,7 +7,8 @@ its own (named after the process) that it drops at the end: one user with `--mem
 (one context each), the measured user with 1,000, and 20 bystanders with 200 each, loaded through
 the bulk import path. The measured user's search is timed for `--seconds` while nothing else runs
 (idle), then while a real `memorybank purge --user` process deletes the large user (from its first
-write to its exit; the purge's time includes the command's start-up), then idle again. Both phases run in this one
+write to its exit; the purge's time includes the command's start-up), then idle again, then idle
+after `OPTIMIZE TABLE memory` (which drops the deleted rows' FULLTEXT entries). Both phases run in this one
 process, one after the other, so their ratio is the figure to read on a shared machine.
 """
 
@@ -121,6 +122,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         history = [_history_length(storage.engine)]
         after = _search_timing(bank, measured, until=time.perf_counter() + args.seconds, done=None)
         history.append(_history_length(storage.engine))
+        # InnoDB keeps a deleted row's FULLTEXT entries (and checks every query against the deleted
+        # ids) until the table is rebuilt; this database is the benchmark's own, so rebuild it here.
+        with storage.engine.connect() as connection:
+            connection.exec_driver_sql("OPTIMIZE TABLE memory").all()
+        optimized = _search_timing(bank, measured, until=time.perf_counter() + args.seconds, done=None)
     finally:
         storage.close()
         drop_database(name)
@@ -139,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         ("idle, before", len(idle.samples), *figures(idle)),
         ("during the purge", len(during.samples), *figures(during)),
         ("idle, after", len(after.samples), *figures(after)),
+        ("idle, after OPTIMIZE TABLE memory", len(optimized.samples), *figures(optimized)),
     ]
     print(table(["another user's search", "searches", "p50 ms", "p95 ms"], rows))
     print(f"InnoDB history list length when the purge ended: {history[0]:,}; {args.seconds:g} s later: {history[1]:,}")

@@ -241,7 +241,7 @@ def test_connections_killed_by_the_server_are_replaced_before_use(mysql_factory:
         thread_id = connection.execute(sa.text("SELECT CONNECTION_ID()")).scalar_one()
     with sa.create_engine(storage.engine.url, poolclass=sa.pool.NullPool).connect() as other:
         other.execute(sa.text("KILL :thread_id"), {"thread_id": thread_id})
-    # The pooled connection is dead; pre-ping notices and reconnects instead of failing the read.
+    # The pooled connection is dead: the read fails on it, and the retry reconnects instead of failing.
     assert storage.store.list(user_id=new_user(), limit=5, after=None) == []
 
 

@@ -24,6 +24,7 @@ from memorybank_core.errors import (
     MemoryBankError,
     NotFoundError,
     Problem,
+    SignInDeclinedError,
     UnavailableError,
 )
 from memorybank_core.events import LoggingEventSink, RecordingEventSink
@@ -32,6 +33,7 @@ from memorybank_core.panel_sessions import IssuedLink, PanelSessions, StartedSes
 from memorybank_core.ports import (
     Clock,
     EventSink,
+    IdentityProviderSignIn,
     ListPosition,
     MemoryStore,
     NoUnitOfWork,
@@ -39,6 +41,7 @@ from memorybank_core.ports import (
     Principal,
     SearchEngine,
     SearchHit,
+    SignInRedirect,
     TokenStore,
     UnitOfWork,
 )
@@ -60,6 +63,7 @@ __all__ = [
     "EventSink",
     "FixedClock",
     "ForbiddenError",
+    "IdentityProviderSignIn",
     "InMemoryPanelSessionStore",
     "InMemoryStore",
     "InMemoryTokenStore",
@@ -91,6 +95,8 @@ __all__ = [
     "SearchEngine",
     "SearchHit",
     "SearchResult",
+    "SignInDeclinedError",
+    "SignInRedirect",
     "Source",
     "StartedSession",
     "SystemClock",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import corpus, recall, scale, write_cost
+from benchmarks import corpus, purge_impact, recall, scale, write_cost
 from benchmarks.common import SERVER_ENV, Timing, drop_database
 from tests.mysql_server import server_url
 
@@ -106,3 +106,14 @@ def test_the_write_cost_benchmark_saves_with_every_engine(
     out = capsys.readouterr().out
     assert "seed's FULLTEXT index only" in out
     assert "saves/s" in out
+
+
+@pytest.mark.mysql
+def test_the_purge_impact_benchmark_times_another_users_search_around_a_toy_purge(
+    bench_server: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    purge_impact.main(["--memories", "300", "--seconds", "0.5", "--batch-size", "20"])
+
+    out = capsys.readouterr().out
+    assert "purge: 300 memories, 300 contexts" in out
+    assert "| idle |" in out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -55,6 +55,61 @@ def owned_memories(user_id: str) -> sa.ColumnElement[bool]:
     return sa.and_(memory_table.c.user_id == user_id, memory_table.c.scope == Scope.USER.value)
 
 
+def _context_order(context: Any) -> tuple[Any, str]:
+    # A memory's contexts share created_at; ids are time-ordered TypeIDs minted in save order.
+    return (context.created_at, context.id)
+
+
+class _ReadStatements(NamedTuple):
+    """`get_many`'s and `list`'s statements over one choice of `memory` columns, built once."""
+
+    get_many: sa.Select[Any]
+    list_first: sa.Select[Any]
+    list_after: sa.Select[Any]
+
+    @classmethod
+    def selecting(cls, columns: Sequence[sa.Column[Any]]) -> _ReadStatements:
+        # get_many: the owner's personal memories among `:ids`, each joined with its contexts.
+        get_many = (
+            sa.select(*columns, *_CONTEXT_COLUMNS)
+            .select_from(_MEMORY_WITH_CONTEXTS)
+            .where(
+                memory_table.c.user_id == sa.bindparam("owner"),
+                memory_table.c.scope == Scope.USER.value,
+                memory_table.c.id.in_(sa.bindparam("ids", expanding=True)),
+            )
+        )
+        # list: a page of the owner's personal memories, newest first, from the start or strictly
+        # after a position (expanded rather than a row comparison, so MySQL can range-scan the
+        # (user_id, created_at, id) index).
+        list_first = (
+            sa.select(*columns)
+            .where(memory_table.c.user_id == sa.bindparam("owner"), memory_table.c.scope == Scope.USER.value)
+            .order_by(memory_table.c.created_at.desc(), memory_table.c.id.desc())
+            .limit(sa.bindparam("limit", type_=sa.Integer))
+        )
+        list_after = list_first.where(
+            sa.or_(
+                memory_table.c.created_at < sa.bindparam("after_created_at", type_=memory_table.c.created_at.type),
+                sa.and_(
+                    memory_table.c.created_at == sa.bindparam("after_created_at", type_=memory_table.c.created_at.type),
+                    memory_table.c.id < sa.bindparam("after_id"),
+                ),
+            )
+        )
+        return cls(get_many, list_first, list_after)
+
+
+#: Plaintext databases read the entity columns; sealed ones also the search columns, to check them.
+_PLAIN_READS = _ReadStatements.selecting(_ENTITY_COLUMNS)
+_CHECKED_READS = _ReadStatements.selecting(_CHECKED_COLUMNS)
+#: The contexts of some of the owner's memories (put in order in Python, see `get_many`).
+_CONTEXTS_OF = sa.select(memory_context).where(
+    memory_context.c.user_id == sa.bindparam("owner"),
+    memory_context.c.memory_id.in_(sa.bindparam("ids", expanding=True)),
+)
+
+
 class SqlMemoryStore(MemoryStore):
     """The `MemoryStore` port over SQLAlchemy Core; see `adapters_mysql.open_storage`.
 
@@ -66,7 +121,7 @@ class SqlMemoryStore(MemoryStore):
         self._engine = engine
         self._indexer = indexer
         self.codec = codec or RowCodec()
-        self._columns = _CHECKED_COLUMNS if self.codec.reads_search_columns else _ENTITY_COLUMNS
+        self._reads = _CHECKED_READS if self.codec.reads_search_columns else _PLAIN_READS
 
     def add(self, *, user_id: str, memory: Memory) -> None:
         if memory.user_id != user_id:
@@ -108,19 +163,18 @@ class SqlMemoryStore(MemoryStore):
         if not wanted:
             return {}
         # One round trip: each memory joined with its contexts (search loads its results here).
+        # No ORDER BY: sorting a join that carries TEXT columns makes MariaDB build an on-disk
+        # temporary table (a few milliseconds for 20 rows); the contexts are put in order here.
         with unavailable_on_driver_error("load"), reading(self._engine) as connection:
-            rows = connection.execute(
-                sa.select(*self._columns, *_CONTEXT_COLUMNS)
-                .select_from(_MEMORY_WITH_CONTEXTS)
-                .where(owned_memories(user_id), memory_table.c.id.in_(wanted))
-                .order_by(memory_table.c.id, memory_context.c.created_at, memory_context.c.id)
-            ).all()
+            rows = connection.execute(self._reads.get_many, {"owner": user_id, "ids": wanted}).all()
         memory_rows: dict[str, sa.Row[Any]] = {}
         contexts: dict[str, list[_ContextColumns]] = {}
         for row in rows:
             memory_rows.setdefault(row.id, row)
             if row.context_id is not None:
                 contexts.setdefault(row.id, []).append(_ContextColumns(row))
+        for found in contexts.values():
+            found.sort(key=_context_order)
         opened = {
             memory_id: _open_or_none(self.codec, row, contexts.get(memory_id, []))
             for memory_id, row in memory_rows.items()
@@ -128,19 +182,13 @@ class SqlMemoryStore(MemoryStore):
         return {memory_id: memory for memory_id, memory in opened.items() if memory is not None}
 
     def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
-        query = sa.select(*self._columns).where(owned_memories(user_id))
+        parameters: dict[str, Any] = {"owner": user_id, "limit": limit}
         if after is not None:
-            # Expanded rather than a row comparison, so MySQL can range-scan the
-            # (user_id, created_at, id) index.
-            query = query.where(
-                sa.or_(
-                    memory_table.c.created_at < after.created_at,
-                    sa.and_(memory_table.c.created_at == after.created_at, memory_table.c.id < after.memory_id),
-                )
-            )
-        query = query.order_by(memory_table.c.created_at.desc(), memory_table.c.id.desc()).limit(limit)
+            parameters.update(after_created_at=after.created_at, after_id=after.memory_id)
         with unavailable_on_driver_error("list"), reading(self._engine) as connection:
-            return _with_contexts(connection, self.codec, user_id, connection.execute(query).all())
+            statement = self._reads.list_after if after is not None else self._reads.list_first
+            rows = connection.execute(statement, parameters).all()
+            return _with_contexts(connection, self.codec, user_id, rows)
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:
         try:
@@ -173,15 +221,12 @@ def _with_contexts(
     """Map memory rows to entities, loading all their contexts in one more query (no N+1)."""
     if not rows:
         return []
-    context_rows = connection.execute(
-        sa.select(memory_context)
-        .where(memory_context.c.user_id == user_id, memory_context.c.memory_id.in_([row.id for row in rows]))
-        # Contexts of one memory share created_at; ids are time-ordered TypeIDs minted in save order.
-        .order_by(memory_context.c.created_at, memory_context.c.id)
-    ).all()
+    context_rows = connection.execute(_CONTEXTS_OF, {"owner": user_id, "ids": [row.id for row in rows]}).all()
     contexts: dict[str, list[sa.Row[Any]]] = {}
     for row in context_rows:
         contexts.setdefault(row.memory_id, []).append(row)
+    for found in contexts.values():
+        found.sort(key=_context_order)
     opened = (_open_or_none(codec, row, contexts.get(row.id, [])) for row in rows)
     return [memory for memory in opened if memory is not None]
 

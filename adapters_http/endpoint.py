@@ -19,7 +19,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from adapters_http.auth import PrincipalResolver, resolve_principal
 from adapters_http.errors import UnauthorizedError, error_response, internal_error_response, json_error
 from adapters_http.observation import CURRENT_REQUEST_ID, RequestObserver
+from adapters_http.throttling import admit, rate_limit_headers
 from memorybank_core.ports import Principal
+from memorybank_core.rate_limits import Operation, RateLimits, WindowState
 
 Handler = Callable[[Request, Principal], Awaitable[Response]]
 """A route handler: the request and the caller's principal in, a response out."""
@@ -51,12 +53,16 @@ def authenticated_endpoint(
     resolver: PrincipalResolver,
     *,
     operation_id: str,
+    operation: Operation,
     resource_metadata: str | None = None,
     observer: RequestObserver | None = None,
+    rate_limits: RateLimits | None = None,
 ) -> Endpoint:
-    """Wrap `handler`: resolve the principal (401 without one), map errors, tag and log the response.
+    """Wrap `handler`: resolve the principal (401 without one), check its rate limit, map errors, tag and log.
 
     `resource_metadata` is the URL of the server's protected-resource metadata, named in bearer challenges.
+    `rate_limits` is checked for `operation` once the caller is known, so a request without valid
+    credentials counts against nobody; its state goes out in `RateLimit-*` headers, a refusal is a 429.
 
     The access event carries the operationId, status and timing, never the path or query
     string: those may hold ids and search text. `observer` (metrics) is told the same.
@@ -66,10 +72,13 @@ def authenticated_endpoint(
         rid = request_id(request.scope)
         started = time.perf_counter()
         failure: Exception | None = None
+        window: WindowState | None = None
         try:
             principal = await resolve_principal(request, resolver)
             if principal is None:
                 raise UnauthorizedError
+            if rate_limits is not None:
+                window = await admit(rate_limits, principal, operation)
             response = await handler(request, principal)
         except ClientDisconnect:
             # Nobody is left to answer; the status is only for the access event.
@@ -81,6 +90,8 @@ def authenticated_endpoint(
                 log_unexpected(error, rid, operation_id)
                 mapped = internal_error_response()
             response = mapped
+        if window is not None and "RateLimit-Limit" not in response.headers:
+            response.headers.update(rate_limit_headers(window))
         response.headers[REQUEST_ID_HEADER] = rid
         seconds = time.perf_counter() - started
         if observer is not None:

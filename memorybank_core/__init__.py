@@ -37,10 +37,19 @@ from memorybank_core.ports import (
     NoUnitOfWork,
     PanelSessionStore,
     Principal,
+    RateLimiter,
     SearchEngine,
     SearchHit,
     TokenStore,
     UnitOfWork,
+)
+from memorybank_core.rate_limits import (
+    Operation,
+    RateLimit,
+    RateLimitedError,
+    RateLimitPolicy,
+    RateLimits,
+    WindowState,
 )
 from memorybank_core.requests import ContextInput, SaveRequest
 from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
@@ -76,6 +85,7 @@ __all__ = [
     "MemoryStore",
     "NoUnitOfWork",
     "NotFoundError",
+    "Operation",
     "Origin",
     "PanelCredential",
     "PanelCredentialKind",
@@ -83,6 +93,11 @@ __all__ = [
     "PanelSessions",
     "Principal",
     "Problem",
+    "RateLimit",
+    "RateLimitPolicy",
+    "RateLimitedError",
+    "RateLimiter",
+    "RateLimits",
     "RecordingEventSink",
     "SaveRequest",
     "Scope",
@@ -99,4 +114,5 @@ __all__ = [
     "TokenStore",
     "UnavailableError",
     "UnitOfWork",
+    "WindowState",
 ]

@@ -69,7 +69,11 @@ class LimitsRateLimiter(RateLimiter):
             InvalidInputError: ("rate_limit_storage") a URL that is not memory:// or redis(s)://,
                 or Redis storage without the redis client installed.
         """
-        scheme = urlsplit(storage_url).scheme
+        try:
+            scheme = urlsplit(storage_url).scheme
+            urlsplit(storage_url).port  # noqa: B018 - parsed for its ValueError on a malformed port
+        except ValueError:
+            raise InvalidInputError("rate_limit_storage", "is not a URL (redis://host:port/db)") from None
         if scheme not in _SCHEMES:
             raise InvalidInputError(
                 "rate_limit_storage", f"must be memory:// or a redis://host:port/db URL, not a {scheme or 'bare'} one"

@@ -114,10 +114,17 @@ class RateLimitPolicy:
         return cls(per_user=per_user, per_token=per_token)
 
     def describe(self) -> list[str]:
-        """The policy as rules `from_rules` reads back, for the startup log and the docs."""
-        user = [f"{op}={limit.amount}/{limit.seconds} seconds" for op, limit in self.per_user.items()]
-        token = [f"{PER_TOKEN_RULE}{op}={limit.amount}/{limit.seconds} seconds" for op, limit in self.per_token.items()]
+        """The policy as rules `from_rules` reads back (an operation without a user limit is `off`)."""
+        user = [f"{op}={_spelled(self.per_user[op])}" if op in self.per_user else f"{op}={OFF}" for op in Operation]
+        token = [f"{PER_TOKEN_RULE}{op}={_spelled(limit)}" for op, limit in self.per_token.items()]
         return user + token
+
+
+def _spelled(limit: RateLimit) -> str:
+    for unit, seconds in reversed(_UNITS.items()):
+        if limit.seconds == seconds:
+            return f"{limit.amount}/{unit}"
+    return f"{limit.amount}/{limit.seconds} seconds"
 
 
 def _operations(name: str, rule: str) -> tuple[Operation, ...]:

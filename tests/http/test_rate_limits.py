@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +17,7 @@ from memorybank_core import MemoryBank, PanelSessions, RateLimitPolicy, RateLimi
 from tests.conftest import User
 from tests.http.conftest import Caller, caller_for, panel_caller_for
 from tests.mcp.conftest import rpc_caller
+from tests.served import free_port
 
 LIMIT = 3
 RATE_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy")
@@ -158,18 +158,11 @@ def test_a_token_limit_stops_one_token_while_the_users_other_token_goes_on(
     assert answer.headers["RateLimit-Remaining"] == "1"
 
 
-def _dead_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
 def test_with_the_limiter_store_down_requests_are_served_without_ratelimit_headers(
     bank: MemoryBank, tokens: TokenService, panel_sessions: PanelSessions, alice: User
 ) -> None:
     down = RateLimits(
-        limiter=LimitsRateLimiter(f"redis://127.0.0.1:{_dead_port()}/0"),
+        limiter=LimitsRateLimiter(f"redis://127.0.0.1:{free_port()}/0"),
         policy=RateLimitPolicy.from_rules(["*=1/minute"]),
     )
     for client in _client(bank, tokens, panel_sessions, down):

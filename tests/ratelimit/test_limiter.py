@@ -14,6 +14,7 @@ from memorybank_core import InvalidInputError, RateLimit
 from memorybank_core.ids import TOKEN_PREFIX, USER_PREFIX, new_id
 from memorybank_core.rate_limits import Operation, rate_limit_key
 from tests.redis_server import PrivateRedis, shared_redis_url
+from tests.served import free_port
 
 THREE_PER_MINUTE = RateLimit(3, 60)
 
@@ -106,7 +107,7 @@ def test_an_unusable_storage_url_is_refused_at_start(url: str) -> None:
 
 
 def test_a_password_in_the_storage_url_never_reaches_a_log(caplog: pytest.LogCaptureFixture) -> None:
-    port = _dead_port()
+    port = free_port()
     limiter = LimitsRateLimiter(f"redis://:hunter2secret@127.0.0.1:{port}/0")
 
     with caplog.at_level(logging.WARNING, logger="memorybank.ratelimit"):
@@ -116,15 +117,8 @@ def test_a_password_in_the_storage_url_never_reaches_a_log(caplog: pytest.LogCap
     assert "hunter2secret" not in caplog.text
 
 
-def _dead_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
 def test_redis_on_a_dead_port_allows_every_request_and_logs_once(caplog: pytest.LogCaptureFixture) -> None:
-    limiter = LimitsRateLimiter(f"redis://127.0.0.1:{_dead_port()}/0", outage_pause=0.0)
+    limiter = LimitsRateLimiter(f"redis://127.0.0.1:{free_port()}/0", outage_pause=0.0)
 
     with caplog.at_level(logging.WARNING, logger="memorybank.ratelimit"):
         answers = [limiter.hit(key=_user_key(), limit=RateLimit(1, 60)) for _ in range(5)]

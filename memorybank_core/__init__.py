@@ -24,6 +24,7 @@ from memorybank_core.errors import (
     MemoryBankError,
     NotFoundError,
     Problem,
+    SignInDeclinedError,
     UnavailableError,
 )
 from memorybank_core.events import LoggingEventSink, RecordingEventSink
@@ -32,6 +33,7 @@ from memorybank_core.panel_sessions import IssuedLink, PanelSessions, StartedSes
 from memorybank_core.ports import (
     Clock,
     EventSink,
+    IdentityProviderSignIn,
     ListPosition,
     MemoryStore,
     NoUnitOfWork,
@@ -40,6 +42,7 @@ from memorybank_core.ports import (
     RateLimiter,
     SearchEngine,
     SearchHit,
+    SignInRedirect,
     TokenStore,
     UnitOfWork,
 )
@@ -69,6 +72,7 @@ __all__ = [
     "EventSink",
     "FixedClock",
     "ForbiddenError",
+    "IdentityProviderSignIn",
     "InMemoryPanelSessionStore",
     "InMemoryStore",
     "InMemoryTokenStore",
@@ -106,6 +110,8 @@ __all__ = [
     "SearchEngine",
     "SearchHit",
     "SearchResult",
+    "SignInDeclinedError",
+    "SignInRedirect",
     "Source",
     "StartedSession",
     "SystemClock",

@@ -34,8 +34,10 @@ class TokenPrincipal:
     user_id: str
     organization_id: str
     scopes: frozenset[str]
-    credential_id: str | None = None
-    """The token's (or panel session's) id: per-credential rate limits count against it (hashed)."""
+    credential_id: str | None = attrs.field(default=None, eq=False)
+    """The token's (or panel session's) id: per-credential rate limits count against it (hashed).
+
+    Not part of equality: two credentials of one person with the same scopes speak for the same principal."""
 
 
 @attrs.frozen(kw_only=True)

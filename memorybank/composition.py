@@ -47,6 +47,7 @@ from memorybank_core import (
     UnavailableError,
 )
 from memorybank_core.events import LoggingEventSink
+from memorybank_core.offboarding import Offboarding
 from memorybank_core.tokens import SECRET_PREFIX
 from memorybank_search import OwnerIndexer
 
@@ -182,6 +183,17 @@ def build_services(
         panel_sessions=PanelSessions(store=storage.panel_sessions, clock=clock),
         rate_limits=rate_limits,
     )
+
+
+def build_offboarding(
+    storage: SqlStorage, *, clock: Clock | None = None, events: EventSink | None = None
+) -> Offboarding:
+    """The operator's purge over `storage`: for `memorybank purge` and a host's deletion hook, never a route.
+
+    Raises:
+        PurgeUnsupportedError: `storage` is a Spider head (docs/operations.md).
+    """
+    return Offboarding(store=storage.purge_store, clock=clock, events=events)
 
 
 def credential_check(tokens: TokenService, issuers: IssuerTokenVerifier | None) -> Authenticate:

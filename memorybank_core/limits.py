@@ -56,3 +56,7 @@ PANEL_LINK_TTL_DEFAULT_SECONDS = 10 * 60
 PANEL_LINK_TTL_MAX_SECONDS = 24 * 60 * 60
 #: A panel session lasts a working day; signing in again is one link or one pasted token away.
 PANEL_SESSION_TTL_SECONDS = 12 * 60 * 60
+
+#: An offboarding purge deletes this many memories (with their contexts) per transaction unless told
+#: otherwise: short transactions, so other users' reads and writes never wait long on its locks.
+PURGE_BATCH = CountBound(1, 10_000, default=500)

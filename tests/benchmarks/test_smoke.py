@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import corpus, rate_limit_flood, recall, scale, write_cost
+from benchmarks import corpus, purge_impact, rate_limit_flood, recall, scale, write_cost
 from benchmarks.common import SERVER_ENV, Timing, drop_database
 from tests.mysql_server import server_url
 
@@ -115,3 +115,14 @@ def test_the_flood_benchmark_times_the_limiter_and_reads_wrks_summary() -> None:
     assert allowed > 0
     assert refused > 0
     assert rate_limit_flood._wrk_summary(output) == (287.45, 1702)
+
+
+@pytest.mark.mysql
+def test_the_purge_impact_benchmark_times_another_users_search_around_a_toy_purge(
+    bench_server: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    purge_impact.main(["--memories", "300", "--seconds", "0.5", "--batch-size", "20"])
+
+    out = capsys.readouterr().out
+    assert "purge: 300 memories, 300 contexts" in out
+    assert "| idle |" in out

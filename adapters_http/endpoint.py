@@ -12,19 +12,21 @@ import traceback
 import uuid
 from collections.abc import Awaitable, Callable
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from adapters_http.auth import PrincipalResolver, resolve_principal
+from adapters_http.auth import BlockingResolver, PrincipalResolver, in_process_principal
 from adapters_http.errors import UnauthorizedError, error_response, internal_error_response, json_error
+from adapters_http.inputs import MAX_BODY_BYTES, ReceivedBody, receive_body
 from adapters_http.observation import CURRENT_REQUEST_ID, RequestObserver
-from adapters_http.throttling import admit, rate_limit_headers
-from memorybank_core.ports import Principal
+from adapters_http.throttling import rate_limit_headers
+from memorybank_core.ports import Principal, UnitOfWork
 from memorybank_core.rate_limits import Operation, RateLimits, WindowState
 
-Handler = Callable[[Request, Principal], Awaitable[Response]]
-"""A route handler: the request and the caller's principal in, a response out."""
+Handler = Callable[[Request, Principal, ReceivedBody | None], Response]
+"""A route handler, run in a worker thread: the request, the caller's principal and its body in, a response out."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 """A Starlette request-response endpoint."""
@@ -54,11 +56,20 @@ def authenticated_endpoint(
     *,
     operation_id: str,
     operation: Operation,
+    unit_of_work: UnitOfWork,
+    takes_body: bool = False,
+    max_body_bytes: int = MAX_BODY_BYTES,
     resource_metadata: str | None = None,
     observer: RequestObserver | None = None,
     rate_limits: RateLimits | None = None,
 ) -> Endpoint:
     """Wrap `handler`: resolve the principal (401 without one), check its rate limit, map errors, tag and log.
+
+    One thread-pool hop per request: the body (when `takes_body`) is received first, then the
+    credential check of a `BlockingResolver` and the handler run in one worker-thread call, inside
+    one `unit_of_work` (one database connection for the token check and the use case). Another
+    resolver is awaited first, then the handler gets the one hop. The rate-limit check runs in that
+    same hop, between the credential check and the handler.
 
     `resource_metadata` is the URL of the server's protected-resource metadata, named in bearer challenges.
     `rate_limits` is checked for `operation` once the caller is known, so a request without valid
@@ -68,18 +79,45 @@ def authenticated_endpoint(
     string: those may hold ids and search text. `observer` (metrics) is told the same.
     """
 
+    resolve_blocking = resolver.resolve_blocking if isinstance(resolver, BlockingResolver) else None
+
+    def admit_and_handle(
+        request: Request, principal: Principal, body: ReceivedBody | None, admission: _Admission
+    ) -> Response:
+        # In the worker thread: a Redis-backed limiter waits on the network here, not on the event loop.
+        if rate_limits is not None:
+            admission.window = rate_limits.admit(principal, operation)
+        return handler(request, principal, body)
+
+    def authenticate_and_handle(request: Request, body: ReceivedBody | None, admission: _Admission) -> Response:
+        assert resolve_blocking is not None  # noqa: S101 - called only for a BlockingResolver
+        with unit_of_work():
+            principal = resolve_blocking(request)
+            if principal is None:
+                raise UnauthorizedError
+            return admit_and_handle(request, principal, body, admission)
+
+    def handle(request: Request, principal: Principal, body: ReceivedBody | None, admission: _Admission) -> Response:
+        with unit_of_work():
+            return admit_and_handle(request, principal, body, admission)
+
     async def endpoint(request: Request) -> Response:
         rid = request_id(request.scope)
         started = time.perf_counter()
         failure: Exception | None = None
-        window: WindowState | None = None
+        # Filled in the worker thread once the caller is admitted, so error answers after it carry the headers too.
+        admission = _Admission()
         try:
-            principal = await resolve_principal(request, resolver)
-            if principal is None:
-                raise UnauthorizedError
-            if rate_limits is not None:
-                window = await admit(rate_limits, principal, operation)
-            response = await handler(request, principal)
+            principal = in_process_principal(request)
+            body = await receive_body(request, max_bytes=max_body_bytes) if takes_body else None
+            if principal is None and resolve_blocking is not None:
+                response = await run_in_threadpool(authenticate_and_handle, request, body, admission)
+            else:
+                if principal is None:
+                    principal = await resolver(request)
+                if principal is None:
+                    raise UnauthorizedError
+                response = await run_in_threadpool(handle, request, principal, body, admission)
         except ClientDisconnect:
             # Nobody is left to answer; the status is only for the access event.
             response = json_error(400, {"error": "invalid_request", "message": "The client disconnected."})
@@ -90,34 +128,41 @@ def authenticated_endpoint(
                 log_unexpected(error, rid, operation_id)
                 mapped = internal_error_response()
             response = mapped
-        if window is not None and "RateLimit-Limit" not in response.headers:
-            response.headers.update(rate_limit_headers(window))
+        if admission.window is not None and "RateLimit-Limit" not in response.headers:
+            response.headers.update(rate_limit_headers(admission.window))
         response.headers[REQUEST_ID_HEADER] = rid
         seconds = time.perf_counter() - started
         if observer is not None:
             observer.observe_request(
                 operation_id=operation_id, status=response.status_code, seconds=seconds, error=failure
             )
-        duration_ms = round(seconds * 1000, 3)
-        _log.info(
-            "http.request operation=%s status=%s duration_ms=%s request_id=%s",
-            operation_id,
-            response.status_code,
-            duration_ms,
-            rid,
-            extra={
-                "event": "http.request",
-                "event_fields": {
-                    "operation_id": operation_id,
-                    "status": response.status_code,
-                    "duration_ms": duration_ms,
-                    "request_id": rid,
+        if _log.isEnabledFor(logging.INFO):
+            duration_ms = round(seconds * 1000, 3)
+            _log.info(
+                "http.request operation=%s status=%s duration_ms=%s request_id=%s",
+                operation_id,
+                response.status_code,
+                duration_ms,
+                rid,
+                extra={
+                    "event": "http.request",
+                    "event_fields": {
+                        "operation_id": operation_id,
+                        "status": response.status_code,
+                        "duration_ms": duration_ms,
+                        "request_id": rid,
+                    },
                 },
-            },
-        )
+            )
         return response
 
     return endpoint
+
+
+class _Admission:
+    """What the rate-limit check said about one request (None: no limit applied, or the limiter was down)."""
+
+    window: WindowState | None = None
 
 
 def log_unexpected(error: BaseException, rid: str, where: str) -> None:

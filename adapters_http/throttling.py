@@ -1,4 +1,4 @@
-"""Rate limits on the memory routes: the core's check, made once per authenticated request, and its headers.
+"""The `RateLimit-*` headers of the memory routes, from the core's window state.
 
 Headers follow draft-ietf-httpapi-ratelimit-headers-06 (December 2022), the last draft with the
 separate `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` fields that clients and
@@ -9,21 +9,7 @@ from __future__ import annotations
 
 import math
 
-from starlette.concurrency import run_in_threadpool
-
-from memorybank_core.ports import Principal
-from memorybank_core.rate_limits import Operation, RateLimits, WindowState
-
-
-async def admit(rate_limits: RateLimits, principal: Principal, operation: Operation) -> WindowState | None:
-    """The core's check; a limiter that waits on the network (Redis) is asked from the thread pool.
-
-    Raises:
-        RateLimitedError: a limit is reached.
-    """
-    if rate_limits.may_block:
-        return await run_in_threadpool(rate_limits.admit, principal, operation)
-    return rate_limits.admit(principal, operation)
+from memorybank_core.rate_limits import WindowState
 
 
 def rate_limit_headers(state: WindowState) -> dict[str, str]:

@@ -80,7 +80,6 @@ class LimitsRateLimiter(RateLimiter):
             )
         self.storage_name = describe_storage(storage_url)
         self._storage = _open(storage_url, timeout_seconds)
-        self.may_block = not isinstance(self._storage, MemoryStorage)
         self._strategy = MovingWindowRateLimiter(self._storage)
         self._outage_pause = outage_pause
         self._log_interval = log_interval

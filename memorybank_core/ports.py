@@ -178,9 +178,6 @@ class PanelSessionStore(Protocol):
 class RateLimiter(Protocol):
     """Counts requests against named limits in a store every process of a deployment shares."""
 
-    may_block: bool
-    """True when `hit` may wait on the network (a facade then calls it off its event loop)."""
-
     @abstractmethod
     def hit(self, *, key: str, limit: RateLimit) -> WindowState | None:
         """Count one request against `key` unless `limit` is reached; the window's state either way.

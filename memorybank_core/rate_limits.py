@@ -173,11 +173,6 @@ class RateLimits:
         self._limiter = limiter
         self.policy = policy or RateLimitPolicy()
 
-    @property
-    def may_block(self) -> bool:
-        """True when a check may wait on the network (a facade then runs it off its event loop)."""
-        return self._limiter.may_block
-
     def admit(self, principal: Principal, operation: Operation) -> WindowState | None:
         """Count one request of `operation` by `principal`; the tightest window's state after it.
 

@@ -82,6 +82,7 @@ _OPTION_NAMES = {
     "rate_limit": "--rate-limit",
     "rate_limit_storage": "--rate-limit-storage",
     "batch_size": "--batch-size",
+    "pause_ms": "--pause-ms",
 }
 
 
@@ -374,6 +375,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         default=limits.PURGE_BATCH.default,
         help=f"memories per transaction, {limits.PURGE_BATCH.min} to {limits.PURGE_BATCH.max} "
         f"(default: {limits.PURGE_BATCH.default})",
+    )
+    purge.add_argument(
+        "--pause-ms",
+        metavar="MS",
+        type=int,
+        default=limits.PURGE_PAUSE_MS.default,
+        help=f"rest between batches, leaving the database to other users; 0 to {limits.PURGE_PAUSE_MS.max} "
+        f"(default: {limits.PURGE_PAUSE_MS.default})",
     )
     purge.set_defaults(run=_purge)
     return parser
@@ -976,6 +985,7 @@ def _purge(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
     # Everything is checked before the database is opened: a typo or a wildcard touches nothing.
     subject = PurgeSubject.user(args.user) if args.user is not None else PurgeSubject.organization(args.org)
     batch_size = clean_count(args.batch_size, path="batch_size", bound=limits.PURGE_BATCH)
+    pause_ms = clean_count(args.pause_ms, path="pause_ms", bound=limits.PURGE_PAUSE_MS)
     if args.receipt is not None and args.receipt.exists():
         raise CommandError(f"{args.receipt} exists already: a receipt is never overwritten", EXIT_BAD_INPUT)
     storage = composition.open_ready_storage(choice, args.keys)
@@ -986,7 +996,7 @@ def _purge(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
         if not args.dry_run:
             show = sys.stderr.isatty()
             with tqdm(total=receipt.counts.memories, unit="memory", disable=not show, file=sys.stderr) as bar:
-                receipt = purge(subject.id, batch_size=batch_size, progress=bar.update)
+                receipt = purge(subject.id, batch_size=batch_size, pause_ms=pause_ms, progress=bar.update)
     finally:
         storage.close()
     text = json.dumps(receipt.to_json(), indent=2)

@@ -125,4 +125,6 @@ def test_the_purge_impact_benchmark_times_another_users_search_around_a_toy_purg
 
     out = capsys.readouterr().out
     assert "purge: 300 memories, 300 contexts" in out
-    assert "| idle |" in out
+    assert "| idle, before |" in out
+    assert "| idle, after |" in out
+    assert "| idle, after OPTIMIZE TABLE memory |" in out

@@ -367,3 +367,39 @@ def test_a_purge_reports_ids_and_counts_only(population: Population) -> None:
     assert finished["subject_id"] == population.alice.user_id
     assert finished["memories"] == 10
     assert "lighthouse" not in repr(events.events)
+
+
+def test_a_pause_rests_between_batches_and_a_bad_one_is_refused(population: Population) -> None:
+    rests: list[float] = []
+    offboarding = Offboarding(store=population.storage.purge_store, clock=start_clock(), sleep=rests.append)
+    before = snapshot(population.storage)
+    for bad in (-1, 10_001, 0.5, "5"):
+        with pytest.raises(InvalidInputError):
+            offboarding.purge_user(population.alice.user_id, pause_ms=bad)
+    assert snapshot(population.storage) == before
+
+    receipt = offboarding.purge_user(population.alice.user_id, batch_size=4, pause_ms=250)
+
+    assert receipt.batches == 3
+    assert rests == [0.25, 0.25, 0.25]
+
+
+def test_on_sqlite_no_token_of_a_purged_memory_stays_in_the_file(sqlite_storage: SqlStorage) -> None:
+    services = composition.build_services(sqlite_storage, clock=start_clock())
+    leaving, staying = User(), User()
+    for n in range(50):
+        services.bank.save(staying, {"content": f"harbor note {n}"})
+    services.bank.save(leaving, {"content": "quixotiqzebrawords " * 20})
+    path = Path(str(sqlite_storage.engine.url.database))
+
+    def in_file() -> bool:
+        with sqlite_storage.engine.connect() as connection:
+            connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        return b"quixotiqzebraword" in path.read_bytes()
+
+    assert in_file()  # the check can see a token where there is one
+
+    composition.build_offboarding(sqlite_storage).purge_user(leaving.user_id)
+
+    assert not in_file()
+    assert len(services.bank.search(staying, query="harbor")) == 20

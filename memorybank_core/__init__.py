@@ -39,11 +39,20 @@ from memorybank_core.ports import (
     NoUnitOfWork,
     PanelSessionStore,
     Principal,
+    RateLimiter,
     SearchEngine,
     SearchHit,
     SignInRedirect,
     TokenStore,
     UnitOfWork,
+)
+from memorybank_core.rate_limits import (
+    Operation,
+    RateLimit,
+    RateLimitedError,
+    RateLimitPolicy,
+    RateLimits,
+    WindowState,
 )
 from memorybank_core.requests import ContextInput, SaveRequest
 from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
@@ -80,6 +89,7 @@ __all__ = [
     "MemoryStore",
     "NoUnitOfWork",
     "NotFoundError",
+    "Operation",
     "Origin",
     "PanelCredential",
     "PanelCredentialKind",
@@ -87,6 +97,11 @@ __all__ = [
     "PanelSessions",
     "Principal",
     "Problem",
+    "RateLimit",
+    "RateLimitPolicy",
+    "RateLimitedError",
+    "RateLimiter",
+    "RateLimits",
     "RecordingEventSink",
     "SaveRequest",
     "Scope",
@@ -105,4 +120,5 @@ __all__ = [
     "TokenStore",
     "UnavailableError",
     "UnitOfWork",
+    "WindowState",
 ]

@@ -1,7 +1,7 @@
 """CPU per request of the server app, in-process: the mix driven straight into the ASGI app, no socket.
 
     python -m benchmarks.request_cpu [--backend mariadb|sqlite] [--requests 3000] [--concurrency 16]
-    python -m benchmarks.request_cpu --profile FILE        # pyinstrument: where a request's time goes
+    python -m benchmarks.request_cpu --profile FILE        # yappi, every thread: where a request's CPU goes
 
 On a shared machine, requests/s under wrk move with everyone else's load; CPU seconds per request
 do not, much. This drives `build_server_app` (the app every `serve` worker runs) with the wrk mix
@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--backend", choices=("mariadb", "sqlite"), default="mariadb")
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--profile", type=Path, help="write a pyinstrument text profile here")
+    parser.add_argument("--profile", type=Path, help="write a yappi CPU profile summary (every thread) here")
     args = parser.parse_args(argv)
     url = _mix_url(args.backend, MIX_ROWS)
     tokens = (SQLITE_HOME / f"tokens_{args.backend}_{MIX_ROWS}.txt").read_text().split()
@@ -144,14 +144,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     database_before = cpu_seconds(database_pid) if database_pid else 0.0
     wall = time.perf_counter()
     if args.profile:
-        from pyinstrument import Profiler
+        import yappi
 
-        profiler = Profiler(async_mode="disabled")
-        profiler.start()
+        yappi.set_clock_type("cpu")
+        yappi.start(builtins=False, profile_threads=True)
     statuses, used = asyncio.run(_with_lifespan(app, tokens, args.requests, args.concurrency))
     if args.profile:
-        profiler.stop()
-        args.profile.write_text(profiler.output_text(unicode=True, show_all=False, timeline=False))
+        yappi.stop()
+        from benchmarks.profiled_serve import summarize
+
+        args.profile.write_text(summarize(yappi.get_func_stats()))
     wall = time.perf_counter() - wall
     database_used = (cpu_seconds(database_pid) - database_before) if database_pid else 0.0
     bad = sum(1 for status in statuses if status >= 300)

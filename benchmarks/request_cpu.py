@@ -107,20 +107,26 @@ async def _drive(app: Any, tokens: Sequence[str], requests: int, concurrency: in
     return statuses
 
 
-async def _with_lifespan(app: Any, tokens: Sequence[str], requests: int, concurrency: int) -> tuple[list[int], float]:
+async def _with_lifespan(
+    app: Any, tokens: Sequence[str], requests: int, concurrency: int, database_pid: int | None
+) -> tuple[list[int], float, float]:
+    """Start the app, warm it, drive the mix; the statuses, this process's and the database's CPU seconds."""
     messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     answers: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     await messages.put({"type": "lifespan.startup"})
     lifespan = asyncio.ensure_future(app({"type": "lifespan", "asgi": {"version": "3.0"}}, messages.get, answers.put))
     await answers.get()
-    await _drive(app, tokens, min(200, requests), concurrency)  # warm every cache and the pool
+    # Warm the pool and every token's cache entry: a long-running worker has seen its callers.
+    await asyncio.gather(*(_call(app, "GET", "/v1/memory", b"limit=1", b"", token) for token in tokens))
+    database_before = cpu_seconds(database_pid) if database_pid else 0.0
     started = time.process_time()
     statuses = await _drive(app, tokens, requests, concurrency)
     used = time.process_time() - started
+    database_used = (cpu_seconds(database_pid) - database_before) if database_pid else 0.0
     await messages.put({"type": "lifespan.shutdown"})
     await answers.get()
     await lifespan
-    return statuses, used
+    return statuses, used, database_used
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -141,27 +147,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     app = composition.build_server_app(storage, bind_host="127.0.0.1", metrics_token=None)
     database_pid = listening_pid(int(urlsplit(url).port or 3306)) if args.backend == "mariadb" else None
-    database_before = cpu_seconds(database_pid) if database_pid else 0.0
     wall = time.perf_counter()
     if args.profile:
         import yappi
 
         yappi.set_clock_type("cpu")
         yappi.start(builtins=False, profile_threads=True)
-    statuses, used = asyncio.run(_with_lifespan(app, tokens, args.requests, args.concurrency))
+    statuses, used, database_used = asyncio.run(
+        _with_lifespan(app, tokens, args.requests, args.concurrency, database_pid)
+    )
     if args.profile:
         yappi.stop()
         from benchmarks.profiled_serve import summarize
 
         args.profile.write_text(summarize(yappi.get_func_stats()))
     wall = time.perf_counter() - wall
-    database_used = (cpu_seconds(database_pid) - database_before) if database_pid else 0.0
     bad = sum(1 for status in statuses if status >= 300)
     print(
         f"{args.backend}: {len(statuses)} requests (non-2xx: {bad}), concurrency {args.concurrency}; "
         f"load average {os.getloadavg()[0]:.2f}\n"
         f"app CPU per request {1000 * used / len(statuses):.3f} ms; database server CPU per request "
-        f"{1000 * database_used / len(statuses):.3f} ms (whole run, warm-up included: {wall:.1f} s)\n"
+        f"{1000 * database_used / len(statuses):.3f} ms (the server's every client counts; run {wall:.1f} s)\n"
         f"get_many of 20 memories with contexts, in-process: p50 {load.p50:.3f} ms, p95 {load.p95:.3f} ms"
     )
 

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.memory_store import owned_memories
 from adapters_mysql.schema import api_token, memory, memory_context, panel_credential, purge_run
+from adapters_mysql.sqlite_search import purge_rewritten_text
 from adapters_mysql.token_store import count_revocation
 from adapters_mysql.unit_of_work import reading, writing
 from memorybank_core import MemoryBankError, Scope, limits
@@ -196,6 +197,11 @@ class SqlPurgeStore(PurgeStore):
             return _save(connection, current, counts, digest, current.batches + 1, at)
 
     def finish(self, *, run: PurgeRun, at: datetime) -> PurgeRun:
+        if self._engine.dialect.name == "sqlite" and run.batches:
+            # FTS5 keeps deleted rows' tokens in its segments until they are merged: merge them, so
+            # nothing of the purged memories stays in the file.
+            with unavailable_on_driver_error("purge"):
+                purge_rewritten_text(self._engine)
         with unavailable_on_driver_error("purge"), writing(self._engine) as connection:
             connection.execute(
                 purge_run.update()

@@ -30,16 +30,29 @@ from memorybank.settings import (
     DATABASE_URL_ENV,
     KEY_FILE_ENV,
     KEYS_ENV,
+    RATE_LIMIT_STORAGE_ENV,
+    RATE_LIMITS_ENV,
     DatabaseChoice,
     KeyRingChoice,
+    RateLimitChoice,
     choose_allowed_hosts,
     choose_database,
     choose_key_ring,
+    choose_rate_limits,
     default_database_path,
     default_key_file,
     redacted,
 )
-from memorybank_core import ApiToken, InvalidInputError, MemoryBankError, NotFoundError, UnavailableError, ids, limits
+from memorybank_core import (
+    ApiToken,
+    InvalidInputError,
+    MemoryBankError,
+    NotFoundError,
+    RateLimits,
+    UnavailableError,
+    ids,
+    limits,
+)
 from memorybank_core.offboarding import PurgeSubject
 from memorybank_core.tokens import KNOWN_SCOPES
 
@@ -66,7 +79,10 @@ _OPTION_NAMES = {
     "oauth-introspection-issuer": "--oauth-introspection-issuer",
     **{name: f"--{name}" for name in ("oauth-panel-client-id", "oauth-panel-issuer", "oauth-panel-client-secret-file")},
     "allowed_host": "--allowed-host",
+    "rate_limit": "--rate-limit",
+    "rate_limit_storage": "--rate-limit-storage",
     "batch_size": "--batch-size",
+    "pause_ms": "--pause-ms",
 }
 
 
@@ -139,6 +155,24 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="a Host header the MCP rail accepts besides loopback names, e.g. bank.example.com behind a reverse "
         f"proxy (`name`, `name:port` or `name:*`); repeat for several; default: ${ALLOWED_HOSTS_ENV} "
         "(comma-separated)",
+    )
+    rate_limit_options = serve.add_argument_group(
+        "rate limits", "per user (and optionally per token), per operation; see docs/operations.md#rate-limits"
+    )
+    rate_limit_options.add_argument(
+        "--rate-limit",
+        metavar="RULE",
+        action="append",
+        dest="rate_limits",
+        help="change a limit: OPERATION=N/UNIT with OPERATION save, search, list, delete or * (all), prefixed "
+        "token. for a per-token limit; N/UNIT like 120/minute, or off; repeat for several (default: "
+        f"${RATE_LIMITS_ENV}, comma-separated; else save=60/minute and 120/minute for the others)",
+    )
+    rate_limit_options.add_argument(
+        "--rate-limit-storage",
+        metavar="URL",
+        help="where limits are counted: memory:// (each process alone) or redis://host:port/db, shared by every "
+        f"worker and host (default: ${RATE_LIMIT_STORAGE_ENV}, else memory://)",
     )
     _add_oauth_options(serve)
     serve.set_defaults(run=_serve)
@@ -342,6 +376,14 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help=f"memories per transaction, {limits.PURGE_BATCH.min} to {limits.PURGE_BATCH.max} "
         f"(default: {limits.PURGE_BATCH.default})",
     )
+    purge.add_argument(
+        "--pause-ms",
+        metavar="MS",
+        type=int,
+        default=limits.PURGE_PAUSE_MS.default,
+        help=f"rest between batches, leaving the database to other users; 0 to {limits.PURGE_PAUSE_MS.max} "
+        f"(default: {limits.PURGE_PAUSE_MS.default})",
+    )
     purge.set_defaults(run=_purge)
     return parser
 
@@ -468,6 +510,14 @@ def _fail(message: str, status: int) -> int:
     return status
 
 
+def _describe_rate_limits(rate_limits: RateLimits, choice: RateLimitChoice, *, workers: int) -> str:
+    rules = ", ".join(rate_limits.policy.describe()) or "none"
+    line = f"{PROGRAM}: rate limits {rules}; counted in {redacted(choice.storage_url)}"
+    if workers > 1 and choice.storage_url.startswith("memory"):
+        line += f" by each of the {workers} workers alone (--rate-limit-storage redis://... shares them)"
+    return line
+
+
 def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     import uvicorn
 
@@ -486,6 +536,8 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             EXIT_BAD_INPUT,
         )
     allowed_hosts = choose_allowed_hosts(args.allowed_hosts, args.environment)
+    limits_choice = choose_rate_limits(args.rate_limit_storage, args.rate_limits, args.environment)
+    rate_limits = composition.build_rate_limits(limits_choice)  # checks the rules and URL before anything starts
     options = oauth_options(args)
     oauth = oauth_settings.choose_oauth(options, args.environment, host=args.host, port=args.port)
     panel_sign_in = oauth_settings.choose_panel_sign_in(options, args.environment, oauth)
@@ -503,6 +555,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             file=out,
             flush=True,
         )
+        print(_describe_rate_limits(rate_limits, limits_choice, workers=args.workers), file=out, flush=True)
         if oauth is not None and panel_sign_in is not None:
             print(
                 f"{PROGRAM}: panel sign-in with {panel_sign_in.issuer} as client {panel_sign_in.client_id}; "
@@ -522,6 +575,8 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
                     oauth=options,
                     allowed_hosts=list(allowed_hosts),
                     key_file=str(args.key_file) if args.key_file is not None else None,
+                    rate_limit_storage=limits_choice.storage_url,
+                    rate_limits=list(limits_choice.rules),
                 ),
                 workers=args.workers,
                 log_format=args.log_format,
@@ -534,6 +589,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             allowed_hosts=allowed_hosts,
             metrics_token=args.environment.get(serving.METRICS_TOKEN_ENV) or None,
             issuers=issuers,
+            rate_limits=rate_limits,
             panel_sign_in=panel_sign_in,
         )
         # No uvicorn access log: it prints query strings, and search text must never be logged.
@@ -932,6 +988,7 @@ def _purge(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
     # Everything is checked before the database is opened: a typo or a wildcard touches nothing.
     subject = PurgeSubject.user(args.user) if args.user is not None else PurgeSubject.organization(args.org)
     batch_size = clean_count(args.batch_size, path="batch_size", bound=limits.PURGE_BATCH)
+    pause_ms = clean_count(args.pause_ms, path="pause_ms", bound=limits.PURGE_PAUSE_MS)
     if args.receipt is not None and args.receipt.exists():
         raise CommandError(f"{args.receipt} exists already: a receipt is never overwritten", EXIT_BAD_INPUT)
     storage = composition.open_ready_storage(choice, args.keys)
@@ -942,7 +999,7 @@ def _purge(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
         if not args.dry_run:
             show = sys.stderr.isatty()
             with tqdm(total=receipt.counts.memories, unit="memory", disable=not show, file=sys.stderr) as bar:
-                receipt = purge(subject.id, batch_size=batch_size, progress=bar.update)
+                receipt = purge(subject.id, batch_size=batch_size, pause_ms=pause_ms, progress=bar.update)
     finally:
         storage.close()
     text = json.dumps(receipt.to_json(), indent=2)

@@ -31,14 +31,17 @@ from adapters_http.panel import (
 )
 from adapters_mysql import DatabaseMissingError, SchemaNotReadyError, SqlStorage, create_database, open_storage
 from adapters_oidc import IssuerTokenVerifier, OidcSignIn, ResourceServerSettings, SignInSettings
+from adapters_ratelimit import LimitsRateLimiter
 from memorybank.oauth_settings import RAIL_PATH
-from memorybank.settings import DatabaseChoice, KeyRingChoice, prepare_embedded_directory
+from memorybank.settings import DatabaseChoice, KeyRingChoice, RateLimitChoice, prepare_embedded_directory
 from memorybank_core import (
     Clock,
     EventSink,
     MemoryBank,
     PanelSessions,
     Principal,
+    RateLimitPolicy,
+    RateLimits,
     Sealer,
     TokenService,
     UnavailableError,
@@ -146,10 +149,28 @@ class Services:
     bank: MemoryBank
     tokens: TokenService
     panel_sessions: PanelSessions
+    rate_limits: RateLimits | None = None
+    """Checked on every memory route (REST, the MCP rail, the panel); None: no limits."""
 
 
-def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: EventSink | None = None) -> Services:
-    """The bank, the token service and the panel's sessions over `storage`."""
+def build_rate_limits(choice: RateLimitChoice) -> RateLimits:
+    """The rate limits of `choice`: its rules over the defaults, counted in its storage (connected lazily).
+
+    Raises:
+        InvalidInputError: ("rate_limit") a malformed rule; ("rate_limit_storage") an unusable URL.
+    """
+    policy = RateLimitPolicy.from_rules(choice.rules)
+    return RateLimits(limiter=LimitsRateLimiter(choice.storage_url), policy=policy)
+
+
+def build_services(
+    storage: SqlStorage,
+    *,
+    clock: Clock | None = None,
+    events: EventSink | None = None,
+    rate_limits: RateLimits | None = None,
+) -> Services:
+    """The bank, the token service and the panel's sessions over `storage`, with `rate_limits` on the routes."""
     return Services(
         bank=MemoryBank(
             store=storage.store,
@@ -160,6 +181,7 @@ def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: E
         ),
         tokens=TokenService(store=storage.token_store, clock=clock),
         panel_sessions=PanelSessions(store=storage.panel_sessions, clock=clock),
+        rate_limits=rate_limits,
     )
 
 
@@ -329,6 +351,7 @@ def build_rest_app(
         panel=panel_routes(sign_in=sign_in, prompt=prompt),
         observer=observer,
         extra_routes=extra_routes,
+        rate_limits=services.rate_limits,
     )
 
 
@@ -339,9 +362,12 @@ def build_server_app(
     metrics_token: str | None,
     allowed_hosts: Sequence[str] = (),
     issuers: IssuerTokenVerifier | None = None,
+    rate_limits: RateLimits | None = None,
     panel_sign_in: SignInSettings | None = None,
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
+
+    `rate_limits` (see `build_rate_limits`) applies to every memory route: REST, MCP rail and panel.
 
     `/healthz` and `/readyz` are public; `/metrics` is served only with a `metrics_token`. On
     SIGTERM every response closes its connection (`ConnectionDraining`); when the app shuts
@@ -352,7 +378,7 @@ def build_server_app(
     from adapters_metrics import PrometheusMetrics
 
     metrics = PrometheusMetrics(forward=LoggingEventSink())
-    services = build_services(storage, events=metrics)
+    services = build_services(storage, events=metrics, rate_limits=rate_limits)
 
     def readiness() -> str | None:
         try:

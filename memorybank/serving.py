@@ -24,7 +24,7 @@ from starlette.types import ASGIApp
 from memorybank import composition
 from memorybank.logs import logging_config
 from memorybank.oauth_settings import OAuthOptions, choose_oauth, choose_panel_sign_in
-from memorybank.settings import DatabaseChoice, choose_key_ring
+from memorybank.settings import DatabaseChoice, RateLimitChoice, choose_key_ring
 
 OPTIONS_ENV = "MEMORYBANK_SERVE_OPTIONS"
 """Where `run` leaves the options for its workers (JSON)."""
@@ -49,6 +49,10 @@ class ServeOptions:
     allowed_hosts: list[str] = attrs.field(factory=list)
     #: `--key-file`, if given (the key ring's environment variables reach the workers by themselves).
     key_file: str | None = None
+    #: Where rate limits are counted: `memory://` counts in each worker alone; `redis://` is shared.
+    rate_limit_storage: str = "memory://"
+    #: `--rate-limit` rules over the defaults, e.g. `search=300/minute`.
+    rate_limits: list[str] = attrs.field(factory=list)
 
     def to_json(self) -> str:
         """For the environment of the workers."""
@@ -111,5 +115,8 @@ def app_from_environment() -> ASGIApp:
         metrics_token=os.environ.get(METRICS_TOKEN_ENV) or None,
         allowed_hosts=options.allowed_hosts,
         issuers=issuers,
+        rate_limits=composition.build_rate_limits(
+            RateLimitChoice(storage_url=options.rate_limit_storage, rules=tuple(options.rate_limits))
+        ),
         panel_sign_in=panel_sign_in,
     )

@@ -39,12 +39,21 @@ from memorybank_core.ports import (
     NoUnitOfWork,
     PanelSessionStore,
     Principal,
+    RateLimiter,
     SearchEngine,
     SearchHit,
     SearchHits,
     SignInRedirect,
     TokenStore,
     UnitOfWork,
+)
+from memorybank_core.rate_limits import (
+    Operation,
+    RateLimit,
+    RateLimitedError,
+    RateLimitPolicy,
+    RateLimits,
+    WindowState,
 )
 from memorybank_core.requests import ContextInput, SaveRequest
 from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
@@ -81,6 +90,7 @@ __all__ = [
     "MemoryStore",
     "NoUnitOfWork",
     "NotFoundError",
+    "Operation",
     "Origin",
     "PanelCredential",
     "PanelCredentialKind",
@@ -88,6 +98,11 @@ __all__ = [
     "PanelSessions",
     "Principal",
     "Problem",
+    "RateLimit",
+    "RateLimitPolicy",
+    "RateLimitedError",
+    "RateLimiter",
+    "RateLimits",
     "RecordingEventSink",
     "SaveRequest",
     "Scope",
@@ -107,4 +122,5 @@ __all__ = [
     "TokenStore",
     "UnavailableError",
     "UnitOfWork",
+    "WindowState",
 ]

@@ -60,3 +60,6 @@ PANEL_SESSION_TTL_SECONDS = 12 * 60 * 60
 #: An offboarding purge deletes this many memories (with their contexts) per transaction unless told
 #: otherwise: short transactions, so other users' reads and writes never wait long on its locks.
 PURGE_BATCH = CountBound(1, 10_000, default=500)
+#: How long a purge rests between batches, in milliseconds: 0 (the default) runs them back to back;
+#: a pause leaves the database's CPU and disk to other users' requests, for a longer purge.
+PURGE_PAUSE_MS = CountBound(0, 10_000, default=0)

@@ -202,11 +202,13 @@ class Offboarding:
         clock: Clock | None = None,
         events: EventSink | None = None,
         new_id: Callable[[str], str] = ids.new_id,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
         self._clock = clock or SystemClock()
         self._events = events or LoggingEventSink()
         self._new_id = new_id
+        self._sleep = sleep
 
     def purge_user(
         self,
@@ -214,19 +216,23 @@ class Offboarding:
         *,
         dry_run: bool = False,
         batch_size: object = None,
+        pause_ms: object = None,
         progress: Callable[[int], None] | None = None,
     ) -> PurgeReceipt:
         """Delete every memory and context of `user_id`, revoke its API tokens, end its panel sessions.
 
         Idempotent and resumable: a rerun after a crash finishes the interrupted run, and its receipt
-        counts the whole run; a rerun after a finished purge removes nothing. `progress` gets the
-        number of memories each batch removed. A dry run counts and changes nothing.
+        counts the whole run; a rerun after a finished purge removes nothing. `pause_ms` is a rest
+        between batches (for a gentler purge); `progress` gets the number of memories each batch
+        removed. A dry run counts and changes nothing.
 
         Raises:
-            InvalidInputError: ("user") not a `usr_` TypeID; ("batch_size") out of bounds. Nothing is touched.
+            InvalidInputError: ("user") not a `usr_` TypeID; ("batch_size", "pause_ms") out of bounds.
+                Nothing is touched.
             UnavailableError: storage cannot be reached; committed batches stay done, rerun to finish.
         """
-        return self._purge(PurgeSubject.user(user_id), dry_run=dry_run, batch_size=batch_size, progress=progress)
+        subject = PurgeSubject.user(user_id)
+        return self._purge(subject, dry_run=dry_run, batch_size=batch_size, pause_ms=pause_ms, progress=progress)
 
     def purge_organization(
         self,
@@ -234,6 +240,7 @@ class Offboarding:
         *,
         dry_run: bool = False,
         batch_size: object = None,
+        pause_ms: object = None,
         progress: Callable[[int], None] | None = None,
     ) -> PurgeReceipt:
         """Delete every memory saved under `org_id` and its contexts; revoke the organization's tokens and sessions.
@@ -241,11 +248,12 @@ class Offboarding:
         Memories its members saved under other organizations stay. As `purge_user` otherwise.
 
         Raises:
-            InvalidInputError: ("org") not an `org_` TypeID; ("batch_size") out of bounds. Nothing is touched.
+            InvalidInputError: ("org") not an `org_` TypeID; ("batch_size", "pause_ms") out of bounds.
+                Nothing is touched.
             UnavailableError: storage cannot be reached; committed batches stay done, rerun to finish.
         """
         subject = PurgeSubject.organization(org_id)
-        return self._purge(subject, dry_run=dry_run, batch_size=batch_size, progress=progress)
+        return self._purge(subject, dry_run=dry_run, batch_size=batch_size, pause_ms=pause_ms, progress=progress)
 
     def _purge(
         self,
@@ -253,9 +261,15 @@ class Offboarding:
         *,
         dry_run: bool,
         batch_size: object,
+        pause_ms: object,
         progress: Callable[[int], None] | None,
     ) -> PurgeReceipt:
         limit = clean_count(batch_size, path="batch_size", bound=limits.PURGE_BATCH)
+        pace = _Pace(
+            limit=limit,
+            pause=clean_count(pause_ms, path="pause_ms", bound=limits.PURGE_PAUSE_MS) / 1000,
+            progress=progress,
+        )
         started_at = self._clock.now()
         if dry_run:
             counts = self._store.count(subject=subject, at=started_at)
@@ -279,9 +293,9 @@ class Offboarding:
         # Credentials first: the subject can start no new request (and so save nothing) while its memories go.
         run = self._store.revoke_credentials(run=run, at=self._clock.now())
         if subject.kind is SubjectKind.USER:
-            run = self._drain(run, subject.id, None, limit, progress)
+            run = self._drain(run, subject.id, None, pace)
         else:
-            run = self._drain_organization(run, subject.id, limit, progress)
+            run = self._drain_organization(run, subject.id, pace)
         run = self._store.finish(run=run, at=self._clock.now())
         self._events.emit(
             PURGE_FINISHED,
@@ -309,27 +323,36 @@ class Offboarding:
             finished_at=run.finished_at or self._clock.now(),
         )
 
-    def _drain_organization(
-        self, run: PurgeRun, org_id: str, limit: int, progress: Callable[[int], None] | None
-    ) -> PurgeRun:
+    def _drain_organization(self, run: PurgeRun, org_id: str, pace: _Pace) -> PurgeRun:
         # Per user, so every delete stays bound to one owner. Looked up again after each pass: a
         # save that raced the revocation is caught; a pass that removes nothing ends the walk.
         while owners := self._store.owners_in_organization(org_id=org_id):
             before = run.counts
             for user_id in owners:
-                run = self._drain(run, user_id, org_id, limit, progress)
+                run = self._drain(run, user_id, org_id, pace)
             if run.counts == before:
                 break
         return run
 
-    def _drain(
-        self, run: PurgeRun, user_id: str, org_id: str | None, limit: int, progress: Callable[[int], None] | None
-    ) -> PurgeRun:
+    def _drain(self, run: PurgeRun, user_id: str, org_id: str | None, pace: _Pace) -> PurgeRun:
         while True:
-            after = self._store.remove_batch(run=run, user_id=user_id, org_id=org_id, limit=limit, at=self._clock.now())
+            after = self._store.remove_batch(
+                run=run, user_id=user_id, org_id=org_id, limit=pace.limit, at=self._clock.now()
+            )
             removed = after.counts.memories - run.counts.memories
             if after.counts == run.counts:
                 return after
-            if progress is not None and removed:
-                progress(removed)
+            if pace.progress is not None and removed:
+                pace.progress(removed)
             run = after
+            if pace.pause:
+                self._sleep(pace.pause)
+
+
+@attrs.frozen(kw_only=True)
+class _Pace:
+    """How one purge call walks: batch size, rest between batches (seconds), progress callback."""
+
+    limit: int
+    pause: float
+    progress: Callable[[int], None] | None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import corpus, purge_impact, recall, scale, write_cost
+from benchmarks import corpus, purge_impact, rate_limit_flood, recall, scale, write_cost
 from benchmarks.common import SERVER_ENV, Timing, drop_database
 from tests.mysql_server import server_url
 
@@ -108,6 +108,15 @@ def test_the_write_cost_benchmark_saves_with_every_engine(
     assert "saves/s" in out
 
 
+def test_the_flood_benchmark_times_the_limiter_and_reads_wrks_summary() -> None:
+    allowed, refused = rate_limit_flood.limiter_cost("memory://", calls=50)
+    output = "  Requests/sec:    287.45\n  Non-2xx or 3xx responses: 1702\n"
+
+    assert allowed > 0
+    assert refused > 0
+    assert rate_limit_flood._wrk_summary(output) == (287.45, 1702)
+
+
 @pytest.mark.mysql
 def test_the_purge_impact_benchmark_times_another_users_search_around_a_toy_purge(
     bench_server: None, capsys: pytest.CaptureFixture[str]
@@ -116,4 +125,6 @@ def test_the_purge_impact_benchmark_times_another_users_search_around_a_toy_purg
 
     out = capsys.readouterr().out
     assert "purge: 300 memories, 300 contexts" in out
-    assert "| idle |" in out
+    assert "| idle, before |" in out
+    assert "| idle, after |" in out
+    assert "| idle, after OPTIMIZE TABLE memory |" in out

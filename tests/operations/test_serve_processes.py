@@ -18,7 +18,7 @@ from adapters_mysql import open_storage
 from adapters_mysql.schema import memory, memory_context
 from memorybank_search import OwnerIndexer
 from tests.mysql_server import ThrowawayDatabase
-from tests.served import run_memorybank, serving
+from tests.served import NO_RATE_LIMITS, run_memorybank, serving
 
 #: Each test starts real server processes with workers: a tier of its own (`pytest -m serve_processes`).
 pytestmark = pytest.mark.serve_processes
@@ -154,7 +154,7 @@ def test_sigterm_during_a_stream_of_saves_loses_no_acknowledged_save(database_ur
     stream = SaveStream()
     stop = threading.Event()
 
-    with serving(database_url, args=["--workers", "2"], log=tmp_path / "serve.log") as server:
+    with serving(database_url, args=["--workers", "2", *NO_RATE_LIMITS], log=tmp_path / "serve.log") as server:
         clients = [
             threading.Thread(target=stream.run, args=(server.base_url, secret, n, stop)) for n in range(CLIENT_THREADS)
         ]

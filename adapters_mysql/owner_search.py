@@ -15,7 +15,7 @@ from adapters_mysql import rewrite_fence
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory
 from adapters_mysql.unit_of_work import reading
-from memorybank_core import SearchEngine, SearchHit
+from memorybank_core import SearchEngine, SearchHit, SearchHits
 from memorybank_search import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
 
 #: How often a search overlapping rewriting batches runs again (adapters_mysql.rewrite_fence). A
@@ -63,7 +63,7 @@ class OwnerScopedSearch(SearchEngine):
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
         tokens = self._indexer.query_tokens(user_id, query)
         if not tokens:
-            return []
+            return SearchHits(candidate_count=0)
         with unavailable_on_driver_error("search"), reading(self._engine) as connection:
             if not self._indexer.rewrite_pending:
                 rows, document_frequency = self._fetch(connection, user_id, tokens)
@@ -76,7 +76,7 @@ class OwnerScopedSearch(SearchEngine):
                     # A rewriting batch overlapped: end this snapshot and look again.
                     connection.rollback()
         if not rows:
-            return []
+            return SearchHits(candidate_count=0)
         return rank_candidates(
             tokens,
             [Candidate(row.id, row.search_terms or "", row.doc_length) for row in rows],

@@ -29,6 +29,7 @@ from memorybank_core import (
     Sealer,
     Source,
 )
+from memorybank_core.entities import charged_characters
 from memorybank_core.wire import citation_ids
 
 MEMORY_TABLE = "memory"
@@ -73,6 +74,7 @@ class RowCodec:
             "created_at": saved.created_at,
             "updated_at": saved.updated_at,
             "seal_state": self._state,
+            "characters": charged_characters(saved),
         }
 
     def context_row(self, context: MemoryContext, user_id: str) -> dict[str, Any]:

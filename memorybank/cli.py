@@ -575,6 +575,8 @@ def _migrate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
         done.append("created the full-text search indexes")
     if report.reindexed:
         done.append(f"re-indexed {report.reindexed} memories")
+    if report.measured:
+        done.append(f"counted the quota use of {report.measured} memories")
     print(f"{PROGRAM}: migrated {where} to revision {report.revision}: {'; '.join(done)}", file=out)
     print(f"{PROGRAM}: {mode}", file=out)
 

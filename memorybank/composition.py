@@ -29,8 +29,10 @@ from memorybank_core import (
     Clock,
     EventSink,
     MemoryBank,
+    MemoryControls,
     PanelSessions,
     Principal,
+    Quota,
     Sealer,
     TokenService,
     UnavailableError,
@@ -137,10 +139,21 @@ class Services:
     bank: MemoryBank
     tokens: TokenService
     panel_sessions: PanelSessions
+    controls: MemoryControls | None = None
+    """The operator's gate and quotas (`memorybank gate`, `memorybank quota`); None when not wired."""
 
 
-def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: EventSink | None = None) -> Services:
-    """The bank, the token service and the panel's sessions over `storage`."""
+def build_services(
+    storage: SqlStorage,
+    *,
+    clock: Clock | None = None,
+    events: EventSink | None = None,
+    default_quota: Quota | None = None,
+) -> Services:
+    """The bank, the token service, the panel's sessions and the operator's controls over `storage`.
+
+    `default_quota` is the deployment's quota where no operator set one (default: `Quota()`).
+    """
     return Services(
         bank=MemoryBank(
             store=storage.store,
@@ -148,9 +161,19 @@ def build_services(storage: SqlStorage, *, clock: Clock | None = None, events: E
             clock=clock,
             events=events,
             unit_of_work=storage.unit_of_work,
+            controls=storage.controls,
+            default_quota=default_quota,
         ),
         tokens=TokenService(store=storage.token_store, clock=clock),
         panel_sessions=PanelSessions(store=storage.panel_sessions, clock=clock),
+        controls=MemoryControls(
+            controls=storage.controls,
+            store=storage.store,
+            default_quota=default_quota,
+            clock=clock,
+            events=events,
+            unit_of_work=storage.unit_of_work,
+        ),
     )
 
 
@@ -272,8 +295,11 @@ def build_server_app(
     metrics_token: str | None,
     allowed_hosts: Sequence[str] = (),
     issuers: IssuerTokenVerifier | None = None,
+    default_quota: Quota | None = None,
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
+
+    `default_quota` is the deployment's storage quota (`--quota-memories`, `--quota-characters`).
 
     `/healthz` and `/readyz` are public; `/metrics` is served only with a `metrics_token`. On
     SIGTERM every response closes its connection (`ConnectionDraining`); when the app shuts
@@ -284,7 +310,7 @@ def build_server_app(
     from adapters_metrics import PrometheusMetrics
 
     metrics = PrometheusMetrics(forward=LoggingEventSink())
-    services = build_services(storage, events=metrics)
+    services = build_services(storage, events=metrics, default_quota=default_quota)
 
     def readiness() -> str | None:
         try:

@@ -4,33 +4,44 @@ A host imports its names from here; adapters implement its ports.
 """
 
 from memorybank_core.clock import FixedClock, SystemClock
+from memorybank_core.controls import Effective, MemoryControls, check_quota, clean_subject_id, resolve
 from memorybank_core.entities import (
+    EVERYONE,
     ApiToken,
     Citation,
+    Control,
     Memory,
     MemoryContext,
     MemoryPage,
     Origin,
     PanelCredential,
     PanelCredentialKind,
+    Policy,
+    Quota,
     Scope,
     SearchResult,
     Source,
+    SubjectKind,
+    Usage,
+    charged_characters,
 )
 from memorybank_core.errors import (
     CredentialsRefusedError,
     ForbiddenError,
     InvalidInputError,
     MemoryBankError,
+    MemoryDisabledError,
     NotFoundError,
     Problem,
+    QuotaExceededError,
     UnavailableError,
 )
 from memorybank_core.events import LoggingEventSink, RecordingEventSink
-from memorybank_core.inmemory import InMemoryPanelSessionStore, InMemoryStore, InMemoryTokenStore
+from memorybank_core.inmemory import InMemoryControlStore, InMemoryPanelSessionStore, InMemoryStore, InMemoryTokenStore
 from memorybank_core.panel_sessions import IssuedLink, PanelSessions, StartedSession
 from memorybank_core.ports import (
     Clock,
+    ControlStore,
     EventSink,
     ListPosition,
     MemoryStore,
@@ -48,6 +59,7 @@ from memorybank_core.tokens import IssuedToken, TokenPrincipal, TokenService
 from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE, MemoryBank
 
 __all__ = [
+    "EVERYONE",
     "READ_SCOPE",
     "WRITE_SCOPE",
     "ApiToken",
@@ -56,10 +68,14 @@ __all__ = [
     "Citation",
     "Clock",
     "ContextInput",
+    "Control",
+    "ControlStore",
     "CredentialsRefusedError",
+    "Effective",
     "EventSink",
     "FixedClock",
     "ForbiddenError",
+    "InMemoryControlStore",
     "InMemoryPanelSessionStore",
     "InMemoryStore",
     "InMemoryTokenStore",
@@ -72,6 +88,8 @@ __all__ = [
     "MemoryBank",
     "MemoryBankError",
     "MemoryContext",
+    "MemoryControls",
+    "MemoryDisabledError",
     "MemoryPage",
     "MemoryStore",
     "NoUnitOfWork",
@@ -81,8 +99,11 @@ __all__ = [
     "PanelCredentialKind",
     "PanelSessionStore",
     "PanelSessions",
+    "Policy",
     "Principal",
     "Problem",
+    "Quota",
+    "QuotaExceededError",
     "RecordingEventSink",
     "SaveRequest",
     "Scope",
@@ -93,10 +114,16 @@ __all__ = [
     "SearchResult",
     "Source",
     "StartedSession",
+    "SubjectKind",
     "SystemClock",
     "TokenPrincipal",
     "TokenService",
     "TokenStore",
     "UnavailableError",
     "UnitOfWork",
+    "Usage",
+    "charged_characters",
+    "check_quota",
+    "clean_subject_id",
+    "resolve",
 ]

@@ -37,9 +37,11 @@ from memorybank_core import (
     MemoryBank,
     MemoryStore,
     PanelSessions,
+    Quota,
     TokenPrincipal,
     TokenService,
     UnavailableError,
+    Usage,
 )
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_search import OwnerIndexer
@@ -116,8 +118,11 @@ class FaultyStore(MemoryStore):
         self.fail_list = self.fail_delete = False
         self.list_delay = 0.0
 
-    def add(self, *, user_id: str, memory: Memory) -> None:
-        self._store.add(user_id=user_id, memory=memory)
+    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
+        self._store.add(user_id=user_id, memory=memory, quota=quota)
+
+    def usage(self, *, user_id: str) -> Usage:
+        return self._store.usage(user_id=user_id)
 
     def get_many(self, *, user_id: str, memory_ids: Sequence[str]) -> Mapping[str, Memory]:
         return self._store.get_many(user_id=user_id, memory_ids=memory_ids)

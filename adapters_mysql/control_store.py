@@ -1,0 +1,87 @@
+"""`SqlControlStore`: the operators' gate switches and quotas in `memory_control`.
+
+The bank reads the controls of each request (`find`: one primary-key lookup of at most three rows,
+on the request's unit-of-work connection), so a change made by any process — `memorybank gate`,
+a host's admin code — applies to every worker's next request without a restart or a cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from adapters_mysql.errors import unavailable_on_driver_error
+from adapters_mysql.schema import memory_control
+from adapters_mysql.unit_of_work import reading, writing
+from memorybank_core import EVERYONE, Control, ControlStore, SubjectKind
+
+_ORDER = sa.case(
+    {SubjectKind.ALL.value: 0, SubjectKind.ORG.value: 1, SubjectKind.USER.value: 2}, value=memory_control.c.kind
+)
+
+
+def _subject(kind: SubjectKind, subject_id: str) -> sa.ColumnElement[bool]:
+    return sa.and_(memory_control.c.kind == kind.value, memory_control.c.subject_id == subject_id)
+
+
+class SqlControlStore(ControlStore):
+    """The `ControlStore` port over SQLAlchemy Core."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self._engine = engine
+
+    def find(self, *, user_id: str, org_id: str | None) -> Sequence[Control]:
+        wanted = [_subject(SubjectKind.USER, user_id), _subject(SubjectKind.ALL, EVERYONE)]
+        if org_id is not None:
+            wanted.append(_subject(SubjectKind.ORG, org_id))
+        with unavailable_on_driver_error("controls"), reading(self._engine) as connection:
+            rows = connection.execute(sa.select(memory_control).where(sa.or_(*wanted))).all()
+        return [_control(row) for row in rows]
+
+    def set(
+        self,
+        *,
+        kind: SubjectKind,
+        subject_id: str,
+        at: datetime,
+        enabled: bool | None = None,
+        max_memories: int | None = None,
+        max_characters: int | None = None,
+    ) -> Control:
+        given = {"enabled": enabled, "max_memories": max_memories, "max_characters": max_characters}
+        changes = {name: value for name, value in given.items() if value is not None}
+        with unavailable_on_driver_error("controls"), writing(self._engine) as connection:
+            updated = connection.execute(
+                memory_control.update().where(_subject(kind, subject_id)).values(**changes, updated_at=at)
+            ).rowcount
+            if updated == 0:
+                # Two operators creating the same control at once: one insert fails on the key and
+                # that command reports it; repeating it then updates.
+                connection.execute(
+                    memory_control.insert().values(kind=kind.value, subject_id=subject_id, **changes, updated_at=at)
+                )
+            row = connection.execute(sa.select(memory_control).where(_subject(kind, subject_id))).one()
+        return _control(row)
+
+    def clear(self, *, kind: SubjectKind, subject_id: str) -> bool:
+        with unavailable_on_driver_error("controls"), writing(self._engine) as connection:
+            return bool(connection.execute(memory_control.delete().where(_subject(kind, subject_id))).rowcount)
+
+    def list(self) -> Sequence[Control]:
+        with unavailable_on_driver_error("controls"), reading(self._engine) as connection:
+            rows = connection.execute(sa.select(memory_control).order_by(_ORDER, memory_control.c.subject_id)).all()
+        return [_control(row) for row in rows]
+
+
+def _control(row: sa.Row[Any]) -> Control:
+    return Control(
+        kind=SubjectKind(row.kind),
+        subject_id=row.subject_id,
+        enabled=None if row.enabled is None else bool(row.enabled),
+        max_memories=row.max_memories,
+        max_characters=row.max_characters,
+        updated_at=row.updated_at,
+    )

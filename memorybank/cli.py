@@ -28,16 +28,30 @@ from memorybank.settings import (
     DATABASE_URL_ENV,
     KEY_FILE_ENV,
     KEYS_ENV,
+    QUOTA_CHARACTERS_ENV,
+    QUOTA_MEMORIES_ENV,
     DatabaseChoice,
     KeyRingChoice,
     choose_allowed_hosts,
     choose_database,
     choose_key_ring,
+    choose_quota,
     default_database_path,
     default_key_file,
     redacted,
 )
-from memorybank_core import ApiToken, InvalidInputError, MemoryBankError, NotFoundError, UnavailableError, ids
+from memorybank_core import (
+    ApiToken,
+    InvalidInputError,
+    MemoryBankError,
+    MemoryControls,
+    NotFoundError,
+    SubjectKind,
+    UnavailableError,
+    clean_subject_id,
+    ids,
+    limits,
+)
 from memorybank_core.tokens import KNOWN_SCOPES
 
 if TYPE_CHECKING:
@@ -62,6 +76,11 @@ _OPTION_NAMES = {
     **{name: f"--{name}" for name in ("public-url", "oauth-issuer", "oauth-scope", "oauth-default-org")},
     "oauth-introspection-issuer": "--oauth-introspection-issuer",
     "allowed_host": "--allowed-host",
+    "quota-memories": "--quota-memories",
+    "quota-characters": "--quota-characters",
+    "memories": "--memories",
+    "characters": "--characters",
+    "quota": "quota set",
 }
 
 
@@ -134,6 +153,18 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="a Host header the MCP rail accepts besides loopback names, e.g. bank.example.com behind a reverse "
         f"proxy (`name`, `name:port` or `name:*`); repeat for several; default: ${ALLOWED_HOSTS_ENV} "
         "(comma-separated)",
+    )
+    serve.add_argument(
+        "--quota-memories",
+        metavar="N",
+        help=f"each user's quota of memories unless an operator set theirs (`memorybank quota`); default: "
+        f"${QUOTA_MEMORIES_ENV}, else {limits.QUOTA_MEMORIES_DEFAULT:_}",
+    )
+    serve.add_argument(
+        "--quota-characters",
+        metavar="N",
+        help=f"each user's quota of characters (content, tags and snippets together); default: "
+        f"${QUOTA_CHARACTERS_ENV}, else {limits.QUOTA_CHARACTERS_DEFAULT:_}",
     )
     _add_oauth_options(serve)
     serve.set_defaults(run=_serve)
@@ -279,6 +310,8 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     panel_link.set_defaults(run=_panel_link)
 
+    _add_control_commands(commands, database)
+
     token = commands.add_parser("token", help="manage API tokens", description="Create, list and revoke API tokens.")
     token_commands = token.add_subparsers(dest="token_command", required=True, metavar="ACTION", parser_class=_Parser)
     create = token_commands.add_parser(
@@ -312,6 +345,82 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     revoke.add_argument("token", metavar="TOKEN_OR_ID", help="the token's id (tok_…) or its secret")
     revoke.set_defaults(run=_token_revoke)
     return parser
+
+
+def _subject_options(parser: argparse.ArgumentParser, *, everyone: bool) -> None:
+    subject = parser.add_mutually_exclusive_group(required=True)
+    subject.add_argument("--user", metavar="usr_…", help="one user")
+    subject.add_argument("--org", metavar="org_…", help="one organization: every member, in it")
+    if everyone:
+        subject.add_argument("--all", action="store_true", help="everyone: the kill switch")
+
+
+def _add_control_commands(commands: argparse._SubParsersAction[_Parser], database: _Parser) -> None:
+    gate = commands.add_parser(
+        "gate",
+        help="switch memory on or off for a user, an organization or everyone",
+        description="Switch memory on or off, effective on the next request of every server process. Off "
+        "anywhere wins: the kill switch (--all) over an organization over a user. A switched-off account gets "
+        "403 memory_disabled on every memory route and no memory capability on the MCP rail; its memories stay.",
+    )
+    gate_commands = gate.add_subparsers(dest="gate_command", required=True, metavar="ACTION", parser_class=_Parser)
+    for action, enabled in (("on", True), ("off", False)):
+        switch = gate_commands.add_parser(
+            action,
+            parents=[database],
+            help=f"switch memory {action}",
+            description=f"Switch memory {action} for a user, an organization, or everyone (--all).",
+        )
+        _subject_options(switch, everyone=True)
+        switch.set_defaults(run=_gate_switch, enabled=enabled)
+    gate_show = gate_commands.add_parser(
+        "show",
+        parents=[database],
+        help="show the switches, or whether memory is on for one user",
+        description="Without --user: every switch set. With --user (and --org): whether memory is on for them.",
+    )
+    gate_show.add_argument("--user", metavar="usr_…", help="the user to check")
+    gate_show.add_argument("--org", metavar="org_…", help="the organization the user works in")
+    gate_show.set_defaults(run=_controls_show, what="gate")
+
+    quota = commands.add_parser(
+        "quota",
+        help="set and show storage quotas",
+        description="Storage quotas: how many memories, and characters of content, tags and snippets, a user may "
+        "store. A user's own quota wins over their organization's, which wins over the server's default "
+        "(serve --quota-memories/--quota-characters). A save over quota gets 403 quota_exceeded.",
+    )
+    quota_commands = quota.add_subparsers(dest="quota_command", required=True, metavar="ACTION", parser_class=_Parser)
+    quota_set = quota_commands.add_parser(
+        "set",
+        parents=[database],
+        help="set a user's or an organization's quota",
+        description="Set a quota; a measure not given keeps its current setting. Nothing stored is removed: "
+        "a user over a lowered quota cannot save until they delete enough.",
+    )
+    _subject_options(quota_set, everyone=False)
+    quota_set.add_argument("--memories", metavar="N", type=_whole_number, help="the maximum number of memories")
+    quota_set.add_argument(
+        "--characters", metavar="N", type=_whole_number, help="the maximum characters of all memories together"
+    )
+    quota_set.set_defaults(run=_quota_set)
+    quota_show = quota_commands.add_parser(
+        "show",
+        parents=[database],
+        help="show the quotas set, or one user's quota and use",
+        description="Without --user: every quota set. With --user (and --org): the quota that applies to them "
+        f"and what they use. The default shown is ${QUOTA_MEMORIES_ENV} / ${QUOTA_CHARACTERS_ENV} or the "
+        "built-in one; a server started with --quota-* options applies its own.",
+    )
+    quota_show.add_argument("--user", metavar="usr_…", help="the user to check")
+    quota_show.add_argument("--org", metavar="org_…", help="the organization the user works in")
+    quota_show.set_defaults(run=_controls_show, what="quota")
+
+
+def _whole_number(value: str) -> int:
+    if not value.isascii() or not value.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {limits.QUOTA_MAX}, not {value!r}")
+    return int(value)
 
 
 def _add_oauth_options(serve: argparse.ArgumentParser) -> None:
@@ -425,6 +534,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             EXIT_BAD_INPUT,
         )
     allowed_hosts = choose_allowed_hosts(args.allowed_hosts, args.environment)
+    quota = choose_quota(args.quota_memories, args.quota_characters, args.environment)
     options = oauth_options(args)
     oauth = oauth_settings.choose_oauth(options, args.environment, host=args.host, port=args.port)
     storage = composition.open_ready_storage(choice, args.keys)
@@ -455,6 +565,8 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
                     oauth=options,
                     allowed_hosts=list(allowed_hosts),
                     key_file=str(args.key_file) if args.key_file is not None else None,
+                    quota_memories=quota.max_memories,
+                    quota_characters=quota.max_characters,
                 ),
                 workers=args.workers,
                 log_format=args.log_format,
@@ -467,6 +579,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             allowed_hosts=allowed_hosts,
             metrics_token=args.environment.get(serving.METRICS_TOKEN_ENV) or None,
             issuers=issuers,
+            default_quota=quota,
         )
         # No uvicorn access log: it prints query strings, and search text must never be logged.
         # The app logs its own access event (operationId, status, timing, request id).
@@ -736,6 +849,114 @@ def _with_tokens(
         work(composition.build_services(storage))
     finally:
         storage.close()
+
+
+def _subject(args: argparse.Namespace) -> tuple[SubjectKind, str | None]:
+    """The subject a control command names; its id is checked before the database is touched."""
+    if getattr(args, "all", False):
+        return SubjectKind.ALL, None
+    kind, value = (SubjectKind.USER, args.user) if args.user is not None else (SubjectKind.ORG, args.org)
+    return kind, clean_subject_id(kind, value)
+
+
+def _describe_subject(kind: SubjectKind, subject_id: str | None) -> str:
+    return "everyone" if kind is SubjectKind.ALL else f"{kind.value} {subject_id}"
+
+
+def _with_controls(args: argparse.Namespace, choice: DatabaseChoice, work: Callable[[MemoryControls], None]) -> None:
+    from memorybank import composition
+
+    quota = choose_quota(None, None, args.environment)
+
+    def run(services: composition.Services) -> None:
+        controls = services.controls
+        if controls is None:  # pragma: no cover - build_services always wires them
+            raise CommandError("this build has no operator controls")
+        work(controls)
+
+    storage = composition.open_ready_storage(choice, args.keys)
+    try:
+        run(composition.build_services(storage, default_quota=quota))
+    finally:
+        storage.close()
+
+
+def _gate_switch(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    kind, subject_id = _subject(args)
+
+    def switch(controls: MemoryControls) -> None:
+        controls.set_gate(kind, subject_id, enabled=args.enabled)
+        state = "on" if args.enabled else "off"
+        print(f"{PROGRAM}: memory switched {state} for {_describe_subject(kind, subject_id)}", file=out)
+        if args.enabled and kind is not SubjectKind.ALL:
+            print("(an organization or the kill switch that is off still keeps it off)", file=out)
+
+    _with_controls(args, choice, switch)
+
+
+def _quota_set(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    kind, subject_id = _subject(args)
+    if args.memories is None and args.characters is None:
+        raise CommandError("give --memories N, --characters N, or both", EXIT_BAD_INPUT)
+
+    def set_quota(controls: MemoryControls) -> None:
+        control = controls.set_quota(kind, subject_id, max_memories=args.memories, max_characters=args.characters)
+        print(
+            f"{PROGRAM}: quota of {_describe_subject(kind, subject_id)}: "
+            f"{_limit(control.max_memories)} memories, {_limit(control.max_characters)} characters",
+            file=out,
+        )
+
+    _with_controls(args, choice, set_quota)
+
+
+def _limit(value: int | None) -> str:
+    return "default" if value is None else f"{value:_}"
+
+
+def _controls_show(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    if args.user is None and args.org is not None:
+        raise CommandError("--org needs --user: it names the organization the user works in", EXIT_BAD_INPUT)
+    user = clean_subject_id(SubjectKind.USER, args.user) if args.user is not None else None
+    org = clean_subject_id(SubjectKind.ORG, args.org) if args.org is not None else None
+
+    def show(controls: MemoryControls) -> None:
+        if user is not None:
+            effective = controls.effective(user_id=user, org_id=org)
+            policy = effective.policy
+            if args.what == "gate":
+                state = "on" if policy.enabled else f"OFF (switched off for {_off_by(policy.switched_off_by)})"
+                print(f"memory for {user}{f' in {org}' if org else ''}: {state}", file=out)
+                return
+            used, quota = effective.usage, policy.quota
+            print(f"quota of {user}{f' in {org}' if org else ''}:", file=out)
+            print(f"  memories:   {used.memories:_} of {quota.max_memories:_}", file=out)
+            print(f"  characters: {used.characters:_} of {quota.max_characters:_}", file=out)
+            return
+        shown = [
+            c
+            for c in controls.list()
+            if (c.enabled is not None if args.what == "gate" else (c.max_memories, c.max_characters) != (None, None))
+        ]
+        if not shown:
+            print(f"no {'switches' if args.what == 'gate' else 'quotas'} set", file=out)
+            return
+        for c in shown:
+            subject = _describe_subject(c.kind, c.subject_id)
+            if args.what == "gate":
+                print(f"{subject}: {'on' if c.enabled else 'OFF'}", file=out)
+            else:
+                print(f"{subject}: {_limit(c.max_memories)} memories, {_limit(c.max_characters)} characters", file=out)
+
+    _with_controls(args, choice, show)
+
+
+def _off_by(kind: SubjectKind | None) -> str:
+    return (
+        {SubjectKind.ALL: "everyone", SubjectKind.ORG: "the organization", SubjectKind.USER: "the user"}.get(kind, "-")
+        if kind is not None
+        else "-"
+    )
 
 
 def _token_create(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:

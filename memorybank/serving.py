@@ -26,6 +26,7 @@ from memorybank import composition
 from memorybank.logs import logging_config
 from memorybank.oauth_settings import OAuthOptions, choose_oauth
 from memorybank.settings import DatabaseChoice, choose_key_ring
+from memorybank_core import Quota, limits
 
 OPTIONS_ENV = "MEMORYBANK_SERVE_OPTIONS"
 """Where `run` leaves the options for its workers (JSON)."""
@@ -50,6 +51,14 @@ class ServeOptions:
     allowed_hosts: list[str] = attrs.field(factory=list)
     #: `--key-file`, if given (the key ring's environment variables reach the workers by themselves).
     key_file: str | None = None
+    #: The deployment's default quota (`--quota-memories`, `--quota-characters`), as chosen by the parent.
+    quota_memories: int = limits.QUOTA_MEMORIES_DEFAULT
+    quota_characters: int = limits.QUOTA_CHARACTERS_DEFAULT
+
+    @property
+    def default_quota(self) -> Quota:
+        """The quota of every user no operator set one for."""
+        return Quota(max_memories=self.quota_memories, max_characters=self.quota_characters)
 
     def to_json(self) -> str:
         """For the environment of the workers."""
@@ -113,4 +122,5 @@ def app_from_environment() -> ASGIApp:
         metrics_token=os.environ.get(METRICS_TOKEN_ENV) or None,
         allowed_hosts=options.allowed_hosts,
         issuers=issuers,
+        default_quota=options.default_quota,
     )

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import attrs
 import pytest
 
-from memorybank_core import READ_SCOPE, WRITE_SCOPE, FixedClock, MemoryBank, RecordingEventSink
+from memorybank_core import READ_SCOPE, WRITE_SCOPE, FixedClock, MemoryBank, MemoryControls, RecordingEventSink
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.contract.backends import FACTORIES, Backend, BackendFactory
 
@@ -44,9 +44,21 @@ def events() -> RecordingEventSink:
 
 
 @pytest.fixture
-def bank(backend_factory: BackendFactory, events: RecordingEventSink) -> MemoryBank:
+def backend(backend_factory: BackendFactory) -> Backend:
+    """A fresh, empty backend of the parametrized kind."""
+    return backend_factory.fresh()
+
+
+@pytest.fixture
+def bank(backend: Backend, events: RecordingEventSink) -> MemoryBank:
     """A bank over a fresh, empty backend of the parametrized kind."""
-    return bank_over(backend_factory.fresh(), events)
+    return bank_over(backend, events)
+
+
+@pytest.fixture
+def controls(backend: Backend, events: RecordingEventSink) -> MemoryControls:
+    """The operator's controls over the same backend as `bank`."""
+    return MemoryControls(controls=backend.controls, store=backend.store, events=events)
 
 
 def bank_over(backend: Backend, events: RecordingEventSink | None = None) -> MemoryBank:

@@ -21,23 +21,8 @@ from memorybank_core import (
     Usage,
     charged_characters,
 )
-from tests.conftest import User, bank_over
-from tests.contract.backends import Backend, BackendFactory
-
-
-@pytest.fixture
-def backend(backend_factory: BackendFactory) -> Backend:
-    return backend_factory.fresh()
-
-
-@pytest.fixture
-def controls(backend: Backend, events: RecordingEventSink) -> MemoryControls:
-    return MemoryControls(controls=backend.controls, store=backend.store, events=events)
-
-
-@pytest.fixture
-def bank(backend: Backend, events: RecordingEventSink) -> MemoryBank:
-    return bank_over(backend, events)
+from tests.conftest import User
+from tests.contract.backends import Backend
 
 
 def test_a_save_over_the_memory_quota_is_refused_and_writes_nothing(
@@ -175,7 +160,8 @@ def test_the_kill_switch_beats_the_organization_which_beats_the_user(
     )
 
     controls.set_gate(SubjectKind.ALL, None, enabled=True)
-    assert bank.memory_enabled(alice) and bank.memory_enabled(elsewhere)
+    assert bank.memory_enabled(alice)
+    assert bank.memory_enabled(elsewhere)
 
 
 def test_clearing_a_subject_returns_it_to_the_next_level(

@@ -35,6 +35,7 @@ from memorybank_core import (
     ListPosition,
     Memory,
     MemoryBank,
+    MemoryControls,
     MemoryStore,
     PanelSessions,
     Quota,
@@ -197,6 +198,7 @@ class World:
     tokens: TokenService
     sessions: PanelSessions
     store: FaultyStore
+    controls: MemoryControls
 
     def person(self, memories: Sequence[str | Mapping[str, Any]] = (), *, scopes: Sequence[str] = ()) -> Person:
         """A new user with a token, who saved `memories` in this order (so the last is the newest)."""
@@ -234,15 +236,22 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     storage.initialize()
     store = FaultyStore(storage.store)
     services = composition.Services(
-        bank=MemoryBank(store=store, search_engine=storage.search_engine),
+        bank=MemoryBank(store=store, search_engine=storage.search_engine, controls=storage.controls),
         tokens=TokenService(store=storage.token_store),
         panel_sessions=PanelSessions(store=storage.panel_sessions),
+        controls=MemoryControls(controls=storage.controls, store=store),
     )
     server = LiveServer(composition.build_app(services))
     server.start()
     try:
+        assert services.controls is not None
         yield World(
-            server=server, bank=services.bank, tokens=services.tokens, sessions=services.panel_sessions, store=store
+            server=server,
+            bank=services.bank,
+            tokens=services.tokens,
+            sessions=services.panel_sessions,
+            store=store,
+            controls=services.controls,
         )
     finally:
         server.stop()

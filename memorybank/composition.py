@@ -257,6 +257,7 @@ def build_app(
         public_url=public_url,
         authorization_servers=issuers.settings.issuers if issuers else (),
         scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
+        memory_enabled=services.bank.memory_enabled,
     )
     return create_host_app(rest, mount, lifespan=lifespan)
 

@@ -23,8 +23,20 @@ _ORDER = sa.case(
 )
 
 
-def _subject(kind: SubjectKind, subject_id: str) -> sa.ColumnElement[bool]:
+def _subject(kind: SubjectKind, subject_id: str | sa.BindParameter[str]) -> sa.ColumnElement[bool]:
     return sa.and_(memory_control.c.kind == kind.value, memory_control.c.subject_id == subject_id)
+
+
+#: What one request reads, built once: the user's, the organization's and everyone's controls.
+_FIND = sa.select(memory_control).where(
+    sa.or_(
+        _subject(SubjectKind.USER, sa.bindparam("user_id")),
+        _subject(SubjectKind.ORG, sa.bindparam("org_id")),
+        _subject(SubjectKind.ALL, EVERYONE),
+    )
+)
+#: Bound as the organization when there is none: no control has an empty subject (`clean_subject_id`).
+_NO_ORGANIZATION = ""
 
 
 class SqlControlStore(ControlStore):
@@ -34,11 +46,9 @@ class SqlControlStore(ControlStore):
         self._engine = engine
 
     def find(self, *, user_id: str, org_id: str | None) -> Sequence[Control]:
-        wanted = [_subject(SubjectKind.USER, user_id), _subject(SubjectKind.ALL, EVERYONE)]
-        if org_id is not None:
-            wanted.append(_subject(SubjectKind.ORG, org_id))
+        parameters = {"user_id": user_id, "org_id": _NO_ORGANIZATION if org_id is None else org_id}
         with unavailable_on_driver_error("controls"), reading(self._engine) as connection:
-            rows = connection.execute(sa.select(memory_control).where(sa.or_(*wanted))).all()
+            rows = connection.execute(_FIND, parameters).all()
         return [_control(row) for row in rows]
 
     def set(

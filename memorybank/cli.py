@@ -1,4 +1,5 @@
-"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, encrypt, keys, panel-link, token.
+"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, encrypt, keys, panel-link, gate,
+quota, token.
 
 Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
 database is unreachable, its schema is not ready, or a token is not found. Every

@@ -76,6 +76,7 @@ _OPTION_NAMES = {
     "ttl": "--ttl",
     **{name: f"--{name}" for name in ("public-url", "oauth-issuer", "oauth-scope", "oauth-default-org")},
     "oauth-introspection-issuer": "--oauth-introspection-issuer",
+    **{name: f"--{name}" for name in ("oauth-panel-client-id", "oauth-panel-issuer", "oauth-panel-client-secret-file")},
     "allowed_host": "--allowed-host",
     "quota-memories": "--quota-memories",
     "quota-characters": "--quota-characters",
@@ -468,6 +469,32 @@ def _add_oauth_options(serve: argparse.ArgumentParser) -> None:
         help=f"check opaque tokens with this issuer's introspection endpoint, as the client "
         f"${oauth_settings.CLIENT_ID_ENV} / ${oauth_settings.CLIENT_SECRET_ENV}",
     )
+    panel = serve.add_argument_group(
+        "Panel sign-in with the identity provider (OpenID Connect, authorization code + PKCE; docs/auth.md)"
+    )
+    panel.add_argument(
+        "--oauth-panel-client-id",
+        metavar="ID",
+        help=f"the panel's client at the provider; offers 'Sign in with <provider>' "
+        f"(default: ${oauth_settings.PANEL_CLIENT_ID_ENV}); its redirect URI is PUBLIC_URL/panel/oidc/callback",
+    )
+    panel.add_argument(
+        "--oauth-panel-issuer",
+        metavar="URL",
+        help=f"which --oauth-issuer the panel signs people in with (default: ${oauth_settings.PANEL_ISSUER_ENV}, "
+        "else the only one)",
+    )
+    panel.add_argument(
+        "--oauth-panel-name",
+        metavar="NAME",
+        help=f"the provider's name on the button (default: ${oauth_settings.PANEL_NAME_ENV}, else the issuer's host)",
+    )
+    panel.add_argument(
+        "--oauth-panel-client-secret-file",
+        metavar="PATH",
+        help=f"a file holding the panel client's secret (default: ${oauth_settings.PANEL_CLIENT_SECRET_FILE_ENV}, "
+        f"else ${oauth_settings.PANEL_CLIENT_SECRET_ENV}, else a public client); never the secret itself",
+    )
 
 
 def oauth_options(args: argparse.Namespace) -> oauth_settings.OAuthOptions:
@@ -481,6 +508,10 @@ def oauth_options(args: argparse.Namespace) -> oauth_settings.OAuthOptions:
         org_claim=args.oauth_org_claim,
         default_org=args.oauth_default_org,
         introspection_issuer=args.oauth_introspection_issuer,
+        panel_client_id=args.oauth_panel_client_id,
+        panel_issuer=args.oauth_panel_issuer,
+        panel_name=args.oauth_panel_name,
+        panel_client_secret_file=args.oauth_panel_client_secret_file,
     )
 
 
@@ -519,7 +550,6 @@ def _fail(message: str, status: int) -> int:
 def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     import uvicorn
 
-    from adapters_oidc import IssuerTokenVerifier
     from memorybank import composition, serving
     from memorybank.logs import logging_config
 
@@ -538,11 +568,10 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
     quota = choose_quota(args.quota_memories, args.quota_characters, args.environment)
     options = oauth_options(args)
     oauth = oauth_settings.choose_oauth(options, args.environment, host=args.host, port=args.port)
+    panel_sign_in = oauth_settings.choose_panel_sign_in(options, args.environment, oauth)
     storage = composition.open_ready_storage(choice, args.keys)
-    issuers = IssuerTokenVerifier(oauth) if oauth is not None else None
+    issuers = composition.connect_issuers(oauth)
     try:
-        if issuers is not None:
-            issuers.warm_up()
         # Bound here, before saying "serving": a port in use is one clear line, not a log after the banner.
         listener = _listen(args.host, args.port)
         port = listener.getsockname()[1]
@@ -581,6 +610,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             metrics_token=args.environment.get(serving.METRICS_TOKEN_ENV) or None,
             issuers=issuers,
             default_quota=quota,
+            panel_sign_in=panel_sign_in,
         )
         # No uvicorn access log: it prints query strings, and search text must never be logged.
         # The app logs its own access event (operationId, status, timing, request id).

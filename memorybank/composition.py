@@ -21,9 +21,17 @@ import adapters_mysql
 from adapters_crypto import AesGcmSealer, load_key_ring, parse_key_ring
 from adapters_http import Authenticate, RequestObserver, bearer_resolver, create_app, system_routes
 from adapters_http.draining import ConnectionDraining
-from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
+from adapters_http.panel import (
+    OIDC_CALLBACK_PATH,
+    PanelIdentityProvider,
+    PanelSignIn,
+    bearer_or_session,
+    panel_routes,
+    session_cookie_resolver,
+)
 from adapters_mysql import DatabaseMissingError, SchemaNotReadyError, SqlStorage, create_database, open_storage
-from adapters_oidc import IssuerTokenVerifier
+from adapters_oidc import IssuerTokenVerifier, OidcSignIn, ResourceServerSettings, SignInSettings
+from memorybank.oauth_settings import RAIL_PATH
 from memorybank.settings import DatabaseChoice, KeyRingChoice, prepare_embedded_directory
 from memorybank_core import (
     Clock,
@@ -195,12 +203,42 @@ def credential_check(tokens: TokenService, issuers: IssuerTokenVerifier | None) 
     return authenticate
 
 
+def connect_issuers(oauth: ResourceServerSettings | None) -> IssuerTokenVerifier | None:
+    """The resource server's check of issuer tokens, with every issuer discovered now (failures only logged:
+    a server may start before its identity provider); None without issuers."""
+    if oauth is None:
+        return None
+    issuers = IssuerTokenVerifier(oauth)
+    issuers.warm_up()
+    return issuers
+
+
+def panel_identity_provider(
+    issuers: IssuerTokenVerifier | None, settings: SignInSettings | None
+) -> PanelIdentityProvider | None:
+    """The panel's "Sign in with <provider>" through one of the trusted issuers, or None.
+
+    It maps people with the resource server's own settings (claims, organization), so a person is the same
+    `usr_` id in the panel as with their access tokens; the redirect URI is the server's public URL + callback.
+
+    Raises:
+        ValueError: `settings` without `issuers`, or naming an issuer they do not trust.
+    """
+    if settings is None:
+        return None
+    if issuers is None or settings.issuer not in issuers.settings.issuers:
+        raise ValueError("the panel's identity provider must be one of the trusted issuers")
+    public_url = issuers.settings.resource.removesuffix(RAIL_PATH)
+    return PanelIdentityProvider(sign_in=OidcSignIn(issuers, settings), callback_url=public_url + OIDC_CALLBACK_PATH)
+
+
 def build_app(
     services: Services,
     *,
     bind_host: str = "127.0.0.1",
     allowed_hosts: Sequence[str] = (),
     issuers: IssuerTokenVerifier | None = None,
+    panel_sign_in: SignInSettings | None = None,
     observer: RequestObserver | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     lifespan: Any = None,
@@ -210,6 +248,7 @@ def build_app(
     Bearer tokens from the same database authenticate every request, and with `issuers`
     access tokens from the configured OAuth issuers too (see `credential_check`); the
     protected-resource metadata then lists those issuers, and every bearer challenge names it.
+    With `panel_sign_in` the panel offers "Sign in with <provider>" through one of them.
     `bind_host` sets the rail's DNS-rebinding protection (a loopback bind serves loopback
     host names only); `allowed_hosts` adds the names a reverse proxy forwards
     (`adapters_mcp.transport_security`). The panel's session cookie authenticates the REST API too, on the
@@ -218,12 +257,18 @@ def build_app(
     naming the install.
     """
     authenticate = credential_check(services.tokens, issuers)
+    provider = panel_identity_provider(issuers, panel_sign_in)
     try:
         require_mcp()
     except McpUnavailableError as error:
         logger.warning("the MCP rail at /mcp/agent is off: %s", error)
         alone = build_rest_app(
-            services, authenticate=authenticate, prompt="", observer=observer, extra_routes=extra_routes
+            services,
+            authenticate=authenticate,
+            prompt="",
+            observer=observer,
+            extra_routes=extra_routes,
+            identity_provider=provider,
         )
         if lifespan is not None:
             alone.router.lifespan_context = lifespan
@@ -247,6 +292,7 @@ def build_app(
         resource_metadata_url=f"{public_url}{METADATA_PATH}" if public_url else None,
         observer=observer,
         extra_routes=extra_routes,
+        identity_provider=provider,
     )
     mount = create_mcp_mount(
         rest,
@@ -270,15 +316,18 @@ def build_rest_app(
     resource_metadata_url: str | None = None,
     observer: RequestObserver | None = None,
     extra_routes: Sequence[BaseRoute] = (),
+    identity_provider: PanelIdentityProvider | None = None,
 ) -> Starlette:
     """The REST API and the management panel: a bearer credential, or the panel's session cookie on panel calls.
 
     `authenticate` checks bearer credentials (see `credential_check`); a credential pasted into
     the panel's sign-in page is checked by it too. `prompt` is the text of the panel's
-    copy-prompt button (empty hides it).
+    copy-prompt button (empty hides it). `identity_provider` adds "Sign in with <provider>".
     """
     resolver = bearer_or_session(bearer_resolver(authenticate), session_cookie_resolver(services.panel_sessions))
-    sign_in = PanelSignIn(sessions=services.panel_sessions, authenticate_token=authenticate)
+    sign_in = PanelSignIn(
+        sessions=services.panel_sessions, authenticate_token=authenticate, identity_provider=identity_provider
+    )
     return create_app(
         services.bank,
         resolver,
@@ -297,6 +346,7 @@ def build_server_app(
     allowed_hosts: Sequence[str] = (),
     issuers: IssuerTokenVerifier | None = None,
     default_quota: Quota | None = None,
+    panel_sign_in: SignInSettings | None = None,
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
@@ -349,6 +399,7 @@ def build_server_app(
         bind_host=bind_host,
         allowed_hosts=allowed_hosts,
         issuers=issuers,
+        panel_sign_in=panel_sign_in,
         observer=metrics,
         extra_routes=system_routes(readiness=readiness, metrics=metrics.render, metrics_token=metrics_token),
         lifespan=drain_then_close,

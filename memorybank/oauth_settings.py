@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from ipaddress import ip_address
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -21,7 +22,7 @@ from memorybank_core.tokens import KNOWN_SCOPES
 # adapters_oidc (PyJWT, cryptography, an HTTP client) is imported where settings are built, not here:
 # `memorybank --help` reads this module's names and must not pay for it.
 if TYPE_CHECKING:
-    from adapters_oidc import IntrospectionSettings, ResourceServerSettings
+    from adapters_oidc import IntrospectionSettings, ResourceServerSettings, SignInSettings
 
 RAIL_PATH = "/mcp/agent"
 """The rail's path; the server's OAuth resource identifier is its URL."""
@@ -36,6 +37,11 @@ DEFAULT_ORG_ENV = "MEMORYBANK_OAUTH_DEFAULT_ORG"
 INTROSPECTION_ISSUER_ENV = "MEMORYBANK_OAUTH_INTROSPECTION_ISSUER"
 CLIENT_ID_ENV = "MEMORYBANK_OAUTH_CLIENT_ID"
 CLIENT_SECRET_ENV = "MEMORYBANK_OAUTH_CLIENT_SECRET"  # noqa: S105 - the variable's name, not a secret
+PANEL_CLIENT_ID_ENV = "MEMORYBANK_OAUTH_PANEL_CLIENT_ID"
+PANEL_ISSUER_ENV = "MEMORYBANK_OAUTH_PANEL_ISSUER"
+PANEL_NAME_ENV = "MEMORYBANK_OAUTH_PANEL_NAME"
+PANEL_CLIENT_SECRET_ENV = "MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET"  # noqa: S105 - the variable's name, not a secret
+PANEL_CLIENT_SECRET_FILE_ENV = "MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET_FILE"  # noqa: S105 - the variable's name
 
 _LOOPBACK_NAMES = frozenset({"localhost"})
 
@@ -52,6 +58,11 @@ class OAuthOptions:
     org_claim: str | None = None
     default_org: str | None = None
     introspection_issuer: str | None = None
+    panel_client_id: str | None = None
+    panel_issuer: str | None = None
+    panel_name: str | None = None
+    panel_client_secret_file: str | None = None
+    """A path, never the secret: these options travel to the workers in their environment (`serving`)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -111,6 +122,58 @@ def choose_oauth(
         default_org=default_org,
         introspection=_introspection(options, env, issuers),
     )
+
+
+def choose_panel_sign_in(
+    options: OAuthOptions, env: Mapping[str, str], oauth: ResourceServerSettings | None
+) -> SignInSettings | None:
+    """The panel's "Sign in with <provider>" client, or None when no panel client id is configured.
+
+    The client secret comes from `--oauth-panel-client-secret-file` (or its variable), else from
+    `$MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET`; without one the client is public (PKCE alone).
+
+    Raises:
+        InvalidInputError: naming the option (without its dashes): a panel client without `--oauth-issuer`,
+            an issuer that is not one of them (or none named among several), or an unreadable secret file.
+    """
+    client_id = options.panel_client_id or env.get(PANEL_CLIENT_ID_ENV, "").strip() or None
+    if client_id is None:
+        return None
+    if oauth is None:
+        raise InvalidInputError("oauth-panel-client-id", "needs --oauth-issuer: the provider people sign in with")
+    issuer = options.panel_issuer or env.get(PANEL_ISSUER_ENV, "").strip() or None
+    if issuer is None:
+        if len(oauth.issuers) != 1:
+            raise InvalidInputError(
+                "oauth-panel-issuer", "must name which --oauth-issuer the panel signs people in with"
+            )
+        issuer = oauth.issuers[0]
+    if issuer not in oauth.issuers:
+        raise InvalidInputError("oauth-panel-issuer", "must be one of the --oauth-issuer URLs")
+    from adapters_oidc import SignInSettings
+
+    return SignInSettings(
+        issuer=issuer,
+        client_id=client_id,
+        client_secret=_panel_client_secret(options, env),
+        display_name=options.panel_name or env.get(PANEL_NAME_ENV, "").strip() or None,
+        # A person is mapped from the ID token as from access tokens; with claims other than `sub`, ask for
+        # `profile`, without which Entra ID leaves `oid` and `tid` out of ID tokens.
+        scopes=("openid", "profile") if oauth.user_claim or oauth.org_claim else ("openid",),
+    )
+
+
+def _panel_client_secret(options: OAuthOptions, env: Mapping[str, str]) -> str | None:
+    path = options.panel_client_secret_file or env.get(PANEL_CLIENT_SECRET_FILE_ENV, "").strip() or None
+    if path is None:
+        return env.get(PANEL_CLIENT_SECRET_ENV, "").strip() or None
+    try:
+        secret = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise InvalidInputError("oauth-panel-client-secret-file", f"cannot be read: {type(error).__name__}") from error
+    if not secret:
+        raise InvalidInputError("oauth-panel-client-secret-file", "is empty")
+    return secret
 
 
 def scope_map(pairs: Sequence[str]) -> dict[str, frozenset[str]]:

@@ -21,10 +21,9 @@ import sqlalchemy as sa
 import uvicorn
 from starlette.types import ASGIApp
 
-from adapters_oidc import IssuerTokenVerifier
 from memorybank import composition
 from memorybank.logs import logging_config
-from memorybank.oauth_settings import OAuthOptions, choose_oauth
+from memorybank.oauth_settings import OAuthOptions, choose_oauth, choose_panel_sign_in
 from memorybank.settings import DatabaseChoice, choose_key_ring
 from memorybank_core import Quota, limits
 
@@ -111,9 +110,8 @@ def app_from_environment() -> ASGIApp:
     """uvicorn's app factory, run in each worker: the server app for the options `run` left behind."""
     options = ServeOptions.from_json(os.environ[OPTIONS_ENV])
     oauth = choose_oauth(options.oauth, os.environ, host=options.bind_host, port=options.port)
-    issuers = IssuerTokenVerifier(oauth) if oauth is not None else None
-    if issuers is not None:
-        issuers.warm_up()
+    panel_sign_in = choose_panel_sign_in(options.oauth, os.environ, oauth)
+    issuers = composition.connect_issuers(oauth)
     keys = choose_key_ring(Path(options.key_file) if options.key_file else None, os.environ)
     storage = composition.open_ready_storage(DatabaseChoice(url=options.database_url, source="serve"), keys)
     return composition.build_server_app(
@@ -123,4 +121,5 @@ def app_from_environment() -> ASGIApp:
         allowed_hosts=options.allowed_hosts,
         issuers=issuers,
         default_quota=options.default_quota,
+        panel_sign_in=panel_sign_in,
     )

@@ -34,6 +34,7 @@ from memorybank_core.errors import (
     NotFoundError,
     Problem,
     QuotaExceededError,
+    SignInDeclinedError,
     UnavailableError,
 )
 from memorybank_core.events import LoggingEventSink, RecordingEventSink
@@ -43,6 +44,7 @@ from memorybank_core.ports import (
     Clock,
     ControlStore,
     EventSink,
+    IdentityProviderSignIn,
     ListPosition,
     MemoryStore,
     NoUnitOfWork,
@@ -50,6 +52,7 @@ from memorybank_core.ports import (
     Principal,
     SearchEngine,
     SearchHit,
+    SignInRedirect,
     TokenStore,
     UnitOfWork,
 )
@@ -75,6 +78,7 @@ __all__ = [
     "EventSink",
     "FixedClock",
     "ForbiddenError",
+    "IdentityProviderSignIn",
     "InMemoryControlStore",
     "InMemoryPanelSessionStore",
     "InMemoryStore",
@@ -112,6 +116,8 @@ __all__ = [
     "SearchEngine",
     "SearchHit",
     "SearchResult",
+    "SignInDeclinedError",
+    "SignInRedirect",
     "Source",
     "StartedSession",
     "SubjectKind",

@@ -95,5 +95,17 @@ class CredentialsRefusedError(MemoryBankError):
         super().__init__(f"the credentials were refused: {reason}")
 
 
+class SignInDeclinedError(CredentialsRefusedError):
+    """An identity provider answered a sign-in with an error instead of a person (e.g. `access_denied`).
+
+    `code` is the provider's OAuth error code (RFC 6749 section 4.1.2.1), or `error` when it sent none
+    that is well formed; the provider's free-text description is never kept.
+    """
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        super().__init__(f"the identity provider answered {code}")
+
+
 class UnavailableError(MemoryBankError, ConnectionError):
     """The storage behind the bank cannot be reached right now; retrying later may succeed."""

@@ -206,3 +206,42 @@ class PanelSessionStore(Protocol):
     @abstractmethod
     def end_all(self, *, user_id: str, at: datetime) -> int:
         """End every live link and session of `user_id`; how many were ended."""
+
+
+@attrs.frozen(kw_only=True)
+class SignInRedirect:
+    """Where to send a browser to sign in at an identity provider, and what it must keep until it returns."""
+
+    url: str
+    pending: str = attrs.field(repr=False)
+    """A secret for the browser to hold (e.g. in a short-lived cookie) and hand back with the provider's answer."""
+
+
+class IdentityProviderSignIn(Protocol):
+    """Signing a person in through an identity provider's web page (OpenID Connect, for the panel).
+
+    A sign-in method of the panel: the principal `complete` returns goes to `PanelSessions.start`.
+    """
+
+    @property
+    @abstractmethod
+    def display_name(self) -> str:
+        """The provider's name as people know it, for "Sign in with <name>"."""
+
+    @abstractmethod
+    def begin(self, *, redirect_uri: str) -> SignInRedirect:
+        """A new sign-in: the provider URL to send the browser to, and the pending secret bound to this browser.
+
+        Raises:
+            UnavailableError: the provider cannot be reached.
+        """
+
+    @abstractmethod
+    def complete(self, *, pending: str, redirect_uri: str, response: Mapping[str, str]) -> Principal:
+        """The person the provider's answer (`response`, the query it sent the browser back with) speaks for.
+
+        Raises:
+            SignInDeclinedError: the provider answered with an error (the person declined, or it refused).
+            CredentialsRefusedError: the answer does not belong to the pending sign-in or does not verify.
+            UnavailableError: the provider cannot be reached.
+        """

@@ -96,15 +96,17 @@ def serving(
     log: Path | None = None,
     args: Sequence[str] = (),
     module: str = "memorybank",
+    port: int | None = None,
 ) -> Iterator[Server]:
     """Like `served`, yielding the process too (to signal it, or to read its CPU time).
 
-    `module` runs the command through a wrapper (the throughput benchmark's profiler).
+    `module` runs the command through a wrapper (the throughput benchmark's profiler); `port` is one
+    chosen in advance (e.g. registered at an identity provider), else a free one.
 
     Raises:
         RuntimeError: the server exited or did not answer in time (with its output).
     """
-    port = free_port()
+    port = port or free_port()
     argv = ["serve", "--port", str(port), *args] + (["--db", db_url] if db_url is not None else [])
     log_path = log or Path(os.devnull)
     with log_path.open("w") as output:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from starlette.routing import BaseRoute
 
 from adapters_http.panel.csrf import PANEL_HEADER, is_panel_call, panel_calls_only
+from adapters_http.panel.oidc import CALLBACK_PATH as OIDC_CALLBACK_PATH
+from adapters_http.panel.oidc import PanelIdentityProvider
 from adapters_http.panel.page import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, PageSettings, page_routes
 from adapters_http.panel.session_cookie import (
     SESSION_COOKIE,
@@ -33,15 +35,17 @@ def panel_routes(
 ) -> list[BaseRoute]:
     """The panel's routes: the page at `/`, its assets, and the sign-in routes when `sign_in` is given.
 
-    Standalone, pass `sign_in` (link and token sign-in). A host that signs people in
-    itself passes no `sign_in` and its own `sign_in_url` (where the page sends a signed-out
-    person), mounts these routes where it likes, and the memory routes at `api_base`.
+    Standalone, pass `sign_in` (link and token sign-in, and "Sign in with <provider>" when it names
+    one). A host that signs people in itself passes no `sign_in` and its own `sign_in_url` (where the
+    page sends a signed-out person), mounts these routes where it likes, and the memory routes at `api_base`.
     """
+    provider = sign_in.identity_provider if sign_in is not None else None
     settings = PageSettings(
         api_base=api_base.rstrip("/"),
         sign_in="panel" if sign_in is not None else "host",
         sign_in_url=sign_in_url,
         prompt=prompt,
+        identity_provider=provider.name if provider is not None else "",
     )
     routes = page_routes(settings)
     if sign_in is not None:
@@ -51,11 +55,13 @@ def panel_routes(
 
 __all__ = [
     "CONTENT_SECURITY_POLICY",
+    "OIDC_CALLBACK_PATH",
     "PANEL_HEADER",
     "SECURITY_HEADERS",
     "SESSION_COOKIE",
     "SESSION_PATH",
     "PageSettings",
+    "PanelIdentityProvider",
     "PanelSignIn",
     "TokenAuthenticator",
     "bearer_or_session",

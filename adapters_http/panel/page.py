@@ -44,6 +44,8 @@ class PageSettings:
     sign_in_url: str = ""
     prompt: str = ""
     """The `## Memory Bank` prompt the copy button copies; empty hides the button."""
+    identity_provider: str = ""
+    """The name on the "Sign in with <name>" button (standalone sign-in only); empty: no such button."""
 
 
 @attrs.frozen
@@ -70,6 +72,7 @@ def render_index(settings: PageSettings) -> bytes:
         "sign_in": settings.sign_in,
         "sign_in_url": settings.sign_in_url,
         "prompt": settings.prompt,
+        "identity_provider": settings.identity_provider,
     }
     for name, value in values.items():
         template = template.replace("{{" + name + "}}", html.escape(value))

@@ -1,7 +1,7 @@
 """The standalone panel's sign-in routes under `/panel/session`: who am I, sign in (link or token), sign out.
 
 Every way in ends in `PanelSessions.start` (through `redeem_link` for a link) and
-`set_session_cookie`; a host's own sign-in (e.g. OIDC) does the same.
+`set_session_cookie`: an identity provider's sign-in (`adapters_http.panel.oidc`) and a host's own too.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from adapters_http.endpoint import REQUEST_ID_HEADER, log_unexpected, request_id
 from adapters_http.errors import error_response, internal_error_response, json_error
 from adapters_http.inputs import is_json_media_type, parse_json
 from adapters_http.panel.csrf import is_panel_call
+from adapters_http.panel.oidc import PanelIdentityProvider, oidc_routes
 from adapters_http.panel.session_cookie import (
     SESSION_COOKIE,
     clear_session_cookie,
@@ -44,16 +45,21 @@ class PanelSignIn:
 
     sessions: PanelSessions
     authenticate_token: TokenAuthenticator | None = None
+    identity_provider: PanelIdentityProvider | None = None
+    """Offer "Sign in with <provider>" (OpenID Connect) too; see `adapters_http.panel.oidc`."""
 
 
 def sign_in_routes(sign_in: PanelSignIn) -> list[BaseRoute]:
-    """`GET`, `POST` and `DELETE /panel/session`."""
+    """`GET`, `POST` and `DELETE /panel/session`, and the identity provider's routes when there is one."""
     handlers = _SignInHandlers(sign_in)
-    return [
+    routes: list[BaseRoute] = [
         Route(SESSION_PATH, _answered(handlers.who), methods=["GET"]),
         Route(SESSION_PATH, _answered(handlers.sign_in), methods=["POST"]),
         Route(SESSION_PATH, _answered(handlers.sign_out), methods=["DELETE"]),
     ]
+    if sign_in.identity_provider is not None:
+        routes += oidc_routes(sign_in.sessions, sign_in.identity_provider)
+    return routes
 
 
 def _refusal(status: int, code: str, message: str) -> Response:

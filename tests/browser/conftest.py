@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -229,9 +230,9 @@ class World:
             cursor = page.next_cursor
 
 
-@pytest.fixture(scope="session")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    database = tmp_path_factory.mktemp("panel") / "panel.sqlite3"
+@contextmanager
+def running_world(database: Path, *, port: int | None = None, **app_options: Any) -> Iterator[World]:
+    """The panel's server over an SQLite file: the real composition root, given `app_options` (`build_app`'s)."""
     storage: SqlStorage = open_storage(f"sqlite:///{database}", indexer=OwnerIndexer())
     storage.initialize()
     store = FaultyStore(storage.store)
@@ -241,7 +242,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         panel_sessions=PanelSessions(store=storage.panel_sessions),
         controls=MemoryControls(controls=storage.controls, store=store),
     )
-    server = LiveServer(composition.build_app(services))
+    server = LiveServer(composition.build_app(services, **app_options), port)
     server.start()
     try:
         assert services.controls is not None
@@ -256,6 +257,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     finally:
         server.stop()
         storage.close()
+
+
+@pytest.fixture(scope="session")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    with running_world(tmp_path_factory.mktemp("panel") / "panel.sqlite3") as running:
+        yield running
 
 
 # --- the browser side ---------------------------------------------------------------------------------------

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from adapters_mcp import RAIL_PATH
+from adapters_oidc import SignInSettings
 from memorybank import oauth_settings
-from memorybank.oauth_settings import OAuthOptions, choose_oauth
+from memorybank.oauth_settings import OAuthOptions, choose_oauth, choose_panel_sign_in
 from memorybank_core import InvalidInputError
 from tests.cli.conftest import Run
 
@@ -40,6 +43,28 @@ from tests.cli.conftest import Run
                 "https://login.example.com",
             ],
             "--oauth-introspection-issuer needs $MEMORYBANK_OAUTH_CLIENT_ID",
+        ),
+        (["--oauth-panel-client-id", "memorybank-panel"], "--oauth-panel-client-id needs --oauth-issuer"),
+        (
+            [
+                *("--oauth-issuer", "https://a.example.com", "--oauth-issuer", "https://b.example.com"),
+                *("--oauth-panel-client-id", "memorybank-panel"),
+            ],
+            "--oauth-panel-issuer must name which --oauth-issuer",
+        ),
+        (
+            [
+                *("--oauth-issuer", "https://a.example.com", "--oauth-panel-client-id", "memorybank-panel"),
+                *("--oauth-panel-issuer", "https://b.example.com"),
+            ],
+            "--oauth-panel-issuer must be one of the --oauth-issuer URLs",
+        ),
+        (
+            [
+                *("--oauth-issuer", "https://a.example.com", "--oauth-panel-client-id", "memorybank-panel"),
+                *("--oauth-panel-client-secret-file", "/nonexistent/secret"),
+            ],
+            "--oauth-panel-client-secret-file cannot be read",
         ),
     ],
 )
@@ -115,3 +140,64 @@ def test_a_scope_map_names_only_our_scopes() -> None:
         oauth_settings.scope_map(["mcp:admin=everything"])
     assert oauth_settings.scope_map(["mcp:read=a", "mcp:read=b"])["mcp:read"] == frozenset({"a", "b"})
     assert oauth_settings.scope_map(["mcp:read=a"])["mcp:write"] == frozenset({"mcp:write"})
+
+
+def panel_settings(options: OAuthOptions, env: dict[str, str]) -> SignInSettings | None:
+    return choose_panel_sign_in(options, env, choose_oauth(options, env, host="127.0.0.1", port=8000))
+
+
+def test_without_a_panel_client_id_the_panel_offers_no_provider() -> None:
+    assert panel_settings(OAuthOptions(issuers=["https://a.example.com"]), {}) is None
+
+
+def test_the_panel_signs_in_with_the_only_issuer_as_a_public_client_by_default() -> None:
+    settings = panel_settings(OAuthOptions(issuers=["https://a.example.com"], panel_client_id="bank-panel"), {})
+
+    assert settings is not None
+    assert (settings.issuer, settings.client_id, settings.client_secret) == (
+        "https://a.example.com",
+        "bank-panel",
+        None,
+    )
+    assert settings.display_name is None  # the button then names the issuer's host
+    assert settings.scopes == ("openid",)
+
+
+def test_a_panel_mapping_people_by_claims_asks_for_the_profile_scope_that_carries_them() -> None:
+    options = OAuthOptions(issuers=["https://a.example.com"], panel_client_id="p", user_claim="oid", org_claim="tid")
+
+    settings = panel_settings(options, {})
+
+    assert settings is not None
+    assert settings.scopes == ("openid", "profile")
+
+
+def test_the_panel_client_can_come_from_the_environment_and_its_secret_file_wins(tmp_path: Path) -> None:
+    secret_file = tmp_path / "secret"
+    secret_file.write_text("from-the-file\n")
+    env = {
+        oauth_settings.ISSUERS_ENV: "https://a.example.com https://b.example.com",
+        oauth_settings.PANEL_CLIENT_ID_ENV: "bank-panel",
+        oauth_settings.PANEL_ISSUER_ENV: "https://b.example.com",
+        oauth_settings.PANEL_NAME_ENV: "Acme SSO",
+        oauth_settings.PANEL_CLIENT_SECRET_ENV: "from-the-environment",
+    }
+
+    from_env = panel_settings(OAuthOptions(), env)
+    from_file = panel_settings(OAuthOptions(panel_client_secret_file=str(secret_file)), env)
+
+    assert from_env is not None
+    assert from_file is not None
+    assert (from_env.issuer, from_env.display_name) == ("https://b.example.com", "Acme SSO")
+    assert from_env.client_secret == "from-the-environment"
+    assert from_file.client_secret == "from-the-file"
+    assert "from-the" not in repr(from_file)
+
+
+def test_an_empty_secret_file_is_refused(tmp_path: Path) -> None:
+    empty = tmp_path / "secret"
+    empty.write_text("\n")
+    options = OAuthOptions(issuers=["https://a.example.com"], panel_client_id="p", panel_client_secret_file=str(empty))
+
+    with pytest.raises(InvalidInputError, match="is empty"):
+        panel_settings(options, {})

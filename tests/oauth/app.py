@@ -11,7 +11,7 @@ import attrs
 import httpx2
 from starlette.testclient import TestClient
 
-from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings
+from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings, SignInSettings
 from memorybank.composition import Services, build_app
 from memorybank_core import (
     InMemoryPanelSessionStore,
@@ -49,6 +49,7 @@ class Server:
     clock: ManualClock
     requests: list[str]
     """Every URL the resource server fetched from an issuer, in order."""
+    sessions: PanelSessions
 
     def save(self, token: str, content: str) -> httpx2.Response:
         return self.client.post("/v1/memory", json={"content": content}, headers=bearer(token))
@@ -67,15 +68,25 @@ def bearer(token: str) -> dict[str, str]:
 
 
 @contextmanager
-def serving(issuers: Sequence[str], **settings: Any) -> Iterator[Server]:
-    """The standalone app (in-memory storage) trusting `issuers`, with `settings` overriding the defaults."""
+def serving(
+    issuers: Sequence[str],
+    *,
+    panel_sign_in: SignInSettings | None = None,
+    transport: httpx2.BaseTransport | None = None,
+    **settings: Any,
+) -> Iterator[Server]:
+    """The standalone app (in-memory storage) trusting `issuers`, with `settings` overriding the defaults.
+
+    `panel_sign_in` offers the panel's "Sign in with <provider>"; `transport` carries the server's requests
+    to the issuers (to tamper with the provider's answers on the way).
+    """
     requests: list[str] = []
 
     def record(request: httpx2.Request) -> None:
         requests.append(str(request.url))
 
     hooks: dict[str, list[Callable[..., Any]]] = {"request": [record]}
-    http = httpx2.Client(timeout=5, event_hooks=hooks)
+    http = httpx2.Client(timeout=5, event_hooks=hooks, transport=transport)
     clock = ManualClock()
     verifier = IssuerTokenVerifier(
         ResourceServerSettings(issuers=tuple(issuers), resource=RESOURCE, **settings), http=http, clock=clock
@@ -87,9 +98,16 @@ def serving(issuers: Sequence[str], **settings: Any) -> Iterator[Server]:
         tokens=tokens,
         panel_sessions=PanelSessions(store=InMemoryPanelSessionStore()),
     )
-    app = build_app(services, issuers=verifier)
+    app = build_app(services, issuers=verifier, panel_sign_in=panel_sign_in)
     with TestClient(app, base_url=BASE_URL) as client:
-        yield Server(client=client, verifier=verifier, tokens=tokens, clock=clock, requests=requests)
+        yield Server(
+            client=client,
+            verifier=verifier,
+            tokens=tokens,
+            clock=clock,
+            requests=requests,
+            sessions=services.panel_sessions,
+        )
     verifier.close()
 
 

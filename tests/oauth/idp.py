@@ -28,6 +28,9 @@ CLIENT_SECRETS = {
     "short-lived": "short-lived-secret",
     "opaque-client": "opaque-secret",
     "memorybank-rs": "memorybank-rs-secret",
+    "memorybank-panel": "memorybank-panel-secret",
+    "other-panel": "other-panel-secret",
+    "expiring-panel": "expiring-panel-secret",
 }
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from pathlib import Path
 
 from starlette.testclient import TestClient
 
 from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings
 from memorybank.cli import build_parser, oauth_options
 from memorybank.composition import Services, build_app
-from memorybank.oauth_settings import choose_oauth
+from memorybank.oauth_settings import PANEL_CLIENT_SECRET_FILE_ENV, choose_oauth, choose_panel_sign_in
 from memorybank_core import (
     InMemoryPanelSessionStore,
     InMemoryStore,
@@ -54,12 +55,32 @@ def test_every_documented_serve_command_configures_an_issuer() -> None:
 
     issuers = [settings_of(argv, env).issuers for argv, env in commands]
 
-    assert len(commands) == 4
+    assert len(commands) == 6
     assert issuers == [
         ("https://login.example.com",),
         ("https://keycloak.example.com/realms/acme",),
         ("https://acme.eu.auth0.com/",),
         ("https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0",),
+        ("https://login.example.com",),  # the panel's sign-in
+        ("https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0",),
+    ]
+
+
+def test_the_documented_panel_sign_ins_configure_what_the_doc_says(tmp_path: Path) -> None:
+    secret_file = tmp_path / "panel-client-secret"
+    secret_file.write_text("s3cret\n")
+    configured = []
+    for argv, env in serve_commands()[4:]:
+        assert env.pop(PANEL_CLIENT_SECRET_FILE_ENV) == "/etc/memorybank/panel-client-secret"
+        env[PANEL_CLIENT_SECRET_FILE_ENV] = str(secret_file)
+        args = build_parser(env).parse_args(argv)
+        panel = choose_panel_sign_in(oauth_options(args), env, settings_of(argv, env))
+        assert panel is not None
+        configured.append((panel.client_id, panel.client_secret, panel.display_name, panel.scopes))
+
+    assert configured == [
+        ("memorybank-panel", "s3cret", "Example SSO", ("openid",)),
+        ("6e74172b-be56-4843-9ff4-e66a39bb12e3", "s3cret", "Microsoft", ("openid", "profile")),
     ]
 
 

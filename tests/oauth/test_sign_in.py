@@ -1,4 +1,4 @@
-"""OpenID Connect sign-in (the panel's "Sign in with <IdP>") against the real provider, without a browser UI."""
+"""OpenID Connect sign-in (`adapters_oidc.OidcSignIn`) against the real provider, without the panel around it."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from collections.abc import Iterator
 import attrs
 import pytest
 
-from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings, user_id_for
-from adapters_oidc.sign_in import OidcSignIn, SignInSettings
-from memorybank_core import CredentialsRefusedError
+from adapters_oidc import IssuerTokenVerifier, OidcSignIn, PendingSignIn, ResourceServerSettings, user_id_for
+from adapters_oidc.sign_in import SignInSettings
+from memorybank_core import CredentialsRefusedError, SignInRedirect
 from tests.oauth.app import RESOURCE
 from tests.oauth.browser import sign_in_at_provider
 from tests.oauth.idp import Idp, running_idp
 
-CALLBACK = "http://127.0.0.1:8000/oidc/callback"
+CALLBACK = "http://127.0.0.1:8000/panel/oidc/callback"
 
 
 @pytest.fixture(scope="module")
@@ -33,57 +33,76 @@ def sign_in(panel_idp: Idp) -> Iterator[OidcSignIn]:
     verifier.close()
 
 
+def at_provider(redirect: SignInRedirect, login: str = "carol") -> dict[str, str]:
+    return sign_in_at_provider(redirect.url, login=login, redirect_uri=CALLBACK)
+
+
 def test_a_person_signs_in_and_is_the_same_user_as_with_access_tokens(sign_in: OidcSignIn, panel_idp: Idp) -> None:
-    url, pending = sign_in.begin(CALLBACK)
-    returned = sign_in_at_provider(url, login="carol", redirect_uri=CALLBACK)
+    redirect = sign_in.begin(redirect_uri=CALLBACK)
+    returned = at_provider(redirect)
 
-    person = sign_in.complete(pending, state=returned["state"], code=returned["code"], issuer=returned.get("iss"))
+    person = sign_in.complete(pending=redirect.pending, redirect_uri=CALLBACK, response=returned)
 
-    assert "code_challenge_method=S256" in url
+    assert "code_challenge_method=S256" in redirect.url
+    assert returned["iss"] == panel_idp.issuer  # RFC 9207: the provider names itself in its answer
     assert person.user_id == user_id_for(panel_idp.issuer, "carol")
     assert person.scopes == {"mcp:read", "mcp:write"}
 
 
 def test_a_returned_state_that_is_not_ours_is_refused(sign_in: OidcSignIn) -> None:
-    url, _pending = sign_in.begin(CALLBACK)
-    returned = sign_in_at_provider(url, login="carol", redirect_uri=CALLBACK)
-    _other_url, other = sign_in.begin(CALLBACK)
+    returned = at_provider(sign_in.begin(redirect_uri=CALLBACK))
+    other = sign_in.begin(redirect_uri=CALLBACK)
 
     with pytest.raises(CredentialsRefusedError, match="state does not match"):
-        sign_in.complete(other, state=returned["state"], code=returned["code"])
+        sign_in.complete(pending=other.pending, redirect_uri=CALLBACK, response=returned)
 
 
-def test_a_code_redeemed_with_another_sign_ins_verifier_or_nonce_is_refused(sign_in: OidcSignIn) -> None:
-    url, pending = sign_in.begin(CALLBACK)
-    returned = sign_in_at_provider(url, login="carol", redirect_uri=CALLBACK)
-    _, other = sign_in.begin(CALLBACK)
+def test_a_code_redeemed_with_another_sign_ins_verifier_is_refused_by_the_provider(sign_in: OidcSignIn) -> None:
+    redirect = sign_in.begin(redirect_uri=CALLBACK)
+    returned = at_provider(redirect)
+    other = PendingSignIn.decode(sign_in.begin(redirect_uri=CALLBACK).pending)
+    mine = PendingSignIn.decode(redirect.pending)
 
     with pytest.raises(CredentialsRefusedError, match="refused the sign-in code"):
         sign_in.complete(
-            attrs.evolve(pending, code_verifier=other.code_verifier), state=returned["state"], code=returned["code"]
+            pending=attrs.evolve(mine, code_verifier=other.code_verifier).encode(),
+            redirect_uri=CALLBACK,
+            response=returned,
         )
 
 
+@pytest.mark.parametrize("kept", ["", "a.b", "only-state", "x" * 43 + "." + "y" * 43 + "."])
+def test_a_pending_sign_in_without_its_pkce_verifier_or_nonce_is_refused(kept: str) -> None:
+    with pytest.raises(CredentialsRefusedError, match="malformed"):
+        PendingSignIn.decode(kept)
+
+
 def test_an_id_token_with_another_nonce_is_refused(sign_in: OidcSignIn) -> None:
-    url, pending = sign_in.begin(CALLBACK)
-    returned = sign_in_at_provider(url, login="carol", redirect_uri=CALLBACK)
+    redirect = sign_in.begin(redirect_uri=CALLBACK)
+    returned = at_provider(redirect)
+    replayed = attrs.evolve(PendingSignIn.decode(redirect.pending), nonce="n" * 43)
 
     with pytest.raises(CredentialsRefusedError, match="not for this sign-in"):
-        sign_in.complete(attrs.evolve(pending, nonce="replayed"), state=returned["state"], code=returned["code"])
+        sign_in.complete(pending=replayed.encode(), redirect_uri=CALLBACK, response=returned)
 
 
-def test_a_response_naming_another_issuer_is_refused(sign_in: OidcSignIn) -> None:
-    url, pending = sign_in.begin(CALLBACK)
-    returned = sign_in_at_provider(url, login="carol", redirect_uri=CALLBACK)
+def test_a_response_naming_another_issuer_or_none_is_refused(sign_in: OidcSignIn) -> None:
+    redirect = sign_in.begin(redirect_uri=CALLBACK)
+    returned = at_provider(redirect)
 
     with pytest.raises(CredentialsRefusedError, match="another issuer"):
-        sign_in.complete(pending, state=returned["state"], code=returned["code"], issuer="https://evil.example.com")
+        sign_in.complete(
+            pending=redirect.pending, redirect_uri=CALLBACK, response={**returned, "iss": "https://evil.example.com"}
+        )
+    without_issuer = {name: value for name, value in returned.items() if name != "iss"}
+    with pytest.raises(CredentialsRefusedError, match="without its issuer"):
+        sign_in.complete(pending=redirect.pending, redirect_uri=CALLBACK, response=without_issuer)
 
 
 def test_a_reused_code_is_refused(sign_in: OidcSignIn) -> None:
-    url, pending = sign_in.begin(CALLBACK)
-    returned = sign_in_at_provider(url, login="carol", redirect_uri=CALLBACK)
-    sign_in.complete(pending, state=returned["state"], code=returned["code"])
+    redirect = sign_in.begin(redirect_uri=CALLBACK)
+    returned = at_provider(redirect)
+    sign_in.complete(pending=redirect.pending, redirect_uri=CALLBACK, response=returned)
 
     with pytest.raises(CredentialsRefusedError, match="refused the sign-in code"):
-        sign_in.complete(pending, state=returned["state"], code=returned["code"])
+        sign_in.complete(pending=redirect.pending, redirect_uri=CALLBACK, response=returned)

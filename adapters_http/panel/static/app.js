@@ -18,6 +18,7 @@ const settings = {
   apiBase: meta("memorybank-api"),
   signIn: meta("memorybank-sign-in"),
   signInUrl: meta("memorybank-sign-in-url"),
+  identityProvider: meta("memorybank-identity-provider"),
   prompt: $("memory-bank-prompt").content.textContent,
 };
 const api = createApi(settings);
@@ -360,6 +361,35 @@ async function signInWith(secret) {
   showBank(who);
   $("bank-title").focus();
 }
+
+// "Sign in with <provider>": a plain form post; the server sends the browser on to the provider.
+function showProviderButton() {
+  const offered = settings.signIn === "panel" && Boolean(settings.identityProvider);
+  $("provider-form").hidden = !offered;
+  $("provider-divider").hidden = !offered;
+  if (!offered) return;
+  const button = $("provider-submit");
+  button.textContent = `Sign in with ${settings.identityProvider}`;
+  button.removeAttribute("aria-disabled");
+  $("provider-form").removeAttribute("aria-busy");
+  $("provider-status").textContent = "";
+}
+
+$("provider-form").addEventListener("submit", (event) => {
+  const form = $("provider-form");
+  // One sign-in at a time: a second click would start a second one and void the first.
+  if (form.getAttribute("aria-busy") === "true") {
+    event.preventDefault();
+    return;
+  }
+  form.setAttribute("aria-busy", "true");
+  $("provider-submit").setAttribute("aria-disabled", "true");
+  $("provider-status").textContent = `Opening ${settings.identityProvider}…`;
+});
+
+// Back from the provider with the browser's back button: the page may come from the cache, still busy.
+window.addEventListener("pageshow", showProviderButton);
+showProviderButton();
 
 $("token-form").addEventListener("submit", async (event) => {
   event.preventDefault();

@@ -13,6 +13,10 @@
 //   opaque-client / opaque-secret     client_credentials, opaque access tokens (checked by introspection)
 //   memorybank-rs / memorybank-rs-secret  the resource server's own credentials, to call introspection
 //   memorybank-panel / memorybank-panel-secret  the web panel's sign-in (authorization code + PKCE)
+//   memorybank-panel-public                     the same as a public client (no secret: PKCE alone)
+//   other-panel / other-panel-secret            another web client, for ID tokens issued to someone else
+//   expiring-panel / expiring-panel-secret      a web client whose ID tokens expire after 1 second
+// The web clients accept the redirect URIs in `panelRedirectUris`.
 // Dynamic client registration (RFC 7591) is open, for MCP clients that register themselves.
 
 import { generateKeyPairSync } from "node:crypto";
@@ -41,14 +45,20 @@ server.listen(config.port ?? 0, "127.0.0.1", () => {
       { client_id: "short-lived", client_secret: "short-lived-secret", grant_types: ["client_credentials"], response_types: [], redirect_uris: [] },
       { client_id: "opaque-client", client_secret: "opaque-secret", grant_types: ["client_credentials"], response_types: [], redirect_uris: [] },
       { client_id: "memorybank-rs", client_secret: "memorybank-rs-secret", grant_types: [], response_types: [], redirect_uris: [] },
-      {
-        client_id: "memorybank-panel",
-        client_secret: "memorybank-panel-secret",
+      ...[
+        ["memorybank-panel", "memorybank-panel-secret"],
+        ["memorybank-panel-public", null],
+        ["other-panel", "other-panel-secret"],
+        ["expiring-panel", "expiring-panel-secret"],
+      ].map(([clientId, secret]) => ({
+        client_id: clientId,
+        ...(secret ? { client_secret: secret } : { token_endpoint_auth_method: "none" }),
         grant_types: ["authorization_code"],
         response_types: ["code"],
-        redirect_uris: config.panelRedirectUris ?? ["http://127.0.0.1/unused"],
-      },
+        redirect_uris: config.panelRedirectUris?.length ? config.panelRedirectUris : ["http://127.0.0.1/unused"],
+      })),
     ],
+    ttl: { IdToken: (_ctx, _token, client) => (client.clientId === "expiring-panel" ? 1 : 3600) },
     jwks: { keys: config.keys?.length ? config.keys : [freshKey()] },
     // The resource scopes are listed too, so clients may register with them (RFC 7591 `scope`).
     scopes: ["openid", "profile", "email", "offline_access", "mcp:read", "mcp:write"],

@@ -8,7 +8,6 @@ a host's admin code — applies to every worker's next request without a restart
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -35,6 +34,10 @@ _FIND = sa.select(memory_control).where(
         _subject(SubjectKind.ALL, EVERYONE),
     )
 )
+#: The settings a change may carry; None leaves a stored one as it is.
+_SETTINGS = ("enabled", "max_memories", "max_characters")
+#: The settings a change may carry; None leaves a stored one as it is.
+_SETTINGS = ("enabled", "max_memories", "max_characters")
 #: Bound as the organization when there is none: no control has an empty subject (`clean_subject_id`).
 _NO_ORGANIZATION = ""
 
@@ -51,29 +54,20 @@ class SqlControlStore(ControlStore):
             rows = connection.execute(_FIND, parameters).all()
         return [_control(row) for row in rows]
 
-    def set(
-        self,
-        *,
-        kind: SubjectKind,
-        subject_id: str,
-        at: datetime,
-        enabled: bool | None = None,
-        max_memories: int | None = None,
-        max_characters: int | None = None,
-    ) -> Control:
-        given = {"enabled": enabled, "max_memories": max_memories, "max_characters": max_characters}
-        changes = {name: value for name, value in given.items() if value is not None}
+    def set(self, change: Control) -> Control:
+        if change.updated_at is None:
+            raise ValueError("a control change carries its time")
+        values: dict[str, object] = {name: value for name in _SETTINGS if (value := getattr(change, name)) is not None}
+        values["updated_at"] = change.updated_at
+        subject = _subject(change.kind, change.subject_id)
         with unavailable_on_driver_error("controls"), writing(self._engine) as connection:
-            updated = connection.execute(
-                memory_control.update().where(_subject(kind, subject_id)).values(**changes, updated_at=at)
-            ).rowcount
-            if updated == 0:
+            if connection.execute(memory_control.update().where(subject).values(**values)).rowcount == 0:
                 # Two operators creating the same control at once: one insert fails on the key and
                 # that command reports it; repeating it then updates.
                 connection.execute(
-                    memory_control.insert().values(kind=kind.value, subject_id=subject_id, **changes, updated_at=at)
+                    memory_control.insert().values(kind=change.kind.value, subject_id=change.subject_id, **values)
                 )
-            row = connection.execute(sa.select(memory_control).where(_subject(kind, subject_id))).one()
+            row = connection.execute(sa.select(memory_control).where(subject)).one()
         return _control(row)
 
     def clear(self, *, kind: SubjectKind, subject_id: str) -> bool:

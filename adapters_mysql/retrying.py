@@ -170,28 +170,9 @@ class ResilientControlStore(ControlStore):
     def find(self, *, user_id: str, org_id: str | None) -> Sequence[Control]:
         return retrying("controls", lambda _unknown: self.inner.find(user_id=user_id, org_id=org_id))
 
-    def set(
-        self,
-        *,
-        kind: SubjectKind,
-        subject_id: str,
-        at: datetime,
-        enabled: bool | None = None,
-        max_memories: int | None = None,
-        max_characters: int | None = None,
-    ) -> Control:
+    def set(self, change: Control) -> Control:
         # Setting the same values again changes nothing: a repeat after an unknown outcome is safe.
-        return retrying(
-            "controls",
-            lambda _unknown: self.inner.set(
-                kind=kind,
-                subject_id=subject_id,
-                at=at,
-                enabled=enabled,
-                max_memories=max_memories,
-                max_characters=max_characters,
-            ),
-        )
+        return retrying("controls", lambda _unknown: self.inner.set(change))
 
     def clear(self, *, kind: SubjectKind, subject_id: str) -> bool:
         return retrying("controls", lambda unknown: self.inner.clear(kind=kind, subject_id=subject_id) or unknown)

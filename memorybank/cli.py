@@ -375,15 +375,13 @@ def _add_control_commands(commands: argparse._SubParsersAction[_Parser], databas
         )
         _subject_options(switch, everyone=True)
         switch.set_defaults(run=_gate_switch, enabled=enabled)
-    gate_show = gate_commands.add_parser(
-        "show",
-        parents=[database],
+    _show_command(
+        gate_commands,
+        database,
+        "gate",
         help="show the switches, or whether memory is on for one user",
         description="Without --user: every switch set. With --user (and --org): whether memory is on for them.",
     )
-    gate_show.add_argument("--user", metavar="usr_…", help="the user to check")
-    gate_show.add_argument("--org", metavar="org_…", help="the organization the user works in")
-    gate_show.set_defaults(run=_controls_show, what="gate")
 
     quota = commands.add_parser(
         "quota",
@@ -406,17 +404,24 @@ def _add_control_commands(commands: argparse._SubParsersAction[_Parser], databas
         "--characters", metavar="N", type=_whole_number, help="the maximum characters of all memories together"
     )
     quota_set.set_defaults(run=_quota_set)
-    quota_show = quota_commands.add_parser(
-        "show",
-        parents=[database],
+    _show_command(
+        quota_commands,
+        database,
+        "quota",
         help="show the quotas set, or one user's quota and use",
         description="Without --user: every quota set. With --user (and --org): the quota that applies to them "
         f"and what they use. The default shown is ${QUOTA_MEMORIES_ENV} / ${QUOTA_CHARACTERS_ENV} or the "
         "built-in one; a server started with --quota-* options applies its own.",
     )
-    quota_show.add_argument("--user", metavar="usr_…", help="the user to check")
-    quota_show.add_argument("--org", metavar="org_…", help="the organization the user works in")
-    quota_show.set_defaults(run=_controls_show, what="quota")
+
+
+def _show_command(
+    commands: argparse._SubParsersAction[_Parser], database: _Parser, what: str, *, help: str, description: str
+) -> None:
+    show = commands.add_parser("show", parents=[database], help=help, description=description)
+    show.add_argument("--user", metavar="usr_…", help="the user to check")
+    show.add_argument("--org", metavar="org_…", help="the organization the user works in")
+    show.set_defaults(run=_controls_show, what=what)
 
 
 def _whole_number(value: str) -> int:

@@ -59,6 +59,17 @@ def check_quota(quota: Quota, usage: Usage, characters: int) -> None:
         )
 
 
+def merge(current: Control, change: Control) -> Control:
+    """`current` with `change`'s settings that are not None, stamped `change.updated_at` (`ControlStore.set`)."""
+    return attrs.evolve(
+        current,
+        enabled=current.enabled if change.enabled is None else change.enabled,
+        max_memories=current.max_memories if change.max_memories is None else change.max_memories,
+        max_characters=current.max_characters if change.max_characters is None else change.max_characters,
+        updated_at=change.updated_at,
+    )
+
+
 def resolve(controls: Sequence[Control], *, user_id: str, org_id: str | None, default: Quota) -> Policy:
     """The policy of a request by `user_id` in `org_id` (None: no organization), from its stored controls."""
     by_kind: dict[SubjectKind, Control] = {}
@@ -169,7 +180,9 @@ class MemoryControls:
         started = time.perf_counter()
         subject = clean_subject_id(kind, subject_id)
         with self._unit():
-            control = self._controls.set(kind=kind, subject_id=subject, at=self._clock.now(), enabled=enabled)
+            control = self._controls.set(
+                Control(kind=kind, subject_id=subject, enabled=enabled, updated_at=self._clock.now())
+            )
         self._emit(events.GATE_CHANGED, started, subject_kind=kind.value, subject_id=subject, enabled=int(enabled))
         return control
 
@@ -199,7 +212,13 @@ class MemoryControls:
             raise InvalidInputError("quota", "needs a number of memories, of characters, or both")
         with self._unit():
             control = self._controls.set(
-                kind=kind, subject_id=subject, at=self._clock.now(), max_memories=memories, max_characters=characters
+                Control(
+                    kind=kind,
+                    subject_id=subject,
+                    max_memories=memories,
+                    max_characters=characters,
+                    updated_at=self._clock.now(),
+                )
             )
         self._emit(events.QUOTA_CHANGED, started, subject_kind=kind.value, subject_id=subject)
         return control

@@ -14,7 +14,7 @@ from datetime import datetime
 
 import attrs
 
-from memorybank_core.controls import check_quota
+from memorybank_core.controls import check_quota, merge
 from memorybank_core.entities import (
     EVERYONE,
     ApiToken,
@@ -100,27 +100,12 @@ class InMemoryControlStore(ControlStore):
         with self._lock:
             return [self._controls[key] for key in wanted if key in self._controls]
 
-    def set(
-        self,
-        *,
-        kind: SubjectKind,
-        subject_id: str,
-        at: datetime,
-        enabled: bool | None = None,
-        max_memories: int | None = None,
-        max_characters: int | None = None,
-    ) -> Control:
+    def set(self, change: Control) -> Control:
+        key = (change.kind, change.subject_id)
         with self._lock:
-            current = self._controls.get((kind, subject_id)) or Control(kind=kind, subject_id=subject_id)
-            changed = attrs.evolve(
-                current,
-                enabled=current.enabled if enabled is None else enabled,
-                max_memories=current.max_memories if max_memories is None else max_memories,
-                max_characters=current.max_characters if max_characters is None else max_characters,
-                updated_at=at,
-            )
-            self._controls[(kind, subject_id)] = changed
-            return changed
+            current = self._controls.get(key)
+            self._controls[key] = merged = change if current is None else merge(current, change)
+            return merged
 
     def clear(self, *, kind: SubjectKind, subject_id: str) -> bool:
         with self._lock:

@@ -148,17 +148,11 @@ class ControlStore(Protocol):
         """The controls of this user, this organization (if given) and everyone: what one request needs."""
 
     @abstractmethod
-    def set(
-        self,
-        *,
-        kind: SubjectKind,
-        subject_id: str,
-        at: datetime,
-        enabled: bool | None = None,
-        max_memories: int | None = None,
-        max_characters: int | None = None,
-    ) -> Control:
-        """Set the given (not None) settings of one subject, creating its control if needed; the control now."""
+    def set(self, change: Control) -> Control:
+        """Store `change`'s settings that are not None for its subject, stamped `change.updated_at`.
+
+        The subject's control is created if needed; its other settings stay. Returns the control now.
+        """
 
     @abstractmethod
     def clear(self, *, kind: SubjectKind, subject_id: str) -> bool:

@@ -7,32 +7,17 @@ reaches every worker.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
 import pytest
 
-from tests.mysql_server import ThrowawayDatabase
 from tests.served import run_memorybank, serving
 
 pytestmark = pytest.mark.serve_processes
 
 #: Requests per check: new connections each, so the kernel spreads them over both workers.
 REQUESTS = 12
-
-
-@pytest.fixture(params=["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'bank.sqlite3'}"
-        return
-    database = ThrowawayDatabase()
-    try:
-        assert run_memorybank(["migrate", "--db", database.url]).returncode == 0
-        yield database.url
-    finally:
-        database.drop()
 
 
 def _person(db_url: str) -> tuple[str, str]:

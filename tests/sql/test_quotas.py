@@ -7,8 +7,6 @@ its own pooled connection to the server.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -30,9 +28,7 @@ from memorybank_core import (
     charged_characters,
 )
 from tests.conftest import User
-from tests.mysql_server import ThrowawayDatabase
 from tests.sql.backends import storage_at
-from tests.sql.conftest import DIALECTS
 from tests.sql.memories import make_memory
 
 SAVERS = 20
@@ -146,19 +142,9 @@ def test_an_import_counts_its_memories_in_each_owners_usage(storage: SqlStorage)
         bank.save(alice, {"content": "over after the import"})
 
 
-@pytest.fixture(params=DIALECTS)
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'old.sqlite3'}"
-        return
-    database = ThrowawayDatabase()
-    yield database.url
-    database.drop()
-
-
-def test_migrate_counts_the_characters_of_memories_saved_before_revision_0010(database_url: str) -> None:
+def test_migrate_counts_the_characters_of_memories_saved_before_revision_0010(new_database_url: str) -> None:
     sealer = AesGcmSealer(new_key_ring())
-    storage = storage_at(database_url, sealer)
+    storage = storage_at(new_database_url, sealer)
     try:
         _upgrade_to(storage, "0006")
         alice = User()

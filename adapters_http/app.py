@@ -59,6 +59,9 @@ def memory_routes(
             partial(spec.handler, handlers),
             resolve_principal,
             operation_id=spec.operation_id,
+            unit_of_work=bank.unit_of_work,
+            takes_body=spec.body_schema is not None,
+            max_body_bytes=max_body_bytes,
             resource_metadata=resource_metadata_url,
             observer=observer,
         )

@@ -68,35 +68,54 @@ It is called in the thread pool (it may read a database or ask an issuer) and ma
 """
 
 
-def bearer_token_resolver(tokens: TokenService) -> PrincipalResolver:
+class BlockingResolver:
+    """A `PrincipalResolver` whose work blocks (a token store, an issuer's keys): it runs in a worker thread.
+
+    The memory routes recognise one and call `resolve_blocking` in the same thread-pool call as
+    the use case, inside the use case's unit of work: one hop and one database connection per
+    request, the credential check included. Awaited like any other resolver (by a host, or the
+    panel's sign-in), it takes a thread-pool hop of its own.
+    """
+
+    def __init__(self, resolve: Callable[[Request], Principal | None]) -> None:
+        self.resolve_blocking = resolve
+        """The check itself, for a caller already in a worker thread; may raise like a resolver."""
+
+    async def __call__(self, request: Request) -> Principal | None:
+        """The check, in the thread pool."""
+        return await run_in_threadpool(self.resolve_blocking, request)
+
+
+def bearer_token_resolver(tokens: TokenService) -> BlockingResolver:
     """The standalone server's resolver: `Authorization: Bearer <secret>` checked against the token store.
 
-    Every request reads the store (no cache), so a revoked token fails on the very next request.
+    A revoked token fails on the very next request (see `TokenService.authenticate`).
     """
     return bearer_resolver(tokens.authenticate)
 
 
-def bearer_resolver(authenticate: Authenticate) -> PrincipalResolver:
-    """A resolver that hands `Authorization: Bearer <secret>` to `authenticate` (in the thread pool)."""
+def bearer_resolver(authenticate: Authenticate) -> BlockingResolver:
+    """A resolver that hands `Authorization: Bearer <secret>` to `authenticate` (in a worker thread)."""
 
-    async def resolve(request: Request) -> Principal | None:
+    def resolve(request: Request) -> Principal | None:
         secret = bearer_secret(request)
         if secret is None:
             return None
-        return await run_in_threadpool(authenticate, secret)
+        return authenticate(secret)
 
-    return resolve
+    return BlockingResolver(resolve)
 
 
-async def resolve_principal(request: Request, resolver: PrincipalResolver) -> Principal | None:
-    """The in-process principal if the caller placed one in the scope, else whatever `resolver` says.
+def in_process_principal(request: Request) -> Principal | None:
+    """The principal an in-process caller placed in the ASGI scope, or None for a network request.
 
     Raises:
-        InvalidInputError: ("authorization") the header is sent more than once, whatever the resolver reads.
+        InvalidInputError: ("authorization") a network request sends the header more than once,
+            whatever its resolver reads.
     """
     in_process = request.scope.get(IN_PROCESS_PRINCIPAL_KEY)
     if in_process is not None:
         principal: Principal = in_process
         return principal
     single_authorization(request)
-    return await resolver(request)
+    return None

@@ -12,17 +12,19 @@ import traceback
 import uuid
 from collections.abc import Awaitable, Callable
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from adapters_http.auth import PrincipalResolver, resolve_principal
+from adapters_http.auth import BlockingResolver, PrincipalResolver, in_process_principal
 from adapters_http.errors import UnauthorizedError, error_response, internal_error_response, json_error
+from adapters_http.inputs import MAX_BODY_BYTES, ReceivedBody, receive_body
 from adapters_http.observation import CURRENT_REQUEST_ID, RequestObserver
-from memorybank_core.ports import Principal
+from memorybank_core.ports import Principal, UnitOfWork
 
-Handler = Callable[[Request, Principal], Awaitable[Response]]
-"""A route handler: the request and the caller's principal in, a response out."""
+Handler = Callable[[Request, Principal, ReceivedBody | None], Response]
+"""A route handler, run in a worker thread: the request, the caller's principal and its body in, a response out."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 """A Starlette request-response endpoint."""
@@ -51,10 +53,18 @@ def authenticated_endpoint(
     resolver: PrincipalResolver,
     *,
     operation_id: str,
+    unit_of_work: UnitOfWork,
+    takes_body: bool = False,
+    max_body_bytes: int = MAX_BODY_BYTES,
     resource_metadata: str | None = None,
     observer: RequestObserver | None = None,
 ) -> Endpoint:
     """Wrap `handler`: resolve the principal (401 without one), map errors, tag and log the response.
+
+    One thread-pool hop per request: the body (when `takes_body`) is received first, then the
+    credential check of a `BlockingResolver` and the handler run in one worker-thread call, inside
+    one `unit_of_work` (one database connection for the token check and the use case). Another
+    resolver is awaited first, then the handler gets the one hop.
 
     `resource_metadata` is the URL of the server's protected-resource metadata, named in bearer challenges.
 
@@ -62,15 +72,35 @@ def authenticated_endpoint(
     string: those may hold ids and search text. `observer` (metrics) is told the same.
     """
 
+    resolve_blocking = resolver.resolve_blocking if isinstance(resolver, BlockingResolver) else None
+
+    def authenticate_and_handle(request: Request, body: ReceivedBody | None) -> Response:
+        assert resolve_blocking is not None  # noqa: S101 - called only for a BlockingResolver
+        with unit_of_work():
+            principal = resolve_blocking(request)
+            if principal is None:
+                raise UnauthorizedError
+            return handler(request, principal, body)
+
+    def handle(request: Request, principal: Principal, body: ReceivedBody | None) -> Response:
+        with unit_of_work():
+            return handler(request, principal, body)
+
     async def endpoint(request: Request) -> Response:
         rid = request_id(request.scope)
         started = time.perf_counter()
         failure: Exception | None = None
         try:
-            principal = await resolve_principal(request, resolver)
-            if principal is None:
-                raise UnauthorizedError
-            response = await handler(request, principal)
+            principal = in_process_principal(request)
+            body = await receive_body(request, max_bytes=max_body_bytes) if takes_body else None
+            if principal is None and resolve_blocking is not None:
+                response = await run_in_threadpool(authenticate_and_handle, request, body)
+            else:
+                if principal is None:
+                    principal = await resolver(request)
+                if principal is None:
+                    raise UnauthorizedError
+                response = await run_in_threadpool(handle, request, principal, body)
         except ClientDisconnect:
             # Nobody is left to answer; the status is only for the access event.
             response = json_error(400, {"error": "invalid_request", "message": "The client disconnected."})
@@ -87,23 +117,24 @@ def authenticated_endpoint(
             observer.observe_request(
                 operation_id=operation_id, status=response.status_code, seconds=seconds, error=failure
             )
-        duration_ms = round(seconds * 1000, 3)
-        _log.info(
-            "http.request operation=%s status=%s duration_ms=%s request_id=%s",
-            operation_id,
-            response.status_code,
-            duration_ms,
-            rid,
-            extra={
-                "event": "http.request",
-                "event_fields": {
-                    "operation_id": operation_id,
-                    "status": response.status_code,
-                    "duration_ms": duration_ms,
-                    "request_id": rid,
+        if _log.isEnabledFor(logging.INFO):
+            duration_ms = round(seconds * 1000, 3)
+            _log.info(
+                "http.request operation=%s status=%s duration_ms=%s request_id=%s",
+                operation_id,
+                response.status_code,
+                duration_ms,
+                rid,
+                extra={
+                    "event": "http.request",
+                    "event_fields": {
+                        "operation_id": operation_id,
+                        "status": response.status_code,
+                        "duration_ms": duration_ms,
+                        "request_id": rid,
+                    },
                 },
-            },
-        )
+            )
         return response
 
     return endpoint

@@ -1,4 +1,9 @@
-"""The four memory operations: parse the request, call the core in the thread pool, serialize.
+"""The four memory operations: parse the request, call the core, serialize the answer.
+
+Handlers are plain functions: `endpoint` runs each in a worker thread, in the same call as
+the credential check, inside the request's unit of work (one thread-pool hop, one database
+connection per request). The response body is serialized there too, once, from the entities
+the store built from its rows (`memorybank_core.wire`).
 
 No policy here: bounds, scopes and owner-scoping are the core's. Errors propagate to
 `endpoint`, which maps them through the one error table.
@@ -6,11 +11,10 @@ No policy here: bounds, scopes and owner-scoping are the core's. Errors propagat
 
 from __future__ import annotations
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from adapters_http.inputs import MAX_BODY_BYTES, integer_or_text, query_value, read_json_body
+from adapters_http.inputs import MAX_BODY_BYTES, ReceivedBody, integer_or_text, json_body, query_value
 from adapters_http.serialization import memory_page_json, search_results_json
 from memorybank_core.ports import Principal
 from memorybank_core.use_cases import MemoryBank
@@ -18,34 +22,31 @@ from memorybank_core.wire import memory_json
 
 
 class MemoryHandlers:
-    """Request handlers over one MemoryBank; each takes the request and the already-resolved principal."""
+    """Request handlers over one MemoryBank; each takes the request, the resolved principal and the received body."""
 
     def __init__(self, bank: MemoryBank, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self._bank = bank
         self._max_body_bytes = max_body_bytes
 
-    async def save(self, request: Request, principal: Principal) -> Response:
+    def save(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
         """`POST /v1/memory` -> 201 `{"memory": {...}}`."""
-        body = await read_json_body(request, max_bytes=self._max_body_bytes)
-        memory = await run_in_threadpool(self._bank.save, principal, body)
+        assert body is not None  # noqa: S101 - the route takes a body, so `endpoint` received one
+        memory = self._bank.save(principal, json_body(body, max_bytes=self._max_body_bytes))
         return JSONResponse({"memory": memory_json(memory)}, status_code=201)
 
-    async def search(self, request: Request, principal: Principal) -> Response:
+    def search(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory/search?q=&limit=` -> 200 `{"results": [...]}`, empty when nothing matches."""
         query = query_value(request, "q")
         limit = integer_or_text(query_value(request, "limit"))
-        results = await run_in_threadpool(self._bank.search, principal, query=query, limit=limit)
-        return JSONResponse(search_results_json(results))
+        return JSONResponse(search_results_json(self._bank.search(principal, query=query, limit=limit)))
 
-    async def list(self, request: Request, principal: Principal) -> Response:
+    def list(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory?limit=&cursor=` -> 200 `{"memories": [...], "next_cursor": ...}`."""
         limit = integer_or_text(query_value(request, "limit"))
         cursor = query_value(request, "cursor")
-        page = await run_in_threadpool(self._bank.list, principal, limit=limit, cursor=cursor)
-        return JSONResponse(memory_page_json(page))
+        return JSONResponse(memory_page_json(self._bank.list(principal, limit=limit, cursor=cursor)))
 
-    async def delete(self, request: Request, principal: Principal) -> Response:
+    def delete(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
         """`DELETE /v1/memory/{id}` -> 204; 404 for any id the caller does not own, well-formed or not."""
-        memory_id = str(request.path_params["id"])
-        await run_in_threadpool(self._bank.delete, principal, memory_id=memory_id)
+        self._bank.delete(principal, memory_id=str(request.path_params["id"]))
         return Response(status_code=204)

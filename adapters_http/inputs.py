@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 
+import attrs
 from starlette.requests import Request
 
 from adapters_http.errors import BodyTooLargeError, UnsupportedMediaTypeError
@@ -30,27 +31,53 @@ def is_json_media_type(content_type: str | None) -> bool:
     return media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json"))
 
 
-async def read_json_body(request: Request, *, max_bytes: int = MAX_BODY_BYTES) -> object:
-    """The request's JSON body, read at most `max_bytes` at a time (never buffered unbounded).
+@attrs.frozen
+class ReceivedBody:
+    """A request body as received before the caller is known: read, or not read and why."""
+
+    content_type: str | None
+    data: bytes
+    """The bytes sent; empty when they were not read (not JSON, or over the cap)."""
+    too_large: bool
+    """Content-Length or the bytes actually sent exceeded the cap; reading stopped there."""
+
+
+async def receive_body(request: Request, *, max_bytes: int = MAX_BODY_BYTES) -> ReceivedBody:
+    """The request's body, read at most `max_bytes` (never buffered unbounded), judged later by `json_body`.
+
+    It is received before the caller is authenticated, so that authentication and the use case
+    run in one thread-pool call; nothing about it is reported until the caller is known. A body
+    that is not declared as JSON, or declares more than `max_bytes`, is not read at all.
+    """
+    content_type = request.headers.get("content-type")
+    if not is_json_media_type(content_type):
+        return ReceivedBody(content_type=content_type, data=b"", too_large=False)
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        return ReceivedBody(content_type=content_type, data=b"", too_large=True)
+    chunks: list[bytes] = []
+    received = 0
+    async for chunk in request.stream():
+        received += len(chunk)
+        if received > max_bytes:
+            return ReceivedBody(content_type=content_type, data=b"", too_large=True)
+        chunks.append(chunk)
+    return ReceivedBody(content_type=content_type, data=b"".join(chunks), too_large=False)
+
+
+def json_body(body: ReceivedBody, *, max_bytes: int = MAX_BODY_BYTES) -> object:
+    """The JSON value of a received body.
 
     Raises:
         UnsupportedMediaTypeError: the body is not declared as JSON.
         BodyTooLargeError: Content-Length or the bytes actually sent exceed `max_bytes`.
         InvalidInputError: ("body") the bytes are not UTF-8 JSON.
     """
-    if not is_json_media_type(request.headers.get("content-type")):
+    if not is_json_media_type(body.content_type):
         raise UnsupportedMediaTypeError
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+    if body.too_large:
         raise BodyTooLargeError(max_bytes)
-    chunks: list[bytes] = []
-    received = 0
-    async for chunk in request.stream():
-        received += len(chunk)
-        if received > max_bytes:
-            raise BodyTooLargeError(max_bytes)
-        chunks.append(chunk)
-    return parse_json(b"".join(chunks))
+    return parse_json(body.data)
 
 
 def parse_json(raw: bytes) -> object:

@@ -7,7 +7,7 @@ method and path, never written by hand.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 from starlette.requests import Request
@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from adapters_http import schemas
 from adapters_http.handlers import MemoryHandlers
+from adapters_http.inputs import ReceivedBody
 from adapters_http.operation_ids import build_operation_id, capability_names
 from adapters_http.schemas import JsonSchema
 from memorybank_core import limits
@@ -25,7 +26,7 @@ from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE
 MEMORY_TAG = "Memory"
 """The tag every memory route carries; capability catalogs include routes by tag."""
 
-UnboundHandler = Callable[[MemoryHandlers, Request, Principal], Awaitable[Response]]
+UnboundHandler = Callable[[MemoryHandlers, Request, Principal, ReceivedBody | None], Response]
 """A `MemoryHandlers` method, before it is bound to a bank."""
 
 

@@ -10,6 +10,7 @@ from adapters_mysql.errors import SchemaNotReadyError
 from adapters_mysql.memory_store import SqlMemoryStore
 from adapters_mysql.mysql_search import MysqlOwnerScopedSearch
 from adapters_mysql.panel_session_store import SqlPanelSessionStore
+from adapters_mysql.purge_store import PurgeUnsupportedError, SqlPurgeStore
 from adapters_mysql.reindex import ReindexReport
 from adapters_mysql.seal_keys import KeyRingError, SealStatus
 from adapters_mysql.sharding import migrate_sharded, split_shard_urls
@@ -31,12 +32,14 @@ __all__ = [
     "KeyRingError",
     "MigrationReport",
     "MysqlOwnerScopedSearch",
+    "PurgeUnsupportedError",
     "ReindexReport",
     "SchemaNotReadyError",
     "SealStatus",
     "SqlControlStore",
     "SqlMemoryStore",
     "SqlPanelSessionStore",
+    "SqlPurgeStore",
     "SqlStorage",
     "SqlTokenStore",
     "SqliteOwnerScopedSearch",

@@ -17,6 +17,15 @@ WRITE_OPTION = "memorybank_write"
 SQLITE_BUSY_TIMEOUT_MS = 5000
 
 
+#: Connections a MySQL engine keeps open: about the concurrent requests of one worker under load.
+MYSQL_POOL_SIZE = 20
+#: Connections opened beyond the pool when more requests run at once (closed when returned), up to
+#: the thread pool's 40 concurrent calls.
+MYSQL_POOL_OVERFLOW = 20
+#: Seconds after which a pooled MySQL connection is replaced rather than reused.
+MYSQL_POOL_RECYCLE_SECONDS = 3600
+
+
 def for_writing(engine: sa.Engine) -> sa.Engine:
     """The same engine and pool, with transactions marked as writes.
 
@@ -32,10 +41,20 @@ def mysql_engine(url: URL) -> sa.Engine:
     if "charset" not in url.query:
         # 4-byte UTF-8 (emoji) needs utf8mb4 on the connection, not just on the tables.
         url = url.update_query_dict({"charset": "utf8mb4"})
-    # pre_ping: a pooled connection killed by the server (wait_timeout, failover) is
-    # replaced before use instead of failing the request. hide_parameters: bound values
-    # (memory content) never reach logs or exception messages.
-    return sa.create_engine(url, pool_pre_ping=True, hide_parameters=True)
+    # No pre-ping: it is a round trip on every checkout, that is on every request. A pooled
+    # connection the server dropped fails its first statement instead; SQLAlchemy then
+    # invalidates the whole pool and the caller's retry (adapters_mysql.retrying) reconnects.
+    # `pool_recycle` replaces connections before a default `wait_timeout` (8 h) drops them.
+    # The pool holds as many connections as requests run at once (one unit of work each), so
+    # a busy server does not open and close overflow connections. hide_parameters: bound
+    # values (memory content) never reach logs or exception messages.
+    return sa.create_engine(
+        url,
+        pool_size=MYSQL_POOL_SIZE,
+        max_overflow=MYSQL_POOL_OVERFLOW,
+        pool_recycle=MYSQL_POOL_RECYCLE_SECONDS,
+        hide_parameters=True,
+    )
 
 
 def sqlite_engine(url: URL) -> sa.Engine:

@@ -54,6 +54,48 @@ def owned_memories(user_id: str) -> sa.ColumnElement[bool]:
     return sa.and_(memory_table.c.user_id == user_id, memory_table.c.scope == Scope.USER.value)
 
 
+def _context_order(context: Any) -> tuple[Any, str]:
+    # A memory's contexts share created_at; ids are time-ordered TypeIDs minted in save order.
+    return (context.created_at, context.id)
+
+
+#: `get_many`'s statement, built once: the owner's personal memories among `:ids`, each joined with its contexts.
+_GET_MANY = (
+    sa.select(*_ENTITY_COLUMNS, *_CONTEXT_COLUMNS)
+    .select_from(_MEMORY_WITH_CONTEXTS)
+    .where(
+        memory_table.c.user_id == sa.bindparam("owner"),
+        memory_table.c.scope == Scope.USER.value,
+        memory_table.c.id.in_(sa.bindparam("ids", expanding=True)),
+    )
+)
+
+
+#: `list`'s statements, built once: a page of the owner's personal memories, newest first, from the
+#: start or strictly after a position (expanded rather than a row comparison, so MySQL can
+#: range-scan the (user_id, created_at, id) index).
+_LIST_FIRST = (
+    sa.select(*_ENTITY_COLUMNS)
+    .where(memory_table.c.user_id == sa.bindparam("owner"), memory_table.c.scope == Scope.USER.value)
+    .order_by(memory_table.c.created_at.desc(), memory_table.c.id.desc())
+    .limit(sa.bindparam("limit", type_=sa.Integer))
+)
+_LIST_AFTER = _LIST_FIRST.where(
+    sa.or_(
+        memory_table.c.created_at < sa.bindparam("after_created_at", type_=memory_table.c.created_at.type),
+        sa.and_(
+            memory_table.c.created_at == sa.bindparam("after_created_at", type_=memory_table.c.created_at.type),
+            memory_table.c.id < sa.bindparam("after_id"),
+        ),
+    )
+)
+#: The contexts of some of the owner's memories (put in order in Python, see `get_many`).
+_CONTEXTS_OF = sa.select(memory_context).where(
+    memory_context.c.user_id == sa.bindparam("owner"),
+    memory_context.c.memory_id.in_(sa.bindparam("ids", expanding=True)),
+)
+
+
 class SqlMemoryStore(MemoryStore):
     """The `MemoryStore` port over SQLAlchemy Core; see `adapters_mysql.open_storage`.
 
@@ -115,19 +157,18 @@ class SqlMemoryStore(MemoryStore):
         if not wanted:
             return {}
         # One round trip: each memory joined with its contexts (search loads its results here).
+        # No ORDER BY: sorting a join that carries TEXT columns makes MariaDB build an on-disk
+        # temporary table (a few milliseconds for 20 rows); the contexts are put in order here.
         with unavailable_on_driver_error("load"), reading(self._engine) as connection:
-            rows = connection.execute(
-                sa.select(*_ENTITY_COLUMNS, *_CONTEXT_COLUMNS)
-                .select_from(_MEMORY_WITH_CONTEXTS)
-                .where(owned_memories(user_id), memory_table.c.id.in_(wanted))
-                .order_by(memory_table.c.id, memory_context.c.created_at, memory_context.c.id)
-            ).all()
+            rows = connection.execute(_GET_MANY, {"owner": user_id, "ids": wanted}).all()
         memory_rows: dict[str, sa.Row[Any]] = {}
         contexts: dict[str, list[_ContextColumns]] = {}
         for row in rows:
             memory_rows.setdefault(row.id, row)
             if row.context_id is not None:
                 contexts.setdefault(row.id, []).append(_ContextColumns(row))
+        for found in contexts.values():
+            found.sort(key=_context_order)
         opened = {
             memory_id: _open_or_none(self.codec, row, contexts.get(memory_id, []))
             for memory_id, row in memory_rows.items()
@@ -135,19 +176,12 @@ class SqlMemoryStore(MemoryStore):
         return {memory_id: memory for memory_id, memory in opened.items() if memory is not None}
 
     def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
-        query = sa.select(*_ENTITY_COLUMNS).where(owned_memories(user_id))
+        parameters: dict[str, Any] = {"owner": user_id, "limit": limit}
         if after is not None:
-            # Expanded rather than a row comparison, so MySQL can range-scan the
-            # (user_id, created_at, id) index.
-            query = query.where(
-                sa.or_(
-                    memory_table.c.created_at < after.created_at,
-                    sa.and_(memory_table.c.created_at == after.created_at, memory_table.c.id < after.memory_id),
-                )
-            )
-        query = query.order_by(memory_table.c.created_at.desc(), memory_table.c.id.desc()).limit(limit)
+            parameters.update(after_created_at=after.created_at, after_id=after.memory_id)
         with unavailable_on_driver_error("list"), reading(self._engine) as connection:
-            return _with_contexts(connection, self.codec, user_id, connection.execute(query).all())
+            rows = connection.execute(_LIST_AFTER if after is not None else _LIST_FIRST, parameters).all()
+            return _with_contexts(connection, self.codec, user_id, rows)
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:
         try:
@@ -190,15 +224,12 @@ def _with_contexts(
     """Map memory rows to entities, loading all their contexts in one more query (no N+1)."""
     if not rows:
         return []
-    context_rows = connection.execute(
-        sa.select(memory_context)
-        .where(memory_context.c.user_id == user_id, memory_context.c.memory_id.in_([row.id for row in rows]))
-        # Contexts of one memory share created_at; ids are time-ordered TypeIDs minted in save order.
-        .order_by(memory_context.c.created_at, memory_context.c.id)
-    ).all()
+    context_rows = connection.execute(_CONTEXTS_OF, {"owner": user_id, "ids": [row.id for row in rows]}).all()
     contexts: dict[str, list[sa.Row[Any]]] = {}
     for row in context_rows:
         contexts.setdefault(row.memory_id, []).append(row)
+    for found in contexts.values():
+        found.sort(key=_context_order)
     opened = (_open_or_none(codec, row, contexts.get(row.id, [])) for row in rows)
     return [memory for memory in opened if memory is not None]
 

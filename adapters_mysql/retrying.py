@@ -14,6 +14,9 @@ Every port method is retried when its failure says the database may serve the ne
     answer is "deleted" (the first attempt removed it, or there was none: either way the caller
     is told the memory does not exist any more, which leaks nothing about anyone else's).
   - token creation and revocation follow the same two rules.
+  - an offboarding purge step is repeated as it is: each one reads the run's stored state in the
+    transaction that does the work and records it, so a repeat after a step that did land does
+    the next piece of work, never the same one twice (`adapters_mysql.purge_store`).
 - Anything else (bad SQL, a constraint) is raised at once.
 
 When every attempt fails, the last `UnavailableError` reaches the caller (HTTP 503 with
@@ -53,6 +56,7 @@ from memorybank_core import (
     UnavailableError,
     Usage,
 )
+from memorybank_core.offboarding import PurgeCounts, PurgeRun, PurgeStore, PurgeSubject
 
 _log = logging.getLogger("memorybank.storage")
 
@@ -213,3 +217,32 @@ class ResilientTokenStore(TokenStore):
 
     def revocation_generation(self) -> int:
         return retrying("token lookup", lambda _unknown: self.inner.revocation_generation())
+
+
+class ResilientPurgeStore(PurgeStore):
+    """A `PurgeStore` whose steps are retried as the module describes."""
+
+    def __init__(self, store: PurgeStore) -> None:
+        self.inner = store
+
+    def open_run(self, *, subject: PurgeSubject, run_id: str, at: datetime) -> tuple[PurgeRun, bool]:
+        # A repeat after a landed attempt finds that attempt's run unfinished and resumes it.
+        return retrying("purge", lambda _unknown: self.inner.open_run(subject=subject, run_id=run_id, at=at))
+
+    def revoke_credentials(self, *, run: PurgeRun, at: datetime) -> PurgeRun:
+        return retrying("purge", lambda _unknown: self.inner.revoke_credentials(run=run, at=at))
+
+    def owners_in_organization(self, *, org_id: str) -> Sequence[str]:
+        return retrying("purge", lambda _unknown: self.inner.owners_in_organization(org_id=org_id))
+
+    def remove_batch(self, *, run: PurgeRun, user_id: str, org_id: str | None, limit: int, at: datetime) -> PurgeRun:
+        return retrying(
+            "purge",
+            lambda _unknown: self.inner.remove_batch(run=run, user_id=user_id, org_id=org_id, limit=limit, at=at),
+        )
+
+    def finish(self, *, run: PurgeRun, at: datetime) -> PurgeRun:
+        return retrying("purge", lambda _unknown: self.inner.finish(run=run, at=at))
+
+    def count(self, *, subject: PurgeSubject, at: datetime) -> PurgeCounts:
+        return retrying("purge", lambda _unknown: self.inner.count(subject=subject, at=at))

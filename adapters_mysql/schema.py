@@ -33,7 +33,7 @@ MYSQL_TABLE_OPTIONS: dict[str, Any] = {
 #: A row's seal state ("<key id>:<key id>") and a key id fit in this.
 SEAL_STATE_LENGTH = 32
 
-#: The hex SHA-256 of a token, panel link or panel session secret.
+#: The hex SHA-256 of a token, panel link or panel session secret (and of a purge digest).
 TOKEN_HASH_LENGTH = 64
 
 
@@ -213,6 +213,30 @@ memory_control = sa.Table(
     **MYSQL_TABLE_OPTIONS,
 )
 
+#: One row per offboarding purge (`memorybank_core.offboarding`): what was asked, what has been
+#: removed so far and the digest chained over the removed ids. Each batch updates it in the
+#: transaction that deletes, so after a crash it says exactly what is done and a rerun resumes it.
+#: No `user_id` column: it is the operator's record, not a user's row (unsharded on Spider).
+purge_run = sa.Table(
+    "purge_run",
+    metadata,
+    sa.Column("id", id_type(), primary_key=True),
+    sa.Column("subject_kind", sa.String(16), nullable=False),
+    sa.Column("subject_id", id_type(), nullable=False),
+    sa.Column("memories", sa.BigInteger(), nullable=False),
+    sa.Column("contexts", sa.BigInteger(), nullable=False),
+    sa.Column("tokens", sa.Integer(), nullable=False),
+    sa.Column("panel_sessions", sa.Integer(), nullable=False),
+    sa.Column("batches", sa.Integer(), nullable=False),
+    sa.Column("digest", sa.CHAR(TOKEN_HASH_LENGTH), nullable=False),
+    sa.Column("started_at", UtcDateTime(), nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
+    sa.Column("finished_at", UtcDateTime(), nullable=True),
+    # Finds a subject's unfinished run, to resume it.
+    sa.Index("purge_run_subject", "subject_id", "subject_kind", "finished_at"),
+    **MYSQL_TABLE_OPTIONS,
+)
+
 #: The tables this package owns, in creation order.
 TABLES: tuple[sa.Table, ...] = (
     memory,
@@ -223,4 +247,5 @@ TABLES: tuple[sa.Table, ...] = (
     seal_key,
     memory_usage,
     memory_control,
+    purge_run,
 )

@@ -113,7 +113,8 @@ class RowCodec:
             content = self._open(content, MEMORY_TABLE, "content", row.id, row.user_id)
             if tags is not None:
                 tags = _json_list(self._open(tags, MEMORY_TABLE, "tags", row.id, row.user_id))
-        return Memory(
+        # Our own rows: built without re-running the input validators (`Memory.restore`).
+        return Memory.restore(
             id=row.id,
             user_id=row.user_id,
             org_id=row.org_id,
@@ -123,7 +124,7 @@ class RowCodec:
             tags=tuple(tags or ()),
             created_at=row.created_at,
             updated_at=row.updated_at,
-            contexts=tuple(self._context(context, sealed, row.user_id) for context in context_rows),
+            contexts=tuple([self._context(context, sealed, row.user_id) for context in context_rows]),
         )
 
     def _context(self, row: Any, sealed: bool, user_id: str) -> MemoryContext:
@@ -134,12 +135,12 @@ class RowCodec:
             snippet = self._open(snippet, CONTEXT_TABLE, "snippet", row_id, user_id)
             if citation is not None:
                 citation = _json_object(self._open(citation, CONTEXT_TABLE, "citation", row_id, user_id))
-        return MemoryContext(
+        return MemoryContext.restore(
             id=row.id,
             memory_id=row.memory_id,
             snippet=snippet,
             citation=(
-                Citation(conversation_id=citation.get("conversation_id"), message_id=citation.get("message_id"))
+                Citation.restore(conversation_id=citation.get("conversation_id"), message_id=citation.get("message_id"))
                 if citation
                 else None
             ),

@@ -118,7 +118,9 @@ def ensure_terms_fts5(connection: sa.Connection) -> bool:
 
 
 def purge_rewritten_text(engine: sa.Engine) -> None:
-    """Leave no replaced text in the file after rows were rewritten (`memorybank encrypt`, `keys rotate`).
+    """Leave no replaced or deleted text in the file after rows were rewritten or purged.
+
+    Called after `memorybank encrypt`, `keys rotate` and an offboarding purge.
 
     FTS5 keeps a rewritten row's old tokens in index segments until they are merged: `optimize`
     merges them; freed pages are zeroed (`secure_delete`, see engines), and a WAL checkpoint moves

@@ -23,9 +23,16 @@ from adapters_mysql.memory_store import SqlMemoryStore
 from adapters_mysql.mysql_search import MysqlOwnerScopedSearch
 from adapters_mysql.owner_search import OwnerScopedSearch
 from adapters_mysql.panel_session_store import SqlPanelSessionStore
+from adapters_mysql.purge_store import PurgeUnsupportedError, SqlPurgeStore
 from adapters_mysql.readiness import check_ready, ensure_search_index
 from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, ReindexReport, count_to_reindex, reindex
-from adapters_mysql.retrying import ResilientControlStore, ResilientMemoryStore, ResilientSearch, ResilientTokenStore
+from adapters_mysql.retrying import (
+    ResilientControlStore,
+    ResilientMemoryStore,
+    ResilientPurgeStore,
+    ResilientSearch,
+    ResilientTokenStore,
+)
 from adapters_mysql.revisions import current_revision, head_revision, revisions_after, stamp_head, upgrade_to_head
 from adapters_mysql.schema import metadata
 from adapters_mysql.seal_keys import (
@@ -45,6 +52,7 @@ from adapters_mysql.token_store import SqlTokenStore
 from adapters_mysql.unit_of_work import SqlUnitOfWork
 from adapters_mysql.usage import backfill_characters
 from memorybank_core import BlindIndex, InvalidInputError, MemoryBankError, Sealer, UnavailableError
+from memorybank_core.offboarding import PurgeStore
 from memorybank_search import OwnerIndexer
 
 _log = logging.getLogger("memorybank.storage")
@@ -153,6 +161,22 @@ class SqlStorage:
         self.unit_of_work = SqlUnitOfWork(engine)
         self.panel_sessions = SqlPanelSessionStore(engine)
         self._display_url = display_url
+        self._spider_head = spider_head
+
+    @property
+    def purge_store(self) -> PurgeStore:
+        """The storage side of an offboarding purge (`memorybank_core.offboarding`), retried like every port.
+
+        Raises:
+            PurgeUnsupportedError: the database is a Spider head, where a batch's deletes and its
+                record would commit on different nodes (docs/operations.md says what to do).
+        """
+        if self._spider_head:
+            raise PurgeUnsupportedError(
+                "purge does not run through a Spider head yet: its batches would commit on several nodes at once; "
+                "run `memorybank purge --db URL` against each data node instead (docs/operations.md, Offboarding)"
+            )
+        return ResilientPurgeStore(SqlPurgeStore(self.engine))
 
     @property
     def fix_command(self) -> str:

@@ -59,7 +59,7 @@ class SqlTokenStore(TokenStore):
         with unavailable_on_driver_error("token revoke"), writing(self._engine) as connection:
             if connection.execute(statement).rowcount != 1:
                 return False
-            _count_revocation(connection)
+            count_revocation(connection)
             return True
 
     def revocation_generation(self) -> int:
@@ -76,7 +76,8 @@ class SqlTokenStore(TokenStore):
 _GENERATION = sa.select(api_token_revocations.c.generation).where(api_token_revocations.c.id == 1)
 
 
-def _count_revocation(connection: sa.Connection) -> None:
+def count_revocation(connection: sa.Connection) -> None:
+    """Bump the revocation counter in the caller's transaction: every server re-checks its cached tokens."""
     bumped = connection.execute(
         api_token_revocations.update()
         .where(api_token_revocations.c.id == 1)

@@ -1,33 +1,76 @@
 """One connection for a whole use case: `SqlUnitOfWork`, and how the store, search and tokens find it.
 
 Inside `with unit_of_work():` every read and write of this storage's components runs on one
-pooled connection, checked out (and pinged) once, instead of one checkout per call. Outside
-one, each call checks out its own connection, as before. The current connection lives in a
+pooled connection, checked out once, on first use, instead of one checkout per call. Outside
+one, each call checks out its own connection. The current connection lives in a
 context variable: each request's thread-pool call has its own context, so requests never share.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 
 import sqlalchemy as sa
 
 from adapters_mysql.engines import WRITE_OPTION, for_writing
-from adapters_mysql.errors import unavailable_on_driver_error
 from memorybank_core import UnitOfWork
 
-_CURRENT: ContextVar[tuple[sa.pool.Pool, sa.Connection] | None] = ContextVar("memorybank_sql_unit", default=None)
+_log = logging.getLogger("memorybank.storage")
 
 
-def _current(engine: sa.Engine) -> sa.Connection | None:
-    current = _CURRENT.get()
-    # Engines made with `for_writing` share the pool: the pool says which database it is. A
-    # connection lost mid-unit is invalidated: the retry of the failed call (adapters_mysql.retrying)
-    # then takes a fresh one from the pool, which reconnects, on the next host of a cluster.
-    if current is not None and current[0] is engine.pool and not current[1].invalidated:
-        return current[1]
+class _Unit:
+    """The open unit of work of one engine's pool: its connection, checked out on first use."""
+
+    __slots__ = ("connection", "engine")
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+        self.connection: sa.Connection | None = None
+
+    def connect(self) -> sa.Connection:
+        """The unit's connection: checked out on the first call, replaced when it was lost.
+
+        Lazily, so a failing checkout happens inside the store call that needed it, where its
+        retry (adapters_mysql.retrying) catches it. A connection lost mid-unit ends invalidated
+        (or, lost inside a write transaction, closed); the retry of the failed call then gets a
+        fresh one here, on the next host of a cluster.
+        """
+        current = self.connection
+        if current is not None and not (current.invalidated or current.closed):
+            return current
+        if current is not None and not current.closed:
+            current.close()
+        self.connection = self.engine.connect()
+        return self.connection
+
+    def close(self) -> None:
+        """Return the connection, if one was checked out, to the pool.
+
+        The use case is over and its answer stands (a save is committed): a connection that fails
+        to end its read transaction now is dropped from the pool, not reported as a failure.
+        """
+        connection, self.connection = self.connection, None
+        if connection is None:
+            return
+        try:
+            connection.close()
+        except sa.exc.DBAPIError as error:
+            _log.warning("dropping a connection that failed to close (%s)", type(error.orig).__name__)
+            with suppress(sa.exc.SQLAlchemyError):
+                connection.invalidate()
+
+
+_CURRENT: ContextVar[_Unit | None] = ContextVar("memorybank_sql_unit", default=None)
+
+
+def _current(engine: sa.Engine) -> _Unit | None:
+    unit = _CURRENT.get()
+    # Engines made with `for_writing` share the pool: the pool says which database it is.
+    if unit is not None and unit.engine.pool is engine.pool:
+        return unit
     return None
 
 
@@ -42,20 +85,21 @@ class SqlUnitOfWork(UnitOfWork):
         if _current(self._engine) is not None:
             yield
             return
-        with unavailable_on_driver_error("connect"), self._engine.connect() as connection:
-            token = _CURRENT.set((self._engine.pool, connection))
-            try:
-                yield
-            finally:
-                _CURRENT.reset(token)
+        unit = _Unit(self._engine)
+        token = _CURRENT.set(unit)
+        try:
+            yield
+        finally:
+            _CURRENT.reset(token)
+            unit.close()
 
 
 @contextmanager
 def reading(engine: sa.Engine) -> Iterator[sa.Connection]:
     """The unit's connection, or a fresh one for this call alone."""
-    current = _current(engine)
-    if current is not None:
-        yield current
+    unit = _current(engine)
+    if unit is not None:
+        yield unit.connect()
         return
     with engine.connect() as connection:
         yield connection
@@ -68,11 +112,12 @@ def writing(engine: sa.Engine) -> Iterator[sa.Connection]:
     On the unit's connection when one is open: its read snapshot (if any) ends first, and the
     transaction is marked as a write (SQLite takes its write lock at BEGIN, see `engines`).
     """
-    current = _current(engine)
-    if current is None:
+    unit = _current(engine)
+    if unit is None:
         with for_writing(engine).begin() as connection:
             yield connection
         return
+    current = unit.connect()
     if current.in_transaction():
         current.commit()  # only reads so far: end their snapshot
     current.execution_options(**{WRITE_OPTION: True})

@@ -124,6 +124,15 @@ def credit(connection: sa.Connection, *, user_id: str, characters: sa.ColumnElem
     )
 
 
+def forget_usage(connection: sa.Connection, user_id: str) -> None:
+    """Drop the user's ledger row, in a transaction that removed some of their memories by other means.
+
+    For bulk removals (an offboarding purge): the row is rebuilt from whatever memories remain on
+    the user's next save, and a purged user leaves no row behind.
+    """
+    connection.execute(memory_usage.delete().where(memory_usage.c.user_id == user_id))
+
+
 def read_usage(engine: sa.Engine, user_id: str) -> Usage:
     """The user's use: their ledger row, else counted from their memories (as the ledger would be built).
 

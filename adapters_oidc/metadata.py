@@ -20,7 +20,6 @@ class IssuerMetadata:
     introspection_endpoint: str | None = None
     authorization_endpoint: str | None = None
     token_endpoint: str | None = None
-    end_session_endpoint: str | None = None
     issuer_in_authorization_responses: bool = False
     """RFC 9207's `authorization_response_iss_parameter_supported`: every authorization response names the issuer."""
 
@@ -63,7 +62,6 @@ def discover(http: httpx2.Client, issuer: str) -> IssuerMetadata:
             introspection_endpoint=_url(document.get("introspection_endpoint")),
             authorization_endpoint=_url(document.get("authorization_endpoint")),
             token_endpoint=_url(document.get("token_endpoint")),
-            end_session_endpoint=_url(document.get("end_session_endpoint")),
             issuer_in_authorization_responses=document.get("authorization_response_iss_parameter_supported") is True,
         )
     raise failure

@@ -1,5 +1,5 @@
-"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, encrypt, keys, panel-link, gate,
-quota, token.
+"""The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, encrypt, keys, panel-link,
+gate, quota, token and purge.
 
 Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
 database is unreachable, its schema is not ready, or a token is not found. Every
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import logging
 import os
 import socket
@@ -53,6 +54,7 @@ from memorybank_core import (
     ids,
     limits,
 )
+from memorybank_core.offboarding import PurgeSubject
 from memorybank_core.tokens import KNOWN_SCOPES
 
 if TYPE_CHECKING:
@@ -83,6 +85,8 @@ _OPTION_NAMES = {
     "memories": "--memories",
     "characters": "--characters",
     "quota": "quota set",
+    "batch_size": "--batch-size",
+    "pause_ms": "--pause-ms",
 }
 
 
@@ -346,6 +350,41 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     revoke.add_argument("token", metavar="TOKEN_OR_ID", help="the token's id (tok_…) or its secret")
     revoke.set_defaults(run=_token_revoke)
+
+    purge = commands.add_parser(
+        "purge",
+        parents=[database],
+        help="offboarding: delete every memory of a user or an organization, revoke its tokens, print a receipt",
+        description="Delete every memory and context of a user (or every memory saved under an organization), "
+        "revoke its API tokens and end its panel sessions, in batches of short transactions, with a progress bar. "
+        "Prints the receipt (JSON): what was asked, what was removed, when, and a digest of the removed ids. Safe "
+        "to stop and rerun: a rerun finishes the interrupted run and its receipt counts the whole run "
+        "(docs/operations.md, Offboarding).",
+    )
+    subject = purge.add_mutually_exclusive_group(required=True)
+    subject.add_argument("--user", metavar="usr_…", help="the user to purge")
+    subject.add_argument("--org", metavar="org_…", help="the organization whose memories to purge")
+    purge.add_argument("--dry-run", action="store_true", help="count what would be removed; change nothing")
+    purge.add_argument(
+        "--receipt", metavar="FILE", type=Path, help="also write the receipt to FILE (never overwritten)"
+    )
+    purge.add_argument(
+        "--batch-size",
+        metavar="N",
+        type=int,
+        default=limits.PURGE_BATCH.default,
+        help=f"memories per transaction, {limits.PURGE_BATCH.min} to {limits.PURGE_BATCH.max} "
+        f"(default: {limits.PURGE_BATCH.default})",
+    )
+    purge.add_argument(
+        "--pause-ms",
+        metavar="MS",
+        type=int,
+        default=limits.PURGE_PAUSE_MS.default,
+        help=f"rest between batches, leaving the database to other users; 0 to {limits.PURGE_PAUSE_MS.max} "
+        f"(default: {limits.PURGE_PAUSE_MS.default})",
+    )
+    purge.set_defaults(run=_purge)
     return parser
 
 
@@ -588,6 +627,13 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             file=out,
             flush=True,
         )
+        if oauth is not None and panel_sign_in is not None:
+            print(
+                f"{PROGRAM}: panel sign-in with {panel_sign_in.issuer} as client {panel_sign_in.client_id}; "
+                f"its redirect URI: {composition.panel_callback_url(oauth)}",
+                file=out,
+                flush=True,
+            )
         if args.workers > 1:
             # Each worker opens its own storage and issuers (memorybank.serving); the checks above stand.
             listener.close()
@@ -1109,6 +1155,35 @@ def _latest_org(services: composition.Services, user_id: str) -> str:
             f"--org is required: {user_id} has no API token to take the organization from", EXIT_BAD_INPUT
         )
     return tokens[-1].org_id
+
+
+def _purge(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    from tqdm import tqdm
+
+    from memorybank import composition
+    from memorybank_core.validation import clean_count
+
+    # Everything is checked before the database is opened: a typo or a wildcard touches nothing.
+    subject = PurgeSubject.user(args.user) if args.user is not None else PurgeSubject.organization(args.org)
+    batch_size = clean_count(args.batch_size, path="batch_size", bound=limits.PURGE_BATCH)
+    pause_ms = clean_count(args.pause_ms, path="pause_ms", bound=limits.PURGE_PAUSE_MS)
+    if args.receipt is not None and args.receipt.exists():
+        raise CommandError(f"{args.receipt} exists already: a receipt is never overwritten", EXIT_BAD_INPUT)
+    storage = composition.open_ready_storage(choice, args.keys)
+    try:
+        offboarding = composition.build_offboarding(storage)
+        purge = offboarding.purge_user if args.user is not None else offboarding.purge_organization
+        receipt = purge(subject.id, dry_run=True, batch_size=batch_size)
+        if not args.dry_run:
+            show = sys.stderr.isatty()
+            with tqdm(total=receipt.counts.memories, unit="memory", disable=not show, file=sys.stderr) as bar:
+                receipt = purge(subject.id, batch_size=batch_size, pause_ms=pause_ms, progress=bar.update)
+    finally:
+        storage.close()
+    text = json.dumps(receipt.to_json(), indent=2)
+    if args.receipt is not None:
+        args.receipt.write_text(text + "\n", encoding="utf-8")
+    print(text, file=out)
 
 
 def _scopes(token: ApiToken) -> str:

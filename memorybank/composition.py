@@ -46,6 +46,7 @@ from memorybank_core import (
     UnavailableError,
 )
 from memorybank_core.events import LoggingEventSink
+from memorybank_core.offboarding import Offboarding
 from memorybank_core.tokens import SECRET_PREFIX
 from memorybank_search import OwnerIndexer
 
@@ -185,6 +186,17 @@ def build_services(
     )
 
 
+def build_offboarding(
+    storage: SqlStorage, *, clock: Clock | None = None, events: EventSink | None = None
+) -> Offboarding:
+    """The operator's purge over `storage`: for `memorybank purge` and a host's deletion hook, never a route.
+
+    Raises:
+        PurgeUnsupportedError: `storage` is a Spider head (docs/operations.md).
+    """
+    return Offboarding(store=storage.purge_store, clock=clock, events=events)
+
+
 def credential_check(tokens: TokenService, issuers: IssuerTokenVerifier | None) -> Authenticate:
     """The bearer check of the standalone server: exactly one kind of credential decides each request.
 
@@ -228,8 +240,14 @@ def panel_identity_provider(
         return None
     if issuers is None or settings.issuer not in issuers.settings.issuers:
         raise ValueError("the panel's identity provider must be one of the trusted issuers")
-    public_url = issuers.settings.resource.removesuffix(RAIL_PATH)
-    return PanelIdentityProvider(sign_in=OidcSignIn(issuers, settings), callback_url=public_url + OIDC_CALLBACK_PATH)
+    return PanelIdentityProvider(
+        sign_in=OidcSignIn(issuers, settings), callback_url=panel_callback_url(issuers.settings)
+    )
+
+
+def panel_callback_url(oauth: ResourceServerSettings) -> str:
+    """The redirect URI to register for the panel's client at the provider: the public URL + the callback path."""
+    return oauth.resource.removesuffix(RAIL_PATH) + OIDC_CALLBACK_PATH
 
 
 def build_app(

@@ -16,6 +16,7 @@ USER_PREFIX = "usr"
 ORGANIZATION_PREFIX = "org"
 TOKEN_PREFIX = "tok"  # noqa: S105 - an id prefix, not a secret
 PANEL_CREDENTIAL_PREFIX = "pnl"
+PURGE_RUN_PREFIX = "prg"
 
 #: `prefix_` + 26 base32 characters; the longest prefix is 4, so ids stay far below ID_MAX_LENGTH.
 _SUFFIX_LENGTH = 26

@@ -64,3 +64,9 @@ QUOTA_MEMORIES_DEFAULT = 10_000
 QUOTA_CHARACTERS_DEFAULT = 20_000_000
 #: An operator's quota value is a whole number from 0 (no new saves) to this.
 QUOTA_MAX = 10**12
+#: An offboarding purge deletes this many memories (with their contexts) per transaction unless told
+#: otherwise: short transactions, so other users' reads and writes never wait long on its locks.
+PURGE_BATCH = CountBound(1, 10_000, default=500)
+#: How long a purge rests between batches, in milliseconds: 0 (the default) runs them back to back;
+#: a pause leaves the database's CPU and disk to other users' requests, for a longer purge.
+PURGE_PAUSE_MS = CountBound(0, 10_000, default=0)

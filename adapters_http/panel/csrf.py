@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
-from adapters_http.auth import PrincipalResolver
+from adapters_http.auth import BlockingResolver, PrincipalResolver
 from memorybank_core.ports import Principal
 
 PANEL_HEADER = "X-Memorybank-Panel"
@@ -41,6 +41,10 @@ def panel_calls_only(resolver: PrincipalResolver) -> PrincipalResolver:
 
     A host that authenticates the panel with its own session cookie wraps its resolver in this.
     """
+
+    if isinstance(resolver, BlockingResolver):
+        check = resolver.resolve_blocking
+        return BlockingResolver(lambda request: check(request) if is_panel_call(request) else None)
 
     async def resolve(request: Request) -> Principal | None:
         if not is_panel_call(request):

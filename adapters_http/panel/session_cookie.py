@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from adapters_http.auth import PrincipalResolver
+from adapters_http.auth import BlockingResolver, PrincipalResolver
 from adapters_http.panel.csrf import panel_calls_only
 from memorybank_core.panel_sessions import PanelSessions, StartedSession
 from memorybank_core.ports import Principal
@@ -44,17 +43,22 @@ def clear_session_cookie(request: Request, response: Response) -> None:
 def session_cookie_resolver(sessions: PanelSessions) -> PrincipalResolver:
     """The panel's resolver: the session in the cookie, on same-origin panel calls only (see `csrf`)."""
 
-    async def resolve(request: Request) -> Principal | None:
+    def resolve(request: Request) -> Principal | None:
         secret = request.cookies.get(SESSION_COOKIE)
         if not secret:
             return None
-        return await run_in_threadpool(sessions.authenticate, secret)
+        return sessions.authenticate(secret)
 
-    return panel_calls_only(resolve)
+    return panel_calls_only(BlockingResolver(resolve))
 
 
 def bearer_or_session(bearer: PrincipalResolver, session: PrincipalResolver) -> PrincipalResolver:
     """Two separate doors: a request with an `Authorization` header is judged by it alone, others by the cookie."""
+    if isinstance(bearer, BlockingResolver) and isinstance(session, BlockingResolver):
+        by_header, by_cookie = bearer.resolve_blocking, session.resolve_blocking
+        return BlockingResolver(
+            lambda request: by_header(request) if "authorization" in request.headers else by_cookie(request)
+        )
 
     async def resolve(request: Request) -> Principal | None:
         if "authorization" in request.headers:

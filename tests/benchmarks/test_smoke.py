@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import controls, corpus, recall, scale, write_cost
+from benchmarks import controls, corpus, purge_impact, recall, scale, write_cost
 from benchmarks.common import SERVER_ENV, Timing, drop_database
 from tests.mysql_server import server_url
 
@@ -113,3 +113,16 @@ def test_the_controls_benchmark_prints_both_variants_side_by_side(capsys: pytest
     out = capsys.readouterr().out
     assert "| SQLite file | list 20 |" in out
     assert "| SQLite file | save |" in out
+
+
+@pytest.mark.mysql
+def test_the_purge_impact_benchmark_times_another_users_search_around_a_toy_purge(
+    bench_server: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    purge_impact.main(["--memories", "300", "--seconds", "0.5", "--batch-size", "20"])
+
+    out = capsys.readouterr().out
+    assert "purge: 300 memories, 300 contexts" in out
+    assert "| idle, before |" in out
+    assert "| idle, after |" in out
+    assert "| idle, after OPTIMIZE TABLE memory |" in out

@@ -171,6 +171,14 @@ def _token(cluster: SpiderCluster, user: User) -> str:
     return created.stdout.rstrip("\n").split("\n")[-1]
 
 
+def test_a_purge_through_the_head_is_refused_with_what_to_do_instead(cluster: SpiderCluster) -> None:
+    refused = run_memorybank(["purge", "--db", cluster.head.url(), "--user", new_id("usr")])
+
+    assert refused.returncode == 1
+    assert "each data node" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
 def test_rest_flows_through_a_real_server_on_the_head(cluster: SpiderCluster, tmp_path: Path) -> None:
     alice, bob = _token(cluster, User()), _token(cluster, User())
 

@@ -39,6 +39,8 @@ def test_two_workers_complete_each_others_sign_ins_and_the_secret_stays_in_its_f
             f"sqlite:///{tmp_path / 'bank.sqlite3'}", port=port, args=args, log=tmp_path / "serve.log"
         ) as server:
             assert 'content="Test IdP"' in httpx2.get(base + "/", timeout=30).text
+            banner = f"panel sign-in with {idp.issuer} as client memorybank-panel; its redirect URI: {callback}"
+            assert banner in (tmp_path / "serve.log").read_text()
             for n in range(SIGN_INS):
                 # A new connection for every request, so the kernel spreads them over both workers.
                 started = httpx2.post(

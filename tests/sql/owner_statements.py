@@ -18,7 +18,7 @@ import pytest
 from adapters_mysql import SqlStorage
 from adapters_mysql.schema import metadata
 from adapters_mysql.spider import is_sharded
-from memorybank import portability
+from memorybank import composition, portability
 from memorybank_core import MemoryBank, NotFoundError, SaveRequest
 from tests.conftest import User, start_clock
 from tests.sql.conftest import Statement
@@ -84,3 +84,48 @@ def check_every_statement_carries_one_owner(storage: SqlStorage, statements: lis
         assert _OWNER_PREDICATE.search(statement.sql), f"no owner predicate: {statement.sql}"
         if re.search(r"\bFROM memory\b|\bJOIN memory\b", statement.sql):
             assert _SCOPE_PREDICATE.search(statement.sql), f"no scope predicate: {statement.sql}"
+
+
+#: The one statement of a purge that reads across owners: the organization purge's walk of the users
+#: who saved under it (ids only). Every statement it leads to is bound to one of those users.
+_ORGANIZATION_WALK = re.compile(r"^SELECT DISTINCT memory\.user_id\s+FROM memory\s+WHERE memory\.org_id = (%s|\?)")
+
+
+def check_purge_statements_carry_one_owner(storage: SqlStorage, statements: list[Statement]) -> None:
+    """Purge one user, then one organization of two users, beside bystanders; every statement on a
+    sharded table binds exactly one owner (the organization walk aside), and every statement that
+    deletes binds the owner with an equality predicate: none can reach a bystander's rows."""
+    organization = User().organization_id
+    alice, bob, carol = User(organization_id=organization), User(organization_id=organization), User()
+    bystander = User()
+    bank = MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=start_clock())
+    for user in (alice, bob, carol, bystander):
+        for n in range(3):
+            bank.save(user, SaveRequest.parse({"content": f"note {n}", "contexts": [{"snippet": "s"}]}))
+    offboarding = composition.build_offboarding(storage, clock=start_clock())
+    statements.clear()
+    offboarding.purge_user(carol.user_id, batch_size=2)
+    by_user = list(statements)
+    statements.clear()
+    offboarding.purge_organization(organization, batch_size=2)
+    by_organization = list(statements)
+
+    for touching, owners in ((queries(by_user), [carol]), (queries(by_organization), [alice, bob])):
+        kinds = {s.sql.split()[0] for s in touching}
+        assert kinds == {"SELECT", "DELETE"}, kinds
+        for statement in touching:
+            assert not statement.binds(bystander.user_id), statement.sql
+            if _ORGANIZATION_WALK.match(statement.sql):
+                assert statement.binds(organization), statement.sql
+                continue
+            bound = [user.user_id for user in owners if statement.binds(user.user_id)]
+            assert len(bound) == 1, f"binds no single owner: {statement.sql}"
+            assert _OWNER_PREDICATE.search(statement.sql), f"no owner predicate: {statement.sql}"
+            if re.search(r"\bFROM memory\b|\bJOIN memory\b", statement.sql):
+                assert _SCOPE_PREDICATE.search(statement.sql), f"no scope predicate: {statement.sql}"
+    # Credentials: revoked by the subject's id, with an equality predicate, never a pattern.
+    for statement in by_user + by_organization:
+        if re.match(r"^(UPDATE|DELETE)\b", statement.sql):
+            assert " LIKE " not in statement.sql.upper(), statement.sql
+            assert re.search(r"\.?(user_id|org_id|id) = (%s|\?)", statement.sql), statement.sql
+    assert len(bank.list(bystander).memories) == 3

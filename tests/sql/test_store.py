@@ -234,6 +234,39 @@ def test_a_connection_lost_mid_save_is_unavailable_and_writes_nothing(mysql_fact
 
 
 @pytest.mark.mysql
+def test_a_connection_lost_mid_save_inside_a_unit_of_work_is_replaced_and_the_save_lands_once(
+    mysql_factory: MysqlFactory,
+) -> None:
+    # A request's token check, save and answer share one unit of work: the retry of a save whose
+    # connection died must get a fresh connection, not the unit's dead one.
+    mysql_factory.fresh()
+    storage = mysql_factory.storage
+    owner = new_user()
+    killer = sa.create_engine(storage.engine.url, poolclass=sa.pool.NullPool)
+    kills: list[int] = []
+
+    def kill_once(connection: sa.Connection, _cursor: Any, sql: str, *_args: Any) -> None:
+        if sql.startswith("INSERT INTO memory_context") and not kills:
+            thread_id = connection.connection.dbapi_connection.thread_id()  # type: ignore[union-attr]
+            with killer.connect() as other:
+                other.execute(sa.text("KILL :thread_id"), {"thread_id": thread_id})
+            kills.append(thread_id)
+
+    event.listen(storage.engine, "before_cursor_execute", kill_once)
+    try:
+        with storage.unit_of_work():
+            storage.token_store.revocation_generation()  # the request's first statement, as in the server
+            storage.store.add(user_id=owner, memory=make_memory(owner, snippets=("one", "two")))
+            listed = storage.store.list(user_id=owner, limit=5, after=None)
+    finally:
+        event.remove(storage.engine, "before_cursor_execute", kill_once)
+        killer.dispose()
+    assert kills
+    assert rows_of(storage, owner) == (1, 2)
+    assert [len(found.contexts) for found in listed] == [2]
+
+
+@pytest.mark.mysql
 def test_connections_killed_by_the_server_are_replaced_before_use(mysql_factory: MysqlFactory) -> None:
     mysql_factory.fresh()
     storage = mysql_factory.storage
@@ -241,7 +274,7 @@ def test_connections_killed_by_the_server_are_replaced_before_use(mysql_factory:
         thread_id = connection.execute(sa.text("SELECT CONNECTION_ID()")).scalar_one()
     with sa.create_engine(storage.engine.url, poolclass=sa.pool.NullPool).connect() as other:
         other.execute(sa.text("KILL :thread_id"), {"thread_id": thread_id})
-    # The pooled connection is dead; pre-ping notices and reconnects instead of failing the read.
+    # The pooled connection is dead: the read fails on it, and the retry reconnects instead of failing.
     assert storage.store.list(user_id=new_user(), limit=5, after=None) == []
 
 

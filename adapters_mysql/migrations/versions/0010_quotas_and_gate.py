@@ -1,7 +1,7 @@
 """Storage quotas and the memory gate: each memory's charged characters, the usage ledger, the controls.
 
 Revision ID: 0010
-Revises: 0006
+Revises: 0007
 Create Date: 2026-12-03
 
 `memory.characters` is what a memory counts against its owner's quota (plaintext characters of
@@ -21,7 +21,7 @@ from alembic import op
 from sqlalchemy.dialects import mysql
 
 revision = "0010"
-down_revision = "0006"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 

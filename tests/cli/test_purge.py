@@ -1,0 +1,283 @@
+"""`memorybank purge`: the receipt, the refusals, the dry run, and a real process killed mid-purge, then rerun.
+
+SQLite and MariaDB run the same tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from starlette.testclient import TestClient
+
+from adapters_mysql import SqlStorage
+from adapters_mysql.engines import for_writing
+from adapters_mysql.schema import purge_run
+from memorybank import composition
+from memorybank.settings import DatabaseChoice
+from memorybank_core import SaveRequest
+from memorybank_core.ids import ORGANIZATION_PREFIX, new_id
+from tests.cli.conftest import Run
+from tests.conftest import User
+from tests.mysql_server import ThrowawayDatabase
+from tests.sql.conftest import DIALECTS
+from tests.sql.memories import make_memory
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=DIALECTS)
+def database(request: pytest.FixtureRequest, tmp_path: Path, run: Run) -> Iterator[str]:
+    """The URL of a migrated, empty database of the parametrized dialect."""
+    made: ThrowawayDatabase | None = None
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'bank.sqlite3'}"
+    else:
+        made = ThrowawayDatabase()
+        url = made.url
+    try:
+        migrated = run("migrate", "--db", url)
+        assert migrated.status == 0, migrated.err
+        yield url
+    finally:
+        if made is not None:
+            made.drop()
+
+
+def _storage(url: str) -> SqlStorage:
+    return composition.open_ready_storage(DatabaseChoice(url=url, source="--db"))
+
+
+def _fill(url: str, user: User, count: int, *, contexts: int = 1) -> None:
+    """`count` memories of `user`, inserted in bulk, each with `contexts` contexts."""
+    storage = _storage(url)
+    try:
+        for start in range(0, count, 1000):
+            batch = [
+                make_memory(user.user_id, f"note {n}", snippets=("s",) * contexts)
+                for n in range(start, min(count, start + 1000))
+            ]
+            storage.store.add_many(batch)
+    finally:
+        storage.close()
+
+
+def _remaining(url: str, user_id: str) -> tuple[int, int]:
+    storage = _storage(url)
+    try:
+        with storage.engine.connect() as connection:
+            owner = {"u": user_id}
+            memories = connection.execute(sa.text("SELECT COUNT(*) FROM memory WHERE user_id = :u"), owner).scalar()
+            contexts = connection.execute(
+                sa.text("SELECT COUNT(*) FROM memory_context WHERE user_id = :u"), owner
+            ).scalar()
+        return int(memories or 0), int(contexts or 0)
+    finally:
+        storage.close()
+
+
+def test_purge_prints_the_receipt_and_writes_it_once(database: str, run: Run, tmp_path: Path) -> None:
+    alice, bob = User(), User()
+    _fill(database, alice, 30)
+    _fill(database, bob, 5)
+    receipt_file = tmp_path / "receipt.json"
+
+    done = run("purge", "--db", database, "--user", alice.user_id, "--receipt", str(receipt_file))
+
+    assert done.status == 0, done.err
+    printed = json.loads(done.out)
+    assert printed == json.loads(receipt_file.read_text())
+    assert printed["subject"] == {"kind": "user", "id": alice.user_id}
+    assert printed["removed"] == {"memories": 30, "contexts": 30, "tokens": 0, "panel_sessions": 0}
+    assert printed["dry_run"] is False
+    assert len(printed["digest"]["value"]) == 64
+    assert _remaining(database, alice.user_id) == (0, 0)
+    assert _remaining(database, bob.user_id) == (5, 5)
+    again = run("purge", "--db", database, "--user", alice.user_id, "--receipt", str(receipt_file))
+    assert again.status == 2
+    assert "never overwritten" in again.err
+    assert json.loads(receipt_file.read_text()) == printed
+
+
+def test_a_dry_run_prints_counts_and_removes_nothing(database: str, run: Run) -> None:
+    alice = User()
+    _fill(database, alice, 12, contexts=2)
+
+    done = run("purge", "--db", database, "--user", alice.user_id, "--dry-run")
+
+    assert done.status == 0, done.err
+    receipt = json.loads(done.out)
+    assert receipt["dry_run"] is True
+    assert receipt["run_id"] is None
+    assert receipt["removed"]["memories"] == 12
+    assert receipt["removed"]["contexts"] == 24
+    assert _remaining(database, alice.user_id) == (12, 24)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--user", ""],
+        ["--user", "%"],
+        ["--user", "*"],
+        ["--user", "_"],
+        ["--user", "usr_%"],
+        ["--org", "org_*"],
+        ["--org", "usr_01h455vb4pex5vsknk084sn02q"],
+        ["--user", "org_01h455vb4pex5vsknk084sn02q"],
+        ["--user", "usr_01h455vb4pex5vsknk084sn02q", "--batch-size", "0"],
+        ["--user", "usr_01h455vb4pex5vsknk084sn02q", "--batch-size", "100000"],
+    ],
+)
+def test_a_bad_id_is_refused_before_the_database_is_even_opened(run: Run, tmp_path: Path, argv: list[str]) -> None:
+    never_made = tmp_path / "never" / "bank.sqlite3"
+
+    refused = run("purge", "--db", f"sqlite:///{never_made}", *argv)
+
+    assert refused.status == 2
+    assert refused.out == ""
+    assert refused.err.startswith("memorybank: error: --")
+    assert "Traceback" not in refused.err
+    assert not never_made.parent.exists()
+
+
+def test_purge_needs_exactly_one_subject(run: Run, db_url: str) -> None:
+    both = run("purge", "--db", db_url, "--user", "usr_01h455vb4pex5vsknk084sn02q", "--org", "org_x")
+    neither = run("purge", "--db", db_url)
+    assert (both.status, neither.status) == (2, 2)
+
+
+def test_an_organization_purge_from_the_command_line(database: str, run: Run) -> None:
+    organization = new_id(ORGANIZATION_PREFIX)
+    storage = _storage(database)
+    try:
+        services = composition.build_services(storage)
+        member, outsider = User(organization_id=organization), User()
+        for user in (member, outsider):
+            services.bank.save(user, SaveRequest.parse({"content": "the harbor", "contexts": [{"snippet": "s"}]}))
+            services.tokens.issue(user_id=user.user_id, org_id=user.organization_id)
+    finally:
+        storage.close()
+
+    done = run("purge", "--db", database, "--org", organization)
+
+    assert done.status == 0, done.err
+    receipt = json.loads(done.out)
+    assert receipt["subject"] == {"kind": "organization", "id": organization}
+    assert receipt["removed"] == {"memories": 1, "contexts": 1, "tokens": 1, "panel_sessions": 0}
+    assert _remaining(database, member.user_id) == (0, 0)
+    assert _remaining(database, outsider.user_id) == (1, 1)
+
+
+def test_the_purged_users_token_gets_401_over_http(database: str, run: Run) -> None:
+    alice, bob = User(), User()
+    storage = _storage(database)
+    services = composition.build_services(storage)
+    secrets = {}
+    for user in (alice, bob):
+        services.bank.save(user, {"content": "the lighthouse keeper"})
+        secrets[user.user_id] = services.tokens.issue(user_id=user.user_id, org_id=user.organization_id).secret
+    app = composition.build_server_app(storage, bind_host="127.0.0.1", metrics_token=None)
+    with TestClient(app) as client:
+
+        def status(user: User) -> int:
+            headers = {"Authorization": f"Bearer {secrets[user.user_id]}"}
+            return client.get("/v1/memory", headers=headers).status_code
+
+        assert (status(alice), status(bob)) == (200, 200)  # both tokens are now in the server's cache
+
+        purged = run("purge", "--db", database, "--user", alice.user_id)
+
+        assert purged.status == 0, purged.err
+        assert (status(alice), status(bob)) == (401, 200)
+
+        def search(user: User) -> tuple[int, object]:
+            headers = {"Authorization": f"Bearer {secrets[user.user_id]}"}
+            found = client.get("/v1/memory/search", params={"q": "lighthouse"}, headers=headers)
+            return found.status_code, found.json().get("results")
+
+        assert search(alice) == (401, None)
+        status_of_bob, results = search(bob)
+        assert status_of_bob == 200
+        assert isinstance(results, list)
+        assert len(results) == 1
+
+
+def _run_row(url: str, user_id: str) -> sa.Row[tuple[int, object]] | None:
+    storage = _storage(url)
+    try:
+        with storage.engine.connect() as connection:
+            return connection.execute(
+                sa.text("SELECT memories, finished_at FROM purge_run WHERE subject_id = :u"), {"u": user_id}
+            ).first()
+    finally:
+        storage.close()
+
+
+def test_a_purge_killed_mid_run_finishes_on_rerun_and_counts_the_total(database: str, run: Run, tmp_path: Path) -> None:
+    alice, bob = User(), User()
+    total = 5_000
+    _fill(database, alice, total)
+    _fill(database, bob, 10)
+    command = [sys.executable, "-m", "memorybank", "purge", "--db", database, "--user", alice.user_id]
+    # Small batches, so the run is long enough to be caught between two of them.
+    log = (tmp_path / "purge.log").open("wb")
+    process = subprocess.Popen(  # noqa: S603 - our own interpreter and code
+        [*command, "--batch-size", "10"],
+        cwd=REPOSITORY,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    storage = _storage(database)
+    try:
+        # Poll under the lock of the run's row: while it is held the purge cannot start its next batch,
+        # so what is read is what the process is killed with. The lock is let go for a few ms at a
+        # time: the purge advances a few batches of its 500 in each gap, never to the end unseen.
+        # (On SQLite, a write transaction's BEGIN IMMEDIATE holds the whole database.)
+        held = sa.select(purge_run.c.memories, purge_run.c.finished_at).where(purge_run.c.subject_id == alice.user_id)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            with for_writing(storage.engine).connect() as holder:
+                row = holder.execute(held.with_for_update()).first()
+                if row is not None and row.memories >= 50:
+                    assert row.finished_at is None, "the purge finished before it could be killed"
+                    process.send_signal(signal.SIGKILL)
+                    process.wait(timeout=30)
+                    holder.rollback()
+                    break
+                holder.rollback()
+            time.sleep(0.005)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        storage.close()
+        log.close()
+    assert process.returncode == -signal.SIGKILL
+
+    killed = _run_row(database, alice.user_id)
+    assert killed is not None
+    assert killed.finished_at is None
+    left, _contexts = _remaining(database, alice.user_id)
+    assert 0 < left < total
+    assert killed.memories == total - left  # the run's record counts exactly what is gone
+
+    rerun = run("purge", "--db", database, "--user", alice.user_id, "--batch-size", "500")
+
+    assert rerun.status == 0, rerun.err
+    receipt = json.loads(rerun.out)
+    assert receipt["resumed"] is True
+    assert receipt["removed"]["memories"] == total
+    assert receipt["removed"]["contexts"] == total
+    assert _remaining(database, alice.user_id) == (0, 0)
+    assert _remaining(database, bob.user_id) == (10, 10)

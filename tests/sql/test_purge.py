@@ -1,0 +1,405 @@
+"""Offboarding purge on SQLite and MariaDB (the same test code): only the purged subject's rows change.
+
+Each test fills the database with three users in two organizations (memories with contexts, API
+tokens, panel sessions), purges one user or one organization, and compares a checksum of every
+row of every table before and after: every row that is not the subject's is byte-for-byte equal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from adapters_mysql import PurgeUnsupportedError, SqlPurgeStore, SqlStorage
+from adapters_mysql.retrying import ResilientPurgeStore
+from adapters_mysql.revisions import VERSION_TABLE
+from adapters_mysql.schema import TABLES
+from memorybank import composition
+from memorybank_core import InvalidInputError, MemoryBank, RecordingEventSink, SaveRequest, TokenService
+from memorybank_core.ids import ORGANIZATION_PREFIX, PURGE_RUN_PREFIX, USER_PREFIX, new_id
+from memorybank_core.offboarding import Offboarding, PurgeRun, PurgeSubject, chain_digest, first_digest
+from memorybank_core.panel_sessions import PanelSessions
+from memorybank_search import OwnerIndexer
+from tests.conftest import User, start_clock
+from tests.sql.conftest import Statement
+from tests.sql.owner_statements import check_purge_statements_carry_one_owner
+from tests.sql.test_retrying import CERTIFICATION_CONFLICT, LOST_DURING_COMMIT, driver_failure
+
+ORG_A = new_id(ORGANIZATION_PREFIX)
+ORG_B = new_id(ORGANIZATION_PREFIX)
+
+#: Per table, the rows as the driver returns them (no type processing), keyed by primary key.
+Snapshot = dict[str, dict[str, tuple[object, ...]]]
+
+
+class Population:
+    """Three users: alice and bob in organization A, carol in B; alice also saved under B."""
+
+    def __init__(self, storage: SqlStorage) -> None:
+        self.storage = storage
+        self.alice = User(organization_id=ORG_A)
+        self.alice_in_b = User(user_id=self.alice.user_id, organization_id=ORG_B)
+        self.bob = User(organization_id=ORG_A)
+        self.carol = User(organization_id=ORG_B)
+        services = composition.build_services(storage, clock=start_clock())
+        self.bank: MemoryBank = services.bank
+        self.tokens: TokenService = services.tokens
+        self.sessions: PanelSessions = services.panel_sessions
+        self.secrets: dict[str, str] = {}
+        contexts = [{"snippet": "from the harbor chat", "conversation_id": "c1"}, {"snippet": "second"}]
+        for user, count in ((self.alice, 7), (self.alice_in_b, 3), (self.bob, 5), (self.carol, 4)):
+            for n in range(count):
+                body = {"content": f"lighthouse note {n}", "contexts": contexts[: n % 3]}
+                self.bank.save(user, SaveRequest.parse(body))
+        for user in (self.alice, self.bob, self.carol):
+            self.secrets[user.user_id] = self.tokens.issue(user_id=user.user_id, org_id=user.organization_id).secret
+            self.sessions.start(user)
+            self.sessions.issue_link(user_id=user.user_id, org_id=user.organization_id)
+        # A token of alice's for organization B: an organization purge of A leaves it alone.
+        self.tokens.issue(user_id=self.alice.user_id, org_id=ORG_B)
+
+    def offboarding(self) -> Offboarding:
+        return composition.build_offboarding(self.storage, clock=start_clock())
+
+
+@pytest.fixture
+def population(storage: SqlStorage) -> Population:
+    return Population(storage)
+
+
+def snapshot(storage: SqlStorage) -> Snapshot:
+    """Every row of every table memorybank owns (and the revision table), as raw driver values."""
+    taken: Snapshot = {}
+    with storage.engine.connect() as connection:
+        for name in [table.name for table in TABLES] + [VERSION_TABLE]:
+            # Our own table names, not input. exec_driver_sql: the driver's values, no type processing.
+            rows = connection.exec_driver_sql(f"SELECT * FROM {name}").all()  # noqa: S608
+            taken[name] = {str(row[0]): tuple(row) for row in rows}
+    return taken
+
+
+def checksum(row: tuple[object, ...]) -> str:
+    return hashlib.sha256(repr(row).encode()).hexdigest()
+
+
+def unchanged_except(before: Snapshot, after: Snapshot, *, theirs: Callable[[str, tuple[object, ...]], bool]) -> None:
+    """Every row of `before` that is not `theirs` is in `after` with the same checksum."""
+    compared = 0
+    for table, rows in before.items():
+        if table in {"api_token_revocations", "purge_run"}:
+            continue  # the revocation counter and the run records move by design: checked by the tests
+        for key, row in rows.items():
+            if theirs(table, row):
+                continue
+            assert key in after[table], f"{table} row {key} disappeared"
+            assert checksum(after[table][key]) == checksum(row), f"{table} row {key} changed"
+            compared += 1
+    assert compared > 10
+
+
+def column(storage: SqlStorage, table: str, name: str) -> int:
+    return [c.name for c in next(t for t in TABLES if t.name == table).c].index(name)
+
+
+def no_orphan_context(storage: SqlStorage) -> None:
+    with storage.engine.connect() as connection:
+        orphans = connection.exec_driver_sql(
+            "SELECT c.id FROM memory_context c LEFT JOIN memory m ON m.user_id = c.user_id AND m.id = c.memory_id "
+            "WHERE m.id IS NULL"
+        ).all()
+    assert orphans == []
+
+
+def test_purging_one_user_of_three_changes_no_row_of_anyone_else(population: Population) -> None:
+    storage, alice = population.storage, population.alice
+    before = snapshot(storage)
+    generation = population.storage.token_store.revocation_generation()
+
+    receipt = population.offboarding().purge_user(alice.user_id, batch_size=2)
+
+    after = snapshot(storage)
+    user_at = {name: column(storage, name, "user_id") for name in ("memory", "memory_context")}
+    user_at |= {name: column(storage, name, "user_id") for name in ("api_token", "panel_credential")}
+    unchanged_except(before, after, theirs=lambda table, row: table in user_at and row[user_at[table]] == alice.user_id)
+    counts = receipt.counts
+    assert (counts.memories, counts.contexts, counts.tokens, counts.panel_sessions) == (10, 9, 2, 2)
+    assert receipt.batches == 5  # 7 + 3 memories, two at a time
+    for table in ("memory", "memory_context"):
+        assert not [row for row in after[table].values() if row[user_at[table]] == alice.user_id]
+    for token in population.tokens.list(user_id=alice.user_id):
+        assert token.revoked_at is not None
+    assert population.tokens.authenticate(population.secrets[alice.user_id]) is None
+    assert population.storage.token_store.revocation_generation() > generation
+    assert population.bank.search(alice, query="lighthouse") == []
+    assert population.bank.list(alice).memories == ()
+    assert population.bank.list(population.alice_in_b).memories == ()
+    assert len(population.bank.search(population.bob, query="lighthouse")) == 5
+    no_orphan_context(storage)
+
+
+def test_purging_one_organization_of_two_removes_what_was_saved_under_it_only(population: Population) -> None:
+    storage = population.storage
+    before = snapshot(storage)
+    org_at = {name: column(storage, name, "org_id") for name in ("memory", "api_token", "panel_credential")}
+    in_a = {key for key, row in before["memory"].items() if row[org_at["memory"]] == ORG_A}
+    memory_of_context = column(storage, "memory_context", "memory_id")
+
+    receipt = population.offboarding().purge_organization(ORG_A, batch_size=3)
+
+    after = snapshot(storage)
+
+    def theirs(table: str, row: tuple[object, ...]) -> bool:
+        if table == "memory_context":
+            return row[memory_of_context] in in_a
+        return table in org_at and row[org_at[table]] == ORG_A
+
+    unchanged_except(before, after, theirs=theirs)
+    counts = receipt.counts
+    assert (counts.memories, counts.tokens, counts.panel_sessions) == (12, 2, 4)
+    assert counts.contexts == sum(1 for row in before["memory_context"].values() if row[memory_of_context] in in_a)
+    assert not in_a & set(after["memory"])
+    # alice's memories under B, and her token for B, stay.
+    assert len(population.bank.list(population.alice_in_b).memories) == 3
+    assert population.bank.search(population.bob, query="lighthouse") == []
+    assert population.tokens.authenticate(population.secrets[population.bob.user_id]) is None
+    assert population.tokens.authenticate(population.secrets[population.carol.user_id]) is not None
+    no_orphan_context(storage)
+
+
+def test_a_dry_run_counts_and_changes_nothing(population: Population) -> None:
+    before = snapshot(population.storage)
+
+    receipt = population.offboarding().purge_user(population.alice.user_id, dry_run=True)
+
+    assert snapshot(population.storage) == before
+    assert receipt.dry_run
+    assert receipt.run_id is None
+    assert receipt.digest is None
+    counts = receipt.counts
+    assert (counts.memories, counts.contexts, counts.tokens, counts.panel_sessions) == (10, 9, 2, 2)
+    organization = population.offboarding().purge_organization(ORG_B, dry_run=True).counts
+    assert (organization.memories, organization.tokens) == (7, 2)
+    assert snapshot(population.storage) == before
+
+
+BAD_IDS = [
+    "",
+    " ",
+    "%",
+    "*",
+    "_",
+    "usr_",
+    "usr_%",
+    "usr_*",
+    "usr_%%%%%%%%%%%%%%%%%%%%%%%%%%",
+    "usr__________________________",
+    "usr_*************************",
+    "org_01h455vb4pex5vsknk084sn02q",
+    "USR_01H455VB4PEX5VSKNK084SN02Q",
+    "usr_01h455vb4pex5vsknk084sn02q%",
+    " usr_01h455vb4pex5vsknk084sn02q",
+    "usr_01h455vb4pex5vsknk084sn02q OR 1=1",
+    None,
+    7,
+    ["usr_01h455vb4pex5vsknk084sn02q"],
+]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS, ids=repr)
+def test_a_bad_or_wildcard_id_is_refused_with_nothing_changed(population: Population, bad: object) -> None:
+    before = snapshot(population.storage)
+    offboarding = population.offboarding()
+
+    with pytest.raises(InvalidInputError) as user_refusal:
+        offboarding.purge_user(bad)
+    organization_id = bad.replace("usr_", "org_") if isinstance(bad, str) and bad.startswith("usr_") else bad
+    if organization_id != "org_01h455vb4pex5vsknk084sn02q":
+        with pytest.raises(InvalidInputError):
+            offboarding.purge_organization(organization_id)
+    with pytest.raises(InvalidInputError):
+        offboarding.purge_organization(population.alice.user_id)  # a user's id is not an organization's
+
+    assert user_refusal.value.problems[0].path == "user"
+    assert snapshot(population.storage) == before
+
+
+def test_a_batch_size_out_of_bounds_is_refused_before_anything(population: Population) -> None:
+    before = snapshot(population.storage)
+    for size in (0, -1, 10_001, True, "10"):
+        with pytest.raises(InvalidInputError):
+            population.offboarding().purge_user(population.alice.user_id, batch_size=size)
+    assert snapshot(population.storage) == before
+
+
+def test_a_rerun_after_a_finished_purge_removes_nothing_more(population: Population) -> None:
+    first = population.offboarding().purge_user(population.alice.user_id)
+    before = snapshot(population.storage)
+
+    again = population.offboarding().purge_user(population.alice.user_id)
+
+    assert again.run_id != first.run_id
+    assert not again.resumed
+    counts = again.counts
+    assert (counts.memories, counts.contexts, counts.tokens, counts.panel_sessions) == (0, 0, 0, 0)
+    assert again.digest == first_digest(PurgeSubject.user(population.alice.user_id))
+    changed = {t for t in before if before[t] != snapshot(population.storage)[t]}
+    assert changed == {"purge_run"}
+
+
+def test_an_interrupted_run_is_resumed_and_its_receipt_counts_the_whole_run(population: Population) -> None:
+    store = population.storage.purge_store
+    subject = PurgeSubject.user(population.alice.user_id)
+    clock = start_clock()
+    # What a process killed after its first batches leaves behind.
+    run, resumed = store.open_run(subject=subject, run_id=new_id(PURGE_RUN_PREFIX), at=clock.now())
+    run = store.revoke_credentials(run=run, at=clock.now())
+    run = store.remove_batch(run=run, user_id=subject.id, org_id=None, limit=4, at=clock.now())
+    assert not resumed
+    assert run.counts.memories == 4
+
+    receipt = population.offboarding().purge_user(subject.id, batch_size=4)
+
+    assert receipt.resumed
+    assert receipt.run_id == run.id
+    counts = receipt.counts
+    assert (counts.memories, counts.contexts, counts.tokens, counts.panel_sessions) == (10, 9, 2, 2)
+    assert receipt.batches == 3
+    assert population.bank.list(population.alice).memories == ()
+
+
+def test_the_digest_chains_the_sorted_ids_of_each_batch(population: Population) -> None:
+    alice = population.alice
+    with population.storage.engine.connect() as connection:
+        owner = {"u": alice.user_id}
+        memory_ids = connection.execute(sa.text("SELECT id FROM memory WHERE user_id = :u"), owner).scalars().all()
+        context_ids = (
+            connection.execute(sa.text("SELECT id FROM memory_context WHERE user_id = :u"), owner).scalars().all()
+        )
+
+    receipt = population.offboarding().purge_user(alice.user_id, batch_size=10)
+
+    expected = chain_digest(first_digest(PurgeSubject.user(alice.user_id)), [*memory_ids, *context_ids])
+    assert receipt.batches == 1
+    assert receipt.digest == expected
+
+
+def test_every_purge_statement_binds_one_owner(storage: SqlStorage, statements: list[Statement]) -> None:
+    check_purge_statements_carry_one_owner(storage, statements)
+
+
+def test_panel_sessions_of_the_purged_user_stop_working(storage: SqlStorage) -> None:
+    services = composition.build_services(storage, clock=start_clock())
+    user = User()
+    session = services.panel_sessions.start(user)
+    link = services.panel_sessions.issue_link(user_id=user.user_id, org_id=user.organization_id, ttl=timedelta(hours=1))
+
+    receipt = composition.build_offboarding(storage, clock=start_clock()).purge_user(user.user_id)
+
+    assert receipt.counts.panel_sessions == 2
+    assert services.panel_sessions.authenticate(session.secret) is None
+    assert services.panel_sessions.redeem_link(link.code) is None
+
+
+def test_the_receipt_names_what_was_asked_and_is_json(population: Population) -> None:
+    receipt = population.offboarding().purge_user(population.alice.user_id).to_json()
+
+    assert receipt["subject"] == {"kind": "user", "id": population.alice.user_id}
+    assert receipt["removed"] == {"memories": 10, "contexts": 9, "tokens": 2, "panel_sessions": 2}
+    assert str(receipt["run_id"]).startswith(f"{PURGE_RUN_PREFIX}_")
+    assert receipt["dry_run"] is False
+    assert str(receipt["started_at"]) <= str(receipt["finished_at"])
+    assert USER_PREFIX in str(receipt["subject"])
+
+
+class FlakyPurgeStore(SqlPurgeStore):
+    """A real purge store whose batches fail as scripted: the connection lost after the batch landed, or a conflict."""
+
+    def __init__(self, storage: SqlStorage, script: list[tuple[int, bool]]) -> None:
+        super().__init__(storage.engine)
+        self.script = script
+
+    def remove_batch(self, *, run: PurgeRun, user_id: str, org_id: str | None, limit: int, at: datetime) -> PurgeRun:
+        if not self.script:
+            return super().remove_batch(run=run, user_id=user_id, org_id=org_id, limit=limit, at=at)
+        code, landed = self.script.pop(0)
+        if landed:
+            super().remove_batch(run=run, user_id=user_id, org_id=org_id, limit=limit, at=at)
+        raise driver_failure(code)
+
+
+def test_a_batch_lost_in_flight_is_retried_and_counted_once(population: Population) -> None:
+    lost_after_commit, conflict = (LOST_DURING_COMMIT, True), (CERTIFICATION_CONFLICT, False)
+    flaky = FlakyPurgeStore(population.storage, [lost_after_commit, conflict, lost_after_commit])
+    offboarding = Offboarding(store=ResilientPurgeStore(flaky), clock=start_clock())
+
+    receipt = offboarding.purge_user(population.alice.user_id, batch_size=3)
+
+    counts = receipt.counts
+    assert (counts.memories, counts.contexts, counts.tokens, counts.panel_sessions) == (10, 9, 2, 2)
+    assert flaky.script == []
+    assert population.bank.list(population.alice).memories == ()
+
+
+def test_a_spider_head_refuses_to_purge_with_a_message(tmp_path: Path) -> None:
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'head.sqlite3'}")
+    head = SqlStorage(engine=engine, indexer=OwnerIndexer(), display_url="head", spider_head=True)
+    try:
+        with pytest.raises(PurgeUnsupportedError, match="each data node"):
+            composition.build_offboarding(head)
+    finally:
+        head.close()
+
+
+def test_a_purge_reports_ids_and_counts_only(population: Population) -> None:
+    events = RecordingEventSink()
+    offboarding = composition.build_offboarding(population.storage, clock=start_clock(), events=events)
+
+    receipt = offboarding.purge_user(population.alice.user_id)
+
+    assert [name for name, _fields in events.events] == ["purge.started", "purge.finished"]
+    finished = events.events[-1][1]
+    assert finished["run_id"] == receipt.run_id
+    assert finished["subject_id"] == population.alice.user_id
+    assert finished["memories"] == 10
+    assert "lighthouse" not in repr(events.events)
+
+
+def test_a_pause_rests_between_batches_and_a_bad_one_is_refused(population: Population) -> None:
+    rests: list[float] = []
+    offboarding = Offboarding(store=population.storage.purge_store, clock=start_clock(), sleep=rests.append)
+    before = snapshot(population.storage)
+    for bad in (-1, 10_001, 0.5, "5"):
+        with pytest.raises(InvalidInputError):
+            offboarding.purge_user(population.alice.user_id, pause_ms=bad)
+    assert snapshot(population.storage) == before
+
+    receipt = offboarding.purge_user(population.alice.user_id, batch_size=4, pause_ms=250)
+
+    assert receipt.batches == 3
+    assert rests == [0.25, 0.25, 0.25]
+
+
+def test_on_sqlite_no_token_of_a_purged_memory_stays_in_the_file(sqlite_storage: SqlStorage) -> None:
+    services = composition.build_services(sqlite_storage, clock=start_clock())
+    leaving, staying = User(), User()
+    for n in range(50):
+        services.bank.save(staying, {"content": f"harbor note {n}"})
+    services.bank.save(leaving, {"content": "quixotiqzebrawords " * 20})
+    path = Path(str(sqlite_storage.engine.url.database))
+
+    def in_file() -> bool:
+        with sqlite_storage.engine.connect() as connection:
+            connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        return b"quixotiqzebraword" in path.read_bytes()
+
+    assert in_file()  # the check can see a token where there is one
+
+    composition.build_offboarding(sqlite_storage).purge_user(leaving.user_id)
+
+    assert not in_file()
+    assert len(services.bank.search(staying, query="harbor")) == 20

@@ -28,6 +28,7 @@ from adapters_http.inputs import MAX_BODY_BYTES
 from adapters_http.observation import RequestObserver
 from adapters_http.openapi import build_openapi, openapi_route
 from adapters_http.routes import MEMORY_ROUTES, RouteSpec, check_route_table
+from memorybank_core.rate_limits import RateLimits
 from memorybank_core.use_cases import MemoryBank
 
 
@@ -39,6 +40,7 @@ def memory_routes(
     max_body_bytes: int = MAX_BODY_BYTES,
     resource_metadata_url: str | None = None,
     observer: RequestObserver | None = None,
+    rate_limits: RateLimits | None = None,
 ) -> list[BaseRoute]:
     """The memory routes as Starlette routes, for a host to put in its own app (directly or in a `Mount`).
 
@@ -46,7 +48,8 @@ def memory_routes(
     principal from the ASGI scope), maps errors to the documented responses and logs
     an access event, whatever app it is mounted in. `resource_metadata_url` (an OAuth resource server's
     RFC 9728 metadata) is named in every 401 and 403 bearer challenge. `observer` (metrics) is told
-    of each request.
+    of each request. `rate_limits` (None: no limits) is checked on every route once the caller is
+    known; the MCP rail and the panel call these same routes, so one check covers all three.
 
     Raises:
         OperationIdError: the route table yields a duplicate, over-long or colliding name.
@@ -59,11 +62,13 @@ def memory_routes(
             partial(spec.handler, handlers),
             resolve_principal,
             operation_id=spec.operation_id,
+            operation=spec.operation,
             unit_of_work=bank.unit_of_work,
             takes_body=spec.body_schema is not None,
             max_body_bytes=max_body_bytes,
             resource_metadata=resource_metadata_url,
             observer=observer,
+            rate_limits=rate_limits,
         )
         by_path.setdefault(spec.starlette_path, {})[spec.method.upper()] = endpoint
     # One route per path taking every method: a path's wrong methods get our JSON 405 (in a host's app too),
@@ -106,6 +111,7 @@ def create_app(
     panel: Sequence[BaseRoute] = (),
     observer: RequestObserver | None = None,
     extra_routes: Sequence[BaseRoute] = (),
+    rate_limits: RateLimits | None = None,
 ) -> Starlette:
     """The standalone HTTP app: the memory routes, a public `GET /openapi.json`, JSON 404/405/500 bodies.
 
@@ -113,6 +119,7 @@ def create_app(
     (e.g. to close storage on shutdown). `resource_metadata_url`: see `memory_routes`.
     `panel` is the management panel's routes (`adapters_http.panel.panel_routes`), served beside the API.
     `observer` is told of each memory request; `extra_routes` are served too (e.g. `system_routes`).
+    `rate_limits`: see `memory_routes`.
     """
     routes: list[BaseRoute] = [
         *memory_routes(
@@ -121,6 +128,7 @@ def create_app(
             max_body_bytes=max_body_bytes,
             resource_metadata_url=resource_metadata_url,
             observer=observer,
+            rate_limits=rate_limits,
         ),
         openapi_route(build_openapi(MEMORY_ROUTES, title=title)),
         *extra_routes,

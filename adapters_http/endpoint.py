@@ -21,7 +21,9 @@ from adapters_http.auth import BlockingResolver, PrincipalResolver, in_process_p
 from adapters_http.errors import UnauthorizedError, error_response, internal_error_response, json_error
 from adapters_http.inputs import MAX_BODY_BYTES, ReceivedBody, receive_body
 from adapters_http.observation import CURRENT_REQUEST_ID, RequestObserver
+from adapters_http.throttling import rate_limit_headers
 from memorybank_core.ports import Principal, UnitOfWork
+from memorybank_core.rate_limits import Operation, RateLimits, WindowState
 
 Handler = Callable[[Request, Principal, ReceivedBody | None], Response]
 """A route handler, run in a worker thread: the request, the caller's principal and its body in, a response out."""
@@ -53,20 +55,25 @@ def authenticated_endpoint(
     resolver: PrincipalResolver,
     *,
     operation_id: str,
+    operation: Operation,
     unit_of_work: UnitOfWork,
     takes_body: bool = False,
     max_body_bytes: int = MAX_BODY_BYTES,
     resource_metadata: str | None = None,
     observer: RequestObserver | None = None,
+    rate_limits: RateLimits | None = None,
 ) -> Endpoint:
-    """Wrap `handler`: resolve the principal (401 without one), map errors, tag and log the response.
+    """Wrap `handler`: resolve the principal (401 without one), check its rate limit, map errors, tag and log.
 
     One thread-pool hop per request: the body (when `takes_body`) is received first, then the
     credential check of a `BlockingResolver` and the handler run in one worker-thread call, inside
     one `unit_of_work` (one database connection for the token check and the use case). Another
-    resolver is awaited first, then the handler gets the one hop.
+    resolver is awaited first, then the handler gets the one hop. The rate-limit check runs in that
+    same hop, between the credential check and the handler.
 
     `resource_metadata` is the URL of the server's protected-resource metadata, named in bearer challenges.
+    `rate_limits` is checked for `operation` once the caller is known, so a request without valid
+    credentials counts against nobody; its state goes out in `RateLimit-*` headers, a refusal is a 429.
 
     The access event carries the operationId, status and timing, never the path or query
     string: those may hold ids and search text. `observer` (metrics) is told the same.
@@ -74,33 +81,43 @@ def authenticated_endpoint(
 
     resolve_blocking = resolver.resolve_blocking if isinstance(resolver, BlockingResolver) else None
 
-    def authenticate_and_handle(request: Request, body: ReceivedBody | None) -> Response:
+    def admit_and_handle(
+        request: Request, principal: Principal, body: ReceivedBody | None, admission: _Admission
+    ) -> Response:
+        # In the worker thread: a Redis-backed limiter waits on the network here, not on the event loop.
+        if rate_limits is not None:
+            admission.window = rate_limits.admit(principal, operation)
+        return handler(request, principal, body)
+
+    def authenticate_and_handle(request: Request, body: ReceivedBody | None, admission: _Admission) -> Response:
         assert resolve_blocking is not None  # noqa: S101 - called only for a BlockingResolver
         with unit_of_work():
             principal = resolve_blocking(request)
             if principal is None:
                 raise UnauthorizedError
-            return handler(request, principal, body)
+            return admit_and_handle(request, principal, body, admission)
 
-    def handle(request: Request, principal: Principal, body: ReceivedBody | None) -> Response:
+    def handle(request: Request, principal: Principal, body: ReceivedBody | None, admission: _Admission) -> Response:
         with unit_of_work():
-            return handler(request, principal, body)
+            return admit_and_handle(request, principal, body, admission)
 
     async def endpoint(request: Request) -> Response:
         rid = request_id(request.scope)
         started = time.perf_counter()
         failure: Exception | None = None
+        # Filled in the worker thread once the caller is admitted, so error answers after it carry the headers too.
+        admission = _Admission()
         try:
             principal = in_process_principal(request)
             body = await receive_body(request, max_bytes=max_body_bytes) if takes_body else None
             if principal is None and resolve_blocking is not None:
-                response = await run_in_threadpool(authenticate_and_handle, request, body)
+                response = await run_in_threadpool(authenticate_and_handle, request, body, admission)
             else:
                 if principal is None:
                     principal = await resolver(request)
                 if principal is None:
                     raise UnauthorizedError
-                response = await run_in_threadpool(handle, request, principal, body)
+                response = await run_in_threadpool(handle, request, principal, body, admission)
         except ClientDisconnect:
             # Nobody is left to answer; the status is only for the access event.
             response = json_error(400, {"error": "invalid_request", "message": "The client disconnected."})
@@ -111,6 +128,8 @@ def authenticated_endpoint(
                 log_unexpected(error, rid, operation_id)
                 mapped = internal_error_response()
             response = mapped
+        if admission.window is not None and "RateLimit-Limit" not in response.headers:
+            response.headers.update(rate_limit_headers(admission.window))
         response.headers[REQUEST_ID_HEADER] = rid
         seconds = time.perf_counter() - started
         if observer is not None:
@@ -138,6 +157,12 @@ def authenticated_endpoint(
         return response
 
     return endpoint
+
+
+class _Admission:
+    """What the rate-limit check said about one request (None: no limit applied, or the limiter was down)."""
+
+    window: WindowState | None = None
 
 
 def log_unexpected(error: BaseException, rid: str, where: str) -> None:

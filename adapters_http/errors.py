@@ -9,6 +9,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from adapters_http.throttling import rate_limit_headers
 from memorybank_core.errors import (
     CredentialsRefusedError,
     ForbiddenError,
@@ -18,6 +19,7 @@ from memorybank_core.errors import (
     QuotaExceededError,
     UnavailableError,
 )
+from memorybank_core.rate_limits import RateLimitedError
 
 #: Seconds a client should wait before retrying after a 503.
 RETRY_AFTER_SECONDS = 1
@@ -81,6 +83,7 @@ ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
     (NotFoundError, ErrorSpec(404, "memory_not_found", "No memory with this id.")),
     (BodyTooLargeError, ErrorSpec(413, "payload_too_large", "The request body is too large.")),
     (UnsupportedMediaTypeError, ErrorSpec(415, "unsupported_media_type", "Send the body as application/json.")),
+    (RateLimitedError, ErrorSpec(429, "rate_limited", "Too many requests; retry after Retry-After seconds.")),
     (
         UnavailableError,
         ErrorSpec(
@@ -144,6 +147,15 @@ def error_response(error: Exception, *, resource_metadata: str | None = None) ->
             }
             for name in error.exceeded
         ]
+    elif isinstance(error, RateLimitedError):
+        retry_after = error.state.retry_after()
+        body["message"] = (
+            f"Too many {error.operation} requests: the limit is {error.rate_limit.describe()}. "
+            f"Retry in {retry_after} seconds."
+        )
+        body["retry_after"] = retry_after
+        headers.update(rate_limit_headers(error.state))
+        headers["Retry-After"] = str(retry_after)
     elif isinstance(error, BodyTooLargeError):
         body["message"] = f"The request body is over the cap of {error.max_bytes} bytes."
     return json_error(spec.status, body, headers)

@@ -39,6 +39,7 @@ def _header(description: str, schema: JsonSchema) -> JsonSchema:
     return {"description": description, "required": True, "schema": schema}
 
 
+_DIGITS: JsonSchema = {"type": "string", "pattern": "^[0-9]+$"}
 _REQUEST_ID = _header("An id for this request, as logged by the server.", {"type": "string", "minLength": 1})
 _ERROR_HEADERS: dict[int, dict[str, JsonSchema]] = {
     401: {"WWW-Authenticate": _header("Always `Bearer ...`.", {"type": "string", "pattern": "^Bearer"})},
@@ -48,6 +49,17 @@ _ERROR_HEADERS: dict[int, dict[str, JsonSchema]] = {
             "required": False,
             "schema": {"type": "string"},
         }
+    },
+    429: {
+        "Retry-After": _header(
+            "Whole seconds until the request can succeed.", {"type": "string", "pattern": "^[0-9]+$"}
+        ),
+        "RateLimit-Limit": _header("The limit that was reached (requests per window).", _DIGITS),
+        "RateLimit-Remaining": _header("0.", _DIGITS),
+        "RateLimit-Reset": _header("Seconds until a request slot frees up.", _DIGITS),
+        "RateLimit-Policy": _header(
+            "`<limit>;w=<window seconds>` (draft-ietf-httpapi-ratelimit-headers-06).", {"type": "string"}
+        ),
     },
     503: {
         "Retry-After": _header(

@@ -21,6 +21,7 @@ from adapters_http.schemas import JsonSchema
 from memorybank_core import limits
 from memorybank_core.entities import Origin
 from memorybank_core.ports import Principal
+from memorybank_core.rate_limits import Operation
 from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE
 
 MEMORY_TAG = "Memory"
@@ -57,6 +58,8 @@ class RouteSpec:
     error_statuses: tuple[int, ...]
     required_scope: str
     """Documentation of the core's rule (the core enforces it): GET needs mcp:read, others mcp:write."""
+    operation: Operation
+    """The use case the route runs: whose rate limit it counts against."""
     tags: tuple[str, ...] = (MEMORY_TAG,)
     path_params: tuple[Param, ...] = ()
     query_params: tuple[Param, ...] = ()
@@ -106,8 +109,9 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
         handler=MemoryHandlers.save,
         success_status=201,
         success_schema=schemas.ref("SavedMemory"),
-        error_statuses=(400, 401, 403, 413, 415, 503),
+        error_statuses=(400, 401, 403, 413, 415, 429, 503),
         required_scope=WRITE_SCOPE,
+        operation=Operation.SAVE,
         body_schema=schemas.SAVE_REQUEST,
     ),
     RouteSpec(
@@ -125,8 +129,9 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
         handler=MemoryHandlers.search,
         success_status=200,
         success_schema=schemas.ref("SearchResults"),
-        error_statuses=(400, 401, 403, 503),
+        error_statuses=(400, 401, 403, 429, 503),
         required_scope=READ_SCOPE,
+        operation=Operation.SEARCH,
         query_params=(
             Param(
                 name="q",
@@ -154,8 +159,9 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
         handler=MemoryHandlers.list,
         success_status=200,
         success_schema=schemas.ref("MemoryPage"),
-        error_statuses=(400, 401, 403, 503),
+        error_statuses=(400, 401, 403, 429, 503),
         required_scope=READ_SCOPE,
+        operation=Operation.LIST,
         query_params=(
             _count_param("limit", limits.LIST_LIMIT, "Page size:"),
             Param(
@@ -178,8 +184,9 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
         handler=MemoryHandlers.delete,
         success_status=204,
         success_schema=None,
-        error_statuses=(401, 403, 404, 503),
+        error_statuses=(401, 403, 404, 429, 503),
         required_scope=WRITE_SCOPE,
+        operation=Operation.DELETE,
         path_params=(
             Param(
                 name="id",

@@ -222,6 +222,11 @@ ERROR: JsonSchema = {
             },
         },
         "required_scope": {"type": "string", "description": "For `insufficient_scope`: the scope the call needs."},
+        "retry_after": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "For `rate_limited`: whole seconds until the request can succeed (also in Retry-After).",
+        },
     },
     "additionalProperties": False,
 }

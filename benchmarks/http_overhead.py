@@ -34,7 +34,7 @@ from adapters_mysql import open_storage
 from memorybank_core import MemoryBank, SaveRequest, TokenPrincipal, TokenService
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_search import OwnerIndexer
-from tests.served import served
+from tests.served import NO_RATE_LIMITS, served
 
 SEED_MEMORIES = 1000
 WARM_UP = 30
@@ -177,7 +177,7 @@ def _bench_backend(backend: str, url: str, iterations: int) -> list[Row]:
         for i in range(SEED_MEMORIES):
             bank.save(principal, SaveRequest.parse(_save_body(i)))
         server_log = Path(tempfile.mkdtemp(prefix="memorybank-bench-")) / "serve.log"
-        with served(url, log=server_log) as base_url, KeepAliveClient(base_url, secret) as client:
+        with served(url, log=server_log, args=NO_RATE_LIMITS) as base_url, KeepAliveClient(base_url, secret) as client:
             search_path = "/v1/memory/search?" + urlencode({"q": QUERY})
 
             def save_over_http(i: int) -> None:

@@ -53,7 +53,7 @@ from benchmarks.processes import CpuSnapshot, descendants, listening_pid, snapsh
 from memorybank.portability import import_lines
 from memorybank_core import TokenService
 from memorybank_search import OwnerIndexer
-from tests.served import REPO_ROOT, serving
+from tests.served import NO_RATE_LIMITS, REPO_ROOT, serving
 
 MIX_USERS = 1000
 MIX_ROWS = 100_000
@@ -304,7 +304,7 @@ def measure_latency(rows: int, *, iterations: int, mix: bool = False) -> list[La
         finally:
             storage.close()
         latencies.append(Latency("in-process: load 20 memories with contexts (get_many)", timing.p50, timing.p95))
-        with serving(url) as server, KeepAliveClient(server.base_url, secret) as client:
+        with serving(url, args=NO_RATE_LIMITS) as server, KeepAliveClient(server.base_url, secret) as client:
             for label, word in (("rare word", RARE), ("common word", COMMON)):
                 path = "/v1/memory/search?" + urlencode({"q": word, "limit": 20})
                 timing = time_calls(

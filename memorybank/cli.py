@@ -32,12 +32,16 @@ from memorybank.settings import (
     KEYS_ENV,
     QUOTA_CHARACTERS_ENV,
     QUOTA_MEMORIES_ENV,
+    RATE_LIMIT_STORAGE_ENV,
+    RATE_LIMITS_ENV,
     DatabaseChoice,
     KeyRingChoice,
+    RateLimitChoice,
     choose_allowed_hosts,
     choose_database,
     choose_key_ring,
     choose_quota,
+    choose_rate_limits,
     default_database_path,
     default_key_file,
     redacted,
@@ -48,6 +52,7 @@ from memorybank_core import (
     MemoryBankError,
     MemoryControls,
     NotFoundError,
+    RateLimits,
     SubjectKind,
     UnavailableError,
     clean_subject_id,
@@ -85,6 +90,8 @@ _OPTION_NAMES = {
     "memories": "--memories",
     "characters": "--characters",
     "quota": "quota set",
+    "rate_limit": "--rate-limit",
+    "rate_limit_storage": "--rate-limit-storage",
     "batch_size": "--batch-size",
     "pause_ms": "--pause-ms",
 }
@@ -171,6 +178,24 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         metavar="N",
         help=f"each user's quota of characters (content, tags and snippets together); default: "
         f"${QUOTA_CHARACTERS_ENV}, else {limits.QUOTA_CHARACTERS_DEFAULT:_}",
+    )
+    rate_limit_options = serve.add_argument_group(
+        "rate limits", "per user (and optionally per token), per operation; see docs/operations.md#rate-limits"
+    )
+    rate_limit_options.add_argument(
+        "--rate-limit",
+        metavar="RULE",
+        action="append",
+        dest="rate_limits",
+        help="change a limit: OPERATION=N/UNIT with OPERATION save, search, list, delete or * (all), prefixed "
+        "token. for a per-token limit; N/UNIT like 120/minute, or off; repeat for several (default: "
+        f"${RATE_LIMITS_ENV}, comma-separated; else save=60/minute and 120/minute for the others)",
+    )
+    rate_limit_options.add_argument(
+        "--rate-limit-storage",
+        metavar="URL",
+        help="where limits are counted: memory:// (each process alone) or redis://host:port/db, shared by every "
+        f"worker and host (default: ${RATE_LIMIT_STORAGE_ENV}, else memory://)",
     )
     _add_oauth_options(serve)
     serve.set_defaults(run=_serve)
@@ -591,6 +616,14 @@ def _fail(message: str, status: int) -> int:
     return status
 
 
+def _describe_rate_limits(rate_limits: RateLimits, choice: RateLimitChoice, *, workers: int) -> str:
+    rules = ", ".join(rate_limits.policy.describe()) or "none"
+    line = f"{PROGRAM}: rate limits {rules}; counted in {redacted(choice.storage_url)}"
+    if workers > 1 and choice.storage_url.startswith("memory"):
+        line += f" by each of the {workers} workers alone (--rate-limit-storage redis://... shares them)"
+    return line
+
+
 def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     import uvicorn
 
@@ -610,6 +643,8 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
         )
     allowed_hosts = choose_allowed_hosts(args.allowed_hosts, args.environment)
     quota = choose_quota(args.quota_memories, args.quota_characters, args.environment)
+    limits_choice = choose_rate_limits(args.rate_limit_storage, args.rate_limits, args.environment)
+    rate_limits = composition.build_rate_limits(limits_choice)  # checks the rules and URL before anything starts
     options = oauth_options(args)
     oauth = oauth_settings.choose_oauth(options, args.environment, host=args.host, port=args.port)
     panel_sign_in = oauth_settings.choose_panel_sign_in(options, args.environment, oauth)
@@ -627,6 +662,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             file=out,
             flush=True,
         )
+        print(_describe_rate_limits(rate_limits, limits_choice, workers=args.workers), file=out, flush=True)
         if oauth is not None and panel_sign_in is not None:
             print(
                 f"{PROGRAM}: panel sign-in with {panel_sign_in.issuer} as client {panel_sign_in.client_id}; "
@@ -648,6 +684,8 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
                     key_file=str(args.key_file) if args.key_file is not None else None,
                     quota_memories=quota.max_memories,
                     quota_characters=quota.max_characters,
+                    rate_limit_storage=limits_choice.storage_url,
+                    rate_limits=list(limits_choice.rules),
                 ),
                 workers=args.workers,
                 log_format=args.log_format,
@@ -661,6 +699,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             metrics_token=args.environment.get(serving.METRICS_TOKEN_ENV) or None,
             issuers=issuers,
             default_quota=quota,
+            rate_limits=rate_limits,
             panel_sign_in=panel_sign_in,
         )
         # No uvicorn access log: it prints query strings, and search text must never be logged.

@@ -31,8 +31,9 @@ from adapters_http.panel import (
 )
 from adapters_mysql import DatabaseMissingError, SchemaNotReadyError, SqlStorage, create_database, open_storage
 from adapters_oidc import IssuerTokenVerifier, OidcSignIn, ResourceServerSettings, SignInSettings
+from adapters_ratelimit import LimitsRateLimiter
 from memorybank.oauth_settings import RAIL_PATH
-from memorybank.settings import DatabaseChoice, KeyRingChoice, prepare_embedded_directory
+from memorybank.settings import DatabaseChoice, KeyRingChoice, RateLimitChoice, prepare_embedded_directory
 from memorybank_core import (
     Clock,
     EventSink,
@@ -41,6 +42,8 @@ from memorybank_core import (
     PanelSessions,
     Principal,
     Quota,
+    RateLimitPolicy,
+    RateLimits,
     Sealer,
     TokenService,
     UnavailableError,
@@ -151,6 +154,19 @@ class Services:
     controls: MemoryControls | None = None
     """The operator's gate and quotas (`memorybank gate`, `memorybank quota`); None when not wired."""
 
+    rate_limits: RateLimits | None = None
+    """Checked on every memory route (REST, the MCP rail, the panel); None: no limits."""
+
+
+def build_rate_limits(choice: RateLimitChoice) -> RateLimits:
+    """The rate limits of `choice`: its rules over the defaults, counted in its storage (connected lazily).
+
+    Raises:
+        InvalidInputError: ("rate_limit") a malformed rule; ("rate_limit_storage") an unusable URL.
+    """
+    policy = RateLimitPolicy.from_rules(choice.rules)
+    return RateLimits(limiter=LimitsRateLimiter(choice.storage_url), policy=policy)
+
 
 def build_services(
     storage: SqlStorage,
@@ -158,10 +174,12 @@ def build_services(
     clock: Clock | None = None,
     events: EventSink | None = None,
     default_quota: Quota | None = None,
+    rate_limits: RateLimits | None = None,
 ) -> Services:
     """The bank, the token service, the panel's sessions and the operator's controls over `storage`.
 
-    `default_quota` is the deployment's quota where no operator set one (default: `Quota()`).
+    `default_quota` is the deployment's quota where no operator set one (default: `Quota()`);
+    `rate_limits` apply on the memory routes.
     """
     return Services(
         bank=MemoryBank(
@@ -183,6 +201,7 @@ def build_services(
             events=events,
             unit_of_work=storage.unit_of_work,
         ),
+        rate_limits=rate_limits,
     )
 
 
@@ -353,6 +372,7 @@ def build_rest_app(
         panel=panel_routes(sign_in=sign_in, prompt=prompt),
         observer=observer,
         extra_routes=extra_routes,
+        rate_limits=services.rate_limits,
     )
 
 
@@ -364,11 +384,13 @@ def build_server_app(
     allowed_hosts: Sequence[str] = (),
     issuers: IssuerTokenVerifier | None = None,
     default_quota: Quota | None = None,
+    rate_limits: RateLimits | None = None,
     panel_sign_in: SignInSettings | None = None,
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
     `default_quota` is the deployment's storage quota (`--quota-memories`, `--quota-characters`).
+    `rate_limits` (see `build_rate_limits`) applies to every memory route: REST, MCP rail and panel.
 
     `/healthz` and `/readyz` are public; `/metrics` is served only with a `metrics_token`. On
     SIGTERM every response closes its connection (`ConnectionDraining`); when the app shuts
@@ -379,7 +401,7 @@ def build_server_app(
     from adapters_metrics import PrometheusMetrics
 
     metrics = PrometheusMetrics(forward=LoggingEventSink())
-    services = build_services(storage, events=metrics, default_quota=default_quota)
+    services = build_services(storage, events=metrics, default_quota=default_quota, rate_limits=rate_limits)
 
     def readiness() -> str | None:
         try:

@@ -24,7 +24,7 @@ from starlette.types import ASGIApp
 from memorybank import composition
 from memorybank.logs import logging_config
 from memorybank.oauth_settings import OAuthOptions, choose_oauth, choose_panel_sign_in
-from memorybank.settings import DatabaseChoice, choose_key_ring
+from memorybank.settings import DatabaseChoice, RateLimitChoice, choose_key_ring
 from memorybank_core import Quota, limits
 
 OPTIONS_ENV = "MEMORYBANK_SERVE_OPTIONS"
@@ -58,6 +58,11 @@ class ServeOptions:
     def default_quota(self) -> Quota:
         """The quota of every user no operator set one for."""
         return Quota(max_memories=self.quota_memories, max_characters=self.quota_characters)
+
+    #: Where rate limits are counted: `memory://` counts in each worker alone; `redis://` is shared.
+    rate_limit_storage: str = "memory://"
+    #: `--rate-limit` rules over the defaults, e.g. `search=300/minute`.
+    rate_limits: list[str] = attrs.field(factory=list)
 
     def to_json(self) -> str:
         """For the environment of the workers."""
@@ -121,5 +126,8 @@ def app_from_environment() -> ASGIApp:
         allowed_hosts=options.allowed_hosts,
         issuers=issuers,
         default_quota=options.default_quota,
+        rate_limits=composition.build_rate_limits(
+            RateLimitChoice(storage_url=options.rate_limit_storage, rules=tuple(options.rate_limits))
+        ),
         panel_sign_in=panel_sign_in,
     )

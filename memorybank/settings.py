@@ -171,3 +171,29 @@ def choose_key_ring(cli_value: Path | None, env: Mapping[str, str]) -> KeyRingCh
 def default_key_file(env: Mapping[str, str]) -> Path:
     """Where `memorybank keys create` writes by default: `<data home>/memorybank/keys.json`."""
     return data_home(env) / "memorybank" / KEY_FILE_NAME
+
+
+RATE_LIMIT_STORAGE_ENV = "MEMORYBANK_RATE_LIMIT_STORAGE"
+"""The environment variable naming the rate limiter's storage when `--rate-limit-storage` is not given."""
+
+RATE_LIMITS_ENV = "MEMORYBANK_RATE_LIMITS"
+"""The environment variable holding rate-limit rules (comma-separated) when no `--rate-limit` is given."""
+
+
+@attrs.frozen(kw_only=True)
+class RateLimitChoice:
+    """Where rate limits are counted and which rules change the defaults."""
+
+    storage_url: str
+    rules: tuple[str, ...] = ()
+
+
+def choose_rate_limits(
+    cli_storage: str | None, cli_rules: Sequence[str] | None, env: Mapping[str, str]
+) -> RateLimitChoice:
+    """`--rate-limit-storage`, else `MEMORYBANK_RATE_LIMIT_STORAGE`, else `memory://`; every `--rate-limit`,
+    else `MEMORYBANK_RATE_LIMITS` split on commas. The rules are checked where they are used
+    (`memorybank_core.RateLimitPolicy.from_rules`)."""
+    storage = (cli_storage or env.get(RATE_LIMIT_STORAGE_ENV, "")).strip() or "memory://"
+    raw = list(cli_rules) if cli_rules else env.get(RATE_LIMITS_ENV, "").split(",")
+    return RateLimitChoice(storage_url=storage, rules=tuple(rule.strip() for rule in raw if rule.strip()))

@@ -50,11 +50,20 @@ from memorybank_core.ports import (
     NoUnitOfWork,
     PanelSessionStore,
     Principal,
+    RateLimiter,
     SearchEngine,
     SearchHit,
     SignInRedirect,
     TokenStore,
     UnitOfWork,
+)
+from memorybank_core.rate_limits import (
+    Operation,
+    RateLimit,
+    RateLimitedError,
+    RateLimitPolicy,
+    RateLimits,
+    WindowState,
 )
 from memorybank_core.requests import ContextInput, SaveRequest
 from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
@@ -98,6 +107,7 @@ __all__ = [
     "MemoryStore",
     "NoUnitOfWork",
     "NotFoundError",
+    "Operation",
     "Origin",
     "PanelCredential",
     "PanelCredentialKind",
@@ -108,6 +118,11 @@ __all__ = [
     "Problem",
     "Quota",
     "QuotaExceededError",
+    "RateLimit",
+    "RateLimitPolicy",
+    "RateLimitedError",
+    "RateLimiter",
+    "RateLimits",
     "RecordingEventSink",
     "SaveRequest",
     "Scope",
@@ -128,6 +143,7 @@ __all__ = [
     "UnavailableError",
     "UnitOfWork",
     "Usage",
+    "WindowState",
     "charged_characters",
     "check_quota",
     "clean_subject_id",

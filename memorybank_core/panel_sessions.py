@@ -114,7 +114,9 @@ class PanelSessions:
         session = self._live(secret, SESSION_SECRET_PREFIX, PanelCredentialKind.SESSION)
         if session is None:
             return None
-        return TokenPrincipal(user_id=session.user_id, organization_id=session.org_id, scopes=session.scopes)
+        return TokenPrincipal(
+            user_id=session.user_id, organization_id=session.org_id, scopes=session.scopes, credential_id=session.id
+        )
 
     def end(self, secret: str) -> bool:
         """Sign out: end the session with this secret; False if it was not a live session."""

@@ -15,10 +15,15 @@ from typing import Protocol
 import attrs
 
 from memorybank_core.entities import ApiToken, Control, Memory, PanelCredential, Quota, SubjectKind, Usage
+from memorybank_core.rate_limits import RateLimit, WindowState
 
 
 class Principal(Protocol):
-    """Who is calling: a read-only view that a host's own user object can satisfy."""
+    """Who is calling: a read-only view that a host's own user object can satisfy.
+
+    An optional `credential_id` attribute (the token or session behind the call) lets per-credential
+    rate limits apply; without it only the user's limits do.
+    """
 
     @property
     def user_id(self) -> str:
@@ -200,6 +205,18 @@ class PanelSessionStore(Protocol):
     @abstractmethod
     def end_all(self, *, user_id: str, at: datetime) -> int:
         """End every live link and session of `user_id`; how many were ended."""
+
+
+class RateLimiter(Protocol):
+    """Counts requests against named limits in a store every process of a deployment shares."""
+
+    @abstractmethod
+    def hit(self, *, key: str, limit: RateLimit) -> WindowState | None:
+        """Count one request against `key` unless `limit` is reached; the window's state either way.
+
+        A refused request is not counted. None when the store cannot be reached: the caller then
+        allows the request. It never raises for an outage and never waits longer than its timeout.
+        """
 
 
 @attrs.frozen(kw_only=True)

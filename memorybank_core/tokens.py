@@ -34,6 +34,10 @@ class TokenPrincipal:
     user_id: str
     organization_id: str
     scopes: frozenset[str]
+    credential_id: str | None = attrs.field(default=None, eq=False)
+    """The token's (or panel session's) id: per-credential rate limits count against it (hashed).
+
+    Not part of equality: two credentials of one person with the same scopes speak for the same principal."""
 
 
 @attrs.frozen(kw_only=True)
@@ -113,7 +117,9 @@ class TokenService:
             with self._verified_lock:
                 self._verified.pop(token_hash, None)
             return None
-        principal = TokenPrincipal(user_id=token.user_id, organization_id=token.org_id, scopes=token.scopes)
+        principal = TokenPrincipal(
+            user_id=token.user_id, organization_id=token.org_id, scopes=token.scopes, credential_id=token.id
+        )
         with self._verified_lock:
             self._verified[token_hash] = (generation, principal)
             self._verified.move_to_end(token_hash)

@@ -17,6 +17,9 @@ import httpx2
 REPO_ROOT = Path(__file__).resolve().parent.parent
 STARTUP_SECONDS = 90.0
 
+NO_RATE_LIMITS = ("--rate-limit", "*=off")
+"""`serve` arguments for load tests of something else: their synthetic users send far more than a person does."""
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import controls, corpus, purge_impact, recall, scale, write_cost
+from benchmarks import controls, corpus, purge_impact, rate_limit_flood, recall, scale, write_cost
 from benchmarks.common import SERVER_ENV, Timing, drop_database
 from tests.mysql_server import server_url
 
@@ -113,6 +113,15 @@ def test_the_controls_benchmark_prints_both_variants_side_by_side(capsys: pytest
     out = capsys.readouterr().out
     assert "| SQLite file | list 20 |" in out
     assert "| SQLite file | save |" in out
+
+
+def test_the_flood_benchmark_times_the_limiter_and_reads_wrks_summary() -> None:
+    allowed, refused = rate_limit_flood.limiter_cost("memory://", calls=50)
+    output = "  Requests/sec:    287.45\n  Non-2xx or 3xx responses: 1702\n"
+
+    assert allowed > 0
+    assert refused > 0
+    assert rate_limit_flood._wrk_summary(output) == (287.45, 1702)
 
 
 @pytest.mark.mysql

@@ -74,3 +74,38 @@ def test_an_allowed_host_that_is_not_a_host_name_is_refused_in_one_line(tmp_path
     assert result.returncode == 2
     assert result.stderr.startswith("memorybank: error: --allowed-host must be a Host header such as")
     assert result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (["--rate-limit", "search=lots"], {}, "--rate-limit must look like 120/minute"),
+        (["--rate-limit", "find=10/minute"], {}, "--rate-limit must be OPERATION=LIMIT"),
+        ([], {"MEMORYBANK_RATE_LIMITS": "save=1/minute,oops"}, "--rate-limit must be OPERATION=LIMIT"),
+        (["--rate-limit-storage", "mysql://127.0.0.1/x"], {}, "--rate-limit-storage must be memory://"),
+        ([], {"MEMORYBANK_RATE_LIMIT_STORAGE": "redis://h:port"}, "--rate-limit-storage is not a URL"),
+    ],
+)
+def test_a_bad_rate_limit_setting_is_refused_in_one_line_before_serving(
+    tmp_path: Path, args: list[str], env: dict[str, str], expected: str
+) -> None:
+    result = run_memorybank(["serve", "--port", "0", *args, "--db", f"sqlite:///{tmp_path / 'bank.sqlite3'}"], env=env)
+
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"memorybank: error: {expected}"), result.stderr
+    assert result.stderr.count("\n") == 1
+    assert "serving" not in result.stdout
+
+
+def test_serve_names_its_rate_limits_and_their_storage_without_a_password(tmp_path: Path) -> None:
+    db_url = create_database(tmp_path)
+    log = tmp_path / "serve.log"
+    env = {"MEMORYBANK_RATE_LIMIT_STORAGE": "redis://:s3cretpw@127.0.0.1:1/0"}
+
+    with served(db_url, log=log, args=["--rate-limit", "search=300/minute"], env=env):
+        pass
+
+    text = log.read_text()
+    assert "rate limits save=60/minute, search=300/minute, list=120/minute, delete=120/minute" in text
+    assert "redis://:***@127.0.0.1:1/0" in text
+    assert "s3cretpw" not in text

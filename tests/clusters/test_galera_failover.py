@@ -20,7 +20,7 @@ import httpx2
 import pytest
 
 from tests.clusters.nodes import APP_USER, DATABASE, GaleraCluster, Node, galera_cluster
-from tests.served import run_memorybank, served
+from tests.served import NO_RATE_LIMITS, run_memorybank, served
 
 USERS = 4
 CONTEXTS_PER_SAVE = 2
@@ -126,7 +126,7 @@ def test_killing_the_node_the_app_uses_loses_no_acknowledged_save(tmp_path: Path
         workers = [Worker(_token(url), number) for number in range(USERS)]
 
         log = tmp_path / "serve.log"
-        with served(url, log=log) as base_url:
+        with served(url, log=log, args=NO_RATE_LIMITS) as base_url:
             victim, killed_at = _run_load(cluster, base_url, workers)
         survivor = next(node for node in cluster.nodes if node is not victim)
         answers = [answer for worker in workers for answer in worker.answers]

@@ -23,7 +23,7 @@ from tests.clusters.nodes import DATABASE, Node, SpiderCluster
 from tests.clusters.spider_deployment import empty_every_node, migrate_command, shared_spider
 from tests.conftest import User, start_clock
 from tests.http.test_served import _walk_every_route
-from tests.served import run_memorybank, served
+from tests.served import NO_RATE_LIMITS, run_memorybank, served
 from tests.sql.conftest import Statement
 from tests.sql.owner_statements import check_every_statement_carries_one_owner
 
@@ -201,7 +201,8 @@ def test_a_stopped_data_node_leaves_other_users_served_and_its_users_get_503s(
     users = {home: user_on(cluster, home) for home in (0, 1, 2)}
     tokens = {home: _token(cluster, user) for home, user in users.items()}
 
-    with served(cluster.head.url(), log=tmp_path / "serve.log") as base_url:
+    # Polls until the node's users recover: more requests than a person sends, not a rate-limit test.
+    with served(cluster.head.url(), log=tmp_path / "serve.log", args=NO_RATE_LIMITS) as base_url:
         clients = {
             home: httpx2.Client(base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
             for home, token in tokens.items()

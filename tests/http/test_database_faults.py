@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from adapters_http import RETRY_AFTER_SECONDS
 from tests.mysql_server import ThrowawayDatabase, server_url
-from tests.served import run_memorybank, served
+from tests.served import NO_RATE_LIMITS, run_memorybank, served
 
 CONTEXTS_PER_SAVE = 3
 CLIENT_THREADS = 4
@@ -81,7 +81,7 @@ def test_killed_connections_are_retried_or_503_never_500_no_half_saves_and_the_a
     stop_clients, stop_killing = threading.Event(), threading.Event()
     kills: list[int] = []
 
-    with served(mariadb.url, log=tmp_path / "serve.log") as base_url:
+    with served(mariadb.url, log=tmp_path / "serve.log", args=NO_RATE_LIMITS) as base_url:
         clients = [
             threading.Thread(target=_stream, args=(base_url, secret, worker, stop_clients, answers))
             for worker in range(CLIENT_THREADS)

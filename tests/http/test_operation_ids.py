@@ -17,6 +17,7 @@ from adapters_http import (
 )
 from adapters_http.handlers import MemoryHandlers
 from adapters_http.operation_ids import fnv1a_32_base36
+from memorybank_core import Operation
 
 
 def test_the_four_memory_routes_have_the_reference_names() -> None:
@@ -124,6 +125,7 @@ def test_a_route_table_with_a_duplicate_route_fails_the_build() -> None:
         success_schema=None,
         error_statuses=(),
         required_scope="mcp:read",
+        operation=Operation.LIST,
     )
 
     with pytest.raises(OperationIdError):
@@ -142,6 +144,7 @@ def test_a_route_table_with_an_over_long_name_fails_the_build() -> None:
         success_schema=None,
         error_statuses=(),
         required_scope="mcp:read",
+        operation=Operation.LIST,
         query_params=(Param(name="x", schema={}, description="x"),),
     )
 

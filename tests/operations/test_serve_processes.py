@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from adapters_mysql import open_storage
 from adapters_mysql.schema import memory, memory_context
 from memorybank_search import OwnerIndexer
-from tests.served import run_memorybank, serving
+from tests.served import NO_RATE_LIMITS, run_memorybank, serving
 
 #: Each test starts real server processes with workers: a tier of its own (`pytest -m serve_processes`).
 pytestmark = pytest.mark.serve_processes
@@ -138,7 +138,7 @@ def test_sigterm_during_a_stream_of_saves_loses_no_acknowledged_save(database_ur
     stream = SaveStream()
     stop = threading.Event()
 
-    with serving(database_url, args=["--workers", "2"], log=tmp_path / "serve.log") as server:
+    with serving(database_url, args=["--workers", "2", *NO_RATE_LIMITS], log=tmp_path / "serve.log") as server:
         clients = [
             threading.Thread(target=stream.run, args=(server.base_url, secret, n, stop)) for n in range(CLIENT_THREADS)
         ]
@@ -177,8 +177,15 @@ def test_sigterm_during_a_stream_of_saves_loses_no_acknowledged_save(database_ur
     assert "status=500" not in log
 
 
-def test_a_revoked_token_fails_on_the_next_request_in_every_worker(database_url: str, tmp_path: Path) -> None:
-    secret = _token(database_url)
+@pytest.mark.parametrize("revocation", ["token revoke", "purge --user"])
+def test_a_revoked_token_fails_on_the_next_request_in_every_worker(
+    database_url: str, tmp_path: Path, revocation: str
+) -> None:
+    created = run_memorybank(["token", "create", "--db", database_url])
+    assert created.returncode == 0, created.stderr
+    user_id = next(line.removeprefix("user: ") for line in created.stdout.splitlines() if line.startswith("user: "))
+    secret = created.stdout.rstrip("\n").split("\n")[-1]
+    command = ["token", "revoke", secret] if revocation == "token revoke" else ["purge", "--user", user_id]
     auth = {"Authorization": f"Bearer {secret}"}
     fresh_connections = 24
 
@@ -187,7 +194,7 @@ def test_a_revoked_token_fails_on_the_next_request_in_every_worker(database_url:
         before = [
             httpx2.get(f"{server.base_url}/v1/memory", headers=auth, timeout=30) for _ in range(fresh_connections)
         ]
-        revoked = run_memorybank(["token", "revoke", "--db", database_url, secret])
+        revoked = run_memorybank([*command, "--db", database_url])
         after = [httpx2.get(f"{server.base_url}/v1/memory", headers=auth, timeout=30) for _ in range(fresh_connections)]
 
     assert [answer.status_code for answer in before] == [200] * fresh_connections

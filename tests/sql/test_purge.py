@@ -8,6 +8,7 @@ row of every table before and after: every row that is not the subject's is byte
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -22,7 +23,14 @@ from adapters_mysql.schema import TABLES
 from memorybank import composition
 from memorybank_core import InvalidInputError, MemoryBank, RecordingEventSink, SaveRequest, TokenService
 from memorybank_core.ids import ORGANIZATION_PREFIX, PURGE_RUN_PREFIX, USER_PREFIX, new_id
-from memorybank_core.offboarding import Offboarding, PurgeRun, PurgeSubject, chain_digest, first_digest
+from memorybank_core.offboarding import (
+    Offboarding,
+    PurgeReceipt,
+    PurgeRun,
+    PurgeSubject,
+    chain_digest,
+    first_digest,
+)
 from memorybank_core.panel_sessions import PanelSessions
 from memorybank_search import OwnerIndexer
 from tests.conftest import User, start_clock
@@ -412,3 +420,42 @@ def test_on_sqlite_no_token_of_a_purged_memory_stays_in_the_file(sqlite_storage:
 
     assert not in_file()
     assert len(services.bank.search(staying, query="harbor")) == 20
+
+
+class BothOpenFirst(ResilientPurgeStore):
+    """The storage's purge store, holding each purge after it opened its run until the other has opened too."""
+
+    def __init__(self, storage: SqlStorage, barrier: threading.Barrier) -> None:
+        super().__init__(SqlPurgeStore(storage.engine))
+        self.barrier = barrier
+
+    def revoke_credentials(self, *, run: PurgeRun, at: datetime) -> PurgeRun:
+        self.barrier.wait(timeout=30)
+        return super().revoke_credentials(run=run, at=at)
+
+
+def test_two_purges_of_one_user_at_once_share_one_run_and_count_each_row_once(population: Population) -> None:
+    receipts: list[PurgeReceipt] = []
+    failures: list[BaseException] = []
+    barrier = threading.Barrier(2)
+
+    def purge() -> None:
+        offboarding = Offboarding(store=BothOpenFirst(population.storage, barrier), clock=start_clock())
+        try:
+            receipts.append(offboarding.purge_user(population.alice.user_id, batch_size=2))
+        except BaseException as error:  # reported below, with the other thread's result
+            failures.append(error)
+
+    threads = [threading.Thread(target=purge) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert failures == []
+    assert len({receipt.run_id for receipt in receipts}) == 1
+    assert sorted(receipt.resumed for receipt in receipts) == [False, True]
+    for receipt in receipts:
+        counts = receipt.counts
+        assert (counts.memories, counts.contexts, counts.tokens, counts.panel_sessions) == (10, 9, 2, 2)
+    assert population.bank.list(population.alice).memories == ()

@@ -1,0 +1,220 @@
+"""Rate limits: how many requests of each operation a user (and a token) may make per window.
+
+The policy lives here: which operation has which limit, whose budget a request counts against
+(the user's, and the credential's when one is named), and what a refusal says. Counting is the
+`RateLimiter` port's job (an adapter over a shared store). A facade asks `RateLimits.admit` once per
+authenticated request, so a request without valid credentials never touches anyone's budget.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from memorybank_core.errors import InvalidInputError, MemoryBankError
+
+if TYPE_CHECKING:
+    from memorybank_core.ports import Principal, RateLimiter
+
+
+class Operation(enum.StrEnum):
+    """The operations a rate limit can name: one per memory use case."""
+
+    SAVE = "save"
+    SEARCH = "search"
+    LIST = "list"
+    DELETE = "delete"
+
+
+_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+_LIMIT = re.compile(r"^\s*(\d{1,9})\s*/\s*(\d{1,6}\s*)?(second|minute|hour|day)s?\s*$")
+
+
+@attrs.frozen
+class RateLimit:
+    """At most `amount` requests in any `seconds`-long window (a moving window)."""
+
+    amount: int = attrs.field(validator=attrs.validators.ge(1))
+    seconds: int = attrs.field(validator=attrs.validators.ge(1))
+
+    @classmethod
+    def parse(cls, text: str) -> RateLimit:
+        """`120/minute`, `10/second`, `1000/hour`, `5000/day` or with a count of units: `30/5 minutes`.
+
+        Raises:
+            InvalidInputError: ("rate_limit") anything else, or a zero amount or window.
+        """
+        match = _LIMIT.match(text)
+        if match is None or int(match.group(1)) < 1 or (match.group(2) and int(match.group(2)) < 1):
+            raise InvalidInputError(
+                "rate_limit", f"must look like 120/minute (per second, minute, hour or day), not {text!r}"
+            )
+        multiple = int(match.group(2)) if match.group(2) else 1
+        return cls(amount=int(match.group(1)), seconds=multiple * _UNITS[match.group(3)])
+
+    def describe(self) -> str:
+        """The limit in words, e.g. `120 per 60 seconds`."""
+        return f"{self.amount} per {self.seconds} seconds"
+
+
+#: The defaults: far above what a person and their agent do by hand (a save is confirmed by a human),
+#: low enough that one runaway client cannot monopolize a worker. Per token: none unless configured.
+DEFAULT_USER_LIMITS: Mapping[Operation, RateLimit] = {
+    Operation.SAVE: RateLimit(60, 60),
+    Operation.SEARCH: RateLimit(120, 60),
+    Operation.LIST: RateLimit(120, 60),
+    Operation.DELETE: RateLimit(120, 60),
+}
+
+PER_TOKEN_RULE = "token."  # noqa: S105 - a rule prefix, not a secret
+"""A rule for one credential rather than the whole user starts with this (`token.search=30/minute`)."""
+
+OFF = "off"
+
+
+@attrs.frozen(kw_only=True)
+class RateLimitPolicy:
+    """Which limit applies to each operation, per user and per credential; a missing entry means no limit."""
+
+    per_user: Mapping[Operation, RateLimit] = attrs.field(factory=lambda: dict(DEFAULT_USER_LIMITS))
+    per_token: Mapping[Operation, RateLimit] = attrs.field(factory=dict)
+
+    @classmethod
+    def from_rules(cls, rules: Sequence[str]) -> RateLimitPolicy:
+        """The defaults changed by rules like `search=300/minute`, `token.save=10/minute`, `*=off`.
+
+        `*` names every operation; `off` removes the limit. Later rules win.
+
+        Raises:
+            InvalidInputError: ("rate_limit") an unknown operation or a malformed limit.
+        """
+        per_user = dict(DEFAULT_USER_LIMITS)
+        per_token: dict[Operation, RateLimit] = {}
+        for rule in rules:
+            name, equals, value = rule.partition("=")
+            name, value = name.strip(), value.strip()
+            table = per_user
+            if name.startswith(PER_TOKEN_RULE):
+                table, name = per_token, name.removeprefix(PER_TOKEN_RULE)
+            if not equals:
+                raise InvalidInputError("rate_limit", f"must be OPERATION=LIMIT (e.g. search=120/minute), not {rule!r}")
+            operations = _operations(name, rule)
+            limit = None if value == OFF else RateLimit.parse(value)
+            for operation in operations:
+                if limit is None:
+                    table.pop(operation, None)
+                else:
+                    table[operation] = limit
+        return cls(per_user=per_user, per_token=per_token)
+
+    def describe(self) -> list[str]:
+        """The policy as rules `from_rules` reads back (an operation without a user limit is `off`)."""
+        user = [f"{op}={_spelled(self.per_user[op])}" if op in self.per_user else f"{op}={OFF}" for op in Operation]
+        token = [f"{PER_TOKEN_RULE}{op}={_spelled(limit)}" for op, limit in self.per_token.items()]
+        return user + token
+
+
+def _spelled(limit: RateLimit) -> str:
+    for unit, seconds in reversed(_UNITS.items()):
+        if limit.seconds == seconds:
+            return f"{limit.amount}/{unit}"
+    return f"{limit.amount}/{limit.seconds} seconds"
+
+
+def _operations(name: str, rule: str) -> tuple[Operation, ...]:
+    if name == "*":
+        return tuple(Operation)
+    try:
+        return (Operation(name),)
+    except ValueError:
+        known = ", ".join(op.value for op in Operation)
+        raise InvalidInputError(
+            "rate_limit",
+            f"must be OPERATION=LIMIT with OPERATION one of {known}, * or token.<one of them>; not {rule!r}",
+        ) from None
+
+
+@attrs.frozen(kw_only=True)
+class WindowState:
+    """A limit's window after one request was counted (or refused)."""
+
+    allowed: bool
+    limit: int
+    window_seconds: int
+    remaining: int
+    reset_seconds: float
+    """Seconds until a slot frees up (the oldest counted request leaves the window)."""
+
+    def retry_after(self) -> int:
+        """Whole seconds to wait before a refused request can succeed: at least 1."""
+        return max(1, math.ceil(self.reset_seconds))
+
+
+class RateLimitedError(MemoryBankError):
+    """The caller made too many requests of this operation in the window; nothing was done."""
+
+    def __init__(self, operation: Operation, limit: RateLimit, state: WindowState) -> None:
+        self.operation = operation
+        self.rate_limit = limit
+        self.state = state
+        super().__init__(f"rate limit of {limit.describe()} for {operation} reached")
+
+
+class RateLimits:
+    """The rate-limit check a facade makes once per authenticated request, before the use case runs."""
+
+    def __init__(self, *, limiter: RateLimiter, policy: RateLimitPolicy | None = None) -> None:
+        self._limiter = limiter
+        self.policy = policy or RateLimitPolicy()
+
+    def admit(self, principal: Principal, operation: Operation) -> WindowState | None:
+        """Count one request of `operation` by `principal`; the tightest window's state after it.
+
+        None means no limit applies, or the limiter's store could not be reached (the request is
+        allowed: an outage of the limiter must not become an outage of the bank). The user's
+        budget is checked first; a request refused there is not counted against the credential.
+
+        Raises:
+            RateLimitedError: a limit is reached; retry after `error.state.retry_after()` seconds.
+        """
+        tightest: WindowState | None = None
+        for key, limit in self._limits(principal, operation):
+            state = self._limiter.hit(key=key, limit=limit)
+            if state is None:
+                continue
+            if not state.allowed:
+                raise RateLimitedError(operation, limit, state)
+            if tightest is None or state.remaining < tightest.remaining:
+                tightest = state
+        return tightest
+
+    def _limits(self, principal: Principal, operation: Operation) -> list[tuple[str, RateLimit]]:
+        found: list[tuple[str, RateLimit]] = []
+        user_limit = self.policy.per_user.get(operation)
+        if user_limit is not None:
+            found.append((rate_limit_key(operation, user_id=principal.user_id), user_limit))
+        token_limit = self.policy.per_token.get(operation)
+        credential = getattr(principal, "credential_id", None)
+        if token_limit is not None and isinstance(credential, str) and credential:
+            found.append((rate_limit_key(operation, credential_id=credential), token_limit))
+        return found
+
+
+def rate_limit_key(operation: Operation, *, user_id: str | None = None, credential_id: str | None = None) -> str:
+    """The counter's name: `save:u:<user id>` or `save:t:<sha256 of the credential id>`.
+
+    A credential id is hashed so a key names no credential, even one whose id would be sensitive
+    in a host's scheme. The `u`/`t` marker sits at a fixed position, so no user id, however
+    spelled, can name a credential's counter.
+    """
+    if credential_id is not None:
+        return f"{operation}:t:{hashlib.sha256(credential_id.encode('utf-8', 'surrogatepass')).hexdigest()}"
+    if user_id is None:
+        raise ValueError("a rate limit key needs a user id or a credential id")
+    return f"{operation}:u:{user_id}"

@@ -2,7 +2,8 @@
 
 A host imports from here: `create_app` for a standalone app, `memory_routes` to mount
 the routes under its own authentication, `PrincipalResolver` to plug that
-authentication in, and `MEMORY_ROUTES` / `build_openapi` for the route catalog.
+authentication in (a `BlockingResolver` for a synchronous check: it then runs in the same
+worker-thread call as the use case), and `MEMORY_ROUTES` / `build_openapi` for the route catalog.
 In-process callers (the MCP facade) put an authenticated principal in the ASGI scope
 under `IN_PROCESS_PRINCIPAL_KEY`.
 """
@@ -11,6 +12,7 @@ from adapters_http.app import create_app, memory_routes
 from adapters_http.auth import (
     IN_PROCESS_PRINCIPAL_KEY,
     Authenticate,
+    BlockingResolver,
     PrincipalResolver,
     bearer_resolver,
     bearer_secret,
@@ -50,6 +52,7 @@ __all__ = [
     "READY_PATH",
     "RETRY_AFTER_SECONDS",
     "Authenticate",
+    "BlockingResolver",
     "ErrorSpec",
     "MetricsExposition",
     "OperationIdError",

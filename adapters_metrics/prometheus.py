@@ -53,6 +53,12 @@ class PrometheusMetrics(EventSink):
             ["operation"],
             registry=self._registry,
         )
+        self.search_candidates = Histogram(
+            "memorybank_search_candidates",
+            "Candidate memories a search scored to choose its results (the engine's work per search).",
+            buckets=SIZE_BUCKETS,
+            registry=self._registry,
+        )
         self.search_results = Histogram(
             "memorybank_search_results",
             "Memories a search returned.",
@@ -68,11 +74,14 @@ class PrometheusMetrics(EventSink):
             self.database_errors.labels(operation_id).inc()
 
     def emit(self, name: str, fields: Mapping[str, str | int | float]) -> None:
-        """Record a search's result count from its event, then pass the event on."""
+        """Record a search's result and candidate counts from its event, then pass the event on."""
         if name == events.SEARCHED:
             results = fields.get("result_count")
             if isinstance(results, int):
                 self.search_results.observe(results)
+            candidates = fields.get("candidate_count")
+            if isinstance(candidates, int):
+                self.search_candidates.observe(candidates)
         if self._forward is not None:
             self._forward.emit(name, fields)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -48,13 +49,38 @@ def mysql_engine(url: URL) -> sa.Engine:
     # The pool holds as many connections as requests run at once (one unit of work each), so
     # a busy server does not open and close overflow connections. hide_parameters: bound
     # values (memory content) never reach logs or exception messages.
+    options: dict[str, Any] = {}
+    if url.get_driver_name() == "mysqldb":
+        options["connect_args"] = {"conv": _mysqldb_conversions()}
     return sa.create_engine(
         url,
+        **options,
         pool_size=MYSQL_POOL_SIZE,
         max_overflow=MYSQL_POOL_OVERFLOW,
         pool_recycle=MYSQL_POOL_RECYCLE_SECONDS,
         hide_parameters=True,
     )
+
+
+def _mysqldb_conversions() -> dict[Any, Any]:
+    """mysqlclient's result converters, with DATETIME parsed by the C `datetime.fromisoformat`.
+
+    mysqlclient parses each DATETIME in Python (about 3 µs); a page of 20 memories with their
+    contexts carries over a hundred of them. Values it parses differently (zero dates) still go
+    to its own converter.
+    """
+    from MySQLdb.constants import FIELD_TYPE
+    from MySQLdb.converters import conversions
+    from MySQLdb.times import DateTime_or_None
+
+    def datetime_or_none(value: str) -> datetime | None:
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            converted: datetime | None = DateTime_or_None(value)
+            return converted
+
+    return {**conversions, FIELD_TYPE.DATETIME: datetime_or_none, FIELD_TYPE.TIMESTAMP: datetime_or_none}
 
 
 def sqlite_engine(url: URL) -> sa.Engine:

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory
 from adapters_mysql.unit_of_work import reading
-from memorybank_core import SearchEngine, SearchHit
+from memorybank_core import SearchEngine, SearchHit, SearchHits
 from memorybank_search import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
 
 CandidateRow = sa.Row[str, str | None, int, int, int]
@@ -58,11 +58,11 @@ class OwnerScopedSearch(SearchEngine):
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
         tokens = self._indexer.query_tokens(user_id, query)
         if not tokens:
-            return []
+            return SearchHits(candidate_count=0)
         with unavailable_on_driver_error("search"), reading(self._engine) as connection:
             rows = self._candidates(connection, user_id, tokens, self._candidate_limit + 1)
             if not rows:
-                return []
+                return SearchHits(candidate_count=0)
             document_frequency = None
             if len(rows) > self._candidate_limit:
                 rows = self._best_candidates(connection, user_id, tokens, rows)[: self._candidate_limit]

@@ -722,7 +722,10 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
 def _listen(host: str, port: int) -> socket.socket:
     """A socket bound to `host:port`, as uvicorn would bind it (SO_REUSEADDR, IPv6 for a `:` host)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0, as uvicorn's own bind: asyncio sets TCP_NODELAY only on accepted sockets
+    # whose proto says TCP. Without it, Nagle holds each response's body until the client's
+    # delayed ACK of its head: about 40 ms added to every keep-alive request.
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))

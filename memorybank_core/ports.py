@@ -7,7 +7,7 @@ cannot even be written. Adapters subclass these explicitly.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from typing import Protocol
@@ -55,6 +55,18 @@ class SearchHit:
 
     memory_id: str
     score: float
+
+
+class SearchHits(list[SearchHit]):
+    """An engine's hits, best first, with how many candidate memories it scored to choose them.
+
+    An engine may return a plain sequence instead; the count then goes unreported. It feeds the
+    search event (and so the `memorybank_search_candidates` metric): a count, never a query.
+    """
+
+    def __init__(self, hits: Iterable[SearchHit] = (), *, candidate_count: int) -> None:
+        super().__init__(hits)
+        self.candidate_count = candidate_count
 
 
 class MemoryStore(Protocol):

@@ -25,6 +25,7 @@ from memorybank_core.ports import (
     NoUnitOfWork,
     Principal,
     SearchEngine,
+    SearchHits,
     UnitOfWork,
 )
 from memorybank_core.requests import SaveRequest
@@ -131,9 +132,10 @@ class MemoryBank:
             found = self._store.get_many(user_id=owner, memory_ids=[hit.memory_id for hit in hits])
         # A memory deleted between ranking and loading is simply left out.
         results = [SearchResult(memory=found[hit.memory_id], score=hit.score) for hit in hits if hit.memory_id in found]
-        self._emit(
-            events.SEARCHED, started, user_id=owner, query_length=len(text), limit=count, result_count=len(results)
-        )
+        fields: dict[str, str | int | float] = {"query_length": len(text), "limit": count, "result_count": len(results)}
+        if isinstance(hits, SearchHits):
+            fields["candidate_count"] = hits.candidate_count
+        self._emit(events.SEARCHED, started, user_id=owner, **fields)
         return results
 
     def list(self, principal: Principal, *, limit: object = None, cursor: str | None = None) -> MemoryPage:

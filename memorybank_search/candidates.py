@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from memorybank_core import SearchHit
+from memorybank_core import SearchHits
 from memorybank_search.bm25 import CorpusStats, best_matches
 
 #: How many candidate rows a search scores at most. Past it, an engine keeps the candidates its
@@ -44,7 +44,7 @@ def rank_candidates(
     total_length: int,
     document_frequency: Mapping[str, int] | None,
     limit: int,
-) -> list[SearchHit]:
+) -> SearchHits:
     """BM25 over `candidates` with the owner's statistics; `document_frequency` None means count it here.
 
     Counting here is exact when `candidates` holds every owner document that matches any token.
@@ -58,4 +58,4 @@ def rank_candidates(
         document_frequency=document_frequency,
     )
     lengths = {candidate.memory_id: candidate.doc_length for candidate in candidates}
-    return best_matches(tokens, documents, stats, limit, lengths=lengths)
+    return SearchHits(best_matches(tokens, documents, stats, limit, lengths=lengths), candidate_count=len(candidates))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from memorybank_core import InMemoryStore, SearchEngine, SearchHit
+from memorybank_core import InMemoryStore, SearchEngine, SearchHit, SearchHits
 from memorybank_search.candidates import Candidate, rank_candidates
 from memorybank_search.indexer import OwnerIndexer, SearchDocument
 
@@ -29,7 +29,7 @@ class InMemorySearch(SearchEngine):
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
         tokens = self._indexer.query_tokens(user_id, query)
         if not tokens:
-            return []
+            return SearchHits(candidate_count=0)
         with self._lock:
             known = self._documents.get(user_id, {})
         documents = {

@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from memorybank import cli
 from tests.rail_users import create_database, new_user
 from tests.served import free_port, run_memorybank, served
 
@@ -74,6 +75,18 @@ def test_an_allowed_host_that_is_not_a_host_name_is_refused_in_one_line(tmp_path
     assert result.returncode == 2
     assert result.stderr.startswith("memorybank: error: --allowed-host must be a Host header such as")
     assert result.stderr.count("\n") == 1
+
+
+def test_the_single_worker_listener_hands_out_tcp_sockets_so_asyncio_turns_nagle_off() -> None:
+    # asyncio sets TCP_NODELAY only on accepted sockets whose proto is IPPROTO_TCP; with proto 0
+    # every keep-alive response waited ~40 ms for the client's delayed ACK.
+    listener = cli._listen("127.0.0.1", 0)
+    with listener:
+        listener.listen()
+        with socket.create_connection(listener.getsockname()[:2]):
+            accepted, _ = listener.accept()
+            with accepted:
+                assert accepted.proto == socket.IPPROTO_TCP
 
 
 @pytest.mark.parametrize(

@@ -105,6 +105,10 @@ def test_metrics_count_requests_by_operation_and_status_and_never_name_users_or_
     assert 'memorybank_http_requests_total{operation="getMemory",status="401"} 1.0' in text
     assert 'memorybank_http_request_duration_seconds_count{operation="postMemory"} 1.0' in text
     assert "memorybank_search_results_count 1.0" in text
+    # One search that scored the one matching memory: counted, without a label naming anything.
+    assert "memorybank_search_candidates_count 1.0" in text
+    assert "memorybank_search_candidates_sum 1.0" in text
+    assert 'memorybank_search_candidates_bucket{le="1.0"} 1.0' in text
     for private in ("usr_", "org_", "mem_", "quixotic", "marmalade", "Quixotic", secret):
         assert private not in text
 

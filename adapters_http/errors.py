@@ -14,7 +14,9 @@ from memorybank_core.errors import (
     CredentialsRefusedError,
     ForbiddenError,
     InvalidInputError,
+    MemoryDisabledError,
     NotFoundError,
+    QuotaExceededError,
     UnavailableError,
 )
 from memorybank_core.rate_limits import RateLimitedError
@@ -65,6 +67,18 @@ ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
         ErrorSpec(401, "unauthorized", "The bearer token was refused.", {"WWW-Authenticate": "Bearer"}),
     ),
     (ForbiddenError, ErrorSpec(403, "insufficient_scope", "The token lacks the scope this operation requires.")),
+    (
+        MemoryDisabledError,
+        ErrorSpec(403, "memory_disabled", "Memory is switched off for this account by the operator of this server."),
+    ),
+    (
+        QuotaExceededError,
+        ErrorSpec(
+            403,
+            "quota_exceeded",
+            "The storage quota of this account is full; delete old memories to save new ones. See details.",
+        ),
+    ),
     # Fixed text on purpose: malformed, never-existing and someone else's ids must give byte-identical bodies.
     (NotFoundError, ErrorSpec(404, "memory_not_found", "No memory with this id.")),
     (BodyTooLargeError, ErrorSpec(413, "payload_too_large", "The request body is too large.")),
@@ -121,6 +135,18 @@ def error_response(error: Exception, *, resource_metadata: str | None = None) ->
         )
     elif isinstance(error, UnauthorizedError) and resource_metadata is not None:
         headers["WWW-Authenticate"] = bearer_challenge(resource_metadata=resource_metadata)
+    elif isinstance(error, QuotaExceededError):
+        # The reference host's details shape ({path, message}), with the numbers beside it.
+        body["details"] = [
+            {
+                "path": name,
+                "message": f"{error.used[name]} of {error.limit[name]} used; this save needs {error.requested[name]}",
+                "limit": error.limit[name],
+                "used": error.used[name],
+                "requested": error.requested[name],
+            }
+            for name in error.exceeded
+        ]
     elif isinstance(error, RateLimitedError):
         retry_after = error.state.retry_after()
         body["message"] = (

@@ -26,7 +26,13 @@ API_VERSION = "v1"
 BEARER_SCHEME = "bearerAuth"
 
 _SUCCESS_TEXT = {200: "OK", 201: "Created", 204: "Deleted; the body is empty."}
-_ERROR_TEXT = {spec.status: f"`{spec.code}`: {spec.message}" for _, spec in ERROR_TABLE}
+_ERROR_TEXT: dict[int, str] = {}
+for _, _spec in ERROR_TABLE:
+    # Several codes share a status (403: insufficient_scope, memory_disabled, quota_exceeded): list them all.
+    _known = _ERROR_TEXT.get(_spec.status)
+    if _known is None or f"`{_spec.code}`" not in _known:
+        _line = f"`{_spec.code}`: {_spec.message}"
+        _ERROR_TEXT[_spec.status] = f"{_known} {_line}" if _known else _line
 
 
 def _header(description: str, schema: JsonSchema) -> JsonSchema:
@@ -37,7 +43,13 @@ _DIGITS: JsonSchema = {"type": "string", "pattern": "^[0-9]+$"}
 _REQUEST_ID = _header("An id for this request, as logged by the server.", {"type": "string", "minLength": 1})
 _ERROR_HEADERS: dict[int, dict[str, JsonSchema]] = {
     401: {"WWW-Authenticate": _header("Always `Bearer ...`.", {"type": "string", "pattern": "^Bearer"})},
-    403: {"WWW-Authenticate": _header('`Bearer error="insufficient_scope", scope=...`.', {"type": "string"})},
+    403: {
+        "WWW-Authenticate": {
+            "description": '`Bearer error="insufficient_scope", scope=...`, on `insufficient_scope` only.',
+            "required": False,
+            "schema": {"type": "string"},
+        }
+    },
     429: {
         "Retry-After": _header(
             "Whole seconds until the request can succeed.", {"type": "string", "pattern": "^[0-9]+$"}

@@ -205,11 +205,19 @@ ERROR: JsonSchema = {
         "message": {"type": "string", "description": "What went wrong, for a human."},
         "details": {
             "type": "array",
-            "description": "For `invalid_request`: every invalid field, by dotted path (`contexts.0.snippet`).",
+            "description": "For `invalid_request`: every invalid field, by dotted path (`contexts.0.snippet`). "
+            "For `quota_exceeded`: every measure the save would break (`memories`, `characters`), with its "
+            "`limit`, what is `used` now and what the save `requested`.",
             "items": {
                 "type": "object",
                 "required": ["path", "message"],
-                "properties": {"path": {"type": "string"}, "message": {"type": "string"}},
+                "properties": {
+                    "path": {"type": "string"},
+                    "message": {"type": "string"},
+                    "limit": {"type": "integer", "minimum": 0},
+                    "used": {"type": "integer", "minimum": 0},
+                    "requested": {"type": "integer", "minimum": 0},
+                },
                 "additionalProperties": False,
             },
         },

@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from adapters_http import RETRY_AFTER_SECONDS, Authenticate, bearer_challenge, bearer_secret, error_response
 from adapters_mcp.catalog import Catalog
 from adapters_mcp.http_front import EnvelopeCheck, PostOnly, quiet_stateless_teardown
+from adapters_mcp.memory_switch import MemoryEnabled, MemorySwitch
 from adapters_mcp.server import build_server
 from adapters_mcp.tools import CAPABILITY_TIMEOUT_SECONDS, CapabilityRail
 from memorybank_core import (
@@ -226,6 +227,7 @@ def create_mcp_mount(
     allowed_hosts: Sequence[str] = (),
     timeout: float = CAPABILITY_TIMEOUT_SECONDS,
     json_response: bool = False,
+    memory_enabled: MemoryEnabled | None = None,
 ) -> McpMount:
     """The rail at `/mcp/agent` over `bank_app` (the REST app its capabilities call in-process).
 
@@ -238,7 +240,9 @@ def create_mcp_mount(
     `allowed_hosts` set the DNS-rebinding protection (see `transport_security`).
     By default each POST is answered as a one-event `text/event-stream`, as the reference
     host does (its own eval reads the SSE `data:` line); every MCP client reads that.
-    `json_response=True` answers with plain JSON instead.
+    `json_response=True` answers with plain JSON instead. With `memory_enabled` (the bank's
+    `memory_enabled`), a caller whose memory an operator switched off finds no capability and gets
+    no `## Memory Bank` instructions (adapters_mcp.memory_switch).
 
     Raises:
         CatalogError: the REST app's routes give an unsound catalog.
@@ -252,7 +256,10 @@ def create_mcp_mount(
         transport_security=transport_security(bind_host, allowed_hosts),
     )
     quiet_stateless_teardown()
-    gate = PostOnly(BearerGate(EnvelopeCheck(sdk_app), authenticate, public_url=public_url))
+    inner: ASGIApp = EnvelopeCheck(sdk_app)
+    if memory_enabled is not None:
+        inner = MemorySwitch(inner, memory_enabled, principal_key=MCP_PRINCIPAL_KEY)
+    gate = PostOnly(BearerGate(inner, authenticate, public_url=public_url))
     fixed_base = public_url.rstrip("/") if public_url else None
 
     async def metadata(request: Request) -> Response:

@@ -14,6 +14,7 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from adapters_mcp.memory_switch import memory_on
 from adapters_mcp.prompt import MEMORY_BANK_PROMPT, PROMPT_DESCRIPTION, PROMPT_NAME, PROMPT_TITLE
 from adapters_mcp.tools import CapabilityRail, UnknownToolError
 from memorybank_core import Principal
@@ -28,8 +29,29 @@ PrincipalOf = Callable[[ServerRequestContext[Any, Any]], Principal | None]
 NOT_AUTHENTICATED = "not_authenticated"
 
 
+class _SwitchableServer(Server[Any]):
+    """The SDK's server, whose instructions (the `## Memory Bank` section) are left out while memory is off.
+
+    The SDK reads `instructions` when it answers `initialize` (and `server/discover`), inside the
+    request, so the caller's switch (adapters_mcp.memory_switch) decides per request.
+    """
+
+    _memory_instructions: str | None = None
+
+    @property
+    def instructions(self) -> str | None:
+        return self._memory_instructions if memory_on() else None
+
+    @instructions.setter
+    def instructions(self, value: str | None) -> None:
+        self._memory_instructions = value
+
+
 def build_server(rail: CapabilityRail, principal_of: PrincipalOf, *, name: str = SERVER_NAME) -> Server[Any]:
-    """A low-level MCP server exposing `rail`'s two tools and the Memory Bank prompt (also its instructions)."""
+    """A low-level MCP server exposing `rail`'s two tools and the Memory Bank prompt (also its instructions).
+
+    While memory is switched off for the caller, the prompt and the instructions are left out.
+    """
 
     async def list_tools(
         _ctx: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams | None
@@ -53,16 +75,16 @@ def build_server(rail: CapabilityRail, principal_of: PrincipalOf, *, name: str =
     async def list_prompts(
         _ctx: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=[prompt_definition()])
+        return types.ListPromptsResult(prompts=[prompt_definition()] if memory_on() else [])
 
     async def get_prompt(
         _ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
-        if params.name != PROMPT_NAME:
+        if params.name != PROMPT_NAME or not memory_on():
             raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {params.name}")
         return prompt_result()
 
-    return Server(
+    return _SwitchableServer(
         name,
         version=SERVER_VERSION,
         title=SERVER_TITLE,

@@ -21,6 +21,7 @@ from starlette.types import ASGIApp
 
 from adapters_mcp.catalog import Capability, Catalog, JsonObject
 from adapters_mcp.inprocess import HttpAnswer, call_app, fill_path, query_string
+from adapters_mcp.memory_switch import memory_on
 from adapters_mcp.ranking import rank
 from memorybank_core import Principal
 
@@ -35,6 +36,17 @@ CAPABILITY_TIMEOUT_SECONDS = 180.0
 """The reference host's budget for one executed capability."""
 
 NO_MATCH_HINT = "No matches. Try broader or different keywords."
+MEMORY_OFF_HINT = (
+    "Memory is switched off for this person's account by the operator of this memory bank: no memory capability "
+    "is available. Tell the person their memory bank is switched off and that they can ask the people who run it."
+)
+#: What the agent should tell the person when a memory route refuses for one of these reasons.
+_AGENT_ADVICE: dict[object, str] = {
+    "quota_exceeded": "The person's memory bank is full, so this memory was NOT saved. Tell them, and offer to "
+    "list their memories (getMemory) so they can choose old ones to delete (deleteMemoryById) before saving again.",
+    "memory_disabled": "Memory is switched off for this person's account by the operator of this memory bank; "
+    "nothing was read or written. Tell the person; only the people who run the bank can switch it back on.",
+}
 
 # Rail error codes (the reference host's), carried in the `error` field of a tool error.
 INVALID_TOOL_INPUT = "invalid_tool_input"
@@ -247,6 +259,10 @@ class CapabilityRail:
             args = self._validated(SEARCH_TOOL, _without_nulls(arguments or {}))
         except ToolInputError as error:
             return _input_error(error)
+        if not memory_on():
+            # Every capability of this catalog is a memory capability: none is offered while memory is off.
+            off: JsonObject = {"matches": [], "hint": MEMORY_OFF_HINT}
+            return _success(off, off)
         limit = int(args.get("limit", DEFAULT_SEARCH_LIMIT))
         ranked = rank(self.catalog, str(args["query"]), limit=limit)
         answer: JsonObject = {"matches": [entry.capability.describe(score=entry.score) for entry in ranked]}
@@ -322,6 +338,10 @@ def _route_result(name: str, answer: HttpAnswer) -> types.CallToolResult:
     structured: JsonObject = {"status": answer.status, "body": body}
     if body is not None:
         text = json.dumps(body, ensure_ascii=False)
+        advice = _AGENT_ADVICE.get(body.get("error")) if isinstance(body, dict) else None
+        if advice is not None:
+            # The body as the route gave it, then what the agent should tell the person.
+            text = f"{text}\n{advice}"
     elif answer.body:
         # Not JSON (never expected from the REST app): the text is all there is to show.
         text = answer.body.decode("utf-8", "replace")

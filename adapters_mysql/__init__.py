@@ -5,6 +5,7 @@ The composition root calls `open_storage(url, indexer=…)`; a host with its own
 search engine and token store are wired into the bank. Nothing connects at import time.
 """
 
+from adapters_mysql.control_store import SqlControlStore
 from adapters_mysql.errors import SchemaNotReadyError
 from adapters_mysql.memory_store import SqlMemoryStore
 from adapters_mysql.mysql_search import MysqlOwnerScopedSearch
@@ -37,6 +38,7 @@ __all__ = [
     "SchemaNotReadyError",
     "SealStatus",
     "SpiderSealingError",
+    "SqlControlStore",
     "SqlMemoryStore",
     "SqlPanelSessionStore",
     "SqlPurgeStore",

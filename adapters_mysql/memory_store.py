@@ -18,7 +18,8 @@ from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
 from adapters_mysql.sealed_rows import RowCodec
 from adapters_mysql.unit_of_work import reading, writing
-from memorybank_core import BrokenSealError, InvalidInputError, ListPosition, Memory, MemoryStore, Scope
+from adapters_mysql.usage import charge, charge_many, credit, read_usage
+from memorybank_core import BrokenSealError, InvalidInputError, ListPosition, Memory, MemoryStore, Quota, Scope, Usage
 from memorybank_search import OwnerIndexer
 
 _log = logging.getLogger("memorybank.storage")
@@ -123,10 +124,12 @@ class SqlMemoryStore(MemoryStore):
         self.codec = codec or RowCodec()
         self._reads = _CHECKED_READS if self.codec.reads_search_columns else _PLAIN_READS
 
-    def add(self, *, user_id: str, memory: Memory) -> None:
+    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
         if memory.user_id != user_id:
             raise ValueError("a memory is added by its own owner")
         with unavailable_on_driver_error("save"), writing(self._engine) as connection:
+            # The ledger first: over quota, the transaction rolls back before any row is written.
+            charge(connection, memory, quota)
             self._insert(connection, [memory])
 
     def add_many(self, memories: Sequence[Memory]) -> None:
@@ -143,6 +146,7 @@ class SqlMemoryStore(MemoryStore):
             return
         try:
             with unavailable_on_driver_error("import"), writing(self._engine) as connection:
+                charge_many(connection, memories)
                 self._insert(connection, memories)
         except sa.exc.IntegrityError as error:
             raise InvalidInputError("id", "is already stored") from error
@@ -200,6 +204,13 @@ class SqlMemoryStore(MemoryStore):
                         memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id
                     )
                 )
+                # The ledger before the row goes, reading the row's count in the same statement.
+                counted = (
+                    sa.select(memory_table.c.characters)
+                    .where(owned_memories(user_id), memory_table.c.id == memory_id)
+                    .scalar_subquery()
+                )
+                credit(connection, user_id=user_id, characters=counted)
                 deleted = connection.execute(
                     memory_table.delete().where(owned_memories(user_id), memory_table.c.id == memory_id)
                 ).rowcount
@@ -209,6 +220,9 @@ class SqlMemoryStore(MemoryStore):
         except _NothingDeleted:
             return False
         return True
+
+    def usage(self, *, user_id: str) -> Usage:
+        return read_usage(self._engine, user_id)
 
 
 class _NothingDeleted(Exception):

@@ -22,6 +22,7 @@ from adapters_mysql.schema import api_token, memory, memory_context, panel_crede
 from adapters_mysql.sqlite_search import purge_rewritten_text
 from adapters_mysql.token_store import count_revocation
 from adapters_mysql.unit_of_work import reading, writing
+from adapters_mysql.usage import forget_usage
 from memorybank_core import MemoryBankError, Scope, limits
 from memorybank_core.offboarding import (
     PurgeCounts,
@@ -165,6 +166,8 @@ class SqlPurgeStore(PurgeStore):
                     )
                 )
                 connection.execute(memory.delete().where(mine, memory.c.id.in_(memory_ids)))
+                # The quota ledger no longer matches: rebuilt from what remains on the owner's next save.
+                forget_usage(connection, owner)
             elif org_id is None:
                 # The user has no memory left: contexts still carrying the user's id (none, unless
                 # something wrote around the store) go too, so nothing of the user remains.

@@ -43,13 +43,18 @@ from adapters_mysql.errors import driver_error_code
 from adapters_mysql.memory_store import SqlMemoryStore
 from memorybank_core import (
     ApiToken,
+    Control,
+    ControlStore,
     ListPosition,
     Memory,
     MemoryStore,
+    Quota,
     SearchEngine,
     SearchHit,
+    SubjectKind,
     TokenStore,
     UnavailableError,
+    Usage,
 )
 from memorybank_core.offboarding import PurgeCounts, PurgeRun, PurgeStore, PurgeSubject
 
@@ -115,12 +120,13 @@ class ResilientMemoryStore(MemoryStore):
     def __init__(self, store: SqlMemoryStore) -> None:
         self.inner = store
 
-    def add(self, *, user_id: str, memory: Memory) -> None:
+    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
+        # The quota check is in the save's transaction: a repeat re-checks it; a landed save was charged once.
         def attempt(unknown: bool) -> None:
             if unknown and self._landed(user_id, memory.id):
                 return
             try:
-                self.inner.add(user_id=user_id, memory=memory)
+                self.inner.add(user_id=user_id, memory=memory, quota=quota)
             except exc.IntegrityError:
                 # The id is ours and fresh: a clash means an interrupted attempt landed after all.
                 if not self._landed(user_id, memory.id):
@@ -141,6 +147,9 @@ class ResilientMemoryStore(MemoryStore):
         # After an interrupted attempt, nothing left to delete means the memory is gone.
         return retrying("delete", lambda unknown: self.inner.delete(user_id=user_id, memory_id=memory_id) or unknown)
 
+    def usage(self, *, user_id: str) -> Usage:
+        return retrying("usage", lambda _unknown: self.inner.usage(user_id=user_id))
+
     def add_many(self, memories: Sequence[Memory]) -> None:
         """Bulk import, not retried: a rerun of the import reports the lines already stored."""
         self.inner.add_many(memories)
@@ -154,6 +163,26 @@ class ResilientSearch(SearchEngine):
 
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
         return retrying("search", lambda _unknown: self.inner.search(user_id=user_id, query=query, limit=limit))
+
+
+class ResilientControlStore(ControlStore):
+    """A `ControlStore` whose operations are retried: reads, and writes that are safe to repeat."""
+
+    def __init__(self, store: ControlStore) -> None:
+        self.inner = store
+
+    def find(self, *, user_id: str, org_id: str | None) -> Sequence[Control]:
+        return retrying("controls", lambda _unknown: self.inner.find(user_id=user_id, org_id=org_id))
+
+    def set(self, change: Control) -> Control:
+        # Setting the same values again changes nothing: a repeat after an unknown outcome is safe.
+        return retrying("controls", lambda _unknown: self.inner.set(change))
+
+    def clear(self, *, kind: SubjectKind, subject_id: str) -> bool:
+        return retrying("controls", lambda unknown: self.inner.clear(kind=kind, subject_id=subject_id) or unknown)
+
+    def list(self) -> Sequence[Control]:
+        return retrying("controls", lambda _unknown: self.inner.list())
 
 
 class ResilientTokenStore(TokenStore):

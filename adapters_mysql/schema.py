@@ -15,7 +15,7 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
-from memorybank_core import Origin, PanelCredentialKind, Scope, limits
+from memorybank_core import Origin, PanelCredentialKind, Scope, SubjectKind, limits
 from memorybank_core.limits import TextBound
 
 #: MySQL TEXT holds 65,535 bytes, and utf8mb4 needs up to 4 bytes per character.
@@ -106,6 +106,10 @@ memory = sa.Table(
     # Encryption at rest (adapters_mysql.sealed_rows): NULL for a plaintext row, else
     # "<sealing key id>:<index key id>". Re-sealing walks rows whose state is not the ring's.
     sa.Column("seal_state", sa.String(SEAL_STATE_LENGTH), nullable=True),
+    # What the memory counts against its owner's storage quota: the plaintext characters of its
+    # content, tags and snippets (`memorybank_core.charged_characters`), whatever sealing makes of
+    # them. NULL on rows saved before revision 0010 until `memorybank migrate` counts them.
+    sa.Column("characters", sa.Integer(), nullable=True),
     # The authenticator of a sealed row's search columns (tokens and their count), bound to the
     # row; NULL for plaintext rows and rows sealed before revision 0008 (token format 1).
     sa.Column("search_mac", sa.String(SEARCH_MAC_LENGTH), nullable=True),
@@ -188,6 +192,32 @@ seal_key = sa.Table(
     **MYSQL_TABLE_OPTIONS,
 )
 
+#: Each user's storage use, the ledger the quota is checked against: one row per user, changed in
+#: the transaction of every save and delete (adapters_mysql.usage). A missing row is rebuilt from
+#: the user's memories on their next save.
+memory_usage = sa.Table(
+    "memory_usage",
+    metadata,
+    sa.Column("user_id", id_type(), primary_key=True),
+    sa.Column("memories", sa.BigInteger(), nullable=False),
+    sa.Column("characters", sa.BigInteger(), nullable=False),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+#: The operators' controls (memorybank_core.controls): per user, per organization and for everyone
+#: (kind 'all', subject '*'), a gate switch and quota limits; NULL leaves a setting to the next level.
+memory_control = sa.Table(
+    "memory_control",
+    metadata,
+    sa.Column("kind", sa.Enum(*(kind.value for kind in SubjectKind), name="memory_control_kind"), primary_key=True),
+    sa.Column("subject_id", id_type(), primary_key=True),
+    sa.Column("enabled", sa.Boolean(create_constraint=False), nullable=True),
+    sa.Column("max_memories", sa.BigInteger(), nullable=True),
+    sa.Column("max_characters", sa.BigInteger(), nullable=True),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
+    **MYSQL_TABLE_OPTIONS,
+)
+
 #: One row per offboarding purge (`memorybank_core.offboarding`): what was asked, what has been
 #: removed so far and the digest chained over the removed ids. Each batch updates it in the
 #: transaction that deletes, so after a crash it says exactly what is done and a rerun resumes it.
@@ -231,6 +261,8 @@ TABLES: tuple[sa.Table, ...] = (
     panel_credential,
     api_token_revocations,
     seal_key,
+    memory_usage,
+    memory_control,
     purge_run,
     reindex_generation,
 )

@@ -35,6 +35,7 @@ from memorybank_core import (
     Sealer,
     Source,
 )
+from memorybank_core.entities import charged_characters
 from memorybank_core.wire import citation_ids
 from memorybank_search import SearchDocument
 
@@ -131,6 +132,7 @@ class RowCodec:
             "doc_length": document.doc_length,
             "search_version": document.search_version,
             "search_mac": self.document_mac(saved.id, saved.user_id, document) if self._sealer is not None else None,
+            "characters": charged_characters(saved),
         }
 
     def document_mac(self, memory_id: str, user_id: str, document: SearchDocument) -> str:

@@ -14,16 +14,19 @@ from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.memory_store import SqlMemoryStore, owned_memories
 from adapters_mysql.schema import memory, memory_context
 from adapters_mysql.unit_of_work import writing
+from adapters_mysql.usage import credit
 
 
 class SpiderMemoryStore(SqlMemoryStore):
-    """`SqlMemoryStore` whose delete reads before it writes (see the module)."""
+    """`SqlMemoryStore` whose delete reads before it writes (see the module), the usage ledger included."""
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:
         mine = sa.and_(owned_memories(user_id), memory.c.id == memory_id)
         with unavailable_on_driver_error("delete"), writing(self._engine) as connection:
-            if connection.execute(sa.select(memory.c.id).where(mine).with_for_update()).first() is None:
+            found = connection.execute(sa.select(memory.c.characters).where(mine).with_for_update()).first()
+            if found is None:
                 return False
+            credit(connection, user_id=user_id, characters=found.characters or 0)
             # Contexts first, as the plain store does; both statements stay on the user's data node.
             connection.execute(
                 memory_context.delete().where(

@@ -15,6 +15,7 @@ import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
+from adapters_mysql.control_store import SqlControlStore
 from adapters_mysql.engines import for_writing, mysql_engine, sqlite_engine
 from adapters_mysql.errors import driver_error_code, unavailable_on_driver_error
 from adapters_mysql.failover import Host, HostRing, display_hosts, fail_over_between, split_hosts
@@ -25,7 +26,13 @@ from adapters_mysql.panel_session_store import SqlPanelSessionStore
 from adapters_mysql.purge_store import PurgeUnsupportedError, SqlPurgeStore
 from adapters_mysql.readiness import check_ready, ensure_search_index
 from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, ReindexReport, count_to_reindex, reindex
-from adapters_mysql.retrying import ResilientMemoryStore, ResilientPurgeStore, ResilientSearch, ResilientTokenStore
+from adapters_mysql.retrying import (
+    ResilientControlStore,
+    ResilientMemoryStore,
+    ResilientPurgeStore,
+    ResilientSearch,
+    ResilientTokenStore,
+)
 from adapters_mysql.revisions import current_revision, head_revision, revisions_after, stamp_head, upgrade_to_head
 from adapters_mysql.schema import metadata
 from adapters_mysql.seal_keys import (
@@ -44,6 +51,7 @@ from adapters_mysql.spider_store import SpiderMemoryStore
 from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch, purge_rewritten_text
 from adapters_mysql.token_store import SqlTokenStore
 from adapters_mysql.unit_of_work import SqlUnitOfWork
+from adapters_mysql.usage import backfill_characters
 from memorybank_core import BlindIndex, InvalidInputError, MemoryBankError, Sealer, UnavailableError
 from memorybank_core.offboarding import PurgeStore
 from memorybank_search import OwnerIndexer
@@ -113,11 +121,13 @@ class MigrationReport:
     """True when the FULLTEXT indexes or FTS5 tables were missing and have been created."""
     reindexed: int
     """Memories whose search document was rewritten."""
+    measured: int = 0
+    """Memories from before revision 0010 whose quota characters were counted."""
 
     @property
     def changed(self) -> bool:
         """True when anything was done."""
-        return bool(self.applied) or self.created_search_structures or self.reindexed > 0
+        return bool(self.applied) or self.created_search_structures or self.reindexed > 0 or self.measured > 0
 
 
 class SqlStorage:
@@ -163,6 +173,7 @@ class SqlStorage:
         self.store = ResilientMemoryStore(store)
         self.search_engine = ResilientSearch(search_engine(engine, indexer))
         self.token_store = ResilientTokenStore(SqlTokenStore(engine))
+        self.controls = ResilientControlStore(SqlControlStore(engine))
         self.unit_of_work = SqlUnitOfWork(engine)
         self.panel_sessions = SqlPanelSessionStore(engine)
         self._display_url = display_url
@@ -222,9 +233,23 @@ class SqlStorage:
             created = ensure_search_index(connection)
         self._adopt_sealing()
         reindexed = self.reindex(progress=progress).rewritten
+        measured = self.measure_usage()
         return MigrationReport(
-            revision=head_revision(), applied=applied, created_search_structures=created, reindexed=reindexed
+            revision=head_revision(),
+            applied=applied,
+            created_search_structures=created,
+            reindexed=reindexed,
+            measured=measured,
         )
+
+    def measure_usage(self) -> int:
+        """Count the quota characters of memories saved before revision 0010, through the key ring; how many.
+
+        Raises:
+            UnavailableError: the database cannot be reached; counted batches stay counted.
+        """
+        inner = self.store.inner
+        return backfill_characters(self.engine, lambda user_id, ids: inner.get_many(user_id=user_id, memory_ids=ids))
 
     def count_to_reindex(self, *, everything: bool = False) -> int:
         """How many memories `reindex` would rewrite: indexed by an older scheme or sealed by other keys (or all).

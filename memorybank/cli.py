@@ -1,5 +1,5 @@
 """The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, encrypt, keys, panel-link,
-token and purge.
+gate, quota, token and purge.
 
 Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
 database is unreachable, its schema is not ready, or a token is not found. Every
@@ -30,6 +30,8 @@ from memorybank.settings import (
     DATABASE_URL_ENV,
     KEY_FILE_ENV,
     KEYS_ENV,
+    QUOTA_CHARACTERS_ENV,
+    QUOTA_MEMORIES_ENV,
     RATE_LIMIT_STORAGE_ENV,
     RATE_LIMITS_ENV,
     DatabaseChoice,
@@ -38,6 +40,7 @@ from memorybank.settings import (
     choose_allowed_hosts,
     choose_database,
     choose_key_ring,
+    choose_quota,
     choose_rate_limits,
     default_database_path,
     default_key_file,
@@ -47,9 +50,12 @@ from memorybank_core import (
     ApiToken,
     InvalidInputError,
     MemoryBankError,
+    MemoryControls,
     NotFoundError,
     RateLimits,
+    SubjectKind,
     UnavailableError,
+    clean_subject_id,
     ids,
     limits,
 )
@@ -79,6 +85,11 @@ _OPTION_NAMES = {
     "oauth-introspection-issuer": "--oauth-introspection-issuer",
     **{name: f"--{name}" for name in ("oauth-panel-client-id", "oauth-panel-issuer", "oauth-panel-client-secret-file")},
     "allowed_host": "--allowed-host",
+    "quota-memories": "--quota-memories",
+    "quota-characters": "--quota-characters",
+    "memories": "--memories",
+    "characters": "--characters",
+    "quota": "quota set",
     "rate_limit": "--rate-limit",
     "rate_limit_storage": "--rate-limit-storage",
     "batch_size": "--batch-size",
@@ -155,6 +166,18 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="a Host header the MCP rail accepts besides loopback names, e.g. bank.example.com behind a reverse "
         f"proxy (`name`, `name:port` or `name:*`); repeat for several; default: ${ALLOWED_HOSTS_ENV} "
         "(comma-separated)",
+    )
+    serve.add_argument(
+        "--quota-memories",
+        metavar="N",
+        help=f"each user's quota of memories unless an operator set theirs (`memorybank quota`); default: "
+        f"${QUOTA_MEMORIES_ENV}, else {limits.QUOTA_MEMORIES_DEFAULT:_}",
+    )
+    serve.add_argument(
+        "--quota-characters",
+        metavar="N",
+        help=f"each user's quota of characters (content, tags and snippets together); default: "
+        f"${QUOTA_CHARACTERS_ENV}, else {limits.QUOTA_CHARACTERS_DEFAULT:_}",
     )
     rate_limit_options = serve.add_argument_group(
         "rate limits", "per user (and optionally per token), per operation; see docs/operations.md#rate-limits"
@@ -318,6 +341,8 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     panel_link.set_defaults(run=_panel_link)
 
+    _add_control_commands(commands, database)
+
     token = commands.add_parser("token", help="manage API tokens", description="Create, list and revoke API tokens.")
     token_commands = token.add_subparsers(dest="token_command", required=True, metavar="ACTION", parser_class=_Parser)
     create = token_commands.add_parser(
@@ -386,6 +411,87 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     purge.set_defaults(run=_purge)
     return parser
+
+
+def _subject_options(parser: argparse.ArgumentParser, *, everyone: bool) -> None:
+    subject = parser.add_mutually_exclusive_group(required=True)
+    subject.add_argument("--user", metavar="usr_…", help="one user")
+    subject.add_argument("--org", metavar="org_…", help="one organization: every member, in it")
+    if everyone:
+        subject.add_argument("--all", action="store_true", help="everyone: the kill switch")
+
+
+def _add_control_commands(commands: argparse._SubParsersAction[_Parser], database: _Parser) -> None:
+    gate = commands.add_parser(
+        "gate",
+        help="switch memory on or off for a user, an organization or everyone",
+        description="Switch memory on or off, effective on the next request of every server process. Off "
+        "anywhere wins: the kill switch (--all) over an organization over a user. A switched-off account gets "
+        "403 memory_disabled on every memory route and no memory capability on the MCP rail; its memories stay.",
+    )
+    gate_commands = gate.add_subparsers(dest="gate_command", required=True, metavar="ACTION", parser_class=_Parser)
+    for action, enabled in (("on", True), ("off", False)):
+        switch = gate_commands.add_parser(
+            action,
+            parents=[database],
+            help=f"switch memory {action}",
+            description=f"Switch memory {action} for a user, an organization, or everyone (--all).",
+        )
+        _subject_options(switch, everyone=True)
+        switch.set_defaults(run=_gate_switch, enabled=enabled)
+    _show_command(
+        gate_commands,
+        database,
+        "gate",
+        help="show the switches, or whether memory is on for one user",
+        description="Without --user: every switch set. With --user (and --org): whether memory is on for them.",
+    )
+
+    quota = commands.add_parser(
+        "quota",
+        help="set and show storage quotas",
+        description="Storage quotas: how many memories, and characters of content, tags and snippets, a user may "
+        "store. A user's own quota wins over their organization's, which wins over the server's default "
+        "(serve --quota-memories/--quota-characters). A save over quota gets 403 quota_exceeded.",
+    )
+    quota_commands = quota.add_subparsers(dest="quota_command", required=True, metavar="ACTION", parser_class=_Parser)
+    quota_set = quota_commands.add_parser(
+        "set",
+        parents=[database],
+        help="set a user's or an organization's quota",
+        description="Set a quota; a measure not given keeps its current setting. Nothing stored is removed: "
+        "a user over a lowered quota cannot save until they delete enough.",
+    )
+    _subject_options(quota_set, everyone=False)
+    quota_set.add_argument("--memories", metavar="N", type=_whole_number, help="the maximum number of memories")
+    quota_set.add_argument(
+        "--characters", metavar="N", type=_whole_number, help="the maximum characters of all memories together"
+    )
+    quota_set.set_defaults(run=_quota_set)
+    _show_command(
+        quota_commands,
+        database,
+        "quota",
+        help="show the quotas set, or one user's quota and use",
+        description="Without --user: every quota set. With --user (and --org): the quota that applies to them "
+        f"and what they use. The default shown is ${QUOTA_MEMORIES_ENV} / ${QUOTA_CHARACTERS_ENV} or the "
+        "built-in one; a server started with --quota-* options applies its own.",
+    )
+
+
+def _show_command(
+    commands: argparse._SubParsersAction[_Parser], database: _Parser, what: str, *, help: str, description: str
+) -> None:
+    show = commands.add_parser("show", parents=[database], help=help, description=description)
+    show.add_argument("--user", metavar="usr_…", help="the user to check")
+    show.add_argument("--org", metavar="org_…", help="the organization the user works in")
+    show.set_defaults(run=_controls_show, what=what)
+
+
+def _whole_number(value: str) -> int:
+    if not value.isascii() or not value.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {limits.QUOTA_MAX}, not {value!r}")
+    return int(value)
 
 
 def _add_oauth_options(serve: argparse.ArgumentParser) -> None:
@@ -536,6 +642,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             EXIT_BAD_INPUT,
         )
     allowed_hosts = choose_allowed_hosts(args.allowed_hosts, args.environment)
+    quota = choose_quota(args.quota_memories, args.quota_characters, args.environment)
     limits_choice = choose_rate_limits(args.rate_limit_storage, args.rate_limits, args.environment)
     rate_limits = composition.build_rate_limits(limits_choice)  # checks the rules and URL before anything starts
     options = oauth_options(args)
@@ -575,6 +682,8 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
                     oauth=options,
                     allowed_hosts=list(allowed_hosts),
                     key_file=str(args.key_file) if args.key_file is not None else None,
+                    quota_memories=quota.max_memories,
+                    quota_characters=quota.max_characters,
                     rate_limit_storage=limits_choice.storage_url,
                     rate_limits=list(limits_choice.rules),
                 ),
@@ -589,6 +698,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             allowed_hosts=allowed_hosts,
             metrics_token=args.environment.get(serving.METRICS_TOKEN_ENV) or None,
             issuers=issuers,
+            default_quota=quota,
             rate_limits=rate_limits,
             panel_sign_in=panel_sign_in,
         )
@@ -702,6 +812,8 @@ def _migrate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
         done.append("created the full-text search indexes")
     if report.reindexed:
         done.append(f"re-indexed {report.reindexed} memories")
+    if report.measured:
+        done.append(f"counted the quota use of {report.measured} memories")
     print(f"{PROGRAM}: migrated {where} to revision {report.revision}: {'; '.join(done)}", file=out)
     print(f"{PROGRAM}: {mode}", file=out)
 
@@ -861,6 +973,114 @@ def _with_tokens(
         work(composition.build_services(storage))
     finally:
         storage.close()
+
+
+def _subject(args: argparse.Namespace) -> tuple[SubjectKind, str | None]:
+    """The subject a control command names; its id is checked before the database is touched."""
+    if getattr(args, "all", False):
+        return SubjectKind.ALL, None
+    kind, value = (SubjectKind.USER, args.user) if args.user is not None else (SubjectKind.ORG, args.org)
+    return kind, clean_subject_id(kind, value)
+
+
+def _describe_subject(kind: SubjectKind, subject_id: str | None) -> str:
+    return "everyone" if kind is SubjectKind.ALL else f"{kind.value} {subject_id}"
+
+
+def _with_controls(args: argparse.Namespace, choice: DatabaseChoice, work: Callable[[MemoryControls], None]) -> None:
+    from memorybank import composition
+
+    quota = choose_quota(None, None, args.environment)
+
+    def run(services: composition.Services) -> None:
+        controls = services.controls
+        if controls is None:  # pragma: no cover - build_services always wires them
+            raise CommandError("this build has no operator controls")
+        work(controls)
+
+    storage = composition.open_ready_storage(choice, args.keys)
+    try:
+        run(composition.build_services(storage, default_quota=quota))
+    finally:
+        storage.close()
+
+
+def _gate_switch(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    kind, subject_id = _subject(args)
+
+    def switch(controls: MemoryControls) -> None:
+        controls.set_gate(kind, subject_id, enabled=args.enabled)
+        state = "on" if args.enabled else "off"
+        print(f"{PROGRAM}: memory switched {state} for {_describe_subject(kind, subject_id)}", file=out)
+        if args.enabled and kind is not SubjectKind.ALL:
+            print("(an organization or the kill switch that is off still keeps it off)", file=out)
+
+    _with_controls(args, choice, switch)
+
+
+def _quota_set(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    kind, subject_id = _subject(args)
+    if args.memories is None and args.characters is None:
+        raise CommandError("give --memories N, --characters N, or both", EXIT_BAD_INPUT)
+
+    def set_quota(controls: MemoryControls) -> None:
+        control = controls.set_quota(kind, subject_id, max_memories=args.memories, max_characters=args.characters)
+        print(
+            f"{PROGRAM}: quota of {_describe_subject(kind, subject_id)}: "
+            f"{_limit(control.max_memories)} memories, {_limit(control.max_characters)} characters",
+            file=out,
+        )
+
+    _with_controls(args, choice, set_quota)
+
+
+def _limit(value: int | None) -> str:
+    return "default" if value is None else f"{value:_}"
+
+
+def _controls_show(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    if args.user is None and args.org is not None:
+        raise CommandError("--org needs --user: it names the organization the user works in", EXIT_BAD_INPUT)
+    user = clean_subject_id(SubjectKind.USER, args.user) if args.user is not None else None
+    org = clean_subject_id(SubjectKind.ORG, args.org) if args.org is not None else None
+
+    def show(controls: MemoryControls) -> None:
+        if user is not None:
+            effective = controls.effective(user_id=user, org_id=org)
+            policy = effective.policy
+            if args.what == "gate":
+                state = "on" if policy.enabled else f"OFF (switched off for {_off_by(policy.switched_off_by)})"
+                print(f"memory for {user}{f' in {org}' if org else ''}: {state}", file=out)
+                return
+            used, quota = effective.usage, policy.quota
+            print(f"quota of {user}{f' in {org}' if org else ''}:", file=out)
+            print(f"  memories:   {used.memories:_} of {quota.max_memories:_}", file=out)
+            print(f"  characters: {used.characters:_} of {quota.max_characters:_}", file=out)
+            return
+        shown = [
+            c
+            for c in controls.list()
+            if (c.enabled is not None if args.what == "gate" else (c.max_memories, c.max_characters) != (None, None))
+        ]
+        if not shown:
+            print(f"no {'switches' if args.what == 'gate' else 'quotas'} set", file=out)
+            return
+        for c in shown:
+            subject = _describe_subject(c.kind, c.subject_id)
+            if args.what == "gate":
+                print(f"{subject}: {'on' if c.enabled else 'OFF'}", file=out)
+            else:
+                print(f"{subject}: {_limit(c.max_memories)} memories, {_limit(c.max_characters)} characters", file=out)
+
+    _with_controls(args, choice, show)
+
+
+def _off_by(kind: SubjectKind | None) -> str:
+    return (
+        {SubjectKind.ALL: "everyone", SubjectKind.ORG: "the organization", SubjectKind.USER: "the user"}.get(kind, "-")
+        if kind is not None
+        else "-"
+    )
 
 
 def _token_create(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:

@@ -45,8 +45,10 @@ from memorybank_core import (
     Clock,
     EventSink,
     MemoryBank,
+    MemoryControls,
     PanelSessions,
     Principal,
+    Quota,
     RateLimitPolicy,
     RateLimits,
     Sealer,
@@ -159,6 +161,9 @@ class Services:
     bank: MemoryBank
     tokens: TokenService
     panel_sessions: PanelSessions
+    controls: MemoryControls | None = None
+    """The operator's gate and quotas (`memorybank gate`, `memorybank quota`); None when not wired."""
+
     rate_limits: RateLimits | None = None
     """Checked on every memory route (REST, the MCP rail, the panel); None: no limits."""
 
@@ -178,9 +183,14 @@ def build_services(
     *,
     clock: Clock | None = None,
     events: EventSink | None = None,
+    default_quota: Quota | None = None,
     rate_limits: RateLimits | None = None,
 ) -> Services:
-    """The bank, the token service and the panel's sessions over `storage`, with `rate_limits` on the routes."""
+    """The bank, the token service, the panel's sessions and the operator's controls over `storage`.
+
+    `default_quota` is the deployment's quota where no operator set one (default: `Quota()`);
+    `rate_limits` apply on the memory routes.
+    """
     return Services(
         bank=MemoryBank(
             store=storage.store,
@@ -188,9 +198,19 @@ def build_services(
             clock=clock,
             events=events,
             unit_of_work=storage.unit_of_work,
+            controls=storage.controls,
+            default_quota=default_quota,
         ),
         tokens=TokenService(store=storage.token_store, clock=clock),
         panel_sessions=PanelSessions(store=storage.panel_sessions, clock=clock),
+        controls=MemoryControls(
+            controls=storage.controls,
+            store=storage.store,
+            default_quota=default_quota,
+            clock=clock,
+            events=events,
+            unit_of_work=storage.unit_of_work,
+        ),
         rate_limits=rate_limits,
     )
 
@@ -330,6 +350,7 @@ def build_app(
         public_url=public_url,
         authorization_servers=issuers.settings.issuers if issuers else (),
         scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
+        memory_enabled=services.bank.memory_enabled,
     )
     return create_host_app(rest, mount, lifespan=lifespan)
 
@@ -372,11 +393,13 @@ def build_server_app(
     metrics_token: str | None,
     allowed_hosts: Sequence[str] = (),
     issuers: IssuerTokenVerifier | None = None,
+    default_quota: Quota | None = None,
     rate_limits: RateLimits | None = None,
     panel_sign_in: SignInSettings | None = None,
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
+    `default_quota` is the deployment's storage quota (`--quota-memories`, `--quota-characters`).
     `rate_limits` (see `build_rate_limits`) applies to every memory route: REST, MCP rail and panel.
 
     `/healthz` and `/readyz` are public; `/metrics` is served only with a `metrics_token`. On
@@ -388,7 +411,7 @@ def build_server_app(
     from adapters_metrics import PrometheusMetrics
 
     metrics = PrometheusMetrics(forward=LoggingEventSink())
-    services = build_services(storage, events=metrics, rate_limits=rate_limits)
+    services = build_services(storage, events=metrics, default_quota=default_quota, rate_limits=rate_limits)
 
     def readiness() -> str | None:
         try:

@@ -25,6 +25,7 @@ from memorybank import composition
 from memorybank.logs import logging_config
 from memorybank.oauth_settings import OAuthOptions, choose_oauth, choose_panel_sign_in
 from memorybank.settings import DatabaseChoice, RateLimitChoice, choose_key_ring
+from memorybank_core import Quota, limits
 
 OPTIONS_ENV = "MEMORYBANK_SERVE_OPTIONS"
 """Where `run` leaves the options for its workers (JSON)."""
@@ -49,6 +50,15 @@ class ServeOptions:
     allowed_hosts: list[str] = attrs.field(factory=list)
     #: `--key-file`, if given (the key ring's environment variables reach the workers by themselves).
     key_file: str | None = None
+    #: The deployment's default quota (`--quota-memories`, `--quota-characters`), as chosen by the parent.
+    quota_memories: int = limits.QUOTA_MEMORIES_DEFAULT
+    quota_characters: int = limits.QUOTA_CHARACTERS_DEFAULT
+
+    @property
+    def default_quota(self) -> Quota:
+        """The quota of every user no operator set one for."""
+        return Quota(max_memories=self.quota_memories, max_characters=self.quota_characters)
+
     #: Where rate limits are counted: `memory://` counts in each worker alone; `redis://` is shared.
     rate_limit_storage: str = "memory://"
     #: `--rate-limit` rules over the defaults, e.g. `search=300/minute`.
@@ -115,6 +125,7 @@ def app_from_environment() -> ASGIApp:
         metrics_token=os.environ.get(METRICS_TOKEN_ENV) or None,
         allowed_hosts=options.allowed_hosts,
         issuers=issuers,
+        default_quota=options.default_quota,
         rate_limits=composition.build_rate_limits(
             RateLimitChoice(storage_url=options.rate_limit_storage, rules=tuple(options.rate_limits))
         ),

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
-from memorybank_core import InvalidInputError
+from memorybank_core import InvalidInputError, Quota, limits
 
 #: A Host header value: a DNS name or IPv4 address, or a bracketed IPv6 address, with an optional port or `:*`.
 _HOST_HEADER = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::(?:[0-9]{1,5}|\*))?$")
@@ -103,6 +103,37 @@ def choose_allowed_hosts(cli_values: Sequence[str] | None, env: Mapping[str, str
                 f"not {host!r}",
             )
     return hosts
+
+
+QUOTA_MEMORIES_ENV = "MEMORYBANK_QUOTA_MEMORIES"
+"""The deployment's default quota of memories per user when `--quota-memories` is not given."""
+
+QUOTA_CHARACTERS_ENV = "MEMORYBANK_QUOTA_CHARACTERS"
+"""The deployment's default quota of characters per user when `--quota-characters` is not given."""
+
+
+def choose_quota(memories: str | None, characters: str | None, env: Mapping[str, str]) -> Quota:
+    """The deployment's default quota: each option, else its environment variable, else the built-in default.
+
+    Raises:
+        InvalidInputError: ("quota-memories", "quota-characters") not a whole number from 0 to `limits.QUOTA_MAX`.
+    """
+    return Quota(
+        max_memories=_quota_value(memories, env, QUOTA_MEMORIES_ENV, "quota-memories", limits.QUOTA_MEMORIES_DEFAULT),
+        max_characters=_quota_value(
+            characters, env, QUOTA_CHARACTERS_ENV, "quota-characters", limits.QUOTA_CHARACTERS_DEFAULT
+        ),
+    )
+
+
+def _quota_value(given: str | None, env: Mapping[str, str], variable: str, field: str, default: int) -> int:
+    raw = given if given is not None else env.get(variable, "").strip() or None
+    if raw is None:
+        return default
+    text = raw.strip().replace("_", "")
+    if not re.fullmatch(r"[0-9]{1,13}", text) or int(text) > limits.QUOTA_MAX:
+        raise InvalidInputError(field, f"must be a whole number from 0 to {limits.QUOTA_MAX}, not {raw!r}")
+    return int(text)
 
 
 KEY_FILE_ENV = "MEMORYBANK_KEY_FILE"

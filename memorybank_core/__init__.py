@@ -4,34 +4,45 @@ A host imports its names from here; adapters implement its ports.
 """
 
 from memorybank_core.clock import FixedClock, SystemClock
+from memorybank_core.controls import Effective, MemoryControls, check_quota, clean_subject_id, resolve
 from memorybank_core.entities import (
+    EVERYONE,
     ApiToken,
     Citation,
+    Control,
     Memory,
     MemoryContext,
     MemoryPage,
     Origin,
     PanelCredential,
     PanelCredentialKind,
+    Policy,
+    Quota,
     Scope,
     SearchResult,
     Source,
+    SubjectKind,
+    Usage,
+    charged_characters,
 )
 from memorybank_core.errors import (
     CredentialsRefusedError,
     ForbiddenError,
     InvalidInputError,
     MemoryBankError,
+    MemoryDisabledError,
     NotFoundError,
     Problem,
+    QuotaExceededError,
     SignInDeclinedError,
     UnavailableError,
 )
 from memorybank_core.events import LoggingEventSink, RecordingEventSink
-from memorybank_core.inmemory import InMemoryPanelSessionStore, InMemoryStore, InMemoryTokenStore
+from memorybank_core.inmemory import InMemoryControlStore, InMemoryPanelSessionStore, InMemoryStore, InMemoryTokenStore
 from memorybank_core.panel_sessions import IssuedLink, PanelSessions, StartedSession
 from memorybank_core.ports import (
     Clock,
+    ControlStore,
     EventSink,
     IdentityProviderSignIn,
     ListPosition,
@@ -61,6 +72,7 @@ from memorybank_core.tokens import IssuedToken, TokenPrincipal, TokenService
 from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE, MemoryBank
 
 __all__ = [
+    "EVERYONE",
     "READ_SCOPE",
     "WRITE_SCOPE",
     "ApiToken",
@@ -69,11 +81,15 @@ __all__ = [
     "Citation",
     "Clock",
     "ContextInput",
+    "Control",
+    "ControlStore",
     "CredentialsRefusedError",
+    "Effective",
     "EventSink",
     "FixedClock",
     "ForbiddenError",
     "IdentityProviderSignIn",
+    "InMemoryControlStore",
     "InMemoryPanelSessionStore",
     "InMemoryStore",
     "InMemoryTokenStore",
@@ -86,6 +102,8 @@ __all__ = [
     "MemoryBank",
     "MemoryBankError",
     "MemoryContext",
+    "MemoryControls",
+    "MemoryDisabledError",
     "MemoryPage",
     "MemoryStore",
     "NoUnitOfWork",
@@ -96,8 +114,11 @@ __all__ = [
     "PanelCredentialKind",
     "PanelSessionStore",
     "PanelSessions",
+    "Policy",
     "Principal",
     "Problem",
+    "Quota",
+    "QuotaExceededError",
     "RateLimit",
     "RateLimitPolicy",
     "RateLimitedError",
@@ -116,11 +137,17 @@ __all__ = [
     "SignInRedirect",
     "Source",
     "StartedSession",
+    "SubjectKind",
     "SystemClock",
     "TokenPrincipal",
     "TokenService",
     "TokenStore",
     "UnavailableError",
     "UnitOfWork",
+    "Usage",
     "WindowState",
+    "charged_characters",
+    "check_quota",
+    "clean_subject_id",
+    "resolve",
 ]

@@ -217,3 +217,78 @@ class PanelCredential:
     def is_live(self, at: datetime) -> bool:
         """Usable at `at`: not ended and not expired."""
         return self.ended_at is None and at < self.expires_at
+
+
+# Operator controls (memorybank_core.controls): quotas and the memory gate.
+
+MEMORIES = "memories"
+CHARACTERS = "characters"
+
+
+class SubjectKind(enum.Enum):
+    """Whom a control applies to."""
+
+    USER = "user"
+    ORG = "org"
+    ALL = "all"
+
+
+#: The subject id of the one control that applies to everyone.
+EVERYONE = "*"
+
+
+@attrs.frozen(kw_only=True)
+class Quota:
+    """How much one user may store: memories, and characters of content, tags and snippets together."""
+
+    max_memories: int = limits.QUOTA_MEMORIES_DEFAULT
+    max_characters: int = limits.QUOTA_CHARACTERS_DEFAULT
+
+    def as_dict(self) -> dict[str, int]:
+        """The limits by measure name, as error details and `quota show` name them."""
+        return {MEMORIES: self.max_memories, CHARACTERS: self.max_characters}
+
+
+@attrs.frozen(kw_only=True)
+class Usage:
+    """How much one user stores now."""
+
+    memories: int = 0
+    characters: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """The use by measure name."""
+        return {MEMORIES: self.memories, CHARACTERS: self.characters}
+
+
+@attrs.frozen(kw_only=True)
+class Control:
+    """What an operator set for one subject; None leaves that setting to the next level."""
+
+    kind: SubjectKind
+    subject_id: str
+    enabled: bool | None = None
+    max_memories: int | None = None
+    max_characters: int | None = None
+    updated_at: datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Policy:
+    """What applies to one request: whether memory is on (and if not, which switch is off) and the quota."""
+
+    enabled: bool
+    switched_off_by: SubjectKind | None
+    quota: Quota
+
+
+def charged_characters(memory: Memory) -> int:
+    """The characters a memory counts against its owner's quota: its plaintext content, tags and snippets.
+
+    Counted here, on the plaintext, so a sealed row (longer, and in bytes) costs the same as a plain one.
+    """
+    return (
+        len(memory.content)
+        + sum(len(tag) for tag in memory.tags)
+        + sum(len(context.snippet) for context in memory.contexts)
+    )

@@ -59,6 +59,31 @@ class ForbiddenError(MemoryBankError, PermissionError):
         super().__init__(f"this operation requires the scope {required_scope}")
 
 
+class QuotaExceededError(MemoryBankError, PermissionError):
+    """A save would take the owner over their storage quota; nothing was written.
+
+    `limit` and `used` hold each measure ("memories", "characters") at refusal time; `exceeded`
+    names the measures the save would have broken, and `requested` what it asked for.
+    """
+
+    def __init__(
+        self, *, exceeded: tuple[str, ...], limit: dict[str, int], used: dict[str, int], requested: dict[str, int]
+    ) -> None:
+        self.exceeded = exceeded
+        self.limit = limit
+        self.used = used
+        self.requested = requested
+        broken = ", ".join(f"{name} {used[name]} of {limit[name]} used" for name in exceeded)
+        super().__init__(f"the storage quota is full ({broken}): delete old memories to save new ones")
+
+
+class MemoryDisabledError(MemoryBankError, PermissionError):
+    """Memory is switched off for this principal (its user, its organization or everyone) by an operator."""
+
+    def __init__(self) -> None:
+        super().__init__("memory is switched off for this account")
+
+
 class CredentialsRefusedError(MemoryBankError):
     """Credentials were presented and refused (expired, for another resource, badly signed, ...).
 

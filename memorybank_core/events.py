@@ -13,6 +13,16 @@ SAVED = "memory.saved"
 SEARCHED = "memory.searched"
 LISTED = "memory.listed"
 DELETED = "memory.deleted"
+#: A save refused because the owner's quota is full (fields: user_id, exceeded).
+QUOTA_REFUSED = "memory.quota_refused"
+#: A request refused because memory is switched off (fields: user_id, org_id, operation, switch).
+GATE_REFUSED = "memory.gate_refused"
+#: An operator switched memory on or off for a subject (fields: subject_kind, subject_id, enabled).
+GATE_CHANGED = "memory.gate_changed"
+#: An operator set a subject's quota (fields: subject_kind, subject_id).
+QUOTA_CHANGED = "memory.quota_changed"
+#: An operator removed every control of a subject (fields: subject_kind, subject_id, cleared).
+CONTROLS_CLEARED = "memory.controls_cleared"
 
 _log = logging.getLogger("memorybank.events")
 

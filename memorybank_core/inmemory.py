@@ -9,13 +9,25 @@ without a database. Thread-safe: the HTTP facade calls it from a thread pool.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 import attrs
 
-from memorybank_core.entities import ApiToken, Memory, PanelCredential, Scope
-from memorybank_core.ports import ListPosition, MemoryStore, PanelSessionStore, TokenStore
+from memorybank_core.controls import check_quota, merge
+from memorybank_core.entities import (
+    EVERYONE,
+    ApiToken,
+    Control,
+    Memory,
+    PanelCredential,
+    Quota,
+    Scope,
+    SubjectKind,
+    Usage,
+    charged_characters,
+)
+from memorybank_core.ports import ControlStore, ListPosition, MemoryStore, PanelSessionStore, TokenStore
 
 
 class InMemoryStore(MemoryStore):
@@ -25,11 +37,14 @@ class InMemoryStore(MemoryStore):
         self._lock = threading.Lock()
         self._by_owner: dict[str, dict[str, Memory]] = {}
 
-    def add(self, *, user_id: str, memory: Memory) -> None:
+    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
         if memory.user_id != user_id:
             raise ValueError("a memory is added by its own owner")
         with self._lock:
-            self._by_owner.setdefault(user_id, {})[memory.id] = memory
+            owned = self._by_owner.setdefault(user_id, {})
+            if quota is not None:
+                check_quota(quota, _usage_of(owned.values()), charged_characters(memory))
+            owned[memory.id] = memory
 
     def get_many(self, *, user_id: str, memory_ids: Sequence[str]) -> Mapping[str, Memory]:
         owned = self.owned(user_id)
@@ -51,6 +66,10 @@ class InMemoryStore(MemoryStore):
             del owned[memory_id]
             return True
 
+    def usage(self, *, user_id: str) -> Usage:
+        with self._lock:
+            return _usage_of(self._by_owner.get(user_id, {}).values())
+
     def owned(self, user_id: str) -> dict[str, Memory]:
         """A snapshot of the owner's personal memories by id."""
         with self._lock:
@@ -59,6 +78,43 @@ class InMemoryStore(MemoryStore):
 
 def _position(memory: Memory) -> tuple[datetime, str]:
     return (memory.created_at, memory.id)
+
+
+def _usage_of(memories: Iterable[Memory]) -> Usage:
+    # Every memory the owner stores counts, as in the SQL ledger (which counts rows, not scopes).
+    found = list(memories)
+    return Usage(memories=len(found), characters=sum(charged_characters(m) for m in found))
+
+
+class InMemoryControlStore(ControlStore):
+    """Operator controls in a dict by (kind, subject id)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._controls: dict[tuple[SubjectKind, str], Control] = {}
+
+    def find(self, *, user_id: str, org_id: str | None) -> Sequence[Control]:
+        wanted = [(SubjectKind.USER, user_id), (SubjectKind.ALL, EVERYONE)]
+        if org_id is not None:
+            wanted.append((SubjectKind.ORG, org_id))
+        with self._lock:
+            return [self._controls[key] for key in wanted if key in self._controls]
+
+    def set(self, change: Control) -> Control:
+        key = (change.kind, change.subject_id)
+        with self._lock:
+            current = self._controls.get(key)
+            self._controls[key] = merged = change if current is None else merge(current, change)
+            return merged
+
+    def clear(self, *, kind: SubjectKind, subject_id: str) -> bool:
+        with self._lock:
+            return self._controls.pop((kind, subject_id), None) is not None
+
+    def list(self) -> Sequence[Control]:
+        order = {SubjectKind.ALL: 0, SubjectKind.ORG: 1, SubjectKind.USER: 2}
+        with self._lock:
+            return sorted(self._controls.values(), key=lambda c: (order[c.kind], c.subject_id))
 
 
 class InMemoryTokenStore(TokenStore):

@@ -57,6 +57,13 @@ PANEL_LINK_TTL_MAX_SECONDS = 24 * 60 * 60
 #: A panel session lasts a working day; signing in again is one link or one pasted token away.
 PANEL_SESSION_TTL_SECONDS = 12 * 60 * 60
 
+#: The storage quota of every user unless a deployment or an operator says otherwise (docs/operations.md).
+#: 10,000 memories is years of deliberate, human-confirmed saves; 20 million characters lets every one of
+#: them average 2,000 characters of content, tags and snippets, a quarter of a full-size memory.
+QUOTA_MEMORIES_DEFAULT = 10_000
+QUOTA_CHARACTERS_DEFAULT = 20_000_000
+#: An operator's quota value is a whole number from 0 (no new saves) to this.
+QUOTA_MAX = 10**12
 #: An offboarding purge deletes this many memories (with their contexts) per transaction unless told
 #: otherwise: short transactions, so other users' reads and writes never wait long on its locks.
 PURGE_BATCH = CountBound(1, 10_000, default=500)

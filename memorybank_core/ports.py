@@ -14,7 +14,7 @@ from typing import Protocol
 
 import attrs
 
-from memorybank_core.entities import ApiToken, Memory, PanelCredential
+from memorybank_core.entities import ApiToken, Control, Memory, PanelCredential, Quota, SubjectKind, Usage
 from memorybank_core.rate_limits import RateLimit, WindowState
 
 
@@ -73,10 +73,15 @@ class MemoryStore(Protocol):
     """Durable storage of memories with their contexts, always scoped to one owner."""
 
     @abstractmethod
-    def add(self, *, user_id: str, memory: Memory) -> None:
+    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
         """Store `memory` and all its contexts atomically: all of it or none of it.
 
+        The owner's usage (`usage`) grows by one memory and its `charged_characters` in the same
+        transaction. With a `quota`, the growth is conditional on staying within it, race-safe
+        against concurrent saves of the same owner: at the quota, nothing is written.
+
         Raises:
+            QuotaExceededError: the save would take the owner over `quota`; nothing was written.
             UnavailableError: storage cannot be reached; nothing was written.
         """
 
@@ -90,7 +95,11 @@ class MemoryStore(Protocol):
 
     @abstractmethod
     def delete(self, *, user_id: str, memory_id: str) -> bool:
-        """Delete the owner's memory and all its contexts atomically; False if the owner has none such."""
+        """Delete the owner's memory and all its contexts atomically, and shrink their usage; False if none such."""
+
+    @abstractmethod
+    def usage(self, *, user_id: str) -> Usage:
+        """How many memories, and characters of them (`entities.charged_characters`), the owner stores."""
 
 
 class SearchEngine(Protocol):
@@ -146,6 +155,29 @@ class TokenStore(Protocol):
     @abstractmethod
     def revocation_generation(self) -> int:
         """How many revocations were ever made: it changes whenever any token is revoked."""
+
+
+class ControlStore(Protocol):
+    """Storage of the operators' controls (memorybank_core.controls): gate switches and quotas per subject."""
+
+    @abstractmethod
+    def find(self, *, user_id: str, org_id: str | None) -> Sequence[Control]:
+        """The controls of this user, this organization (if given) and everyone: what one request needs."""
+
+    @abstractmethod
+    def set(self, change: Control) -> Control:
+        """Store `change`'s settings that are not None for its subject, stamped `change.updated_at`.
+
+        The subject's control is created if needed; its other settings stay. Returns the control now.
+        """
+
+    @abstractmethod
+    def clear(self, *, kind: SubjectKind, subject_id: str) -> bool:
+        """Remove one subject's control; False if it had none."""
+
+    @abstractmethod
+    def list(self) -> Sequence[Control]:
+        """Every control: everyone's first, then organizations', then users', each by id."""
 
 
 class UnitOfWork(Protocol):

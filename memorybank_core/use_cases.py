@@ -11,12 +11,14 @@ from collections.abc import Callable
 
 from memorybank_core import events, ids, limits
 from memorybank_core.clock import SystemClock
+from memorybank_core.controls import resolve
 from memorybank_core.cursor import decode_cursor, encode_cursor
-from memorybank_core.entities import Memory, MemoryPage, SearchResult, Source
-from memorybank_core.errors import ForbiddenError, NotFoundError
+from memorybank_core.entities import Memory, MemoryPage, Policy, Quota, SearchResult, Source
+from memorybank_core.errors import ForbiddenError, MemoryDisabledError, NotFoundError, QuotaExceededError
 from memorybank_core.events import LoggingEventSink
 from memorybank_core.ports import (
     Clock,
+    ControlStore,
     EventSink,
     ListPosition,
     MemoryStore,
@@ -45,8 +47,15 @@ class MemoryBank:
         events: EventSink | None = None,
         new_id: Callable[[str], str] = ids.new_id,
         unit_of_work: UnitOfWork | None = None,
+        controls: ControlStore | None = None,
+        default_quota: Quota | None = None,
     ) -> None:
+        """`controls` holds the operators' gate switches and quotas (`memorybank_core.controls`); without it
+        memory is on for everyone. `default_quota` applies where no operator set one (default: `Quota()`).
+        """
         self._store = store
+        self._controls = controls
+        self.default_quota: Quota = default_quota or Quota()
         self._search = search_engine
         self.unit_of_work: UnitOfWork = unit_of_work or NoUnitOfWork()
         """Each use case runs in one unit (one connection); a facade may open it earlier, e.g. around auth."""
@@ -64,22 +73,36 @@ class MemoryBank:
 
         Raises:
             ForbiddenError: the principal lacks `mcp:write`.
+            MemoryDisabledError: an operator switched memory off for the principal; nothing is written.
             InvalidInputError: the body breaks a bound or a type rule; nothing is written.
+            QuotaExceededError: the owner's storage quota is full; nothing is written.
             UnavailableError: storage is down; nothing is written.
         """
         started = time.perf_counter()
         owner = _authorize(principal, WRITE_SCOPE)
-        if not isinstance(request, SaveRequest):
-            request = SaveRequest.parse(request)
+        with self.unit_of_work():
+            # The gate before validation: a switched-off account learns nothing else.
+            policy = self._admit(principal, owner, "save")
+            if not isinstance(request, SaveRequest):
+                request = SaveRequest.parse(request)
+            return self._save(owner, principal.organization_id, request, source, policy, started)
+
+    def _save(
+        self, owner: str, org_id: str, request: SaveRequest, source: Source, policy: Policy, started: float
+    ) -> Memory:
         memory = request.to_memory(
             memory_id=self._new_id(ids.MEMORY_PREFIX),
             user_id=owner,
-            org_id=principal.organization_id,
+            org_id=org_id,
             source=source,
             created_at=self._clock.now(),
             context_ids=[self._new_id(ids.CONTEXT_PREFIX) for _ in request.contexts],
         )
-        self._store.add(user_id=owner, memory=memory)
+        try:
+            self._store.add(user_id=owner, memory=memory, quota=policy.quota)
+        except QuotaExceededError as error:
+            self._emit(events.QUOTA_REFUSED, started, user_id=owner, exceeded=",".join(error.exceeded))
+            raise
         self._emit(
             events.SAVED,
             started,
@@ -96,6 +119,7 @@ class MemoryBank:
 
         Raises:
             ForbiddenError: the principal lacks `mcp:read`.
+            MemoryDisabledError: an operator switched memory off for the principal.
             InvalidInputError: `q` or `limit` is out of bounds.
         """
         started = time.perf_counter()
@@ -103,6 +127,7 @@ class MemoryBank:
         text = clean_text(query, path="q", bound=limits.QUERY)
         count = clean_count(limit, path="limit", bound=limits.SEARCH_LIMIT)
         with self.unit_of_work():
+            self._admit(principal, owner, "search")
             hits = self._search.search(user_id=owner, query=text, limit=count)
             found = self._store.get_many(user_id=owner, memory_ids=[hit.memory_id for hit in hits])
         # A memory deleted between ranking and loading is simply left out.
@@ -121,6 +146,7 @@ class MemoryBank:
 
         Raises:
             ForbiddenError: the principal lacks `mcp:read`.
+            MemoryDisabledError: an operator switched memory off for the principal.
             InvalidInputError: `limit` is out of bounds or `cursor` is not one we issued.
         """
         started = time.perf_counter()
@@ -129,6 +155,7 @@ class MemoryBank:
         after = decode_cursor(cursor) if cursor is not None else None
         # One extra row tells whether another page exists without a second query.
         with self.unit_of_work():
+            self._admit(principal, owner, "list")
             rows = list(self._store.list(user_id=owner, limit=count + 1, after=after))
         page, more = rows[:count], len(rows) > count
         next_cursor = (
@@ -142,29 +169,60 @@ class MemoryBank:
 
         Raises:
             ForbiddenError: the principal lacks `mcp:write`.
+            MemoryDisabledError: an operator switched memory off for the principal; nothing is deleted.
             NotFoundError: no such memory for this owner: malformed, never existed,
                 already deleted and someone else's are indistinguishable.
         """
         started = time.perf_counter()
         owner = _authorize(principal, WRITE_SCOPE)
-        if not ids.is_id(memory_id, prefix=ids.MEMORY_PREFIX) or not self._store.delete(
-            user_id=owner, memory_id=memory_id
-        ):
-            raise NotFoundError()
+        with self.unit_of_work():
+            self._admit(principal, owner, "delete")
+            if not ids.is_id(memory_id, prefix=ids.MEMORY_PREFIX) or not self._store.delete(
+                user_id=owner, memory_id=memory_id
+            ):
+                raise NotFoundError()
         self._emit(events.DELETED, started, memory_id=memory_id, user_id=owner)
+
+    def memory_enabled(self, principal: Principal) -> bool:
+        """Whether memory is on for `principal` now (no scope needed): facades hide memory when it is off.
+
+        A principal without usable ids gets False, as every use case would refuse it.
+        """
+        try:
+            owner = _authorize(principal, None)
+        except ForbiddenError:
+            return False
+        with self.unit_of_work():
+            return self._policy(owner, principal.organization_id).enabled
+
+    def _policy(self, owner: str, org_id: str) -> Policy:
+        found = self._controls.find(user_id=owner, org_id=org_id) if self._controls is not None else ()
+        return resolve(found, user_id=owner, org_id=org_id, default=self.default_quota)
+
+    def _admit(self, principal: Principal, owner: str, operation: str) -> Policy:
+        """The policy of this request, once the gate let it through (an indexed read of at most three rows)."""
+        policy = self._policy(owner, principal.organization_id)
+        if not policy.enabled:
+            switch = policy.switched_off_by.value if policy.switched_off_by is not None else "-"
+            self._events.emit(
+                events.GATE_REFUSED,
+                {"user_id": owner, "org_id": principal.organization_id, "operation": operation, "switch": switch},
+            )
+            raise MemoryDisabledError()
+        return policy
 
     def _emit(self, name: str, started: float, **fields: str | int | float) -> None:
         fields["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
         self._events.emit(name, fields)
 
 
-def _authorize(principal: Principal, scope: str) -> str:
-    """Check the principal holds `scope` and return its user id, the owner of everything it touches."""
+def _authorize(principal: Principal, scope: str | None) -> str:
+    """Check the principal holds `scope` (if any) and return its user id, the owner of everything it touches."""
     user_id, org_id = principal.user_id, principal.organization_id
     # A host handing us a principal without usable ids is a host bug; refuse rather than guess.
     for value in (user_id, org_id):
         if not isinstance(value, str) or not limits.ID.min <= len(value) <= limits.ID.max:
-            raise ForbiddenError(scope)
-    if scope not in principal.scopes:
+            raise ForbiddenError(scope or WRITE_SCOPE)
+    if scope is not None and scope not in principal.scopes:
         raise ForbiddenError(scope)
     return user_id

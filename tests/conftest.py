@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import attrs
 import pytest
 
-from memorybank_core import READ_SCOPE, WRITE_SCOPE, FixedClock, MemoryBank, RecordingEventSink
+from memorybank_core import READ_SCOPE, WRITE_SCOPE, FixedClock, MemoryBank, MemoryControls, RecordingEventSink
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
-from tests.contract.backends import FACTORIES, BackendFactory
+from tests.contract.backends import FACTORIES, Backend, BackendFactory
 
 #: `mysql_url` and the MySQL test-server rules, for every tier.
 pytest_plugins = ("tests.mysql_server",)
@@ -44,10 +44,32 @@ def events() -> RecordingEventSink:
 
 
 @pytest.fixture
-def bank(backend_factory: BackendFactory, events: RecordingEventSink) -> MemoryBank:
+def backend(backend_factory: BackendFactory) -> Backend:
+    """A fresh, empty backend of the parametrized kind."""
+    return backend_factory.fresh()
+
+
+@pytest.fixture
+def bank(backend: Backend, events: RecordingEventSink) -> MemoryBank:
     """A bank over a fresh, empty backend of the parametrized kind."""
-    backend = backend_factory.fresh()
-    return MemoryBank(store=backend.store, search_engine=backend.search_engine, clock=start_clock(), events=events)
+    return bank_over(backend, events)
+
+
+@pytest.fixture
+def controls(backend: Backend, events: RecordingEventSink) -> MemoryControls:
+    """The operator's controls over the same backend as `bank`."""
+    return MemoryControls(controls=backend.controls, store=backend.store, events=events)
+
+
+def bank_over(backend: Backend, events: RecordingEventSink | None = None) -> MemoryBank:
+    """The bank as the server wires it: over `backend`'s store, search engine and operator controls."""
+    return MemoryBank(
+        store=backend.store,
+        search_engine=backend.search_engine,
+        clock=start_clock(),
+        events=events,
+        controls=backend.controls,
+    )
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import corpus, purge_impact, rate_limit_flood, recall, scale, write_cost
+from benchmarks import controls, corpus, purge_impact, rate_limit_flood, recall, scale, write_cost
 from benchmarks.common import SERVER_ENV, Timing, drop_database
 from tests.mysql_server import server_url
 
@@ -106,6 +106,13 @@ def test_the_write_cost_benchmark_saves_with_every_engine(
     out = capsys.readouterr().out
     assert "seed's FULLTEXT index only" in out
     assert "saves/s" in out
+
+
+def test_the_controls_benchmark_prints_both_variants_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
+    controls.main(["--repeats", "3", "--budget", "1"])
+    out = capsys.readouterr().out
+    assert "| SQLite file | list 20 |" in out
+    assert "| SQLite file | save |" in out
 
 
 def test_the_flood_benchmark_times_the_limiter_and_reads_wrks_summary() -> None:

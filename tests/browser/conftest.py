@@ -36,11 +36,14 @@ from memorybank_core import (
     ListPosition,
     Memory,
     MemoryBank,
+    MemoryControls,
     MemoryStore,
     PanelSessions,
+    Quota,
     TokenPrincipal,
     TokenService,
     UnavailableError,
+    Usage,
 )
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_search import OwnerIndexer
@@ -117,8 +120,11 @@ class FaultyStore(MemoryStore):
         self.fail_list = self.fail_delete = False
         self.list_delay = 0.0
 
-    def add(self, *, user_id: str, memory: Memory) -> None:
-        self._store.add(user_id=user_id, memory=memory)
+    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
+        self._store.add(user_id=user_id, memory=memory, quota=quota)
+
+    def usage(self, *, user_id: str) -> Usage:
+        return self._store.usage(user_id=user_id)
 
     def get_many(self, *, user_id: str, memory_ids: Sequence[str]) -> Mapping[str, Memory]:
         return self._store.get_many(user_id=user_id, memory_ids=memory_ids)
@@ -193,6 +199,7 @@ class World:
     tokens: TokenService
     sessions: PanelSessions
     store: FaultyStore
+    controls: MemoryControls
 
     def person(self, memories: Sequence[str | Mapping[str, Any]] = (), *, scopes: Sequence[str] = ()) -> Person:
         """A new user with a token, who saved `memories` in this order (so the last is the newest)."""
@@ -230,15 +237,22 @@ def running_world(database: Path, *, port: int | None = None, **app_options: Any
     storage.initialize()
     store = FaultyStore(storage.store)
     services = composition.Services(
-        bank=MemoryBank(store=store, search_engine=storage.search_engine),
+        bank=MemoryBank(store=store, search_engine=storage.search_engine, controls=storage.controls),
         tokens=TokenService(store=storage.token_store),
         panel_sessions=PanelSessions(store=storage.panel_sessions),
+        controls=MemoryControls(controls=storage.controls, store=store),
     )
     server = LiveServer(composition.build_app(services, **app_options), port)
     server.start()
     try:
+        assert services.controls is not None
         yield World(
-            server=server, bank=services.bank, tokens=services.tokens, sessions=services.panel_sessions, store=store
+            server=server,
+            bank=services.bank,
+            tokens=services.tokens,
+            sessions=services.panel_sessions,
+            store=store,
+            controls=services.controls,
         )
     finally:
         server.stop()

@@ -6,6 +6,7 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from adapters_mcp import MEMORY_BANK_PROMPT
+from memorybank_core import SubjectKind
 from tests.browser.conftest import Panel, World
 
 pytestmark = pytest.mark.browser
@@ -73,6 +74,30 @@ def test_an_error_names_what_failed_in_plain_words_and_retry_works(panel: Panel,
     panel.settled()
     assert panel.shown_texts() == ["Ships on Fridays"]
     assert panel.active().get_attribute("data-memory-id") == world.memory_ids(person)[0]
+
+
+def test_an_account_whose_memory_is_switched_off_says_so_plainly_and_comes_back_when_switched_on(
+    panel: Panel, world: World
+) -> None:
+    person = world.person(["Takes the night train"])
+    world.controls.set_gate(SubjectKind.USER, person.user_id, enabled=False)
+    try:
+        panel.sign_in(person)
+
+        title = panel.heading("Memory is switched off for your account")
+        section = title.find_element(By.XPATH, "./ancestor::section[1]")
+        assert "Your saved memories are kept" in section.text
+        assert panel.shown_texts() == []
+        assert not panel.driver.find_element(By.ID, "error-state").is_displayed()
+        assert not panel.driver.find_element(By.ID, "empty-state").is_displayed()
+        panel.state("memory-disabled")
+    finally:
+        world.controls.set_gate(SubjectKind.USER, person.user_id, enabled=True)
+
+    panel.press("button", "Check again")
+    panel.settled()
+    assert panel.shown_texts() == ["Takes the night train"]
+    assert not panel.driver.find_element(By.ID, "disabled-state").is_displayed()
 
 
 def test_when_the_browser_goes_offline_a_banner_shows_actions_pause_and_it_recovers_by_itself(

@@ -45,7 +45,7 @@ def migrate_command(cluster: SpiderCluster) -> list[str]:
 def empty_every_node(cluster: SpiderCluster) -> None:
     """Delete every row on the data nodes (the head holds none)."""
     for node in cluster.shards:
-        for table in ("memory_context", "memory", "api_token", "panel_credential"):
+        for table in ("memory_context", "memory", "api_token", "panel_credential", "memory_usage", "memory_control"):
             node.query(f"TRUNCATE TABLE `{DATABASE}`.`{table}`")
 
 
@@ -58,7 +58,9 @@ class SpiderFactory(BackendFactory):
 
     def fresh(self) -> Backend:
         empty_every_node(self.cluster)
-        return Backend(store=self.storage.store, search_engine=self.storage.search_engine)
+        return Backend(
+            store=self.storage.store, search_engine=self.storage.search_engine, controls=self.storage.controls
+        )
 
     def close(self) -> None:
         self.storage.close()

@@ -14,16 +14,17 @@ from typing import Protocol
 import attrs
 import pytest
 
-from memorybank_core import InMemoryStore, MemoryStore, SearchEngine
+from memorybank_core import ControlStore, InMemoryControlStore, InMemoryStore, MemoryStore, SearchEngine
 from memorybank_search import InMemorySearch, OwnerIndexer
 
 
 @attrs.frozen
 class Backend:
-    """A store and the search engine that reads it."""
+    """A store, the search engine that reads it, and the operators' controls beside them."""
 
     store: MemoryStore
     search_engine: SearchEngine
+    controls: ControlStore = attrs.field(factory=InMemoryControlStore)
 
 
 class BackendFactory(Protocol):

@@ -18,6 +18,7 @@ from memorybank_core import (
     Memory,
     MemoryBank,
     Principal,
+    Quota,
     TokenService,
     UnavailableError,
 )
@@ -34,7 +35,7 @@ class BrokenStore(InMemoryStore):
         super().__init__()
         self.error = error
 
-    def add(self, *, user_id: str, memory: Memory) -> None:
+    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
         raise self.error
 
     def get_many(self, *, user_id: str, memory_ids: Sequence[str]) -> Mapping[str, Memory]:

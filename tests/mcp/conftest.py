@@ -70,9 +70,14 @@ def mount(bank: MemoryBank, tokens: TokenService) -> McpMount:
 def host_app(bank: MemoryBank, tokens: TokenService) -> Starlette:
     """`memorybank serve`'s shape: REST and the rail in one app, the same tokens for both."""
     rest = create_app(bank, bearer_token_resolver(tokens))
-    return create_host_app(
-        rest, create_mcp_mount(rest, tokens.authenticate, allowed_hosts=["testserver"], catalog=default_catalog())
+    mount = create_mcp_mount(
+        rest,
+        tokens.authenticate,
+        allowed_hosts=["testserver"],
+        catalog=default_catalog(),
+        memory_enabled=bank.memory_enabled,
     )
+    return create_host_app(rest, mount)
 
 
 @pytest.fixture

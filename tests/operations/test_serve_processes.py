@@ -6,7 +6,6 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -17,7 +16,6 @@ import sqlalchemy as sa
 from adapters_mysql import open_storage
 from adapters_mysql.schema import memory, memory_context
 from memorybank_search import OwnerIndexer
-from tests.mysql_server import ThrowawayDatabase
 from tests.served import NO_RATE_LIMITS, run_memorybank, serving
 
 #: Each test starts real server processes with workers: a tier of its own (`pytest -m serve_processes`).
@@ -28,20 +26,6 @@ CLIENT_THREADS = 4
 SAVING_SECONDS_BEFORE_SIGTERM = 1.5
 #: uvicorn's graceful stop: in-flight requests finish, then the pools close; the test allows this long.
 EXIT_SECONDS = 30
-
-
-@pytest.fixture(params=["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A ready database: an SQLite file, or a migrated throwaway MariaDB database."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'bank.sqlite3'}"
-        return
-    database = ThrowawayDatabase()
-    try:
-        assert run_memorybank(["migrate", "--db", database.url]).returncode == 0
-        yield database.url
-    finally:
-        database.drop()
 
 
 def _token(db_url: str) -> str:

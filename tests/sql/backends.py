@@ -40,7 +40,9 @@ class SqliteFactory(BackendFactory):
             # Deleting through the memory table fires the FTS5 triggers, so the index empties too.
             for table in reversed(TABLES):
                 connection.execute(table.delete())
-        return Backend(store=self.storage.store, search_engine=self.storage.search_engine)
+        return Backend(
+            store=self.storage.store, search_engine=self.storage.search_engine, controls=self.storage.controls
+        )
 
     def close(self) -> None:
         self.storage.close()
@@ -71,7 +73,9 @@ class MysqlFactory(BackendFactory):
             # would otherwise keep counting until OPTIMIZE TABLE), so each test ranks alone.
             for table in TABLES:
                 connection.execute(sa.text(f"TRUNCATE TABLE {table.name}"))
-        return Backend(store=self.storage.store, search_engine=self.storage.search_engine)
+        return Backend(
+            store=self.storage.store, search_engine=self.storage.search_engine, controls=self.storage.controls
+        )
 
     def close(self) -> None:
         self.storage.close()

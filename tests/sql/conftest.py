@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -11,10 +12,22 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from adapters_mysql import SqlStorage
+from tests.mysql_server import ThrowawayDatabase
 from tests.sql.backends import MysqlFactory, SqliteFactory
 
 #: Both SQL dialects; the MySQL one needs the server (fails, never skips, under CI=true).
 DIALECTS = [pytest.param("sqlite"), pytest.param("mysql", marks=pytest.mark.mysql)]
+
+
+@pytest.fixture(params=DIALECTS)
+def new_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of an empty database of the parametrized dialect, dropped after the test."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'bank.sqlite3'}"
+        return
+    database = ThrowawayDatabase()
+    yield database.url
+    database.drop()
 
 
 @pytest.fixture(scope="session")

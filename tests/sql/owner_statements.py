@@ -72,7 +72,8 @@ def check_every_statement_carries_one_owner(storage: SqlStorage, statements: lis
 
     touching = queries(statements)
     kinds = {s.sql.split()[0] for s in touching}
-    assert kinds == {"INSERT", "SELECT", "DELETE"}, "the cycle must exercise every kind of statement"
+    # UPDATE: the usage ledger (adapters_mysql.usage), charged by each save and credited by each delete.
+    assert kinds == {"INSERT", "SELECT", "DELETE", "UPDATE"}, "the cycle must exercise every kind of statement"
     for statement in touching:
         owners = [u.user_id for u in (alice, bob) if statement.binds(u.user_id)]
         assert len(owners) == 1, f"binds no single owner: {statement.sql}"

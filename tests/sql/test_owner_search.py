@@ -5,9 +5,7 @@ tag collisions, re-indexing and the upgrade from revision 0001.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -28,8 +26,7 @@ from adapters_mysql.schema import memory
 from memorybank_core import SearchEngine
 from memorybank_search import SEARCH_VERSION, OwnerIndexer
 from memorybank_search.indexer import MAX_TOKEN_LENGTH, TAG_LENGTH, encode_term, owner_tag
-from tests.mysql_server import ThrowawayDatabase
-from tests.sql.conftest import DIALECTS, Statement
+from tests.sql.conftest import Statement
 from tests.sql.memories import SAVED_AT, make_memory, new_user
 
 _TOKEN = re.compile(rf"[0-9a-z_]{{{TAG_LENGTH + 1},{MAX_TOKEN_LENGTH}}}")
@@ -149,17 +146,6 @@ def test_reindex_rewrites_stale_rows_and_only_them(storage: SqlStorage) -> None:
     assert storage.reindex(everything=True, batch_size=1).rewritten == 2
     hits = storage.search_engine.search(user_id=owner, query="juniper", limit=5)
     assert {h.memory_id for h in hits} == {stale.id, current.id}
-
-
-@pytest.fixture(params=DIALECTS)
-def new_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """The URL of an empty database of the parametrized dialect, dropped after the test."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'bank.sqlite3'}"
-        return
-    database = ThrowawayDatabase()
-    yield database.url
-    database.drop()
 
 
 def test_migrating_from_revision_0001_indexes_the_rows_it_holds(new_database_url: str) -> None:

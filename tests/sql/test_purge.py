@@ -132,8 +132,11 @@ def test_purging_one_user_of_three_changes_no_row_of_anyone_else(population: Pop
 
     after = snapshot(storage)
     user_at = {name: column(storage, name, "user_id") for name in ("memory", "memory_context")}
-    user_at |= {name: column(storage, name, "user_id") for name in ("api_token", "panel_credential")}
+    user_at |= {name: column(storage, name, "user_id") for name in ("api_token", "panel_credential", "memory_usage")}
     unchanged_except(before, after, theirs=lambda table, row: table in user_at and row[user_at[table]] == alice.user_id)
+    # The quota ledger keeps no row of the purged user.
+    assert alice.user_id in before["memory_usage"]
+    assert alice.user_id not in after["memory_usage"]
     counts = receipt.counts
     assert (counts.memories, counts.contexts, counts.tokens, counts.panel_sessions) == (10, 9, 2, 2)
     assert receipt.batches == 5  # 7 + 3 memories, two at a time
@@ -161,9 +164,14 @@ def test_purging_one_organization_of_two_removes_what_was_saved_under_it_only(po
 
     after = snapshot(storage)
 
+    owner_of_memory = column(storage, "memory", "user_id")
+    owners_in_a = {row[owner_of_memory] for key, row in before["memory"].items() if key in in_a}
+
     def theirs(table: str, row: tuple[object, ...]) -> bool:
         if table == "memory_context":
             return row[memory_of_context] in in_a
+        if table == "memory_usage":
+            return row[0] in owners_in_a  # dropped with their memories, rebuilt on their next save
         return table in org_at and row[org_at[table]] == ORG_A
 
     unchanged_except(before, after, theirs=theirs)
@@ -171,8 +179,9 @@ def test_purging_one_organization_of_two_removes_what_was_saved_under_it_only(po
     assert (counts.memories, counts.tokens, counts.panel_sessions) == (12, 2, 4)
     assert counts.contexts == sum(1 for row in before["memory_context"].values() if row[memory_of_context] in in_a)
     assert not in_a & set(after["memory"])
-    # alice's memories under B, and her token for B, stay.
+    # alice's memories under B, and her token for B, stay; her quota use counts just those.
     assert len(population.bank.list(population.alice_in_b).memories) == 3
+    assert population.storage.store.usage(user_id=population.alice.user_id).memories == 3
     assert population.bank.search(population.bob, query="lighthouse") == []
     assert population.tokens.authenticate(population.secrets[population.bob.user_id]) is None
     assert population.tokens.authenticate(population.secrets[population.carol.user_id]) is not None

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from adapters_mysql import SqlStorage
 from adapters_mysql.memory_store import SqlMemoryStore
 from adapters_mysql.retrying import Failure, ResilientMemoryStore, classify, retrying
-from memorybank_core import Memory, UnavailableError
+from memorybank_core import Memory, Quota, UnavailableError
 from tests.sql.memories import make_memory, new_user
 from tests.sql.test_store import rows_of
 
@@ -43,8 +43,8 @@ class FlakyStore(SqlMemoryStore):
             write()
         raise driver_failure(code)
 
-    def add(self, *, user_id: str, memory: Memory) -> None:
-        self._fail_or_run(lambda: super(FlakyStore, self).add(user_id=user_id, memory=memory))
+    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
+        self._fail_or_run(lambda: super(FlakyStore, self).add(user_id=user_id, memory=memory, quota=quota))
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:
         return bool(self._fail_or_run(lambda: super(FlakyStore, self).delete(user_id=user_id, memory_id=memory_id)))

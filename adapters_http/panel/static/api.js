@@ -24,8 +24,15 @@ const PLAIN_WORDS = {
   504: "The memory bank server took too long to answer.",
 };
 
+/** Words for error codes that say more than their status. */
+const CODE_WORDS = {
+  memory_disabled: "Memory is switched off for your account.",
+  quota_exceeded: "Your memory bank is full; delete old memories to make room.",
+};
+
 function errorFor(status, body) {
   if (status === 401) return new ApiError("signed-out", status, "Your session has ended. Sign in again.", body?.error);
+  if (CODE_WORDS[body?.error]) return new ApiError("http", status, CODE_WORDS[body.error], body.error);
   const words = PLAIN_WORDS[status] ?? `The server answered with an unexpected error (HTTP ${status}).`;
   return new ApiError("http", status, words, body?.error ?? null);
 }

@@ -130,6 +130,7 @@ async function loadFirstPage() {
   state.loaded = false;
   $("memory-list").replaceChildren();
   $("error-state").hidden = true;
+  $("disabled-state").hidden = true;
   renderListState();
   setBusy(true);
   try {
@@ -175,18 +176,31 @@ function append(page) {
   return first;
 }
 
+/** The error code of a 403 for an account whose memory an operator switched off. */
+const MEMORY_DISABLED = "memory_disabled";
+
 function failLoading(error) {
   if (error.kind === "signed-out") return signedOut();
   if (error.kind === "network") goOffline("server");
+  if (error.code === MEMORY_DISABLED) {
+    // Not an error to retry: an operator's switch. Said plainly, with nothing else on the page.
+    $("disabled-state").hidden = false;
+    return;
+  }
   $("error-text").textContent = error.message;
   $("error-state").hidden = false;
 }
 
 $("load-more").addEventListener("click", loadMore);
-$("retry").addEventListener("click", async () => {
+/** Load again after a failure, and move focus to whatever now shows. */
+async function reload() {
   await loadFirstPage();
-  ($("memory-list").querySelector("article") ?? (!$("empty-state").hidden ? $("empty-title") : $("error-title"))).focus();
-});
+  const shown = [["disabled-state", "disabled-title"], ["empty-state", "empty-title"]].find(([id]) => !$(id).hidden);
+  ($("memory-list").querySelector("article") ?? $(shown ? shown[1] : "error-title")).focus();
+}
+
+$("retry").addEventListener("click", reload);
+$("disabled-retry").addEventListener("click", reload);
 
 // ---- delete with undo --------------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """Sealed search tokens authenticated per row, and the reindex generation that keeps rotation miss-free.
 
 Revision ID: 0008
-Revises: 0007
+Revises: 0010
 Create Date: 2026-12-03
 
 `memory.search_mac` holds the authenticator of a sealed row's search tokens (adapters_mysql.sealed_rows);
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008"
-down_revision = "0007"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
@@ -42,10 +42,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    """Drop what revision 0008 added; refused while a row's tokens are in format 2 (0007 cannot read them)."""
+    """Drop what revision 0008 added; refused while a row's tokens are in format 2 (0010 cannot read them)."""
     if op.get_bind().execute(sa.text("SELECT 1 FROM memory WHERE search_mac IS NOT NULL LIMIT 1")).first():
         raise RuntimeError(
-            "this database holds search tokens in format 2, which revision 0007 cannot read: not downgraded"
+            "this database holds search tokens in format 2, which revision 0010 cannot read: not downgraded"
         )
     op.drop_table("reindex_generation")
     op.drop_column("memory", "search_mac")

@@ -1,0 +1,208 @@
+"""The usage ledger behind storage quotas: one `memory_usage` row per user, kept in step with their memories.
+
+Every save charges the ledger and every delete credits it, in the transaction that writes the
+memory, so the ledger never disagrees with the rows. A quota-checked save is one conditional
+statement, `UPDATE … SET memories = memories + 1, characters = characters + :n WHERE user_id =
+:owner AND memories + 1 <= :max AND characters + :n <= :max_characters`: the row lock makes
+concurrent saves of one user queue, and each re-checks the condition against the committed
+count, so 20 saves racing for the last slot store exactly one (tests/sql/test_quotas.py).
+
+A user without a ledger row (new, or from before revision 0010) gets one built from their
+memories (`COUNT`, `SUM(characters)`) the first time they save; `INSERT IGNORE` lets two first
+saves race safely. Rows from before 0010 have no character count until `backfill_characters`
+(run by `memorybank migrate`) measures them through the key ring.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+
+import sqlalchemy as sa
+
+from adapters_mysql.engines import for_writing
+from adapters_mysql.errors import unavailable_on_driver_error
+from adapters_mysql.schema import memory, memory_usage
+from adapters_mysql.unit_of_work import reading
+from memorybank_core import Memory, Quota, Scope, Usage, charged_characters, check_quota
+
+_log = logging.getLogger("memorybank.storage")
+
+
+def _owned(user_id: str) -> sa.ColumnElement[bool]:
+    # The owner's personal memories: what saves add and deletes remove.
+    return sa.and_(memory.c.user_id == user_id, memory.c.scope == Scope.USER.value)
+
+
+def _create_if_missing(connection: sa.Connection, user_id: str) -> None:
+    """Build the user's ledger row from their memories, unless it exists (then nothing happens)."""
+    counted = sa.select(
+        sa.literal(user_id, type_=memory_usage.c.user_id.type),
+        sa.func.count(),
+        sa.func.coalesce(sa.func.sum(memory.c.characters), 0),
+    ).where(_owned(user_id))
+    connection.execute(
+        memory_usage.insert()
+        .from_select(["user_id", "memories", "characters"], counted)
+        .prefix_with("IGNORE", dialect="mysql")
+        .prefix_with("OR IGNORE", dialect="sqlite")
+    )
+
+
+def _read(connection: sa.Connection, user_id: str) -> Usage | None:
+    # A locking read: the committed row now, not the transaction's snapshot (InnoDB repeatable read).
+    row = connection.execute(
+        sa.select(memory_usage.c.memories, memory_usage.c.characters)
+        .where(memory_usage.c.user_id == user_id)
+        .with_for_update()
+    ).first()
+    return None if row is None else Usage(memories=int(row.memories), characters=int(row.characters))
+
+
+def charge(connection: sa.Connection, memory_added: Memory, quota: Quota | None) -> None:
+    """Count one more memory of its owner, within `quota` if given; run in the transaction that inserts it.
+
+    Raises:
+        QuotaExceededError: it does not fit; the caller's transaction must roll back (nothing written).
+    """
+    user_id, characters = memory_added.user_id, charged_characters(memory_added)
+    grow = memory_usage.update().values(
+        memories=memory_usage.c.memories + 1, characters=memory_usage.c.characters + characters
+    )
+    mine = memory_usage.c.user_id == user_id
+    if quota is not None:
+        # The whole check is this WHERE: evaluated under the row lock, against the committed count.
+        grow = grow.where(
+            mine,
+            memory_usage.c.memories + 1 <= quota.max_memories,
+            memory_usage.c.characters + characters <= quota.max_characters,
+        )
+    else:
+        grow = grow.where(mine)
+    for _ in range(3):
+        if connection.execute(grow).rowcount == 1:
+            return
+        usage = _read(connection, user_id)
+        if usage is None:
+            _create_if_missing(connection, user_id)
+        elif quota is not None:
+            # Raises when it does not fit; if it fits now, a delete landed meanwhile: try again.
+            check_quota(quota, usage, characters)
+    raise RuntimeError(f"the usage ledger of {user_id} cannot be charged")  # pragma: no cover - a bug
+
+
+def charge_many(connection: sa.Connection, memories: Iterable[Memory]) -> None:
+    """Count memories of any owners without a quota (bulk import, an operator's act)."""
+    by_owner: dict[str, list[Memory]] = {}
+    for item in memories:
+        by_owner.setdefault(item.user_id, []).append(item)
+    for user_id, owned in sorted(by_owner.items()):
+        _create_if_missing(connection, user_id)
+        connection.execute(
+            memory_usage.update()
+            .where(memory_usage.c.user_id == user_id)
+            .values(
+                memories=memory_usage.c.memories + len(owned),
+                characters=memory_usage.c.characters + sum(charged_characters(m) for m in owned),
+            )
+        )
+
+
+def credit(connection: sa.Connection, *, user_id: str, characters: sa.ColumnElement[int] | int) -> None:
+    """Count one memory fewer of `user_id`, of `characters` (a value or the deleted row's column as a subquery).
+
+    Run in the transaction that deletes it. A user without a ledger row needs nothing: the row
+    is built from the remaining memories on their next save.
+    """
+    connection.execute(
+        memory_usage.update()
+        .where(memory_usage.c.user_id == user_id)
+        .values(
+            memories=memory_usage.c.memories - 1,
+            characters=memory_usage.c.characters - sa.func.coalesce(characters, 0),
+        )
+    )
+
+
+def forget_usage(connection: sa.Connection, user_id: str) -> None:
+    """Drop the user's ledger row, in a transaction that removed some of their memories by other means.
+
+    For bulk removals (an offboarding purge): the row is rebuilt from whatever memories remain on
+    the user's next save, and a purged user leaves no row behind.
+    """
+    connection.execute(memory_usage.delete().where(memory_usage.c.user_id == user_id))
+
+
+def read_usage(engine: sa.Engine, user_id: str) -> Usage:
+    """The user's use: their ledger row, else counted from their memories (as the ledger would be built).
+
+    Raises:
+        UnavailableError: the database cannot be reached.
+    """
+    with unavailable_on_driver_error("usage"), reading(engine) as connection:
+        found = _read(connection, user_id)
+        if found is not None:
+            return found
+        row = connection.execute(
+            sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(memory.c.characters), 0)).where(_owned(user_id))
+        ).one()
+    return Usage(memories=int(row[0]), characters=int(row[1]))
+
+
+#: Rows measured per transaction by `backfill_characters`.
+BACKFILL_BATCH = 500
+
+
+def backfill_characters(
+    engine: sa.Engine,
+    load: Callable[[str, list[str]], Mapping[str, Memory]],
+    *,
+    batch_size: int = BACKFILL_BATCH,
+) -> int:
+    """Measure rows saved before revision 0010 (`characters` NULL); how many were measured.
+
+    `load(user_id, ids)` opens memories (through the key ring when sealed). A row that does not
+    open counts 0 characters (and is logged by id). Each touched user's ledger row is dropped at
+    the end, to be rebuilt from the measured rows on their next save. Resumable: a rerun picks up
+    the rows still NULL.
+
+    Raises:
+        UnavailableError: the database cannot be reached; measured batches stay measured.
+    """
+    measured = 0
+    touched: set[str] = set()
+    while True:
+        with unavailable_on_driver_error("usage backfill"), engine.connect() as connection:
+            rows = connection.execute(
+                sa.select(memory.c.user_id, memory.c.id)
+                .where(memory.c.characters.is_(None))
+                .order_by(memory.c.id)
+                .limit(batch_size)
+            ).all()
+        if not rows:
+            break
+        by_owner: dict[str, list[str]] = {}
+        for row in rows:
+            by_owner.setdefault(row.user_id, []).append(row.id)
+        counts: list[tuple[str, str, int]] = []
+        for user_id, ids in by_owner.items():
+            opened = load(user_id, ids)
+            for memory_id in ids:
+                found = opened.get(memory_id)
+                if found is None:
+                    _log.warning("memory %s does not open: counted as 0 characters", memory_id)
+                counts.append((user_id, memory_id, charged_characters(found) if found is not None else 0))
+        with unavailable_on_driver_error("usage backfill"), for_writing(engine).begin() as connection:
+            for user_id, memory_id, characters in counts:
+                connection.execute(
+                    memory.update()
+                    .where(memory.c.user_id == user_id, memory.c.id == memory_id)
+                    .values(characters=characters)
+                )
+        touched.update(by_owner)
+        measured += len(rows)
+    if touched:
+        with unavailable_on_driver_error("usage backfill"), for_writing(engine).begin() as connection:
+            for user_id in sorted(touched):
+                connection.execute(memory_usage.delete().where(memory_usage.c.user_id == user_id))
+    return measured

@@ -1,0 +1,108 @@
+"""What the gate and the quota cost each request: the same calls with and without the operators' controls.
+
+    python -m benchmarks.controls [--repeats 400] [--budget 10] [--mysql]
+
+Every memory request reads the controls that apply to its caller (`memory_control`: a primary-key
+lookup of at most three rows, on the request's connection); every save also charges the usage
+ledger (`memory_usage`: one conditional UPDATE, in the save's transaction). This times a list of
+20 memories and a save through the use cases, on one connection per call as the server runs them,
+once with controls wired and once without, in the same run, and prints the medians and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from adapters_mysql import SqlStorage, open_storage
+from adapters_mysql.schema import memory_usage
+from benchmarks.common import Principal, Timing, database_url, drop_database, machine, table
+from memorybank_core import MemoryBank
+from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from memorybank_search import OwnerIndexer
+
+MEMORIES = 40
+
+
+def _banks(storage: SqlStorage) -> dict[str, MemoryBank]:
+    def bank(with_controls: bool) -> MemoryBank:
+        return MemoryBank(
+            store=storage.store,
+            search_engine=storage.search_engine,
+            unit_of_work=storage.unit_of_work,
+            controls=storage.controls if with_controls else None,
+        )
+
+    return {"with controls": bank(True), "without": bank(False)}
+
+
+def interleaved(
+    call: Callable[[MemoryBank], object], banks: dict[str, MemoryBank], *, repeats: int, budget: float
+) -> tuple[Timing, Timing]:
+    """Time `call` on both banks turn by turn, so the machine's drift (it is shared) hits both alike."""
+    first, second = banks["with controls"], banks["without"]
+    for _ in range(3):
+        call(first)
+        call(second)
+    samples: tuple[list[float], list[float]] = ([], [])
+    started = time.perf_counter()
+    while len(samples[0]) < repeats and time.perf_counter() - started < 2 * budget:
+        for bank, kept in ((first, samples[0]), (second, samples[1])):
+            before = time.perf_counter()
+            call(bank)
+            kept.append((time.perf_counter() - before) * 1000)
+    return Timing(tuple(samples[0])), Timing(tuple(samples[1]))
+
+
+def measure(storage: SqlStorage, *, repeats: int, budget: float) -> list[list[object]]:
+    """Rows of (operation, p50 with, p50 without, ratio) in milliseconds."""
+    banks = _banks(storage)
+    who = Principal(user_id=new_id(USER_PREFIX), organization_id=new_id(ORGANIZATION_PREFIX))
+    for n in range(MEMORIES):
+        banks["without"].save(who, {"content": f"benchmark memory {n} about harbours and ferries"})
+    rows: list[list[object]] = []
+    for operation, call in (
+        ("list 20", lambda bank: bank.list(who, limit=20)),
+        ("save", lambda bank: bank.save(who, {"content": "one more benchmark memory about ferries"})),
+    ):
+        with_p50, without_p50 = (t.p50 for t in interleaved(call, banks, repeats=repeats, budget=budget))
+        rows.append([operation, f"{with_p50:.2f}", f"{without_p50:.2f}", f"{with_p50 / without_p50:.2f}"])
+    with storage.engine.begin() as connection:
+        connection.execute(memory_usage.delete())
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the table for SQLite (a file) and, with --mysql, MariaDB."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.controls", description=__doc__)
+    parser.add_argument("--repeats", type=int, default=400)
+    parser.add_argument("--budget", type=float, default=10.0, help="seconds per operation and variant at most")
+    parser.add_argument("--mysql", action="store_true", help="also on $MEMORYBANK_BENCH_MYSQL_URL")
+    args = parser.parse_args(argv)
+    rows: list[list[object]] = []
+    with tempfile.TemporaryDirectory(prefix="memorybank-bench-") as directory:
+        storage = open_storage(f"sqlite:///{Path(directory) / 'bench.sqlite3'}", indexer=OwnerIndexer())
+        try:
+            storage.initialize()
+            rows += [["SQLite file", *row] for row in measure(storage, repeats=args.repeats, budget=args.budget)]
+        finally:
+            storage.close()
+    if args.mysql:
+        name = f"controls_{uuid.uuid4().hex[:8]}"
+        storage = open_storage(database_url(name), indexer=OwnerIndexer())
+        try:
+            storage.migrate()
+            rows += [["MariaDB", *row] for row in measure(storage, repeats=args.repeats, budget=args.budget)]
+        finally:
+            storage.close()
+            drop_database(name)
+    print(f"per-call median, ms ({machine()})")
+    print(table(["database", "operation", "with controls", "without", "ratio"], rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""The gate and the quota on `memorybank serve` with two workers: an operator's command reaches both at once.
+
+The switch is flipped by a separate `memorybank gate` process while the server runs; every
+following request, whichever worker answers it, sees it. The deployment quota given to `serve`
+reaches every worker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from tests.served import run_memorybank, serving
+
+pytestmark = pytest.mark.serve_processes
+
+#: Requests per check: new connections each, so the kernel spreads them over both workers.
+REQUESTS = 12
+
+
+def _person(db_url: str) -> tuple[str, str]:
+    result = run_memorybank(["token", "create", "--db", db_url])
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.rstrip("\n").split("\n")
+    user = next(line.removeprefix("user: ") for line in lines if line.startswith("user: "))
+    return user, lines[-1]
+
+
+def _statuses(base_url: str, secret: str) -> set[tuple[int, str]]:
+    seen = set()
+    for _ in range(REQUESTS):
+        answer = httpx2.get(
+            f"{base_url}/v1/memory", headers={"Authorization": f"Bearer {secret}", "Connection": "close"}, timeout=30
+        )
+        seen.add((answer.status_code, answer.json().get("error", "") if answer.status_code != 200 else ""))
+    return seen
+
+
+def test_a_switch_flipped_by_another_process_applies_to_every_workers_next_request(
+    database_url: str, tmp_path: Path
+) -> None:
+    user, secret = _person(database_url)
+    _other, other_secret = _person(database_url)
+    with serving(database_url, args=["--workers", "2"], log=tmp_path / "serve.log") as server:
+        assert _statuses(server.base_url, secret) == {(200, "")}
+
+        assert run_memorybank(["gate", "off", "--user", user, "--db", database_url]).returncode == 0
+        assert _statuses(server.base_url, secret) == {(403, "memory_disabled")}
+        assert _statuses(server.base_url, other_secret) == {(200, "")}
+
+        assert run_memorybank(["gate", "off", "--all", "--db", database_url]).returncode == 0
+        assert _statuses(server.base_url, other_secret) == {(403, "memory_disabled")}
+
+        assert run_memorybank(["gate", "on", "--all", "--db", database_url]).returncode == 0
+        assert run_memorybank(["gate", "on", "--user", user, "--db", database_url]).returncode == 0
+        assert _statuses(server.base_url, secret) == {(200, "")}
+
+
+def test_the_deployment_quota_given_to_serve_reaches_every_worker(database_url: str, tmp_path: Path) -> None:
+    _user, secret = _person(database_url)
+    with serving(database_url, args=["--workers", "2", "--quota-memories", "3"], log=tmp_path / "serve.log") as server:
+        statuses = []
+        for n in range(6):
+            answer = httpx2.post(
+                f"{server.base_url}/v1/memory",
+                json={"content": f"note {n}"},
+                headers={"Authorization": f"Bearer {secret}", "Connection": "close"},
+                timeout=30,
+            )
+            statuses.append(answer.status_code)
+            if answer.status_code == 403:
+                body = answer.json()
+                assert body["error"] == "quota_exceeded"
+                assert body["details"][0]["path"] == "memories"
+                assert (body["details"][0]["limit"], body["details"][0]["used"]) == (3, 3)
+        assert statuses == [201, 201, 201, 403, 403, 403]

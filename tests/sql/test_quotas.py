@@ -1,0 +1,178 @@
+"""Storage quotas on SQL: race-safe under concurrent saves, kept by imports, counted for rows older than 0010.
+
+On SQLite (a file, as served) and MariaDB; the concurrent saves run in real threads, each on
+its own pooled connection to the server.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+
+from adapters_crypto import AesGcmSealer, new_key_ring
+from adapters_mysql import SqlStorage
+from adapters_mysql.revisions import alembic_config
+from adapters_mysql.schema import memory, memory_context, memory_usage
+from memorybank import portability
+from memorybank_core import (
+    Memory,
+    MemoryBank,
+    MemoryControls,
+    Quota,
+    QuotaExceededError,
+    SubjectKind,
+    Usage,
+    charged_characters,
+)
+from tests.conftest import User
+from tests.sql.backends import storage_at
+from tests.sql.memories import make_memory
+
+SAVERS = 20
+
+
+def _bank(storage: SqlStorage, quota: Quota | None = None) -> MemoryBank:
+    return MemoryBank(
+        store=storage.store,
+        search_engine=storage.search_engine,
+        unit_of_work=storage.unit_of_work,
+        controls=storage.controls,
+        default_quota=quota,
+    )
+
+
+def _stored(storage: SqlStorage, user_id: str) -> int:
+    with storage.engine.connect() as connection:
+        return int(connection.execute(sa.select(sa.func.count()).where(memory.c.user_id == user_id)).scalar_one())
+
+
+def test_concurrent_saves_at_quota_minus_one_store_exactly_the_quota(storage: SqlStorage) -> None:
+    quota = 5
+    alice = User()
+    bank = _bank(storage, Quota(max_memories=quota))
+    for n in range(quota - 1):
+        bank.save(alice, {"content": f"before the race {n}"})
+    start = threading.Barrier(SAVERS)
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def save(n: int) -> None:
+        start.wait()
+        try:
+            bank.save(alice, {"content": f"racing save {n}"})
+            outcome = "saved"
+        except QuotaExceededError:
+            outcome = "refused"
+        with lock:
+            outcomes.append(outcome)
+
+    threads = [threading.Thread(target=save, args=(n,)) for n in range(SAVERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert sorted(outcomes) == ["refused"] * (SAVERS - 1) + ["saved"]
+    assert _stored(storage, alice.user_id) == quota
+    assert storage.store.usage(user_id=alice.user_id).memories == quota
+
+
+def test_concurrent_first_saves_build_one_ledger_row(storage: SqlStorage) -> None:
+    alice = User()
+    bank = _bank(storage)
+    threads = [threading.Thread(target=bank.save, args=(alice, {"content": f"first {n}"})) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert _stored(storage, alice.user_id) == 8
+    assert storage.store.usage(user_id=alice.user_id).memories == 8
+
+
+def test_a_refused_save_leaves_no_row_behind_in_any_table(storage: SqlStorage) -> None:
+    alice = User()
+    bank = _bank(storage, Quota(max_memories=1))
+    bank.save(alice, {"content": "the only one", "contexts": [{"snippet": "why"}]})
+    with storage.engine.connect() as connection:
+        before = {
+            t: connection.execute(sa.select(sa.func.count()).select_from(t)).scalar()
+            for t in (memory, memory_context, memory_usage)
+        }
+    with pytest.raises(QuotaExceededError):
+        bank.save(alice, {"content": "over", "contexts": [{"snippet": "refused"}]})
+    with storage.engine.connect() as connection:
+        after = {
+            t: connection.execute(sa.select(sa.func.count()).select_from(t)).scalar()
+            for t in (memory, memory_context, memory_usage)
+        }
+    assert after == before
+
+
+def test_a_missing_ledger_row_is_rebuilt_from_the_users_memories(storage: SqlStorage) -> None:
+    alice = User()
+    bank = _bank(storage, Quota(max_memories=3))
+    saved = [bank.save(alice, {"content": f"note {n}"}) for n in range(2)]
+    with storage.engine.begin() as connection:
+        connection.execute(memory_usage.delete())
+    assert storage.store.usage(user_id=alice.user_id) == Usage(
+        memories=2, characters=sum(charged_characters(m) for m in saved)
+    )
+    bank.save(alice, {"content": "the third fits"})
+    with pytest.raises(QuotaExceededError):
+        bank.save(alice, {"content": "the fourth does not"})
+
+
+def test_an_import_counts_its_memories_in_each_owners_usage(storage: SqlStorage) -> None:
+    alice, bob = User(), User()
+    bank = _bank(storage, Quota(max_memories=3))
+    bank.save(alice, {"content": "saved before the import"})
+    lines = [
+        f'{{"user_id": "{user.user_id}", "org_id": "{user.organization_id}", "content": "imported {n}"}}'
+        for user in (alice, bob)
+        for n in range(2)
+    ]
+    report = portability.import_lines(lines, storage.store)
+    assert report.imported == 4
+    assert storage.store.usage(user_id=alice.user_id).memories == 3
+    assert storage.store.usage(user_id=bob.user_id).memories == 2
+    with pytest.raises(QuotaExceededError):
+        bank.save(alice, {"content": "over after the import"})
+
+
+def test_migrate_counts_the_characters_of_memories_saved_before_revision_0010(new_database_url: str) -> None:
+    sealer = AesGcmSealer(new_key_ring())
+    storage = storage_at(new_database_url, sealer)
+    try:
+        _upgrade_to(storage, "0006")
+        alice = User()
+        old = make_memory(alice.user_id, "written under 0006", snippets=("a snippet",), tags=("tag",))
+        with storage.engine.begin() as connection:
+            connection.execute(memory.insert(), [_row_without_characters(storage, old)])
+        report = storage.migrate()
+        assert report.measured == 1
+        with storage.engine.connect() as connection:
+            counted = connection.execute(sa.select(memory.c.characters).where(memory.c.id == old.id)).scalar()
+        assert storage.store.inner.get_many(user_id=alice.user_id, memory_ids=[old.id])  # it opens
+        assert counted == charged_characters(old) - len("a snippet") == len("written under 0006") + len("tag")
+        assert storage.store.usage(user_id=alice.user_id) == Usage(memories=1, characters=counted)
+        controls = MemoryControls(controls=storage.controls, store=storage.store)
+        controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=1)
+        with pytest.raises(QuotaExceededError):
+            _bank(storage).save(alice, {"content": "over"})
+    finally:
+        storage.close()
+
+
+def _upgrade_to(storage: SqlStorage, revision: str) -> None:
+    with storage.engine.begin() as connection:
+        command.upgrade(alembic_config(connection), revision)
+
+
+def _row_without_characters(storage: SqlStorage, saved: Memory) -> dict[str, object]:
+    # The row as 0006 code wrote it: sealed and indexed (so re-indexing leaves it alone), uncounted.
+    row = storage.store.inner._memory_row(saved)
+    row.pop("characters")
+    return row

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 
+import attrs
 import pytest
 import sqlalchemy as sa
 from alembic import command
@@ -16,6 +17,7 @@ from adapters_crypto import AesGcmSealer, new_key_ring
 from adapters_mysql import SqlStorage
 from adapters_mysql.revisions import alembic_config
 from adapters_mysql.schema import memory, memory_context, memory_usage
+from adapters_mysql.sealed_rows import SealState
 from memorybank import portability
 from memorybank_core import (
     Memory,
@@ -27,6 +29,7 @@ from memorybank_core import (
     Usage,
     charged_characters,
 )
+from memorybank_search import OwnerIndexer
 from tests.conftest import User
 from tests.sql.backends import storage_at
 from tests.sql.memories import make_memory
@@ -172,7 +175,15 @@ def _upgrade_to(storage: SqlStorage, revision: str) -> None:
 
 
 def _row_without_characters(storage: SqlStorage, saved: Memory) -> dict[str, object]:
-    # The row as 0006 code wrote it: sealed and indexed (so re-indexing leaves it alone), uncounted.
+    # The row as 0006 code wrote it: sealed and indexed with unstamped (format 1) tokens and no
+    # token authenticator (revision 0008 adds it: re-indexing rewrites the row), uncounted.
     row = storage.store.inner._memory_row(saved)
     row.pop("characters")
+    row.pop("search_mac")
+    state = SealState.parse(str(row["seal_state"]))
+    assert storage.sealer is not None
+    original = storage.sealer.index_for(state.index_key, 1)
+    assert original is not None
+    row["search_terms"] = OwnerIndexer(blind_index=original).document(saved).search_terms
+    row["seal_state"] = str(attrs.evolve(state, token_format=1))
     return row

@@ -19,7 +19,6 @@ import sqlalchemy as sa
 from starlette.testclient import TestClient
 
 from adapters_mysql import SqlStorage
-from adapters_mysql.engines import for_writing
 from adapters_mysql.schema import purge_run
 from memorybank import composition
 from memorybank.settings import DatabaseChoice
@@ -228,10 +227,12 @@ def test_a_purge_killed_mid_run_finishes_on_rerun_and_counts_the_total(database:
     _fill(database, alice, total)
     _fill(database, bob, 10)
     command = [sys.executable, "-m", "memorybank", "purge", "--db", database, "--user", alice.user_id]
-    # Small batches, so the run is long enough to be caught between two of them.
+    # Small batches paced by the purge's own pause: 500 batches of at least 20 ms each, so the run
+    # lasts 10 s or more and is caught between two batches however loaded the machine is. (An earlier
+    # version raced the purge for SQLite's write lock; the busy handler's back-off let it finish unseen.)
     log = (tmp_path / "purge.log").open("wb")
     process = subprocess.Popen(  # noqa: S603 - our own interpreter and code
-        [*command, "--batch-size", "10"],
+        [*command, "--batch-size", "10", "--pause-ms", "20"],
         cwd=REPOSITORY,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -239,23 +240,17 @@ def test_a_purge_killed_mid_run_finishes_on_rerun_and_counts_the_total(database:
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     storage = _storage(database)
+    progress = sa.select(purge_run.c.memories, purge_run.c.finished_at).where(purge_run.c.subject_id == alice.user_id)
     try:
-        # Poll under the lock of the run's row: while it is held the purge cannot start its next batch,
-        # so what is read is what the process is killed with. The lock is let go for a few ms at a
-        # time: the purge advances a few batches of its 500 in each gap, never to the end unseen.
-        # (On SQLite, a write transaction's BEGIN IMMEDIATE holds the whole database.)
-        held = sa.select(purge_run.c.memories, purge_run.c.finished_at).where(purge_run.c.subject_id == alice.user_id)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and process.poll() is None:
-            with for_writing(storage.engine).connect() as holder:
-                row = holder.execute(held.with_for_update()).first()
-                if row is not None and row.memories >= 50:
-                    assert row.finished_at is None, "the purge finished before it could be killed"
-                    process.send_signal(signal.SIGKILL)
-                    process.wait(timeout=30)
-                    holder.rollback()
-                    break
-                holder.rollback()
+            with storage.engine.connect() as connection:
+                row = connection.execute(progress).first()
+            if row is not None and row.memories >= 50:
+                assert row.finished_at is None, "the purge finished before it could be killed"
+                process.send_signal(signal.SIGKILL)
+                process.wait(timeout=30)
+                break
             time.sleep(0.005)
     finally:
         if process.poll() is None:

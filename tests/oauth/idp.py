@@ -7,6 +7,7 @@ clients. Nothing in this module signs a token: tokens come from the provider's t
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -126,9 +127,13 @@ def start_idp(
             text=True,
         )
         assert process.stdout is not None
-        line = process.stdout.readline()
+        # Wait for the first line with a deadline: a provider that hangs before printing must fail the
+        # test with its stderr, not hang the whole run.
+        ready, _, _ = select.select([process.stdout], [], [], STARTUP_SECONDS)
+        line = process.stdout.readline() if ready else ""
         if not line:
+            process.kill()
             process.wait(timeout=STARTUP_SECONDS)
             log.seek(0)
-            raise RuntimeError(f"the OpenID provider did not start: {log.read()[-2000:]}")
+            raise RuntimeError(f"the OpenID provider did not start in {STARTUP_SECONDS} s: {log.read()[-2000:]}")
     return Idp(process, json.loads(line)["issuer"])

@@ -213,7 +213,15 @@ class ResilientTokenStore(TokenStore):
         return retrying("token list", lambda _unknown: self.inner.list(user_id=user_id))
 
     def revoke(self, token_id: str, *, at: datetime) -> bool:
-        return retrying("token revoke", lambda unknown: self.inner.revoke(token_id, at=at) or unknown)
+        def attempt(unknown: bool) -> bool:
+            if self.inner.revoke(token_id, at=at):
+                return True
+            # After an interrupted attempt, "already revoked" is ours only if it carries our time: an
+            # unknown id, or one revoked earlier by someone else, is still not revoked by this call.
+            landed = self.inner.get(token_id) if unknown else None
+            return landed is not None and landed.revoked_at == at
+
+        return retrying("token revoke", attempt)
 
     def revocation_generation(self) -> int:
         return retrying("token lookup", lambda _unknown: self.inner.revocation_generation())

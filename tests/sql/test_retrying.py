@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
 
 from adapters_mysql import SqlStorage
 from adapters_mysql.memory_store import SqlMemoryStore
-from adapters_mysql.retrying import Failure, ResilientMemoryStore, classify, retrying
+from adapters_mysql.retrying import Failure, ResilientMemoryStore, ResilientTokenStore, classify, retrying
+from adapters_mysql.token_store import SqlTokenStore
 from memorybank_core import Memory, Quota, UnavailableError
+from memorybank_core.ids import TOKEN_PREFIX, new_id
 from tests.sql.memories import make_memory, new_user
 from tests.sql.test_store import rows_of
+from tests.sql.test_token_store import START, token
 
 LOST_DURING_COMMIT = 2013
 CERTIFICATION_CONFLICT = 1213
@@ -48,6 +52,22 @@ class FlakyStore(SqlMemoryStore):
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:
         return bool(self._fail_or_run(lambda: super(FlakyStore, self).delete(user_id=user_id, memory_id=memory_id)))
+
+
+class FlakyTokens(SqlTokenStore):
+    """A real token store whose next revokes fail as scripted: before or after the real revoke runs."""
+
+    def __init__(self, storage: SqlStorage) -> None:
+        super().__init__(storage.engine)
+        self.script: list[tuple[int, bool]] = []
+
+    def revoke(self, token_id: str, *, at: datetime) -> bool:
+        if not self.script:
+            return super().revoke(token_id, at=at)
+        code, landed = self.script.pop(0)
+        if landed:
+            super().revoke(token_id, at=at)
+        raise driver_failure(code)
 
 
 @pytest.fixture
@@ -146,3 +166,34 @@ def test_retries_end_with_the_last_failure() -> None:
 )
 def test_failures_are_classified_by_what_they_say_about_the_commit(code: int, failure: Failure | None) -> None:
     assert classify(driver_failure(code)) is failure
+
+
+def test_a_revoke_whose_commit_landed_before_the_connection_died_is_reported_revoked(storage: SqlStorage) -> None:
+    tokens = FlakyTokens(storage)
+    stored = token(new_user())
+    tokens.add(stored)
+    tokens.script = [(LOST_DURING_COMMIT, True)]
+    at = START + timedelta(hours=1)
+
+    assert ResilientTokenStore(tokens).revoke(stored.id, at=at) is True
+    revoked = tokens.get(stored.id)
+    assert revoked is not None
+    assert revoked.revoked_at == at
+
+
+def test_after_a_lost_connection_an_unknown_or_already_revoked_token_is_still_not_revoked_by_this_call(
+    storage: SqlStorage,
+) -> None:
+    tokens = FlakyTokens(storage)
+    earlier = token(new_user())
+    tokens.add(earlier)
+    tokens.revoke(earlier.id, at=START)
+    resilient = ResilientTokenStore(tokens)
+
+    tokens.script = [(LOST_DURING_COMMIT, False)]
+    assert resilient.revoke(new_id(TOKEN_PREFIX), at=START + timedelta(hours=1)) is False
+    tokens.script = [(LOST_DURING_COMMIT, False)]
+    assert resilient.revoke(earlier.id, at=START + timedelta(hours=1)) is False
+    again = tokens.get(earlier.id)
+    assert again is not None
+    assert again.revoked_at == START

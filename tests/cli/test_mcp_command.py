@@ -34,11 +34,12 @@ def test_mcp_needs_a_user_and_an_organization(run: Run) -> None:
     assert outcome.out == ""
 
 
+# Fixed ids, not new_id(): parameter ids must be the same in every collection (pytest-xdist workers).
 @pytest.mark.parametrize(
     ("user", "org", "named"),
     [
-        ("alice", new_id(ORGANIZATION_PREFIX), "--user"),
-        (new_id(USER_PREFIX), new_id(USER_PREFIX), "--org"),
+        ("alice", "org_01m8x6adcre6rrj9b4p4ykymky", "--user"),
+        ("usr_01m8x6adcre6rrj9b4paysnzyy", "usr_01m8x6adcre6rrj9b4pe3xzk4a", "--org"),
     ],
 )
 def test_mcp_refuses_malformed_ids_in_one_line_before_touching_the_database(

@@ -58,7 +58,7 @@ def test_the_quickstart_leads_with_an_install_from_the_clone_and_extras_that_exi
         assert set(named.group(1).split(",")) <= set(extras)
     assert without_comment(setup[1]) == "memorybank serve"
     assert len(setup) == 2
-    assert develop[1:] == ["python -m pytest"]
+    assert develop[1:] == ["python -m pytest -n auto"]
     assert 'pip install "memorybank[server]"' in section("Quickstart")  # the index form, for once it is published
     assert 'pip install "memorybank' not in "".join(bash_blocks("Quickstart"))
 

@@ -130,13 +130,14 @@ def test_a_link_code_is_not_a_session_and_a_session_is_not_a_link(sessions: Pane
     assert sessions.redeem_link(link.code) is not None
 
 
+# Fixed ids, not new_id(): parameter ids must be the same in every collection (pytest-xdist workers).
 @pytest.mark.parametrize(
     ("user_id", "org_id", "ttl", "field"),
     [
-        ("alice", new_id(ORGANIZATION_PREFIX), timedelta(minutes=10), "user"),
-        (new_id(USER_PREFIX), "acme", timedelta(minutes=10), "org"),
-        (new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX), timedelta(0), "ttl"),
-        (new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX), timedelta(days=2), "ttl"),
+        ("alice", "org_01m8x6adcre6rrj9b4p4ykymky", timedelta(minutes=10), "user"),
+        ("usr_01m8x6adcre6rrj9b4paysnzyy", "acme", timedelta(minutes=10), "org"),
+        ("usr_01m8x6adcre6rrj9b4pe3xzk4a", "org_01m8x6adcre6rrj9b4pj521tp0", timedelta(0), "ttl"),
+        ("usr_01m8x6adcre6rrj9b4pnjs9e7s", "org_01m8x6adcre6rrj9b4pj521tp0", timedelta(days=2), "ttl"),
     ],
 )
 def test_a_bad_link_request_is_refused_naming_the_field(

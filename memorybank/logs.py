@@ -38,8 +38,9 @@ def logging_config(log_format: str) -> dict[str, Any]:
         "text": {"format": TEXT_FORMAT},
         "json": {
             "()": "pythonjsonlogger.json.JsonFormatter",
-            "fmt": ["asctime", "levelname", "name", "message", "request_id"],
-            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+            # `pid`: with `--workers N`, which worker wrote the line.
+            "fmt": ["asctime", "levelname", "name", "message", "request_id", "process"],
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger", "process": "pid"},
             # uvicorn's colour copy of each message would only repeat it.
             "reserved_attrs": [*RESERVED_ATTRS, "color_message"],
         },

@@ -177,6 +177,34 @@ def test_sigterm_during_a_stream_of_saves_loses_no_acknowledged_save(database_ur
     assert "status=500" not in log
 
 
+def _worker_of(log: Path, request_id: str) -> int:
+    """The pid of the worker that logged `request_id` (its lines may land just after the answer)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for line in log.read_text().splitlines():
+            if line.startswith("{"):
+                record = json.loads(line)
+                if record.get("request_id") == request_id:
+                    return int(record["pid"])
+        time.sleep(0.02)
+    raise AssertionError(f"no log line for request {request_id}")
+
+
+def _from_every_worker(base_url: str, auth: dict[str, str], log: Path, workers: int) -> list[tuple[int, int]]:
+    """(worker pid, status) of requests on fresh connections, until each of `workers` has answered one.
+
+    The kernel hands each new connection to whichever worker accepts first, so a fixed count could miss
+    one; this keeps asking (a bounded number of times) until every worker has been heard from.
+    """
+    answers: list[tuple[int, int]] = []
+    for _ in range(200):
+        answer = httpx2.get(f"{base_url}/v1/memory", headers=auth, timeout=30)
+        answers.append((_worker_of(log, answer.headers["x-request-id"]), answer.status_code))
+        if len({pid for pid, _status in answers}) == workers and len(answers) >= 2 * workers:
+            return answers
+    raise AssertionError(f"200 fresh connections reached only workers {sorted({pid for pid, _ in answers})}")
+
+
 @pytest.mark.parametrize("revocation", ["token revoke", "purge --user"])
 def test_a_revoked_token_fails_on_the_next_request_in_every_worker(
     database_url: str, tmp_path: Path, revocation: str
@@ -187,16 +215,15 @@ def test_a_revoked_token_fails_on_the_next_request_in_every_worker(
     secret = created.stdout.rstrip("\n").split("\n")[-1]
     command = ["token", "revoke", secret] if revocation == "token revoke" else ["purge", "--user", user_id]
     auth = {"Authorization": f"Bearer {secret}"}
-    fresh_connections = 24
+    log = tmp_path / "serve.log"
 
-    with serving(database_url, args=["--workers", "2"], log=tmp_path / "serve.log") as server:
-        # New connections, spread by the kernel over both workers: each worker verifies and remembers the token.
-        before = [
-            httpx2.get(f"{server.base_url}/v1/memory", headers=auth, timeout=30) for _ in range(fresh_connections)
-        ]
+    with serving(database_url, args=["--workers", "2", "--log-format", "json"], log=log) as server:
+        # Both workers verify the token and remember it; then it is revoked, and both must refuse it.
+        before = _from_every_worker(server.base_url, auth, log, workers=2)
         revoked = run_memorybank([*command, "--db", database_url])
-        after = [httpx2.get(f"{server.base_url}/v1/memory", headers=auth, timeout=30) for _ in range(fresh_connections)]
+        after = _from_every_worker(server.base_url, auth, log, workers=2)
 
-    assert [answer.status_code for answer in before] == [200] * fresh_connections
+    assert {status for _pid, status in before} == {200}
     assert revoked.returncode == 0, revoked.stderr
-    assert [answer.status_code for answer in after] == [401] * fresh_connections
+    assert {status for _pid, status in after} == {401}
+    assert {pid for pid, _status in before} == {pid for pid, _status in after}

@@ -347,7 +347,16 @@ class SpiderCluster:
         for node in self.nodes:
             node.start()
         for node in self.nodes:
-            node.wait_ready()
+            try:
+                node.wait_ready()
+            except NodeError as error:
+                # MariaDB 10.11's Spider now and then crashes on a fresh head's first start, inside
+                # spider_init_system_tables (seen once in about ten cluster starts here); a second
+                # start of the same data directory comes up. Any other failure is the test's.
+                if node is not self.head or "spider_init_system_tables" not in str(error):
+                    raise
+                node.start()
+                node.wait_ready()
             node.create_app_user()
         # Defining the head's data nodes (CREATE SERVER, then FLUSH TABLES) takes these two rights.
         self.head.query(f"GRANT FEDERATED ADMIN, RELOAD ON *.* TO '{APP_USER}'@'127.0.0.1'")

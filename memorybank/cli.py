@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 from urllib.parse import urlsplit
 
-from memorybank import oauth_settings
+from memorybank import listeners, oauth_settings
 from memorybank.settings import (
     ALLOWED_HOSTS_ENV,
     DATABASE_URL_ENV,
@@ -721,25 +721,16 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
 
 def _listen(host: str, port: int) -> socket.socket:
     """A socket bound to `host:port`, as uvicorn would bind it (SO_REUSEADDR, IPv6 for a `:` host)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP, not 0, as uvicorn's own bind: asyncio sets TCP_NODELAY only on accepted sockets
-    # whose proto says TCP. Without it, Nagle holds each response's body until the client's
-    # delayed ACK of its head: about 40 ms added to every keep-alive request.
-    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port))
+        return listeners.tcp_listener(host, port)
     except socket.gaierror as error:  # an unknown host name (a subclass of OSError, so first)
-        listener.close()
         raise CommandError(f"cannot listen on {host}:{port}: {error.strerror}", EXIT_BAD_INPUT) from error
     except OSError as error:
-        listener.close()
         if error.errno == errno.EADDRINUSE:
             raise CommandError(
                 f"port {port} on {host} is already in use: stop what listens there or choose another with --port"
             ) from error
         raise CommandError(f"cannot listen on {host}:{port}: {error.strerror or error}") from error
-    return listener
 
 
 def _url_host(host: str) -> str:

@@ -20,8 +20,9 @@ import attrs
 import sqlalchemy as sa
 import uvicorn
 from starlette.types import ASGIApp
+from uvicorn.supervisors import Multiprocess
 
-from memorybank import composition
+from memorybank import composition, listeners
 from memorybank.logs import logging_config
 from memorybank.oauth_settings import OAuthOptions, choose_oauth, choose_panel_sign_in
 from memorybank.settings import DatabaseChoice, RateLimitChoice, choose_key_ring
@@ -93,19 +94,27 @@ def run(
     made_metrics_dir = not os.environ.get(METRICS_DIR_ENV)
     if made_metrics_dir:
         os.environ[METRICS_DIR_ENV] = tempfile.mkdtemp(prefix="memorybank-metrics-")
+    config = uvicorn.Config(
+        APP_FACTORY,
+        factory=True,
+        host=options.bind_host,
+        port=options.port,
+        workers=workers,
+        log_config=logging_config(log_format),
+        # No uvicorn access log: it prints query strings, and search text must never be logged.
+        # The app logs its own access event (operationId, status, timing, request id).
+        access_log=False,
+        timeout_graceful_shutdown=shutdown_timeout,
+    )
     try:
-        uvicorn.run(
-            APP_FACTORY,
-            factory=True,
-            host=options.bind_host,
-            port=options.port,
-            workers=workers,
-            log_config=logging_config(log_format),
-            # No uvicorn access log: it prints query strings, and search text must never be logged.
-            # The app logs its own access event (operationId, status, timing, request id).
-            access_log=False,
-            timeout_graceful_shutdown=shutdown_timeout,
-        )
+        if workers == 1:
+            uvicorn.Server(config).run()
+        elif listeners.SPREADS_CONNECTIONS:
+            # uvicorn's supervisor (restarts, signals), each worker on a listener of its own (see listeners).
+            with listeners.HeldPort.bind_to(options.bind_host, options.port) as held:
+                Multiprocess(config, sockets=[held]).run()
+        else:
+            Multiprocess(config, sockets=[config.bind_socket()]).run()
     finally:
         if made_metrics_dir:
             shutil.rmtree(os.environ.pop(METRICS_DIR_ENV), ignore_errors=True)

@@ -6,7 +6,9 @@ import json
 import signal
 import threading
 import time
+from http.client import HTTPConnection
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import attrs
 import httpx2
@@ -227,3 +229,68 @@ def test_a_revoked_token_fails_on_the_next_request_in_every_worker(
     assert revoked.returncode == 0, revoked.stderr
     assert {status for _pid, status in after} == {401}
     assert {pid for pid, _status in before} == {pid for pid, _status in after}
+
+
+def test_a_burst_of_keep_alive_connections_is_spread_over_both_workers(tmp_path: Path) -> None:
+    # A load generator or a reverse proxy opens its connections at once and keeps them. On a listener
+    # the workers share, the first worker to wake accepted the whole burst and the other sat idle;
+    # with a listener per worker (SO_REUSEPORT) the kernel spreads them.
+    database_url = f"sqlite:///{tmp_path / 'bank.sqlite3'}"
+    auth = {"Authorization": f"Bearer {_token(database_url)}"}
+    log = tmp_path / "serve.log"
+
+    with serving(database_url, args=["--workers", "2", "--log-format", "json"], log=log) as server:
+        _wait_until_started(log, workers=2)  # `serving` returns once one of them answers
+        address = urlsplit(server.base_url)
+        listening = _listening_sockets(address.port or 0)
+        connections = [HTTPConnection(address.hostname or "", address.port, timeout=30) for _ in range(16)]
+        try:
+            for connection in connections:  # all connected before any request, as wrk does
+                connection.connect()
+            first = [_ask(connection, auth, log) for connection in connections]
+            # The same connections again: each stays with the worker that accepted it.
+            second = [_ask(connection, auth, log) for connection in connections]
+        finally:
+            for connection in connections:
+                connection.close()
+
+    assert listening == 2, "the workers share one listener"
+    assert len(set(first)) == 2, "one worker took every connection of the burst"
+    assert second == first
+
+
+def _listening_sockets(port: int) -> int:
+    """How many sockets listen on 127.0.0.1:`port` (Linux's /proc/net/tcp: state 0A is LISTEN)."""
+    local = f"0100007F:{port:04X}"
+    rows = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:]]
+    return len({row[9] for row in rows if row[1] == local and row[3] == "0A"})  # distinct inodes
+
+
+def _wait_until_started(log: Path, *, workers: int) -> None:
+    deadline = time.monotonic() + 30
+    while log.read_text().count("Application startup complete") < workers:
+        assert time.monotonic() < deadline, f"{workers} workers did not start"
+        time.sleep(0.05)
+
+
+def _ask(connection: HTTPConnection, headers: dict[str, str], log: Path) -> int:
+    """GET /v1/memory on `connection` (kept open); the pid of the worker that answered."""
+    connection.request("GET", "/v1/memory", headers=headers)
+    answer = connection.getresponse()
+    answer.read()
+    assert answer.status == 200
+    return _worker_of(log, answer.headers["x-request-id"])
+
+
+def test_a_second_server_on_the_port_of_running_workers_is_refused(tmp_path: Path) -> None:
+    # The workers' listeners share their port on purpose (SO_REUSEPORT); another server must not join them.
+    database_url = f"sqlite:///{tmp_path / 'bank.sqlite3'}"
+
+    with serving(database_url, args=["--workers", "2"], log=tmp_path / "serve.log") as server:
+        port = str(urlsplit(server.base_url).port)
+        second = run_memorybank(["serve", "--port", port, "--workers", "2", "--db", database_url], timeout=30)
+        alone = run_memorybank(["serve", "--port", port, "--db", database_url], timeout=30)
+
+    for refused in (second, alone):
+        assert refused.returncode == 1
+        assert f"port {port} on 127.0.0.1 is already in use" in refused.stderr

@@ -8,6 +8,7 @@ a host's admin code — applies to every worker's next request without a restart
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -73,6 +74,19 @@ class SqlControlStore(ControlStore):
     def clear(self, *, kind: SubjectKind, subject_id: str) -> bool:
         with unavailable_on_driver_error("controls"), writing(self._engine) as connection:
             return bool(connection.execute(memory_control.delete().where(_subject(kind, subject_id))).rowcount)
+
+    def unset_quota(self, *, kind: SubjectKind, subject_id: str, at: datetime) -> bool:
+        subject = _subject(kind, subject_id)
+        has_quota = sa.or_(memory_control.c.max_memories.is_not(None), memory_control.c.max_characters.is_not(None))
+        with unavailable_on_driver_error("controls"), writing(self._engine) as connection:
+            unset = connection.execute(
+                memory_control.update()
+                .where(subject, has_quota)
+                .values(max_memories=None, max_characters=None, updated_at=at)
+            ).rowcount
+            # In the same transaction: a control with nothing left set is no control.
+            connection.execute(memory_control.delete().where(subject, memory_control.c.enabled.is_(None)))
+        return bool(unset)
 
     def list(self) -> Sequence[Control]:
         with unavailable_on_driver_error("controls"), reading(self._engine) as connection:

@@ -181,6 +181,11 @@ class ResilientControlStore(ControlStore):
     def clear(self, *, kind: SubjectKind, subject_id: str) -> bool:
         return retrying("controls", lambda unknown: self.inner.clear(kind=kind, subject_id=subject_id) or unknown)
 
+    def unset_quota(self, *, kind: SubjectKind, subject_id: str, at: datetime) -> bool:
+        return retrying(
+            "controls", lambda unknown: self.inner.unset_quota(kind=kind, subject_id=subject_id, at=at) or unknown
+        )
+
     def list(self) -> Sequence[Control]:
         return retrying("controls", lambda _unknown: self.inner.list())
 

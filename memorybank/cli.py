@@ -468,6 +468,15 @@ def _add_control_commands(commands: argparse._SubParsersAction[_Parser], databas
         "--characters", metavar="N", type=_whole_number, help="the maximum characters of all memories together"
     )
     quota_set.set_defaults(run=_quota_set)
+    quota_unset = quota_commands.add_parser(
+        "unset",
+        parents=[database],
+        help="forget a user's or an organization's quota",
+        description="Forget the quota set for a user or an organization, so the next level's applies (the "
+        "organization's, then the server's default). A gate switch set for them stays as it is.",
+    )
+    _subject_options(quota_unset, everyone=False)
+    quota_unset.set_defaults(run=_quota_unset)
     _show_command(
         quota_commands,
         database,
@@ -1023,6 +1032,19 @@ def _quota_set(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) ->
         )
 
     _with_controls(args, choice, set_quota)
+
+
+def _quota_unset(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    kind, subject_id = _subject(args)
+
+    def unset_quota(controls: MemoryControls) -> None:
+        subject = _describe_subject(kind, subject_id)
+        if controls.unset_quota(kind, subject_id):
+            print(f"{PROGRAM}: quota of {subject} unset: the next level's applies", file=out)
+        else:
+            print(f"{PROGRAM}: no quota was set for {subject}", file=out)
+
+    _with_controls(args, choice, unset_quota)
 
 
 def _limit(value: int | None) -> str:

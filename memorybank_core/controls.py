@@ -129,6 +129,13 @@ def clean_subject_id(kind: SubjectKind, value: object) -> str:
     return value
 
 
+def _quota_subject(kind: SubjectKind, subject_id: object) -> str:
+    """The id of a user or organization whose quota an operator changes (everyone's is a server option)."""
+    if kind is SubjectKind.ALL:
+        raise InvalidInputError("subject", "must be a user or an organization: the default is a server option")
+    return clean_subject_id(kind, subject_id)
+
+
 def _clean_limit(value: int | None, field: str) -> int | None:
     if value is None:
         return None
@@ -203,9 +210,7 @@ class MemoryControls:
                 no measure given, or a value outside 0 to `limits.QUOTA_MAX`; nothing is changed.
         """
         started = time.perf_counter()
-        if kind is SubjectKind.ALL:
-            raise InvalidInputError("subject", "must be a user or an organization: the default is a server option")
-        subject = clean_subject_id(kind, subject_id)
+        subject = _quota_subject(kind, subject_id)
         memories = _clean_limit(max_memories, MEMORIES)
         characters = _clean_limit(max_characters, CHARACTERS)
         if memories is None and characters is None:
@@ -222,6 +227,22 @@ class MemoryControls:
             )
         self._emit(events.QUOTA_CHANGED, started, subject_kind=kind.value, subject_id=subject)
         return control
+
+    def unset_quota(self, kind: SubjectKind, subject_id: str | None) -> bool:
+        """Forget a user's or an organization's quota, so the next level's applies; its gate stays as set.
+
+        Returns False if no quota was set for it.
+
+        Raises:
+            InvalidInputError: a malformed id, or `SubjectKind.ALL` (the default is a server option); nothing
+                is changed.
+        """
+        started = time.perf_counter()
+        subject = _quota_subject(kind, subject_id)
+        with self._unit():
+            unset = self._controls.unset_quota(kind=kind, subject_id=subject, at=self._clock.now())
+        self._emit(events.QUOTA_CHANGED, started, subject_kind=kind.value, subject_id=subject)
+        return unset
 
     def clear(self, kind: SubjectKind, subject_id: str | None) -> bool:
         """Forget what was set for a subject (gate and quota), so the next level applies; False if nothing was.

@@ -111,6 +111,18 @@ class InMemoryControlStore(ControlStore):
         with self._lock:
             return self._controls.pop((kind, subject_id), None) is not None
 
+    def unset_quota(self, *, kind: SubjectKind, subject_id: str, at: datetime) -> bool:
+        key = (kind, subject_id)
+        with self._lock:
+            current = self._controls.get(key)
+            if current is None or (current.max_memories, current.max_characters) == (None, None):
+                return False
+            if current.enabled is None:
+                del self._controls[key]
+            else:
+                self._controls[key] = attrs.evolve(current, max_memories=None, max_characters=None, updated_at=at)
+            return True
+
     def list(self) -> Sequence[Control]:
         order = {SubjectKind.ALL: 0, SubjectKind.ORG: 1, SubjectKind.USER: 2}
         with self._lock:

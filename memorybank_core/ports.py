@@ -176,6 +176,13 @@ class ControlStore(Protocol):
         """Remove one subject's control; False if it had none."""
 
     @abstractmethod
+    def unset_quota(self, *, kind: SubjectKind, subject_id: str, at: datetime) -> bool:
+        """Forget one subject's quota (both measures) and keep its gate; False if it had no quota set.
+
+        A control left with nothing set is removed.
+        """
+
+    @abstractmethod
     def list(self) -> Sequence[Control]:
         """Every control: everyone's first, then organizations', then users', each by id."""
 

@@ -58,6 +58,21 @@ def test_quota_set_and_show(run: Run, db_url: str) -> None:
     )
 
 
+def test_quota_unset_returns_a_user_to_the_organizations_quota_and_keeps_their_switch(run: Run, db_url: str) -> None:
+    user, org = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
+    assert run("quota", "set", "--db", db_url, "--org", org, "--memories", "500").status == 0
+    assert run("quota", "set", "--db", db_url, "--user", user, "--memories", "20").status == 0
+    assert run("gate", "off", "--db", db_url, "--user", user).status == 0
+
+    unset = run("quota", "unset", "--db", db_url, "--user", user)
+    again = run("quota", "unset", "--db", db_url, "--user", user)
+
+    assert (unset.status, unset.out) == (0, f"memorybank: quota of user {user} unset: the next level's applies\n")
+    assert (again.status, again.out) == (0, f"memorybank: no quota was set for user {user}\n")
+    assert "memories:   0 of 500" in run("quota", "show", "--db", db_url, "--user", user, "--org", org).out
+    assert run("gate", "show", "--db", db_url).out == f"user {user}: OFF\n"
+
+
 def test_quota_show_uses_the_deployment_default_from_the_environment(
     run: Run, db_url: str, env: dict[str, str]
 ) -> None:
@@ -87,6 +102,9 @@ def test_quota_show_uses_the_deployment_default_from_the_environment(
         ["quota", "set", "--user", new_id(USER_PREFIX), "--memories", "10000000000001"],
         ["quota", "set", "--all", "--memories", "1"],
         ["quota", "set", "--org", "*", "--memories", "1"],
+        ["quota", "unset", "--all"],
+        ["quota", "unset", "--user", "usr_%"],
+        ["quota", "unset"],
     ],
 )
 def test_a_bad_subject_or_value_is_refused_with_status_2_and_nothing_changed(

@@ -174,6 +174,35 @@ def test_clearing_a_subject_returns_it_to_the_next_level(
     bank.save(alice, {"content": "on again, default quota"})
 
 
+def test_unsetting_a_quota_returns_it_to_the_next_level_and_keeps_the_gate(
+    bank: MemoryBank, controls: MemoryControls, alice: User
+) -> None:
+    controls.set_quota(SubjectKind.ORG, alice.organization_id, max_memories=1)
+    controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=0)
+    controls.set_gate(SubjectKind.USER, alice.user_id, enabled=True)
+    with pytest.raises(QuotaExceededError):
+        bank.save(alice, {"content": "refused by the user's own quota"})
+
+    assert controls.unset_quota(SubjectKind.USER, alice.user_id)
+    assert not controls.unset_quota(SubjectKind.USER, alice.user_id)
+
+    bank.save(alice, {"content": "within the organization's quota of one"})
+    with pytest.raises(QuotaExceededError):
+        bank.save(alice, {"content": "over the organization's quota"})
+    [kept] = [c for c in controls.list() if c.kind is SubjectKind.USER]
+    assert (kept.enabled, kept.max_memories, kept.max_characters) == (True, None, None)
+
+    assert controls.unset_quota(SubjectKind.ORG, alice.organization_id)
+    # The organization's control held nothing else, so it is gone; the default quota applies.
+    assert [c.kind for c in controls.list()] == [SubjectKind.USER]
+    bank.save(alice, {"content": "the default quota again"})
+
+
+def test_everyones_quota_is_a_server_option_not_unset_here(controls: MemoryControls) -> None:
+    with pytest.raises(InvalidInputError):
+        controls.unset_quota(SubjectKind.ALL, None)
+
+
 @pytest.mark.parametrize(
     ("kind", "value"),
     [
@@ -195,6 +224,8 @@ def test_a_malformed_or_wildcard_id_is_refused_and_changes_nothing(
         controls.set_gate(kind, value, enabled=False)
     with pytest.raises(InvalidInputError):
         controls.set_quota(kind, value, max_memories=1)
+    with pytest.raises(InvalidInputError):
+        controls.unset_quota(kind, value)
     assert list(controls.list()) == []
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import attrs
 import sqlalchemy as sa
 
 from adapters_mysql.errors import unavailable_on_driver_error
@@ -284,15 +285,7 @@ def _save(
             updated_at=at,
         )
     )
-    return PurgeRun(
-        id=run.id,
-        subject=run.subject,
-        counts=counts,
-        digest=digest,
-        batches=batches,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-    )
+    return attrs.evolve(run, counts=counts, digest=digest, batches=batches)
 
 
 def _run(row: sa.Row[Any]) -> PurgeRun:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 from pathlib import Path
 
 import attrs
@@ -27,6 +28,12 @@ def cpu_seconds(pid: int) -> float:
         return 0.0
     # After the name: state(0) ppid(1) ... utime(11) stime(12).
     return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def children_cpu_seconds() -> float:
+    """User + system CPU seconds of this process's waited-for children so far (e.g. a finished wrk)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def descendants(pid: int) -> list[int]:

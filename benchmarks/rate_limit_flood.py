@@ -24,7 +24,6 @@ import contextlib
 import os
 import platform
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -39,7 +38,7 @@ import attrs
 from adapters_ratelimit import LimitsRateLimiter
 from benchmarks.common import Timing
 from benchmarks.http_overhead import KeepAliveClient
-from benchmarks.processes import cpu_seconds
+from benchmarks.processes import children_cpu_seconds, cpu_seconds
 from memorybank import composition
 from memorybank.settings import DatabaseChoice
 from memorybank_core import (
@@ -159,7 +158,7 @@ def _wrk_summary(output: str) -> tuple[float, int]:
 def _phase(
     name: str, base_url: str, server_pid: int, quiet_secret: str, flood: tuple[str, str | None] | None, seconds: float
 ) -> Phase:
-    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    children_before = children_cpu_seconds()
     server_before = cpu_seconds(server_pid)
     started = time.perf_counter()
     process = _wrk(base_url + flood[0], flood[1], seconds + 1) if flood else None
@@ -169,10 +168,7 @@ def _phase(
     output = process.communicate(timeout=seconds + 60)[0] if process is not None else ""
     elapsed = time.perf_counter() - started
     server_cores = (cpu_seconds(server_pid) - server_before) / elapsed
-    children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wrk_seconds = (children_after.ru_utime - children_before.ru_utime) + (
-        children_after.ru_stime - children_before.ru_stime
-    )
+    wrk_seconds = children_cpu_seconds() - children_before
     rps, non_2xx = _wrk_summary(output)
     return Phase(
         name=name,

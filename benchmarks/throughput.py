@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -49,7 +48,7 @@ from adapters_mysql.schema import api_token, memory
 from benchmarks.common import database_url, time_calls
 from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.http_overhead import KeepAliveClient
-from benchmarks.processes import CpuSnapshot, descendants, listening_pid, snapshot
+from benchmarks.processes import CpuSnapshot, children_cpu_seconds, descendants, listening_pid, snapshot
 from memorybank.portability import import_lines
 from memorybank_core import TokenService
 from memorybank_search import OwnerIndexer
@@ -155,7 +154,7 @@ def _wrk(url: str, tokens_file: Path, *, duration: int, connections: int, thread
     wrk = shutil.which("wrk")
     if wrk is None:
         raise SystemExit("wrk is not installed: apt-get install wrk")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu_seconds()
     completed = subprocess.run(  # noqa: S603 - a fixed command on loopback
         [
             wrk,
@@ -175,8 +174,7 @@ def _wrk(url: str, tokens_file: Path, *, duration: int, connections: int, thread
         check=True,
         timeout=duration + 60,
     )
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    used = children_cpu_seconds() - before
     summary_line = next(line for line in completed.stdout.splitlines() if line.startswith("{"))
     summary: dict[str, int] = json.loads(summary_line)
     return summary, used

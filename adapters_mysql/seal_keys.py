@@ -163,6 +163,15 @@ def verify(status: SealStatus, sealer: Sealer | None, checks: Mapping[str, str])
             f"the configured key ring does not open this database (key ids seen: {listed}; "
             f"not opened: {', '.join(sorted(set(missing)))})"
         )
+    # Every key the rows use was registered with a check value that records how strict reads are
+    # (`forget_unused` keeps them). One gone means the table was tampered with: starting anyway
+    # would forget that strictness, and a forged row of an older token format would be read again.
+    unchecked = [key_id for key_id in seen if key_id not in checks]
+    if unchecked:
+        raise KeyRingError(
+            f"this database's rows use keys it holds no key-check value for ({', '.join(unchecked)}): the "
+            "seal_key table was changed outside memorybank; restore it from a backup"
+        )
     return strictest
 
 

@@ -316,6 +316,23 @@ def test_a_ring_with_the_right_key_id_but_other_material_is_refused(place: Place
         place.open(impostor)
 
 
+def test_deleting_the_key_check_values_does_not_loosen_the_database(place: Place) -> None:
+    # The check value records how strict reads are; without it a restart would accept a forged row of
+    # the older, unauthenticated token format again.
+    ring = new_key_ring()
+    storage = place.open(ring)
+    bank = bank_over(storage)
+    alice = User()
+    forged = save(bank, alice, "amber river")
+    state = SealState.parse(storage.codec.state or "")
+    _tamper(storage, seal_key.delete())
+    legacy = f"{state.sealing_key}:{state.index_key}"
+    _tamper(storage, memory.update().where(memory.c.id == forged).values(seal_state=legacy, search_mac=None))
+
+    with pytest.raises(KeyRingError, match=rf"holds no key-check value for \({ring.primary}\)"):
+        place.open(ring)
+
+
 def test_the_mode_is_reported(place: Place) -> None:
     plaintext = place.open(None)
     save(bank_over(plaintext), User(), "an old note")

@@ -177,8 +177,9 @@ class RateLimits:
         """Count one request of `operation` by `principal`; the tightest window's state after it.
 
         None means no limit applies, or the limiter's store could not be reached (the request is
-        allowed: an outage of the limiter must not become an outage of the bank). The user's
-        budget is checked first; a request refused there is not counted against the credential.
+        allowed: an outage of the limiter must not become an outage of the bank). The credential's
+        budget is checked first: a request it refuses is not counted against the user, so one
+        runaway token cannot use up the budget of the user's other tokens.
 
         Raises:
             RateLimitedError: a limit is reached; retry after `error.state.retry_after()` seconds.
@@ -196,13 +197,13 @@ class RateLimits:
 
     def _limits(self, principal: Principal, operation: Operation) -> list[tuple[str, RateLimit]]:
         found: list[tuple[str, RateLimit]] = []
-        user_limit = self.policy.per_user.get(operation)
-        if user_limit is not None:
-            found.append((rate_limit_key(operation, user_id=principal.user_id), user_limit))
         token_limit = self.policy.per_token.get(operation)
         credential = getattr(principal, "credential_id", None)
         if token_limit is not None and isinstance(credential, str) and credential:
             found.append((rate_limit_key(operation, credential_id=credential), token_limit))
+        user_limit = self.policy.per_user.get(operation)
+        if user_limit is not None:
+            found.append((rate_limit_key(operation, user_id=principal.user_id), user_limit))
         return found
 
 

@@ -107,9 +107,26 @@ def test_a_token_limit_binds_one_credential_while_the_users_other_token_goes_on(
         limits.admit(laptop, Operation.SAVE)
     state = limits.admit(phone, Operation.SAVE)
 
-    # The tighter window is reported: the phone's token has no request left, the user has 97.
+    # The tighter window is reported: the phone's token has no request left, the user has 98.
     assert state is not None
     assert (state.limit, state.remaining) == (1, 0)
+
+
+def test_a_runaway_token_refused_by_its_own_limit_does_not_use_up_the_users_budget() -> None:
+    policy = RateLimitPolicy.from_rules(["save=5/minute", "token.save=1/minute"])
+    limits = RateLimits(limiter=LimitsRateLimiter(), policy=policy)
+    user_id = new_id(USER_PREFIX)
+    laptop, phone = (_principal(user_id, new_id(TOKEN_PREFIX)) for _ in range(2))
+    limits.admit(laptop, Operation.SAVE)
+    for _ in range(10):
+        with pytest.raises(RateLimitedError) as refused:
+            limits.admit(laptop, Operation.SAVE)
+        assert refused.value.rate_limit == RateLimit(1, 60)  # the token's own limit, not the user's
+
+    state = limits.admit(phone, Operation.SAVE)
+
+    assert state is not None
+    assert (state.limit, state.remaining) == (1, 0)  # the phone's token window; the user has 3 left
 
 
 def test_a_principal_without_a_credential_id_gets_the_user_limits_only() -> None:

@@ -626,8 +626,10 @@ def _fail(message: str, status: int) -> int:
 
 
 def _describe_rate_limits(rate_limits: RateLimits, choice: RateLimitChoice, *, workers: int) -> str:
+    from adapters_ratelimit import describe_storage  # scheme, host, port and database: never a password
+
     rules = ", ".join(rate_limits.policy.describe()) or "none"
-    line = f"{PROGRAM}: rate limits {rules}; counted in {redacted(choice.storage_url)}"
+    line = f"{PROGRAM}: rate limits {rules}; counted in {describe_storage(choice.storage_url)}"
     if workers > 1 and choice.storage_url.startswith("memory"):
         line += f" by each of the {workers} workers alone (--rate-limit-storage redis://... shares them)"
     return line

@@ -162,15 +162,15 @@ def backfill_characters(
     """Measure rows saved before revision 0010 (`characters` NULL); how many were measured.
 
     `load(user_id, ids)` opens memories (through the key ring when sealed). A row that does not
-    open counts 0 characters (and is logged by id). Each touched user's ledger row is dropped at
-    the end, to be rebuilt from the measured rows on their next save. Resumable: a rerun picks up
-    the rows still NULL.
+    open counts 0 characters (and is logged by id). Each batch drops its users' ledger rows in the
+    transaction that measures their memories, so a ledger built meanwhile (or before a crash) from
+    rows still unmeasured is rebuilt on the user's next save. Resumable: a rerun picks up the rows
+    still NULL.
 
     Raises:
         UnavailableError: the database cannot be reached; measured batches stay measured.
     """
     measured = 0
-    touched: set[str] = set()
     while True:
         with unavailable_on_driver_error("usage backfill"), engine.connect() as connection:
             rows = connection.execute(
@@ -199,10 +199,7 @@ def backfill_characters(
                     .where(memory.c.user_id == user_id, memory.c.id == memory_id)
                     .values(characters=characters)
                 )
-        touched.update(by_owner)
+            for user_id in sorted(by_owner):
+                forget_usage(connection, user_id)
         measured += len(rows)
-    if touched:
-        with unavailable_on_driver_error("usage backfill"), for_writing(engine).begin() as connection:
-            for user_id in sorted(touched):
-                connection.execute(memory_usage.delete().where(memory_usage.c.user_id == user_id))
     return measured

@@ -7,6 +7,7 @@ its own pooled connection to the server.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 
 import attrs
 import pytest
@@ -17,7 +18,9 @@ from adapters_crypto import AesGcmSealer, new_key_ring
 from adapters_mysql import SqlStorage
 from adapters_mysql.revisions import alembic_config
 from adapters_mysql.schema import memory, memory_context, memory_usage
+from adapters_mysql.seal_keys import register_primary
 from adapters_mysql.sealed_rows import SealState
+from adapters_mysql.usage import backfill_characters
 from memorybank import portability
 from memorybank_core import (
     Memory,
@@ -26,6 +29,7 @@ from memorybank_core import (
     Quota,
     QuotaExceededError,
     SubjectKind,
+    UnavailableError,
     Usage,
     charged_characters,
 )
@@ -154,6 +158,8 @@ def test_migrate_counts_the_characters_of_memories_saved_before_revision_0010(ne
         old = make_memory(alice.user_id, "written under 0006", snippets=("a snippet",), tags=("tag",))
         with storage.engine.begin() as connection:
             connection.execute(memory.insert(), [_row_without_characters(storage, old)])
+            # The key check a 0006 server registered when it first opened the database with this ring.
+            register_primary(connection, sealer, policy="open")
         report = storage.migrate()
         assert report.measured == 1
         with storage.engine.connect() as connection:
@@ -167,6 +173,31 @@ def test_migrate_counts_the_characters_of_memories_saved_before_revision_0010(ne
             _bank(storage).save(alice, {"content": "over"})
     finally:
         storage.close()
+
+
+def test_a_backfill_cut_short_leaves_no_ledger_undercounted(storage: SqlStorage) -> None:
+    alice, bob = User(), User()
+    bank = _bank(storage)
+    bank.save(alice, {"content": "measured before the cut"})
+    bank.save(bob, {"content": "where the backfill stops"})
+    with storage.engine.begin() as connection:  # as if both were saved before revision 0010
+        connection.execute(memory.update().values(characters=None))
+        connection.execute(memory_usage.delete())
+    # A save meanwhile builds Alice's ledger with her unmeasured memory counted as 0 characters.
+    bank.save(alice, {"content": "saved while unmeasured"})
+    inner = storage.store.inner
+
+    def cut_at_bob(user_id: str, ids: list[str]) -> Mapping[str, Memory]:
+        if user_id == bob.user_id:
+            raise UnavailableError("the database went away during usage backfill")
+        return inner.get_many(user_id=user_id, memory_ids=ids)
+
+    with pytest.raises(UnavailableError):
+        backfill_characters(storage.engine, cut_at_bob, batch_size=1)
+    assert storage.measure_usage() == 1  # the rerun measures Bob's memory only
+
+    expected = len("measured before the cut") + len("saved while unmeasured")
+    assert storage.store.usage(user_id=alice.user_id) == Usage(memories=2, characters=expected)
 
 
 def _upgrade_to(storage: SqlStorage, revision: str) -> None:

@@ -85,11 +85,14 @@ def shared_between_processes(database_url: str) -> bool:
 def run(
     options: ServeOptions,
     *,
-    workers: int = 1,
+    workers: int,
     log_format: str = "text",
     shutdown_timeout: int = 10,
 ) -> None:
-    """Serve until SIGTERM or SIGINT: `workers` processes on `options.bind_host:options.port`."""
+    """Serve until SIGTERM or SIGINT: `workers` processes on `options.bind_host:options.port`.
+
+    `serve` without `--workers` runs its one process itself, on a socket it bound (memorybank.cli).
+    """
     os.environ[OPTIONS_ENV] = options.to_json()
     made_metrics_dir = not os.environ.get(METRICS_DIR_ENV)
     if made_metrics_dir:
@@ -107,9 +110,7 @@ def run(
         timeout_graceful_shutdown=shutdown_timeout,
     )
     try:
-        if workers == 1:
-            uvicorn.Server(config).run()
-        elif listeners.SPREADS_CONNECTIONS:
+        if listeners.SPREADS_CONNECTIONS:
             # uvicorn's supervisor (restarts, signals), each worker on a listener of its own (see listeners).
             with listeners.HeldPort.bind_to(options.bind_host, options.port) as held:
                 Multiprocess(config, sockets=[held]).run()

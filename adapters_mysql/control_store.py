@@ -37,8 +37,6 @@ _FIND = sa.select(memory_control).where(
 )
 #: The settings a change may carry; None leaves a stored one as it is.
 _SETTINGS = ("enabled", "max_memories", "max_characters")
-#: The settings a change may carry; None leaves a stored one as it is.
-_SETTINGS = ("enabled", "max_memories", "max_characters")
 #: Bound as the organization when there is none: no control has an empty subject (`clean_subject_id`).
 _NO_ORGANIZATION = ""
 
@@ -61,13 +59,19 @@ class SqlControlStore(ControlStore):
         values: dict[str, object] = {name: value for name in _SETTINGS if (value := getattr(change, name)) is not None}
         values["updated_at"] = change.updated_at
         subject = _subject(change.kind, change.subject_id)
+        insert = memory_control.insert().values(kind=change.kind.value, subject_id=change.subject_id, **values)
+        try:
+            return self._upsert(subject, values, insert)
+        except sa.exc.IntegrityError:
+            # Another operator created the same control between our update and insert (InnoDB mostly
+            # makes that a deadlock, retried above us; READ COMMITTED does not): it exists now, so the
+            # second attempt updates it.
+            return self._upsert(subject, values, insert)
+
+    def _upsert(self, subject: sa.ColumnElement[bool], values: dict[str, object], insert: sa.Insert) -> Control:
         with unavailable_on_driver_error("controls"), writing(self._engine) as connection:
             if connection.execute(memory_control.update().where(subject).values(**values)).rowcount == 0:
-                # Two operators creating the same control at once: one insert fails on the key and
-                # that command reports it; repeating it then updates.
-                connection.execute(
-                    memory_control.insert().values(kind=change.kind.value, subject_id=change.subject_id, **values)
-                )
+                connection.execute(insert)
             row = connection.execute(sa.select(memory_control).where(subject)).one()
         return _control(row)
 

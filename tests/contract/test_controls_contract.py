@@ -98,6 +98,11 @@ def test_a_users_quota_wins_over_the_organizations_which_wins_over_the_default(
         bank.save(colleague, {"content": "refused by the user's own quota"})
     effective = controls.effective(user_id=alice.user_id, org_id=alice.organization_id)
     assert effective.policy.quota == Quota(max_memories=2)
+    # A user's own quota wins when it is larger too: one member may store more than the rest.
+    controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=3)
+    bank.save(alice, {"content": "three, above the organization's two"})
+    with pytest.raises(QuotaExceededError):
+        bank.save(alice, {"content": "four"})
 
 
 def test_a_delete_of_a_missing_memory_leaves_the_usage_alone(

@@ -99,6 +99,30 @@ def test_concurrent_first_saves_build_one_ledger_row(storage: SqlStorage) -> Non
     assert storage.store.usage(user_id=alice.user_id).memories == 8
 
 
+def test_operators_creating_the_same_control_at_once_all_succeed_and_leave_one(storage: SqlStorage) -> None:
+    alice = User()
+    controls = MemoryControls(controls=storage.controls, store=storage.store)
+    barrier = threading.Barrier(8)
+    failures: list[BaseException] = []
+
+    def set_quota(n: int) -> None:
+        barrier.wait(timeout=30)
+        try:
+            controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=100 + n)
+        except BaseException as error:  # collected for the assertion below
+            failures.append(error)
+
+    threads = [threading.Thread(target=set_quota, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert failures == []
+    [control] = controls.list()
+    assert control.max_memories in range(100, 108)
+
+
 def test_a_refused_save_leaves_no_row_behind_in_any_table(storage: SqlStorage) -> None:
     alice = User()
     bank = _bank(storage, Quota(max_memories=1))

@@ -1,6 +1,6 @@
 """One user floods a real `memorybank serve`; another user's latency, and where the time goes.
 
-The run, on one server (SQLite file, one worker, `--rate-limit search=300/minute`):
+The run, on one server (SQLite file, one worker, `--rate-limit search=600/minute`):
 
 1. The limiter alone, in this process: `RateLimits.admit` per call, allowed and refused, on
    memory:// and (if reachable) Redis.
@@ -8,6 +8,8 @@ The run, on one server (SQLite file, one worker, `--rate-limit search=300/minute
    - `baseline`: nobody else is there;
    - `flood-429`: a flooding user (wrk, 16 connections) hammers search after spending its budget,
      so every flood request is answered 429 by the limiter;
+   - `flood-401`: the same flood with an unknown token: authentication runs and fails, the limiter
+     is never reached;
    - `flood-healthz`: the same wrk flood on `/healthz`, which does no authentication and no
      rate limiting: what any flood at that rate costs, limiter or not;
    - `baseline-again`: nobody else, to see the machine's drift.

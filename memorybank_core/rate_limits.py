@@ -121,10 +121,10 @@ class RateLimitPolicy:
 
 
 def _spelled(limit: RateLimit) -> str:
-    for unit, seconds in reversed(_UNITS.items()):
-        if limit.seconds == seconds:
-            return f"{limit.amount}/{unit}"
-    return f"{limit.amount}/{limit.seconds} seconds"
+    """`120/minute`, or `1/30 days`: the largest unit that divides the window, as `RateLimit.parse` reads it."""
+    unit, seconds = next((unit, seconds) for unit, seconds in reversed(_UNITS.items()) if limit.seconds % seconds == 0)
+    multiple = limit.seconds // seconds
+    return f"{limit.amount}/{unit}" if multiple == 1 else f"{limit.amount}/{multiple} {unit}s"
 
 
 def _operations(name: str, rule: str) -> tuple[Operation, ...]:

@@ -60,6 +60,12 @@ def test_rules_change_the_defaults_and_later_rules_win() -> None:
     assert RateLimitPolicy.from_rules(policy.describe()) == policy
 
 
+@pytest.mark.parametrize("rule", ["save=1/30 days", "save=7/90 minutes", "save=5/2 hours", "save=3/45 seconds"])
+def test_every_limit_is_described_as_a_rule_that_reads_back(rule: str) -> None:
+    policy = RateLimitPolicy.from_rules([rule])
+    assert RateLimitPolicy.from_rules(policy.describe()) == policy
+
+
 def test_without_rules_every_operation_has_the_documented_default_and_tokens_none() -> None:
     policy = RateLimitPolicy.from_rules([])
 

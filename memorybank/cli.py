@@ -44,6 +44,7 @@ from memorybank.settings import (
     choose_rate_limits,
     default_database_path,
     default_key_file,
+    parse_quota_number,
     redacted,
 )
 from memorybank_core import (
@@ -498,9 +499,10 @@ def _show_command(
 
 
 def _whole_number(value: str) -> int:
-    if not value.isascii() or not value.isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {limits.QUOTA_MAX}, not {value!r}")
-    return int(value)
+    try:
+        return parse_quota_number(value, "quota")
+    except InvalidInputError as error:
+        raise argparse.ArgumentTypeError(error.problems[0].message) from error
 
 
 def _add_oauth_options(serve: argparse.ArgumentParser) -> None:

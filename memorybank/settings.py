@@ -130,6 +130,15 @@ def _quota_value(given: str | None, env: Mapping[str, str], variable: str, field
     raw = given if given is not None else env.get(variable, "").strip() or None
     if raw is None:
         return default
+    return parse_quota_number(raw, field)
+
+
+def parse_quota_number(raw: str, field: str) -> int:
+    """A quota measure as an operator writes it: `5000`, or `100_000` as `quota show` prints it.
+
+    Raises:
+        InvalidInputError: not a whole number from 0 to `limits.QUOTA_MAX`.
+    """
     text = raw.strip().replace("_", "")
     if not re.fullmatch(r"[0-9]{1,13}", text) or int(text) > limits.QUOTA_MAX:
         raise InvalidInputError(field, f"must be a whole number from 0 to {limits.QUOTA_MAX}, not {raw!r}")

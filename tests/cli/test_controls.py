@@ -47,7 +47,8 @@ def test_gate_off_and_on_for_a_user_an_organization_and_everyone(run: Run, db_ur
 def test_quota_set_and_show(run: Run, db_url: str) -> None:
     user, org = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
 
-    assert run("quota", "set", "--db", db_url, "--org", org, "--memories", "500", "--characters", "100000").status == 0
+    # `100_000`, as `quota show` prints it, reads back.
+    assert run("quota", "set", "--db", db_url, "--org", org, "--memories", "500", "--characters", "100_000").status == 0
     outcome = run("quota", "set", "--db", db_url, "--user", user, "--memories", "20")
     assert outcome.out == f"memorybank: quota of user {user}: 20 memories, default characters\n"
 

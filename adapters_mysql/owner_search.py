@@ -6,6 +6,7 @@ Fetch the owner's candidate rows, bound them, and rank them with `memorybank_sea
 
 from __future__ import annotations
 
+import logging
 from abc import abstractmethod
 from collections.abc import Sequence
 
@@ -17,6 +18,8 @@ from adapters_mysql.schema import memory
 from adapters_mysql.unit_of_work import reading
 from memorybank_core import SearchEngine, SearchHit, SearchHits
 from memorybank_search import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
+
+_log = logging.getLogger("memorybank.storage")
 
 #: How often a search overlapping rewriting batches runs again (adapters_mysql.rewrite_fence). A
 #: walk commits a batch every few milliseconds at most, so a rerun rarely overlaps another one.
@@ -75,6 +78,9 @@ class OwnerScopedSearch(SearchEngine):
                         break
                     # A rewriting batch overlapped: end this snapshot and look again.
                     connection.rollback()
+                else:
+                    # Batches kept landing: answer with the last look, which may lack rows being rewritten.
+                    _log.warning("search gave up on the rewrite fence after %d attempts", FENCED_ATTEMPTS)
         if not rows:
             return SearchHits(candidate_count=0)
         return rank_candidates(

@@ -13,6 +13,7 @@ from alembic import command
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import adapters_mysql.owner_search as owner_search
 import memorybank_search.indexer as indexer_module
 from adapters_mysql import (
     MysqlOwnerScopedSearch,
@@ -20,6 +21,7 @@ from adapters_mysql import (
     SqliteOwnerScopedSearch,
     SqlStorage,
     open_storage,
+    rewrite_fence,
 )
 from adapters_mysql.revisions import alembic_config
 from adapters_mysql.schema import memory
@@ -201,3 +203,24 @@ def test_check_ready_names_a_missing_owner_scoped_structure_and_migrate_restores
         assert len(storage.search_engine.search(user_id=owner, query="harbor", limit=5)) == 1
     finally:
         storage.close()
+
+
+def test_a_search_the_rewrite_fence_keeps_sending_back_answers_and_says_so(
+    storage: SqlStorage, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A rotation whose batches land between every look: after its last attempt the search answers
+    # with what it saw (never an error) and logs that it gave up, without the query.
+    owner = new_user()
+    saved = make_memory(owner, "a quiet harbour at dusk")
+    storage.store.add(user_id=owner, memory=saved)
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(OwnerIndexer, "rewrite_pending", property(lambda _self: True))
+    monkeypatch.setattr(rewrite_fence, "generation", lambda *_args, **_kwargs: next(ticks))
+
+    with caplog.at_level("WARNING", logger="memorybank.storage"):
+        hits = storage.search_engine.search(user_id=owner, query="harbour", limit=5)
+
+    assert [hit.memory_id for hit in hits] == [saved.id]
+    gave_up = [r.getMessage() for r in caplog.records if "rewrite fence" in r.getMessage()]
+    assert gave_up == [f"search gave up on the rewrite fence after {owner_search.FENCED_ATTEMPTS} attempts"]
+    assert next(ticks) == 2 * owner_search.FENCED_ATTEMPTS

@@ -134,6 +134,8 @@ def test_a_dry_run_prints_counts_and_removes_nothing(database: str, run: Run) ->
         ["--user", "org_01h455vb4pex5vsknk084sn02q"],
         ["--user", "usr_01h455vb4pex5vsknk084sn02q", "--batch-size", "0"],
         ["--user", "usr_01h455vb4pex5vsknk084sn02q", "--batch-size", "100000"],
+        ["--user", "usr_01h455vb4pex5vsknk084sn02q", "--pause-ms", "-1"],
+        ["--user", "usr_01h455vb4pex5vsknk084sn02q", "--pause-ms", "10001"],
     ],
 )
 def test_a_bad_id_is_refused_before_the_database_is_even_opened(run: Run, tmp_path: Path, argv: list[str]) -> None:

@@ -73,9 +73,15 @@ def text_type(bound: TextBound) -> TypeEngine[str]:
     return sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql")
 
 
-def id_type() -> sa.String:
-    """The column type of every stored identifier."""
-    return sa.String(limits.ID_MAX_LENGTH)
+def id_type() -> sa.types.TypeEngine[str]:
+    """The column type of every stored identifier: compared byte for byte (`Alice` is not `alice`).
+
+    On MySQL/MariaDB the binary collation, not the tables' accent- and case-insensitive one
+    (revision 0011); SQLite compares text exactly already.
+    """
+    return sa.String(limits.ID_MAX_LENGTH).with_variant(
+        mysql.VARCHAR(limits.ID_MAX_LENGTH, charset="utf8mb4", collation="utf8mb4_bin"), "mysql"
+    )
 
 
 def _enum(values: type[Scope] | type[Origin], name: str) -> sa.Enum:

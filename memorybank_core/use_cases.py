@@ -220,8 +220,10 @@ def _authorize(principal: Principal, scope: str | None) -> str:
     """Check the principal holds `scope` (if any) and return its user id, the owner of everything it touches."""
     user_id, org_id = principal.user_id, principal.organization_id
     # A host handing us a principal without usable ids is a host bug; refuse rather than guess.
+    # Surrounding whitespace is refused too: MySQL's collations ignore trailing spaces, so `bob ` would
+    # be `bob` there and no one else.
     for value in (user_id, org_id):
-        if not isinstance(value, str) or not limits.ID.min <= len(value) <= limits.ID.max:
+        if not isinstance(value, str) or not limits.ID.min <= len(value) <= limits.ID.max or value != value.strip():
             raise ForbiddenError(scope or WRITE_SCOPE)
     if scope is not None and scope not in principal.scopes:
         raise ForbiddenError(scope)

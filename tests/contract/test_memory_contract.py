@@ -137,6 +137,29 @@ def test_search_never_returns_another_users_memory(bank: MemoryBank, alice: User
     assert all(r.memory.user_id == bob.user_id for r in bank.search(bob, query="kayak"))
 
 
+@pytest.mark.parametrize(("mine", "theirs"), [("Alice", "alice"), ("josé", "jose"), ("straße", "strasse")])
+def test_host_ids_that_differ_only_in_case_or_accents_are_different_people(
+    bank: MemoryBank, mine: str, theirs: str
+) -> None:
+    # Hosts bring their own user ids; the database must compare them byte for byte.
+    me, them = User(user_id=mine), User(user_id=theirs)
+    kept = save(bank, me, "my private kayak receipt")
+    save(bank, them, "their private kayak receipt")
+
+    assert [m.id for m in bank.list(me).memories] == [kept]
+    assert [r.memory.id for r in bank.search(me, query="kayak receipt")] == [kept]
+    with pytest.raises(NotFoundError):
+        bank.delete(them, memory_id=kept)
+    assert [m.id for m in bank.list(me).memories] == [kept]
+
+
+@pytest.mark.parametrize("user_id", ["bob ", " bob", "bob\n"])
+def test_a_host_id_with_surrounding_whitespace_is_refused(bank: MemoryBank, user_id: str) -> None:
+    # MySQL ignores trailing spaces in comparisons: `bob ` would be `bob` there.
+    with pytest.raises(ForbiddenError):
+        bank.save(User(user_id=user_id), {"content": "never stored"})
+
+
 def test_list_is_newest_first_and_owner_scoped(bank: MemoryBank, alice: User, bob: User) -> None:
     first = save(bank, alice, "first")
     save(bank, bob, "bob's")

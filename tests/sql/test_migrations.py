@@ -146,10 +146,15 @@ def test_every_revision_upgrades_downgrades_and_upgrades_again(
     oldest_first = list(reversed(list(ScriptDirectory.from_config(alembic_config()).walk_revisions())))
     assert oldest_first, "there must be at least one revision"
     before = schema_of(storage)
+    dialect = storage.engine.dialect.name
     for script in oldest_first:
         run_alembic(storage, command.upgrade, script.revision)
         upgraded = schema_of(storage)
-        assert upgraded != before
+        # A revision that names its dialects (`dialects = ("mysql",)`) changes nothing elsewhere.
+        if dialect in getattr(script.module, "dialects", (dialect,)):
+            assert upgraded != before
+        else:
+            assert upgraded == before
         run_alembic(storage, command.downgrade, "-1")
         assert _without_version_table(schema_of(storage)) == _without_version_table(before)
         run_alembic(storage, command.upgrade, script.revision)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+from pathlib import Path
+
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
@@ -16,15 +20,28 @@ from adapters_mysql.schema import metadata
 VERSION_TABLE = "memorybank_alembic_version"
 
 
-#: The migration scripts: package data of this package (`adapters_mysql/migrations`), in alembic's
-#: `package:directory` form, so an installed copy finds them wherever it is installed.
-SCRIPT_LOCATION = "adapters_mysql:migrations"
+#: The migration scripts' package: the checkout's top-level `migrations/`, which the build maps into
+#: this package's namespace (pyproject.toml's package-dir), so a wheel and an editable install both have it.
+SCRIPTS_PACKAGE = "adapters_mysql.migrations"
+
+
+@functools.cache
+def script_location() -> str:
+    """The directory of the migration scripts, wherever this copy of memorybank is installed.
+
+    Found through the import system rather than beside this file: in an editable install the
+    scripts are not inside `adapters_mysql/`, the build's mapping points at them.
+    """
+    spec = importlib.util.find_spec(SCRIPTS_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"memorybank's migration scripts ({SCRIPTS_PACKAGE}) are not installed")
+    return str(Path(next(iter(spec.submodule_search_locations))))
 
 
 def alembic_config(connection: sa.Connection | None = None) -> Config:
     """An alembic Config for our scripts; `migrations/env.py` runs on `connection` when given."""
     config = Config()
-    config.set_main_option("script_location", SCRIPT_LOCATION)
+    config.set_main_option("script_location", script_location())
     config.attributes["connection"] = connection
     return config
 

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -355,10 +356,16 @@ def test_the_alembic_command_line_works_from_a_checkout(tmp_path: Path, monkeypa
 
 
 def test_migrations_run_from_an_installed_copy_outside_the_checkout(tmp_path: Path) -> None:
-    # Installed, the packages sit side by side in site-packages and the CWD is anywhere.
+    # Installed, the packages sit side by side in site-packages and the CWD is anywhere; the
+    # top-level migrations/ lands where pyproject.toml's package-dir maps it (the install tier builds
+    # and installs the real wheel).
     site = tmp_path / "site-packages"
-    for package in ("memorybank_core", "memorybank_search", "adapters_mysql"):
-        shutil.copytree(REPOSITORY / package, site / package, ignore=shutil.ignore_patterns("__pycache__"))
+    mapped = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    layout = {"memorybank_core": "memorybank_core", "memorybank_search": "memorybank_search"}
+    layout |= {"adapters_mysql": "adapters_mysql", **mapped}
+    for package, source in layout.items():
+        target = site.joinpath(*package.split("."))
+        shutil.copytree(REPOSITORY / source, target, ignore=shutil.ignore_patterns("__pycache__"))
     script = (
         "from adapters_mysql import open_storage\n"
         "from memorybank_search import OwnerIndexer\n"

@@ -1,4 +1,4 @@
-"""Backend factories for the contract suite.
+"""The backends memorybank ships, registered for the contract suite (memorybank_testing).
 
 A factory is made once per test session (it may create a database); `fresh()`
 gives each test an empty backend. Every adapter registers one factory here and
@@ -7,47 +7,15 @@ must then pass the whole suite unchanged.
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Callable
-from typing import Protocol
 
 import attrs
 import pytest
 
-from memorybank_core import ControlStore, InMemoryControlStore, InMemoryStore, MemoryStore, SearchEngine
-from memorybank_search import InMemorySearch, OwnerIndexer
+# The shipped contract suite's names, re-exported for the adapter tests that build backends.
+from memorybank_testing.backends import Backend, BackendFactory, InMemoryFactory
 
-
-@attrs.frozen
-class Backend:
-    """A store, the search engine that reads it, and the operators' controls beside them."""
-
-    store: MemoryStore
-    search_engine: SearchEngine
-    controls: ControlStore = attrs.field(factory=InMemoryControlStore)
-
-
-class BackendFactory(Protocol):
-    """Makes empty backends of one kind."""
-
-    @abstractmethod
-    def fresh(self) -> Backend:
-        """An empty backend, isolated from every earlier one."""
-
-    @abstractmethod
-    def close(self) -> None:
-        """Release what the factory holds (connections, databases)."""
-
-
-class InMemoryFactory(BackendFactory):
-    """The in-memory reference adapter."""
-
-    def fresh(self) -> Backend:
-        store = InMemoryStore()
-        return Backend(store=store, search_engine=InMemorySearch(store, OwnerIndexer()))
-
-    def close(self) -> None:
-        pass
+__all__ = ["FACTORIES", "Backend", "BackendFactory", "InMemoryFactory", "Registration"]
 
 
 @attrs.frozen

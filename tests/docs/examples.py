@@ -8,6 +8,10 @@
 - A block that opens a database by URL is marked `<!-- docs-test: database -->` on the line before
   it. Every database URL in it is then pointed at a prepared database (created and migrated, as
   `memorybank migrate` leaves it): an SQLite file in the default tier, MariaDB in the mysql tier.
+- A block that is a file the reader saves, not runs, is marked `<!-- docs-test: file NAME.py -->`:
+  it is written to NAME.py in a folder of the page's own. One marked `<!-- docs-test: pytest
+  test_NAME.py -->` is a test module: written there too, then run by pytest in a fresh process (as
+  the reader runs it, beside the page's other files), and every test it collects must pass.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +31,10 @@ import attrs
 from tests.served import REPO_ROOT
 
 DATABASE_MARK = "<!-- docs-test: database -->"
+_FILE_MARK = re.compile(r"<!-- docs-test: (file|pytest) ([\w.]+\.py) -->")
+#: A pytest run's summary line: "12 passed in 3.40s", with no failure, error or skip beside it.
+_ALL_PASSED = re.compile(r"^=* ?(\d+) passed in [\d.]+s", re.MULTILINE)
+PYTEST_TIMEOUT_SECONDS = 300
 _AFTER_MARK = re.compile(r"<!-- docs-test: after (\S+) -->")
 _FENCE = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _PRINTS = re.compile(r"#\s*prints:\s?(.*)$", re.MULTILINE)
@@ -39,6 +50,9 @@ class Example:
     line: int
     source: str
     needs_database: bool
+    #: The file name a `file` or `pytest` block is saved as; None for a block that runs in the page.
+    saved_as: str | None = None
+    runs_pytest: bool = False
 
     @property
     def expected_output(self) -> list[str]:
@@ -61,12 +75,15 @@ def examples(page: str, root: Path = REPO_ROOT) -> list[Example]:
     found = []
     for match in _FENCE.finditer(text):
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1].strip()
+        saved = _FILE_MARK.fullmatch(before)
         found.append(
             Example(
                 page=page,
                 line=text.count("\n", 0, match.start()) + 2,
                 source=match.group(1),
                 needs_database=before == DATABASE_MARK,
+                saved_as=saved.group(2) if saved else None,
+                runs_pytest=saved is not None and saved.group(1) == "pytest",
             )
         )
     return found
@@ -98,17 +115,49 @@ def run_page(
     if before is not None:
         run_page(before, database_url, root=root, namespace=names)
     url: str | None = None
-    for example in examples(page, root):
-        source = example.source
-        if example.needs_database:
-            url = url or database_url()
-            source = example.with_database(url)
-        printed = io.StringIO()
-        with contextlib.redirect_stdout(printed):
-            exec(compile(source, f"{page}:{example.line}", "exec"), names)  # noqa: S102 - our own docs
-        actual, said = printed.getvalue().splitlines(), example.expected_output
-        assert actual == said, f"{page}:{example.line} printed {actual!r}; the page says {said!r}"
+    with tempfile.TemporaryDirectory(prefix="docs-files-") as folder:
+        for example in examples(page, root):
+            if example.saved_as is not None:
+                _save_and_test(example, Path(folder))
+                continue
+            url = _run_block(example, names, database_url, url)
     return names
+
+
+def _run_block(example: Example, names: dict[str, Any], database_url: Callable[[], str], url: str | None) -> str | None:
+    """Run one block in the page's namespace; return the page's database URL (made on first need)."""
+    page = example.page
+    source = example.source
+    if example.needs_database:
+        url = url or database_url()
+        source = example.with_database(url)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(source, f"{page}:{example.line}", "exec"), names)  # noqa: S102 - our own docs
+    actual, said = printed.getvalue().splitlines(), example.expected_output
+    assert actual == said, f"{page}:{example.line} printed {actual!r}; the page says {said!r}"
+    return url
+
+
+def _save_and_test(example: Example, folder: Path) -> None:
+    """Write a `file`/`pytest` block into the page's folder; run pytest on a test module there."""
+    assert example.saved_as is not None
+    (folder / example.saved_as).write_text(example.source)
+    if not example.runs_pytest:
+        return
+    # An empty ini file pins pytest's rootdir to the folder: none of this checkout's settings apply.
+    (folder / "pytest.ini").write_text("[pytest]\n")
+    finished = subprocess.run(  # noqa: S603 - our own interpreter, on our own docs
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", example.saved_as],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=PYTEST_TIMEOUT_SECONDS,
+        check=False,
+    )
+    where = f"{example.page}:{example.line} ({example.saved_as})"
+    assert finished.returncode == 0, f"{where} failed under pytest:\n{finished.stdout[-4000:]}{finished.stderr[-2000:]}"
+    assert _ALL_PASSED.search(finished.stdout), f"{where} did not pass whole:\n{finished.stdout[-2000:]}"
 
 
 def database_pages() -> list[str]:

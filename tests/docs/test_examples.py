@@ -73,3 +73,17 @@ def test_an_example_that_prints_something_else_than_its_page_says_fails(
     for page in ("wrong.md", "unsaid.md"):
         with pytest.raises(AssertionError, match=f"{page}:2 printed"):
             run_page(page, sqlite_databases, root=tmp_path)
+
+
+def test_a_documented_test_module_runs_under_pytest_beside_the_pages_files(
+    tmp_path: Path, sqlite_databases: Callable[[], str]
+) -> None:
+    helper = "<!-- docs-test: file helper.py -->\n```python\ndef answer() -> int:\n    return 42\n```\n"
+    passing = "from helper import answer\n\n\ndef test_answer() -> None:\n    assert answer() == 42\n"
+    failing = passing.replace("== 42", "== 41")
+    for name, module in (("passes.md", passing), ("fails.md", failing)):
+        (tmp_path / name).write_text(f"{helper}\n<!-- docs-test: pytest test_it.py -->\n```python\n{module}```\n")
+
+    run_page("passes.md", sqlite_databases, root=tmp_path)
+    with pytest.raises(AssertionError, match=r"fails.md:\d+ \(test_it.py\) failed under pytest"):
+        run_page("fails.md", sqlite_databases, root=tmp_path)

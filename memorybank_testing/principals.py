@@ -1,0 +1,36 @@
+"""The suite's principals, its clock, and the bank wired as the server wires it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import attrs
+
+from memorybank_core import READ_SCOPE, WRITE_SCOPE, EventSink, FixedClock, MemoryBank
+from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from memorybank_testing.backends import Backend
+
+
+@attrs.frozen(kw_only=True)
+class User:
+    """A test principal: a fresh user in a fresh organization, with both memory scopes unless told."""
+
+    user_id: str = attrs.field(factory=lambda: new_id(USER_PREFIX))
+    organization_id: str = attrs.field(factory=lambda: new_id(ORGANIZATION_PREFIX))
+    scopes: frozenset[str] = frozenset({READ_SCOPE, WRITE_SCOPE})
+
+
+def start_clock() -> FixedClock:
+    """A clock that moves one millisecond per reading, so every save has its own time."""
+    return FixedClock(datetime(2026, 7, 2, 12, 0, tzinfo=UTC), step=timedelta(milliseconds=1))
+
+
+def bank_over(backend: Backend, events: EventSink | None = None) -> MemoryBank:
+    """The bank as the server wires it: over `backend`'s store, search engine and operator controls."""
+    return MemoryBank(
+        store=backend.store,
+        search_engine=backend.search_engine,
+        clock=start_clock(),
+        events=events,
+        controls=backend.controls,
+    )

@@ -1,0 +1,156 @@
+"""Ranking contract: an engine returns exactly what the in-memory reference returns, the same ids
+with the same scores, and no other user's saves or deletes ever change it.
+
+It holds an engine to `memorybank_search`'s one analyzer and BM25 (the SQL engines and the
+reference all rank through `memorybank_search.rank_candidates`). An engine with a scoring of its
+own runs the other contracts, not this one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import pytest
+import uuid_utils
+from typeid import TypeID
+
+from memorybank_core import MemoryBank, SearchResult
+from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX
+from memorybank_testing.backends import BackendFactory, InMemoryFactory
+from memorybank_testing.principals import User, start_clock
+
+#: Memories with repeated, shared and rare words, tags and snippets, short tokens and CJK.
+CORPUS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+    ("The service deploys nightly to the staging cluster", ("infra",), ("we deploy at 2am",)),
+    ("Deployment of the billing service failed twice in Q3", ("infra", "billing"), ()),
+    ("I write Go at work and Python at home", ("languages",), ("go is fast",)),
+    ("Our AI roadmap for Q3 covers retrieval and ranking", ("ai", "roadmap"), ()),
+    ("Lunch in 東京 was ラーメン again", ("travel",), ("東京でラーメンを食べた",)),
+    ("The lighthouse keeper sent an e-mail about the storm", (), ("email from the keeper",)),
+    ("Remember to renew the passport before the trip", ("travel",), ()),
+    ("C++ build of the renderer takes twenty minutes", ("build",), ("c++ templates are slow",)),
+    ("Node.js service uses too much memory under load", ("infra",), ()),
+    ("The café near the office serves the best croissants", ("food",), ()),
+    ("Deploy freeze starts in December; deployments resume in January", ("infra",), ()),
+    ("Staging cluster upgrade is planned for the weekend", ("infra",), ("upgrade the cluster",)),
+    ("Grandma's recipe uses cardamom and saffron", ("food", "family"), ()),
+    ("My manager prefers written updates over meetings", ("work",), ()),
+    ("我的猫很可爱 and it sleeps all day", ("pets",), ()),
+    ("Running shoes size 44, bought in Q1", ("health",), ()),
+    ("Launch day went well 🚀 thanks to the team", ("🎉", "launch"), ("ship it ❤️",)),
+]
+QUERIES = [
+    "deployment",
+    "deploys",
+    "Go",
+    "AI",
+    "Q3",
+    "東京",
+    "ラーメン",
+    "猫",
+    "cafe",
+    "email",
+    "c++",
+    "nodejs",
+    "what did I say about the staging cluster?",
+    "infra",
+    "travel plans",
+    "keeper storm lighthouse",
+    "the",
+    "🚀",
+    "🎉 party",
+    "❤",
+]
+
+
+def sequential_ids() -> Callable[[str], str]:
+    """An id minter that yields the same ids in the same order in every bank."""
+    counter = itertools.count(1)
+
+    def new_id(prefix: str) -> str:
+        return str(TypeID.from_uuid(uuid_utils.UUID(int=next(counter)), prefix=prefix))
+
+    return new_id
+
+
+def bank_of(factory: BackendFactory) -> MemoryBank:
+    backend = factory.fresh()
+    return MemoryBank(
+        store=backend.store, search_engine=backend.search_engine, clock=start_clock(), new_id=sequential_ids()
+    )
+
+
+def fill(bank: MemoryBank, user: User) -> None:
+    for content, tags, snippets in CORPUS:
+        request = {"content": content, "tags": list(tags), "contexts": [{"snippet": s} for s in snippets]}
+        bank.save(user, request)
+
+
+def ranking(results: list[SearchResult]) -> list[tuple[str, float]]:
+    return [(result.memory.id, result.score) for result in results]
+
+
+def a_user(n: int) -> User:
+    def fixed(prefix: str) -> str:
+        return str(TypeID.from_uuid(uuid_utils.UUID(int=10**6 + n), prefix=prefix))
+
+    return User(user_id=fixed(USER_PREFIX), organization_id=fixed(ORGANIZATION_PREFIX))
+
+
+class RankingContract:
+    """Every engine ranks as the in-memory reference does, and one user never moves another's scores."""
+
+    @pytest.mark.parametrize("query", QUERIES)
+    def test_every_engine_returns_the_references_results_in_the_references_order(
+        self, backend_factory: BackendFactory, query: str
+    ) -> None:
+        alice = a_user(1)
+        reference, tested = bank_of(InMemoryFactory()), bank_of(backend_factory)
+        fill(reference, alice)
+        fill(tested, alice)
+        expected = ranking(reference.search(alice, query=query, limit=10))
+        found = ranking(tested.search(alice, query=query, limit=10))
+        assert expected, f"the reference finds nothing for {query!r}: the corpus no longer covers it"
+        # Exactly: one analyzer, one token scheme and one BM25 compute every engine's scores.
+        assert found == expected
+
+    @pytest.mark.parametrize(
+        ("query", "expected"),
+        [
+            ("Go", "I write Go at work and Python at home"),
+            ("AI", "Our AI roadmap for Q3 covers retrieval and ranking"),
+            ("Q3", "Deployment of the billing service failed twice in Q3"),
+            ("deployment", "The service deploys nightly to the staging cluster"),
+            ("東京", "Lunch in 東京 was ラーメン again"),
+            ("猫", "我的猫很可爱 and it sleeps all day"),
+            ("🚀", "Launch day went well 🚀 thanks to the team"),
+            ("🎉", "Launch day went well 🚀 thanks to the team"),
+        ],
+    )
+    def test_short_words_stems_and_cjk_find_their_memories(
+        self, backend_factory: BackendFactory, query: str, expected: str
+    ) -> None:
+        alice = a_user(1)
+        bank = bank_of(backend_factory)
+        fill(bank, alice)
+        assert expected in [result.memory.content for result in bank.search(alice, query=query, limit=10)]
+
+    def test_another_users_saves_and_deletes_never_change_a_users_scores(self, backend_factory: BackendFactory) -> None:
+        alice = a_user(1)
+        bank = bank_of(backend_factory)
+        fill(bank, alice)
+        before = {query: ranking(bank.search(alice, query=query, limit=20)) for query in QUERIES}
+        # A heavy corpus of other users, built from the very same words, skewing every statistic.
+        others = [a_user(n) for n in range(2, 8)]
+        for other in others:
+            for _ in range(3):
+                fill(bank, other)
+        assert {query: ranking(bank.search(alice, query=query, limit=20)) for query in QUERIES} == before
+        # ... and all of it deleted again (MySQL keeps deleted rows in its FULLTEXT statistics until OPTIMIZE).
+        for other in others:
+            page = bank.list(other, limit=100)
+            assert len(page.memories) == 3 * len(CORPUS)
+            for memory in page.memories:
+                bank.delete(other, memory_id=memory.id)
+        assert {query: ranking(bank.search(alice, query=query, limit=20)) for query in QUERIES} == before

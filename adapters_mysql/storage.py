@@ -53,6 +53,7 @@ from adapters_mysql.token_store import SqlTokenStore
 from adapters_mysql.unit_of_work import SqlUnitOfWork
 from adapters_mysql.usage import backfill_characters
 from memorybank_core import BlindIndex, InvalidInputError, MemoryBankError, Sealer, UnavailableError
+from memorybank_core.distribution import install_command
 from memorybank_core.offboarding import PurgeStore
 from memorybank_search import OwnerIndexer
 
@@ -77,8 +78,9 @@ _ACCESS_DENIED = frozenset({1044, 1045, 1142, 1227})
 #: A database name we can quote safely in CREATE DATABASE (an identifier cannot be a bind parameter).
 _DATABASE_NAME = re.compile(r"^[A-Za-z0-9_$]{1,64}$")
 
-#: How to get each driver that is not part of the standard library.
-_INSTALL_HINTS = {"mysqldb": "pip install 'memorybank[mysql]'", "pymysql": "pip install pymysql"}
+#: How to get each driver that is not part of the standard library: memorybank's extra, or the package.
+_DRIVER_EXTRAS = {"mysqldb": "mysql"}
+_DRIVER_PACKAGES = {"pymysql": "pip install pymysql"}
 
 
 #: The owner-scoped search engine of each dialect.
@@ -429,8 +431,10 @@ def _create_engine(given: URL) -> sa.Engine:
             return mysql_engine(url)
         return sqlite_engine(url)
     except ImportError as error:
-        install = _INSTALL_HINTS.get(url.get_driver_name(), "install its driver")
-        raise InvalidInputError("db", f"needs the {url.get_driver_name()} driver: {install}") from error
+        driver = url.get_driver_name()
+        extra = _DRIVER_EXTRAS.get(driver)
+        install = install_command(extra) if extra else _DRIVER_PACKAGES.get(driver, "install its driver")
+        raise InvalidInputError("db", f"needs the {driver} driver: {install}") from error
 
 
 def _is_spider_head(engine: sa.Engine) -> bool:

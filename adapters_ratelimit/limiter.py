@@ -23,6 +23,7 @@ from limits.errors import ConfigurationError, StorageError
 from limits.storage import MemoryStorage, RedisStorage, Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
+from memorybank_core.distribution import install_command
 from memorybank_core.errors import InvalidInputError
 from memorybank_core.ports import RateLimiter
 from memorybank_core.rate_limits import RateLimit, WindowState
@@ -153,7 +154,7 @@ def _open(url: str, timeout_seconds: float) -> Storage:
         from redis.retry import Retry
     except ModuleNotFoundError as error:
         raise InvalidInputError(
-            "rate_limit_storage", "Redis storage needs the redis client: pip install 'memorybank[redis]'"
+            "rate_limit_storage", f"Redis storage needs the redis client: {install_command('redis')}"
         ) from error
     try:
         storage = storage_from_string(

@@ -60,6 +60,7 @@ from memorybank_core import (
     ids,
     limits,
 )
+from memorybank_core.distribution import install_command
 from memorybank_core.offboarding import PurgeSubject
 from memorybank_core.tokens import KNOWN_SCOPES
 
@@ -786,7 +787,7 @@ def _require_mcp() -> None:
     try:
         composition.require_mcp()
     except composition.McpUnavailableError as error:
-        raise CommandError(f"this command needs the MCP SDK: {composition.MCP_INSTALL_HINT}") from error
+        raise CommandError(f"this command needs the MCP SDK: {install_command(composition.MCP_EXTRA)}") from error
 
 
 def _migrate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:

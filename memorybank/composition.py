@@ -55,6 +55,7 @@ from memorybank_core import (
     TokenService,
     UnavailableError,
 )
+from memorybank_core.distribution import install_command
 from memorybank_core.events import LoggingEventSink
 from memorybank_core.offboarding import Offboarding
 from memorybank_core.tokens import SECRET_PREFIX
@@ -63,9 +64,9 @@ from memorybank_search import OwnerIndexer
 if TYPE_CHECKING:
     from mcp.server import Server
 
-#: Third-party packages of the `mcp` extra (pip install 'memorybank[mcp]').
+#: Third-party packages of the `mcp` extra.
 MCP_EXTRA_MODULES = frozenset({"mcp", "mcp_types", "jsonschema"})
-MCP_INSTALL_HINT = "pip install 'memorybank[mcp]'"
+MCP_EXTRA = "mcp"
 
 logger = logging.getLogger("memorybank")
 
@@ -493,5 +494,5 @@ def require_mcp() -> None:
         import adapters_mcp.stdio_transport  # noqa: F401 - imported for the check; callers import names from it
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] in MCP_EXTRA_MODULES:
-            raise McpUnavailableError(f"the MCP SDK is not installed: {MCP_INSTALL_HINT}") from error
+            raise McpUnavailableError(f"the MCP SDK is not installed: {install_command(MCP_EXTRA)}") from error
         raise

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-INSTALL_HINT = "pip install 'memorybank[server]'"
+#: The extra that brings everything the commands import.
+SERVER_EXTRA = "server"
 _OUR_PACKAGES = frozenset(
     {"memorybank", "memorybank_core", "adapters_http", "adapters_mcp", "adapters_mysql", "migrations"}
 )
@@ -26,5 +27,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing = (error.name or "").partition(".")[0]
         if not missing or missing in _OUR_PACKAGES:
             raise  # our own module missing is a broken install or a bug, not a missing extra
-        sys.stderr.write(f"memorybank: error: the command needs {missing}, which is not installed: {INSTALL_HINT}\n")
+        from memorybank_core.distribution import install_command  # only on this failure: `--help` stays light
+
+        hint = install_command(SERVER_EXTRA)
+        sys.stderr.write(f"memorybank: error: the command needs {missing}, which is not installed: {hint}\n")
         return 1

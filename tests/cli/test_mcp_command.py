@@ -13,6 +13,7 @@ from adapters_mcp import MEMORY_BANK_PROMPT
 from memorybank import composition
 from memorybank.settings import choose_database
 from memorybank_core import SaveRequest
+from memorybank_core.distribution import install_command
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.cli.conftest import Run
 from tests.conftest import User
@@ -124,7 +125,7 @@ def test_serve_without_the_mcp_extra_serves_rest_alone_and_says_so(
     paths = {getattr(route, "path", None) for route in app.routes}
     assert "/v1/memory" in paths
     assert "/mcp" not in paths
-    assert "pip install 'memorybank[mcp]'" in caplog.text
+    assert install_command("mcp") in caplog.text
 
 
 @pytest.mark.usefixtures("without_the_mcp_sdk")
@@ -132,7 +133,7 @@ def test_the_rail_command_without_the_mcp_extra_names_the_install_in_one_line(ru
     outcome = run("mcp", "--user", "usr_x", "--org", "org_x")
 
     assert outcome.status == 1
-    assert outcome.err == "memorybank: error: this command needs the MCP SDK: pip install 'memorybank[mcp]'\n"
+    assert outcome.err == f"memorybank: error: this command needs the MCP SDK: {install_command('mcp')}\n"
     assert outcome.out == ""
 
 

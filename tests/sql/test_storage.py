@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from adapters_mysql import MysqlOwnerScopedSearch, SqliteOwnerScopedSearch, SqlStorage, open_storage
 from memorybank_core import InvalidInputError, MemoryBank, UnavailableError
+from memorybank_core.distribution import install_command
 from memorybank_search import OwnerIndexer
 from tests.conftest import User
 from tests.mysql_server import ThrowawayDatabase, in_ci
@@ -39,7 +40,7 @@ def test_a_bad_url_is_invalid_input_naming_db(url: str) -> None:
 @pytest.mark.parametrize(
     ("url", "module", "hint"),
     [
-        ("mysql://root@127.0.0.1:3306/memorybank", "MySQLdb", "memorybank[mysql]"),
+        ("mysql://root@127.0.0.1:3306/memorybank", "MySQLdb", install_command("mysql")),
         ("mysql+pymysql://root@127.0.0.1:3306/memorybank", "pymysql", "pip install pymysql"),
     ],
 )

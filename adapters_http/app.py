@@ -53,6 +53,7 @@ def memory_routes(
 
     Raises:
         OperationIdError: the route table yields a duplicate, over-long or colliding name.
+        TypeError: `resolve_principal` is a synchronous function: wrap it in `BlockingResolver`.
     """
     check_route_table(routes)
     handlers = MemoryHandlers(bank, max_body_bytes=max_body_bytes)

@@ -6,6 +6,8 @@ operation needs is the core's decision.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Awaitable, Callable
 
 from starlette.concurrency import run_in_threadpool
@@ -84,6 +86,34 @@ class BlockingResolver:
     async def __call__(self, request: Request) -> Principal | None:
         """The check, in the thread pool."""
         return await run_in_threadpool(self.resolve_blocking, request)
+
+
+def awaitable_resolver(resolver: PrincipalResolver, *, wrapped_in: str = "") -> PrincipalResolver:
+    """`resolver` as given, once it is known to be awaitable: an `async` callable or a `BlockingResolver`.
+
+    Called when routes are built, so a synchronous `def resolver(request)` is refused there, with the fix,
+    rather than answering every request with a 500 (`await` on its result fails). `wrapped_in` names the
+    wrapper the caller was building (`panel_calls_only`), for the message.
+
+    Raises:
+        TypeError: `resolver` is a synchronous callable.
+    """
+    if isinstance(resolver, BlockingResolver) or _is_async_callable(resolver):
+        return resolver
+    name = getattr(resolver, "__name__", None) or type(resolver).__name__
+    fixed = f"BlockingResolver({name})"
+    if wrapped_in:
+        fixed = f"{wrapped_in}({fixed})"
+    raise TypeError(
+        f"the principal resolver {name} is synchronous, so awaiting it would fail on every request: pass "
+        f"{fixed} (adapters_http.BlockingResolver runs it in a worker thread) or make it `async def`"
+    )
+
+
+def _is_async_callable(candidate: object) -> bool:
+    while isinstance(candidate, functools.partial):
+        candidate = candidate.func
+    return inspect.iscoroutinefunction(candidate) or inspect.iscoroutinefunction(getattr(candidate, "__call__", None))  # noqa: B004
 
 
 def bearer_token_resolver(tokens: TokenService) -> BlockingResolver:

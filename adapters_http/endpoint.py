@@ -17,13 +17,15 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from adapters_http.auth import BlockingResolver, PrincipalResolver, in_process_principal
-from adapters_http.errors import UnauthorizedError, error_response, internal_error_response, json_error
+from adapters_http.auth import BlockingResolver, PrincipalResolver, awaitable_resolver, in_process_principal
+from adapters_http.errors import error_response, internal_error_response, json_error
 from adapters_http.inputs import MAX_BODY_BYTES, ReceivedBody, receive_body
 from adapters_http.observation import CURRENT_REQUEST_ID, RequestObserver
+from adapters_http.refusals import UnauthorizedError
 from adapters_http.throttling import rate_limit_headers
 from memorybank_core.ports import Principal, UnitOfWork
-from memorybank_core.rate_limits import Operation, RateLimits, WindowState
+from memorybank_core.rate_limits import Operation, RateLimits
+from memorybank_core.rate_windows import WindowState
 
 Handler = Callable[[Request, Principal, ReceivedBody | None], Response]
 """A route handler, run in a worker thread: the request, the caller's principal and its body in, a response out."""
@@ -77,8 +79,11 @@ def authenticated_endpoint(
 
     The access event carries the operationId, status and timing, never the path or query
     string: those may hold ids and search text. `observer` (metrics) is told the same.
-    """
 
+    Raises:
+        TypeError: `resolver` is synchronous and not wrapped in `BlockingResolver` (see `awaitable_resolver`).
+    """
+    resolver = awaitable_resolver(resolver)
     resolve_blocking = resolver.resolve_blocking if isinstance(resolver, BlockingResolver) else None
 
     def admit_and_handle(

@@ -1,14 +1,35 @@
-"""Errors to responses, in one table. Every error body is `{"error", "message", "details"?}`."""
+"""Errors to responses, in one table shared by every facade: the REST routes, the MCP rail's gate and the panel.
+
+Every error body is `{"error", "message", "details"?}`. A new kind of error is one row in
+`ERROR_TABLE`: its class, status, code and fixed message, the headers every answer carries, and,
+only when the answer depends on the error's own fields, a `refine` function. An error is answered by
+the row of its nearest class in its MRO; an error without a row is a bug (logged, answered 500).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import enum
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import attrs
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from adapters_http.refusals import (
+    BadSignInError,
+    BodyTooLargeError,
+    CrossSiteRefusedError,
+    LinkRejectedError,
+    RailScopeMissingError,
+    RailTokenMissingError,
+    RailTokenRefusedError,
+    SignedOutError,
+    TokenRejectedError,
+    UnauthorizedError,
+    UnsupportedMediaTypeError,
+)
 from adapters_http.throttling import rate_limit_headers
 from memorybank_core.errors import (
     CredentialsRefusedError,
@@ -25,24 +46,24 @@ from memorybank_core.rate_limits import RateLimitedError
 RETRY_AFTER_SECONDS = 1
 
 
-class HttpFacadeError(Exception):
-    """Base of the errors only the HTTP facade raises (the core knows nothing of transports)."""
+@attrs.frozen
+class Refinement:
+    """What an error's own fields add to its row's answer: body fields (a new `message` too) and headers."""
+
+    body: Mapping[str, object] = attrs.field(factory=dict)
+    headers: Mapping[str, str] = attrs.field(factory=dict)
 
 
-class UnauthorizedError(HttpFacadeError):
-    """No principal: no credentials, or credentials that are unknown, malformed or revoked."""
+Refine = Callable[[Any, "str | None"], Refinement]
+"""`(error, resource_metadata) -> Refinement`; `resource_metadata` is the URL of the server's RFC 9728 metadata."""
 
 
-class BodyTooLargeError(HttpFacadeError):
-    """The request body is over the facade's byte cap."""
+class Surface(enum.Enum):
+    """Which routes answer with a row: the memory routes (listed in the OpenAPI document), the rail, the panel."""
 
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        super().__init__(f"the request body must be at most {max_bytes} bytes")
-
-
-class UnsupportedMediaTypeError(HttpFacadeError):
-    """The request body is not declared as JSON."""
+    API = "api"
+    RAIL = "rail"
+    PANEL = "panel"
 
 
 @attrs.frozen
@@ -53,20 +74,92 @@ class ErrorSpec:
     code: str
     message: str
     headers: Mapping[str, str] = attrs.field(factory=dict)
+    refine: Refine | None = attrs.field(default=None, eq=False, repr=False)
+    surface: Surface = Surface.API
 
 
-#: THE mapping from error classes to responses; checked in order, so subclasses come first.
+def _problems(error: InvalidInputError, _metadata: str | None) -> Refinement:
+    return Refinement(body={"details": [{"path": p.path, "message": p.message} for p in error.problems]})
+
+
+def _missing_scope(error: ForbiddenError, metadata: str | None) -> Refinement:
+    scope = error.required_scope
+    challenge = bearer_challenge(error="insufficient_scope", scope=scope, resource_metadata=metadata)
+    return Refinement(
+        body={"message": f"The token lacks the scope {scope}, which this operation requires.", "required_scope": scope},
+        headers={"WWW-Authenticate": challenge},
+    )
+
+
+def _refused(error: CredentialsRefusedError, metadata: str | None) -> Refinement:
+    challenge = bearer_challenge(error="invalid_token", error_description=error.reason, resource_metadata=metadata)
+    return Refinement(
+        body={"message": f"The bearer token was refused: {error.reason}."}, headers={"WWW-Authenticate": challenge}
+    )
+
+
+def _unauthorized(_error: UnauthorizedError, metadata: str | None) -> Refinement:
+    return Refinement(headers={"WWW-Authenticate": bearer_challenge(resource_metadata=metadata)} if metadata else {})
+
+
+def _quota(error: QuotaExceededError, _metadata: str | None) -> Refinement:
+    # The reference host's details shape ({path, message}), with the numbers beside it.
+    details = [
+        {
+            "path": name,
+            "message": f"{error.used[name]} of {error.limit[name]} used; this save needs {error.requested[name]}",
+            "limit": error.limit[name],
+            "used": error.used[name],
+            "requested": error.requested[name],
+        }
+        for name in error.exceeded
+    ]
+    return Refinement(body={"details": details})
+
+
+def _too_large(error: BodyTooLargeError, _metadata: str | None) -> Refinement:
+    return Refinement(body={"message": f"The request body is over the cap of {error.max_bytes} bytes."})
+
+
+def _rate_limited(error: RateLimitedError, _metadata: str | None) -> Refinement:
+    retry_after = error.state.retry_after()
+    message = (
+        f"Too many {error.operation} requests: the limit is {error.rate_limit.describe()}. "
+        f"Retry in {retry_after} seconds."
+    )
+    headers = {**rate_limit_headers(error.state), "Retry-After": str(retry_after)}
+    return Refinement(body={"message": message, "retry_after": retry_after}, headers=headers)
+
+
+def _rail_challenge(code: str) -> Refine:
+    """The rail's `WWW-Authenticate`: the error `code`, the refusal's reason, its metadata and scopes."""
+
+    def refine(error: Any, metadata: str | None) -> Refinement:
+        reason = getattr(error, "reason", None)
+        challenge = bearer_challenge(
+            error=code, error_description=reason, resource_metadata=metadata, scope=" ".join(error.scopes)
+        )
+        body = {"message": f"The bearer token was refused: {reason}."} if reason else {}
+        return Refinement(body=body, headers={"WWW-Authenticate": challenge})
+
+    return refine
+
+
+_BEARER = {"WWW-Authenticate": "Bearer"}
+_NO_STORE = {"Cache-Control": "no-store"}
+
+#: THE mapping from error classes to answers. An error takes the row of the nearest class in its MRO.
 ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
-    (InvalidInputError, ErrorSpec(400, "invalid_request", "The request is invalid; see details.")),
+    # The memory routes (and whatever else reaches the core through them).
+    (InvalidInputError, ErrorSpec(400, "invalid_request", "The request is invalid; see details.", refine=_problems)),
+    (UnauthorizedError, ErrorSpec(401, "unauthorized", "A valid bearer token is required.", _BEARER, _unauthorized)),
+    (CredentialsRefusedError, ErrorSpec(401, "unauthorized", "The bearer token was refused.", _BEARER, _refused)),
     (
-        UnauthorizedError,
-        ErrorSpec(401, "unauthorized", "A valid bearer token is required.", {"WWW-Authenticate": "Bearer"}),
+        ForbiddenError,
+        ErrorSpec(
+            403, "insufficient_scope", "The token lacks the scope this operation requires.", refine=_missing_scope
+        ),
     ),
-    (
-        CredentialsRefusedError,
-        ErrorSpec(401, "unauthorized", "The bearer token was refused.", {"WWW-Authenticate": "Bearer"}),
-    ),
-    (ForbiddenError, ErrorSpec(403, "insufficient_scope", "The token lacks the scope this operation requires.")),
     (
         MemoryDisabledError,
         ErrorSpec(403, "memory_disabled", "Memory is switched off for this account by the operator of this server."),
@@ -77,13 +170,17 @@ ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
             403,
             "quota_exceeded",
             "The storage quota of this account is full; delete old memories to save new ones. See details.",
+            refine=_quota,
         ),
     ),
     # Fixed text on purpose: malformed, never-existing and someone else's ids must give byte-identical bodies.
     (NotFoundError, ErrorSpec(404, "memory_not_found", "No memory with this id.")),
-    (BodyTooLargeError, ErrorSpec(413, "payload_too_large", "The request body is too large.")),
+    (BodyTooLargeError, ErrorSpec(413, "payload_too_large", "The request body is too large.", refine=_too_large)),
     (UnsupportedMediaTypeError, ErrorSpec(415, "unsupported_media_type", "Send the body as application/json.")),
-    (RateLimitedError, ErrorSpec(429, "rate_limited", "Too many requests; retry after Retry-After seconds.")),
+    (
+        RateLimitedError,
+        ErrorSpec(429, "rate_limited", "Too many requests; retry after Retry-After seconds.", refine=_rate_limited),
+    ),
     (
         UnavailableError,
         ErrorSpec(
@@ -93,23 +190,95 @@ ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
             {"Retry-After": str(RETRY_AFTER_SECONDS)},
         ),
     ),
+    # The MCP rail's bearer gate at /mcp/agent: the reference host's codes.
+    (
+        RailTokenMissingError,
+        ErrorSpec(
+            401,
+            "missing_mcp_token",
+            "Send a bearer token: Authorization: Bearer <token>.",
+            refine=_rail_challenge("missing_mcp_token"),
+            surface=Surface.RAIL,
+        ),
+    ),
+    (
+        RailTokenRefusedError,
+        ErrorSpec(
+            401,
+            "invalid_mcp_token",
+            "The bearer token is unknown or revoked.",
+            refine=_rail_challenge("invalid_mcp_token"),
+            surface=Surface.RAIL,
+        ),
+    ),
+    (
+        RailScopeMissingError,
+        ErrorSpec(
+            403,
+            "insufficient_mcp_scope",
+            "The token has neither mcp:read nor mcp:write, so it cannot use the rail.",
+            # RFC 6750's code in the challenge, which OAuth clients act on (step-up authorization).
+            refine=_rail_challenge("insufficient_scope"),
+            surface=Surface.RAIL,
+        ),
+    ),
+    # The standalone panel's sign-in routes (/panel/session).
+    (
+        BadSignInError,
+        ErrorSpec(
+            400,
+            "invalid_request",
+            'Send {"link": "..."} or {"token": "..."} as JSON.',
+            _NO_STORE,
+            surface=Surface.PANEL,
+        ),
+    ),
+    (SignedOutError, ErrorSpec(401, "signed_out", "You are not signed in.", _NO_STORE, surface=Surface.PANEL)),
+    (
+        LinkRejectedError,
+        ErrorSpec(
+            401,
+            "link_rejected",
+            "This sign-in link has already been used or has expired. Ask for a new one with `memorybank panel-link`.",
+            _NO_STORE,
+            surface=Surface.PANEL,
+        ),
+    ),
+    (
+        TokenRejectedError,
+        ErrorSpec(
+            401,
+            "token_rejected",
+            "That API token is not valid: it is unknown or has been revoked.",
+            _NO_STORE,
+            surface=Surface.PANEL,
+        ),
+    ),
+    (
+        CrossSiteRefusedError,
+        ErrorSpec(
+            403,
+            "cross_site_refused",
+            "This request did not come from the memory bank's own page.",
+            _NO_STORE,
+            surface=Surface.PANEL,
+        ),
+    ),
 )
 
+_BY_CLASS: Mapping[type[BaseException], ErrorSpec] = dict(ERROR_TABLE)
 _ROUTING_CODES = {404: ("not_found", "No such route."), 405: ("method_not_allowed", "Method not allowed here.")}
 INTERNAL_ERROR = ErrorSpec(
     500, "internal_error", "Something went wrong on our side; the request id is in X-Request-Id."
 )
 
 
-def spec_for(error: Exception) -> ErrorSpec | None:
-    """The table's entry for `error`, or None when the error is unexpected."""
-    for error_class, spec in ERROR_TABLE:
-        if isinstance(error, error_class):
-            return spec
-    return None
+def spec_for(error: BaseException) -> ErrorSpec | None:
+    """The table's row for `error` (that of the nearest class in its MRO), or None when the error is unexpected."""
+    return next((_BY_CLASS[cls] for cls in type(error).__mro__ if cls in _BY_CLASS), None)
 
 
-def error_response(error: Exception, *, resource_metadata: str | None = None) -> Response | None:
+def error_response(error: BaseException, *, resource_metadata: str | None = None) -> Response | None:
     """The response for an expected error, or None when `error` is unexpected (a bug).
 
     `resource_metadata` (the URL of this server's RFC 9728 metadata) goes into every bearer challenge,
@@ -120,44 +289,10 @@ def error_response(error: Exception, *, resource_metadata: str | None = None) ->
         return None
     body: dict[str, object] = {"error": spec.code, "message": spec.message}
     headers = dict(spec.headers)
-    if isinstance(error, InvalidInputError):
-        body["details"] = [{"path": p.path, "message": p.message} for p in error.problems]
-    elif isinstance(error, ForbiddenError):
-        body["message"] = f"The token lacks the scope {error.required_scope}, which this operation requires."
-        body["required_scope"] = error.required_scope
-        headers["WWW-Authenticate"] = bearer_challenge(
-            error="insufficient_scope", scope=error.required_scope, resource_metadata=resource_metadata
-        )
-    elif isinstance(error, CredentialsRefusedError):
-        body["message"] = f"The bearer token was refused: {error.reason}."
-        headers["WWW-Authenticate"] = bearer_challenge(
-            error="invalid_token", error_description=error.reason, resource_metadata=resource_metadata
-        )
-    elif isinstance(error, UnauthorizedError) and resource_metadata is not None:
-        headers["WWW-Authenticate"] = bearer_challenge(resource_metadata=resource_metadata)
-    elif isinstance(error, QuotaExceededError):
-        # The reference host's details shape ({path, message}), with the numbers beside it.
-        body["details"] = [
-            {
-                "path": name,
-                "message": f"{error.used[name]} of {error.limit[name]} used; this save needs {error.requested[name]}",
-                "limit": error.limit[name],
-                "used": error.used[name],
-                "requested": error.requested[name],
-            }
-            for name in error.exceeded
-        ]
-    elif isinstance(error, RateLimitedError):
-        retry_after = error.state.retry_after()
-        body["message"] = (
-            f"Too many {error.operation} requests: the limit is {error.rate_limit.describe()}. "
-            f"Retry in {retry_after} seconds."
-        )
-        body["retry_after"] = retry_after
-        headers.update(rate_limit_headers(error.state))
-        headers["Retry-After"] = str(retry_after)
-    elif isinstance(error, BodyTooLargeError):
-        body["message"] = f"The request body is over the cap of {error.max_bytes} bytes."
+    if spec.refine is not None:
+        refinement = spec.refine(error, resource_metadata)
+        body.update(refinement.body)
+        headers.update(refinement.headers)
     return json_error(spec.status, body, headers)
 
 

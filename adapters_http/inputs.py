@@ -12,7 +12,7 @@ import re
 import attrs
 from starlette.requests import Request
 
-from adapters_http.errors import BodyTooLargeError, UnsupportedMediaTypeError
+from adapters_http.refusals import BodyTooLargeError, UnsupportedMediaTypeError
 from memorybank_core.errors import InvalidInputError
 
 #: 1 MiB. The largest valid save is about 0.31 MB as raw UTF-8 and about 0.94 MB even if every

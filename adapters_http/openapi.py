@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from adapters_http.endpoint import REQUEST_ID_HEADER
-from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS
+from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS, Surface
 from adapters_http.routes import MEMORY_ROUTES, MEMORY_TAG, Param, RouteSpec, check_route_table
 from adapters_http.schemas import COMPONENTS, JsonSchema, ref
 
@@ -27,7 +27,7 @@ BEARER_SCHEME = "bearerAuth"
 
 _SUCCESS_TEXT = {200: "OK", 201: "Created", 204: "Deleted; the body is empty."}
 _ERROR_TEXT: dict[int, str] = {}
-for _, _spec in ERROR_TABLE:
+for _spec in (spec for _, spec in ERROR_TABLE if spec.surface is Surface.API):
     # Several codes share a status (403: insufficient_scope, memory_disabled, quota_exceeded): list them all.
     _known = _ERROR_TEXT.get(_spec.status)
     if _known is None or f"`{_spec.code}`" not in _known:

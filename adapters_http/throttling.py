@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from memorybank_core.rate_limits import WindowState
+from memorybank_core.rate_windows import WindowState
 
 
 def rate_limit_headers(state: WindowState) -> dict[str, str]:

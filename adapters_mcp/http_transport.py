@@ -26,20 +26,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from adapters_http import RETRY_AFTER_SECONDS, Authenticate, bearer_challenge, bearer_secret, error_response
+from adapters_http import Authenticate, bearer_secret, error_response
+from adapters_http.refusals import RailScopeMissingError, RailTokenMissingError, RailTokenRefusedError
 from adapters_mcp.catalog import Catalog
 from adapters_mcp.http_front import EnvelopeCheck, PostOnly, quiet_stateless_teardown
 from adapters_mcp.memory_switch import MemoryEnabled, MemorySwitch
 from adapters_mcp.server import build_server
 from adapters_mcp.tools import CAPABILITY_TIMEOUT_SECONDS, CapabilityRail
-from memorybank_core import (
-    READ_SCOPE,
-    WRITE_SCOPE,
-    CredentialsRefusedError,
-    InvalidInputError,
-    Principal,
-    UnavailableError,
-)
+from memorybank_core import READ_SCOPE, WRITE_SCOPE, CredentialsRefusedError, Principal, UnavailableError
 
 MOUNT_PATH = "/mcp"
 AGENT_PATH = "/agent"
@@ -51,12 +45,6 @@ METADATA_PATH = "/.well-known/oauth-protected-resource" + RAIL_PATH
 RAIL_SCOPES: tuple[str, ...] = (READ_SCOPE, WRITE_SCOPE)
 MCP_PRINCIPAL_KEY = "memorybank.mcp.principal"
 """ASGI scope key under which the gate leaves the authenticated caller for the tool handlers."""
-
-MISSING_TOKEN = "missing_mcp_token"  # noqa: S105 - an error code, not a secret
-INVALID_TOKEN = "invalid_mcp_token"  # noqa: S105 - an error code, not a secret
-INSUFFICIENT_SCOPE = "insufficient_mcp_scope"
-RFC6750_INSUFFICIENT_SCOPE = "insufficient_scope"
-"""The 403 challenge's error code: RFC 6750's, which OAuth clients act on (step-up authorization)."""
 
 
 logger = logging.getLogger(__name__)
@@ -102,66 +90,39 @@ class BearerGate:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        request = Request(scope)
         try:
-            secret = bearer_secret(request)
-        except InvalidInputError as error:  # several Authorization headers: 400, as on the REST API
-            refused = error_response(error)
-            if refused is None:  # the error table maps every InvalidInputError
+            principal = await self._principal(Request(scope))
+        except Exception as error:
+            # Every refusal is a row of the facades' one error table (adapters_http.errors).
+            refused = error_response(error, resource_metadata=f"{self._base_url(scope)}{METADATA_PATH}")
+            if refused is None:
                 raise
+            if isinstance(error, UnavailableError):
+                logger.warning("mcp.auth token store unavailable")
             await refused(scope, receive, send)
-            return
-        if secret is None:
-            await self._refuse(401, MISSING_TOKEN, "Send a bearer token: Authorization: Bearer <token>.", scope)(
-                scope, receive, send
-            )
-            return
-        try:
-            principal = await run_in_threadpool(self._authenticate, secret)
-        except CredentialsRefusedError as refused:
-            message = f"The bearer token was refused: {refused.reason}."
-            await self._refuse(401, INVALID_TOKEN, message, scope, description=refused.reason)(scope, receive, send)
-            return
-        except UnavailableError:
-            logger.warning("mcp.auth token store unavailable")
-            unavailable = JSONResponse(
-                {"error": "unavailable", "message": "The memory bank is temporarily unavailable; retry shortly."},
-                status_code=503,
-                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-            )
-            await unavailable(scope, receive, send)
-            return
-        if principal is None:
-            await self._refuse(401, INVALID_TOKEN, "The bearer token is unknown or revoked.", scope)(
-                scope, receive, send
-            )
-            return
-        if not set(principal.scopes) & set(RAIL_SCOPES):
-            message = "The token has neither mcp:read nor mcp:write, so it cannot use the rail."
-            refusal = self._refuse(403, INSUFFICIENT_SCOPE, message, scope, challenge_code=RFC6750_INSUFFICIENT_SCOPE)
-            await refusal(scope, receive, send)
             return
         await self._app({**scope, MCP_PRINCIPAL_KEY: principal}, receive, send)
 
-    def _refuse(
-        self,
-        status: int,
-        code: str,
-        message: str,
-        scope: Scope,
-        *,
-        description: str | None = None,
-        challenge_code: str | None = None,
-    ) -> Response:
-        challenge = bearer_challenge(
-            error=challenge_code or code,
-            error_description=description,
-            resource_metadata=f"{self._base_url(scope)}{METADATA_PATH}",
-            scope=" ".join(RAIL_SCOPES),
-        )
-        return JSONResponse(
-            {"error": code, "message": message}, status_code=status, headers={"WWW-Authenticate": challenge}
-        )
+    async def _principal(self, request: Request) -> Principal:
+        """The caller, or the refusal to answer with.
+
+        Raises:
+            InvalidInputError: several Authorization headers (400, as on the REST API).
+            RailTokenMissingError, RailTokenRefusedError, RailScopeMissingError: no entry (401, 401, 403).
+            UnavailableError: the token store or issuer is down (503).
+        """
+        secret = bearer_secret(request)
+        if secret is None:
+            raise RailTokenMissingError(RAIL_SCOPES)
+        try:
+            principal = await run_in_threadpool(self._authenticate, secret)
+        except CredentialsRefusedError as refused:
+            raise RailTokenRefusedError(RAIL_SCOPES, refused.reason) from refused
+        if principal is None:
+            raise RailTokenRefusedError(RAIL_SCOPES)
+        if not set(principal.scopes) & set(RAIL_SCOPES):
+            raise RailScopeMissingError(RAIL_SCOPES)
+        return principal
 
     def _base_url(self, scope: Scope) -> str:
         return self._public_url or base_url(scope)

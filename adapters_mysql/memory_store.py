@@ -14,12 +14,13 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 
 from adapters_mysql.errors import unavailable_on_driver_error
+from adapters_mysql.owner import owned_memories, owner_parameter
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
 from adapters_mysql.sealed_rows import RowCodec
 from adapters_mysql.unit_of_work import reading, writing
 from adapters_mysql.usage import charge, charge_many, credit, read_usage
-from memorybank_core import BrokenSealError, InvalidInputError, ListPosition, Memory, MemoryStore, Quota, Scope, Usage
+from memorybank_core import BrokenSealError, InvalidInputError, ListPosition, Memory, MemoryStore, Quota, Usage
 from memorybank_search import OwnerIndexer
 
 _log = logging.getLogger("memorybank.storage")
@@ -51,11 +52,6 @@ class _ContextColumns:
         return getattr(self._row, f"context_{name}")
 
 
-def owned_memories(user_id: str) -> sa.ColumnElement[bool]:
-    """The owner predicate on `memory`: the user's own, personal memories only."""
-    return sa.and_(memory_table.c.user_id == user_id, memory_table.c.scope == Scope.USER.value)
-
-
 def _context_order(context: Any) -> tuple[Any, str]:
     # A memory's contexts share created_at; ids are time-ordered TypeIDs minted in save order.
     return (context.created_at, context.id)
@@ -75,8 +71,7 @@ class _ReadStatements(NamedTuple):
             sa.select(*columns, *_CONTEXT_COLUMNS)
             .select_from(_MEMORY_WITH_CONTEXTS)
             .where(
-                memory_table.c.user_id == sa.bindparam("owner"),
-                memory_table.c.scope == Scope.USER.value,
+                owned_memories(owner_parameter()),
                 memory_table.c.id.in_(sa.bindparam("ids", expanding=True)),
             )
         )
@@ -85,7 +80,7 @@ class _ReadStatements(NamedTuple):
         # (user_id, created_at, id) index).
         list_first = (
             sa.select(*columns)
-            .where(memory_table.c.user_id == sa.bindparam("owner"), memory_table.c.scope == Scope.USER.value)
+            .where(owned_memories(owner_parameter()))
             .order_by(memory_table.c.created_at.desc(), memory_table.c.id.desc())
             .limit(sa.bindparam("limit", type_=sa.Integer))
         )

@@ -19,10 +19,9 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.mysql import match
 
 from adapters_mysql.errors import driver_error_code
-from adapters_mysql.memory_store import owned_memories
+from adapters_mysql.owner import OWNER, owned_memories, owner_parameter
 from adapters_mysql.owner_search import CandidateRow, OwnerScopedSearch, select_candidates
 from adapters_mysql.schema import memory
-from memorybank_core import Scope
 
 #: Created by `adapters_mysql.readiness.ensure_search_index` (and by revision 0002).
 OWNER_FULLTEXT_INDEX_NAME = "memory_search_terms_fulltext"
@@ -59,7 +58,7 @@ class MysqlOwnerScopedSearch(OwnerScopedSearch):
 
 
 def _parameters(user_id: str, tokens: Sequence[str], limit: int) -> dict[str, object]:
-    return {"owner": user_id, "tokens": " ".join(tokens), "limit": limit}
+    return {OWNER: user_id, "tokens": " ".join(tokens), "limit": limit}
 
 
 def _relevance(tokens: sa.BindParameter[str]) -> sa.ColumnElement[float]:
@@ -68,14 +67,13 @@ def _relevance(tokens: sa.BindParameter[str]) -> sa.ColumnElement[float]:
     return match(memory.c.search_terms, against=tokens).in_natural_language_mode()
 
 
-def _owned() -> sa.ColumnElement[bool]:
-    # `owned_memories` with the owner left as a bind parameter, for the statements built once.
-    return sa.and_(memory.c.user_id == sa.bindparam("owner", type_=sa.String), memory.c.scope == Scope.USER.value)
-
-
 def _candidates_statement(*, best_first: bool) -> sa.Select[str, str | None, int, int, int]:
     relevance = _relevance(sa.bindparam("tokens", type_=sa.Text))
-    statement = select_candidates(_owned()).where(relevance > 0).limit(sa.bindparam("limit", type_=sa.Integer))
+    statement = (
+        select_candidates(owned_memories(owner_parameter()))
+        .where(relevance > 0)
+        .limit(sa.bindparam("limit", type_=sa.Integer))
+    )
     # Ordering costs a sort of every match: only worth it when the bound is exceeded.
     return statement.order_by(relevance.desc(), memory.c.id.desc()) if best_first else statement
 

@@ -18,13 +18,13 @@ import attrs
 import sqlalchemy as sa
 
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.memory_store import owned_memories
+from adapters_mysql.owner import organization_memories, owned_memories
 from adapters_mysql.schema import api_token, memory, memory_context, panel_credential, purge_run
 from adapters_mysql.sqlite_search import purge_rewritten_text
 from adapters_mysql.token_store import count_revocation
 from adapters_mysql.unit_of_work import reading, writing
 from adapters_mysql.usage import forget_usage
-from memorybank_core import MemoryBankError, Scope, limits
+from memorybank_core import MemoryBankError, limits
 from memorybank_core.offboarding import (
     PurgeCounts,
     PurgeRun,
@@ -128,7 +128,7 @@ class SqlPurgeStore(PurgeStore):
         # The one statement that reads across owners: ids only, and every write it leads to is per user.
         query = (
             sa.select(memory.c.user_id)
-            .where(memory.c.org_id == _bound(org_id, "organization"), memory.c.scope == Scope.USER.value)
+            .where(organization_memories(_bound(org_id, "organization")))
             .distinct()
             .order_by(memory.c.user_id)
         )
@@ -221,7 +221,7 @@ class SqlPurgeStore(PurgeStore):
             contexts = sa.select(sa.func.count()).select_from(memory_context).where(memory_context.c.user_id == owner)
             token_owner, session_owner = api_token.c.user_id, panel_credential.c.user_id
         else:
-            in_org = sa.and_(memory.c.org_id == owner, memory.c.scope == Scope.USER.value)
+            in_org = organization_memories(owner)
             memories = sa.select(sa.func.count()).select_from(memory).where(in_org)
             contexts = (
                 sa.select(sa.func.count())

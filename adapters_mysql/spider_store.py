@@ -11,7 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.memory_store import SqlMemoryStore, owned_memories
+from adapters_mysql.memory_store import SqlMemoryStore
+from adapters_mysql.owner import owned_memories
 from adapters_mysql.schema import memory, memory_context
 from adapters_mysql.unit_of_work import writing
 from adapters_mysql.usage import credit

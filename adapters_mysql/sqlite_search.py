@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
-from adapters_mysql.memory_store import owned_memories
+from adapters_mysql.owner import owned_memories
 from adapters_mysql.owner_search import CandidateRow, OwnerScopedSearch, select_candidates
 from adapters_mysql.schema import memory
 

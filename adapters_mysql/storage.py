@@ -33,8 +33,15 @@ from adapters_mysql.retrying import (
     ResilientSearch,
     ResilientTokenStore,
 )
-from adapters_mysql.revisions import current_revision, head_revision, revisions_after, stamp_head, upgrade_to_head
-from adapters_mysql.schema import metadata
+from adapters_mysql.revisions import (
+    current_revision,
+    head_revision,
+    revisions_after,
+    stamp_head,
+    stamped_revision,
+    upgrade_to_head,
+)
+from adapters_mysql.schema import memory, metadata
 from adapters_mysql.seal_keys import (
     POLICIES,
     SealStatus,
@@ -82,6 +89,9 @@ _DATABASE_NAME = re.compile(r"^[A-Za-z0-9_$]{1,64}$")
 _DRIVER_EXTRAS = {"mysqldb": "mysql"}
 _DRIVER_PACKAGES = {"pymysql": "pip install pymysql"}
 
+
+#: Reads no row, but fails once the table is gone (the readiness probe).
+_MEMORY_TABLE_PROBE = sa.select(memory.c.id).limit(0)
 
 #: The owner-scoped search engine of each dialect.
 _SEARCH_ENGINES: dict[str, type[OwnerScopedSearch]] = {
@@ -165,6 +175,8 @@ class SqlStorage:
             raise ValueError("the indexer must write the sealer's blind index, and only with a sealer")
         self.engine = engine
         self.dialect_name: str = engine.dialect.name
+        self._ready_at: str | None = None
+        """The revision the last full `check_ready` passed at; None until one passes, and after a probe fails."""
         self.indexer = indexer
         self.sealer = sealer
         if sealer is not None and spider_head:
@@ -346,9 +358,32 @@ class SqlStorage:
             KeyRingError: the database holds sealed memories the configured key ring (or none) cannot open.
             UnavailableError: the database cannot be reached.
         """
+        self._ready_at = None
         with unavailable_on_driver_error("readiness check"), self.engine.connect() as connection:
             check_ready(connection, fix_command=self.fix_command)
         self._adopt_sealing()
+        self._ready_at = head_revision()
+
+    def probe_ready(self) -> None:
+        """The readiness probe's check (`/readyz`): cheap and silent while nothing changed, the full check otherwise.
+
+        Once `check_ready` passed, a probe is one connection and two reads: the version stamp, still
+        the revision checked, and the `memory` table, still there. When either fails the full
+        `check_ready` runs again and raises what it finds (and passes again once the database is back).
+
+        Raises:
+            SchemaNotReadyError, KeyRingError, UnavailableError: as `check_ready`.
+        """
+        checked = self._ready_at
+        if checked is not None:
+            try:
+                with self.engine.connect() as connection:
+                    if stamped_revision(connection) == checked:
+                        connection.execute(_MEMORY_TABLE_PROBE)
+                        return
+            except sa.exc.DBAPIError:
+                pass  # the full check below says what is wrong
+        self.check_ready()
 
     def close(self) -> None:
         """Close every pooled connection."""

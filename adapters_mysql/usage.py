@@ -22,16 +22,12 @@ import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
+from adapters_mysql.owner import owned_memories
 from adapters_mysql.schema import memory, memory_usage
 from adapters_mysql.unit_of_work import reading
-from memorybank_core import Memory, Quota, Scope, Usage, charged_characters, check_quota
+from memorybank_core import Memory, Quota, Usage, charged_characters, check_quota
 
 _log = logging.getLogger("memorybank.storage")
-
-
-def _owned(user_id: str) -> sa.ColumnElement[bool]:
-    # The owner's personal memories: what saves add and deletes remove.
-    return sa.and_(memory.c.user_id == user_id, memory.c.scope == Scope.USER.value)
 
 
 def _create_if_missing(connection: sa.Connection, user_id: str) -> None:
@@ -40,7 +36,7 @@ def _create_if_missing(connection: sa.Connection, user_id: str) -> None:
         sa.literal(user_id, type_=memory_usage.c.user_id.type),
         sa.func.count(),
         sa.func.coalesce(sa.func.sum(memory.c.characters), 0),
-    ).where(_owned(user_id))
+    ).where(owned_memories(user_id))
     connection.execute(
         memory_usage.insert()
         .from_select(["user_id", "memories", "characters"], counted)
@@ -144,7 +140,9 @@ def read_usage(engine: sa.Engine, user_id: str) -> Usage:
         if found is not None:
             return found
         row = connection.execute(
-            sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(memory.c.characters), 0)).where(_owned(user_id))
+            sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(memory.c.characters), 0)).where(
+                owned_memories(user_id)
+            )
         ).one()
     return Usage(memories=int(row[0]), characters=int(row[1]))
 

@@ -26,7 +26,7 @@ from limits.strategies import MovingWindowRateLimiter
 from memorybank_core.distribution import install_command
 from memorybank_core.errors import InvalidInputError
 from memorybank_core.ports import RateLimiter
-from memorybank_core.rate_limits import RateLimit, WindowState
+from memorybank_core.rate_windows import RateLimit, WindowState
 
 DEFAULT_STORAGE = "memory://"
 """In-process counters: nothing to run, nothing shared."""

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.mysql import match
 
 from adapters_mysql.errors import driver_error_code
-from adapters_mysql.memory_store import owned_memories
+from adapters_mysql.owner import owned_memories
 from adapters_mysql.schema import memory
 from memorybank_core import SearchEngine, SearchHit
 

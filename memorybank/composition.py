@@ -416,7 +416,7 @@ def build_server_app(
 
     def readiness() -> str | None:
         try:
-            storage.check_ready()
+            storage.probe_ready()
         except SchemaNotReadyError:
             return "the database schema is not ready: run `memorybank migrate`"
         except UnavailableError:

@@ -58,14 +58,8 @@ from memorybank_core.ports import (
     TokenStore,
     UnitOfWork,
 )
-from memorybank_core.rate_limits import (
-    Operation,
-    RateLimit,
-    RateLimitedError,
-    RateLimitPolicy,
-    RateLimits,
-    WindowState,
-)
+from memorybank_core.rate_limits import Operation, RateLimitedError, RateLimitPolicy, RateLimits
+from memorybank_core.rate_windows import RateLimit, WindowState
 from memorybank_core.requests import ContextInput, SaveRequest
 from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
 from memorybank_core.tokens import IssuedToken, TokenPrincipal, TokenService

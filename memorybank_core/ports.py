@@ -15,7 +15,7 @@ from typing import Protocol
 import attrs
 
 from memorybank_core.entities import ApiToken, Control, Memory, PanelCredential, Quota, SubjectKind, Usage
-from memorybank_core.rate_limits import RateLimit, WindowState
+from memorybank_core.rate_windows import RateLimit, WindowState
 
 
 class Principal(Protocol):

@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import math
-import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import attrs
 
 from memorybank_core.errors import InvalidInputError, MemoryBankError
-
-if TYPE_CHECKING:
-    from memorybank_core.ports import Principal, RateLimiter
+from memorybank_core.ports import Principal, RateLimiter
+from memorybank_core.rate_windows import UNITS, RateLimit, WindowState
 
 
 class Operation(enum.StrEnum):
@@ -30,37 +26,6 @@ class Operation(enum.StrEnum):
     SEARCH = "search"
     LIST = "list"
     DELETE = "delete"
-
-
-_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
-_LIMIT = re.compile(r"^\s*(\d{1,9})\s*/\s*(\d{1,6}\s*)?(second|minute|hour|day)s?\s*$")
-
-
-@attrs.frozen
-class RateLimit:
-    """At most `amount` requests in any `seconds`-long window (a moving window)."""
-
-    amount: int = attrs.field(validator=attrs.validators.ge(1))
-    seconds: int = attrs.field(validator=attrs.validators.ge(1))
-
-    @classmethod
-    def parse(cls, text: str) -> RateLimit:
-        """`120/minute`, `10/second`, `1000/hour`, `5000/day` or with a count of units: `30/5 minutes`.
-
-        Raises:
-            InvalidInputError: ("rate_limit") anything else, or a zero amount or window.
-        """
-        match = _LIMIT.match(text)
-        if match is None or int(match.group(1)) < 1 or (match.group(2) and int(match.group(2)) < 1):
-            raise InvalidInputError(
-                "rate_limit", f"must look like 120/minute (per second, minute, hour or day), not {text!r}"
-            )
-        multiple = int(match.group(2)) if match.group(2) else 1
-        return cls(amount=int(match.group(1)), seconds=multiple * _UNITS[match.group(3)])
-
-    def describe(self) -> str:
-        """The limit in words, e.g. `120 per 60 seconds`."""
-        return f"{self.amount} per {self.seconds} seconds"
 
 
 #: The defaults: far above what a person and their agent do by hand (a save is confirmed by a human),
@@ -122,7 +87,7 @@ class RateLimitPolicy:
 
 def _spelled(limit: RateLimit) -> str:
     """`120/minute`, or `1/30 days`: the largest unit that divides the window, as `RateLimit.parse` reads it."""
-    unit, seconds = next((unit, seconds) for unit, seconds in reversed(_UNITS.items()) if limit.seconds % seconds == 0)
+    unit, seconds = next((unit, seconds) for unit, seconds in reversed(UNITS.items()) if limit.seconds % seconds == 0)
     multiple = limit.seconds // seconds
     return f"{limit.amount}/{unit}" if multiple == 1 else f"{limit.amount}/{multiple} {unit}s"
 
@@ -138,22 +103,6 @@ def _operations(name: str, rule: str) -> tuple[Operation, ...]:
             "rate_limit",
             f"must be OPERATION=LIMIT with OPERATION one of {known}, * or token.<one of them>; not {rule!r}",
         ) from None
-
-
-@attrs.frozen(kw_only=True)
-class WindowState:
-    """A limit's window after one request was counted (or refused)."""
-
-    allowed: bool
-    limit: int
-    window_seconds: int
-    remaining: int
-    reset_seconds: float
-    """Seconds until a slot frees up (the oldest counted request leaves the window)."""
-
-    def retry_after(self) -> int:
-        """Whole seconds to wait before a refused request can succeed: at least 1."""
-        return max(1, math.ceil(self.reset_seconds))
 
 
 class RateLimitedError(MemoryBankError):

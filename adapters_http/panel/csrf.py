@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
-from adapters_http.auth import BlockingResolver, PrincipalResolver
+from adapters_http.auth import BlockingResolver, PrincipalResolver, awaitable_resolver
 from memorybank_core.ports import Principal
 
 PANEL_HEADER = "X-Memorybank-Panel"
@@ -40,8 +40,11 @@ def panel_calls_only(resolver: PrincipalResolver) -> PrincipalResolver:
     """`resolver`, consulted only for same-origin panel calls: the guard a cookie-based resolver needs.
 
     A host that authenticates the panel with its own session cookie wraps its resolver in this.
-    """
 
+    Raises:
+        TypeError: `resolver` is synchronous and not wrapped in `BlockingResolver`.
+    """
+    resolver = awaitable_resolver(resolver, wrapped_in="panel_calls_only")
     if isinstance(resolver, BlockingResolver):
         check = resolver.resolve_blocking
         return BlockingResolver(lambda request: check(request) if is_panel_call(request) else None)

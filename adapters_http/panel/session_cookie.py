@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from starlette.requests import Request
 from starlette.responses import Response
 
-from adapters_http.auth import BlockingResolver, PrincipalResolver
+from adapters_http.auth import BlockingResolver, PrincipalResolver, awaitable_resolver
 from adapters_http.panel.csrf import panel_calls_only
 from memorybank_core.panel_sessions import PanelSessions, StartedSession
 from memorybank_core.ports import Principal
@@ -53,7 +53,13 @@ def session_cookie_resolver(sessions: PanelSessions) -> PrincipalResolver:
 
 
 def bearer_or_session(bearer: PrincipalResolver, session: PrincipalResolver) -> PrincipalResolver:
-    """Two separate doors: a request with an `Authorization` header is judged by it alone, others by the cookie."""
+    """Two separate doors: a request with an `Authorization` header is judged by it alone, others by the cookie.
+
+    Raises:
+        TypeError: either resolver is synchronous and not wrapped in `BlockingResolver`.
+    """
+    bearer = awaitable_resolver(bearer, wrapped_in="bearer_or_session")
+    session = awaitable_resolver(session, wrapped_in="bearer_or_session")
     if isinstance(bearer, BlockingResolver) and isinstance(session, BlockingResolver):
         by_header, by_cookie = bearer.resolve_blocking, session.resolve_blocking
         return BlockingResolver(

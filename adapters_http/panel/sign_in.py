@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from adapters_http.endpoint import REQUEST_ID_HEADER, log_unexpected, request_id
-from adapters_http.errors import error_response, internal_error_response, json_error
+from adapters_http.errors import error_response, internal_error_response
 from adapters_http.inputs import is_json_media_type, parse_json
 from adapters_http.panel.csrf import is_panel_call
 from adapters_http.panel.oidc import PanelIdentityProvider, oidc_routes
@@ -25,7 +25,13 @@ from adapters_http.panel.session_cookie import (
     session_cookie_resolver,
     set_session_cookie,
 )
-from memorybank_core.errors import UnavailableError
+from adapters_http.refusals import (
+    BadSignInError,
+    CrossSiteRefusedError,
+    LinkRejectedError,
+    SignedOutError,
+    TokenRejectedError,
+)
 from memorybank_core.panel_sessions import PanelSessions, StartedSession
 from memorybank_core.ports import Principal
 
@@ -62,21 +68,6 @@ def sign_in_routes(sign_in: PanelSignIn) -> list[BaseRoute]:
     return routes
 
 
-def _refusal(status: int, code: str, message: str) -> Response:
-    return json_error(status, {"error": code, "message": message}, _NO_STORE)
-
-
-_CROSS_SITE = (403, "cross_site_refused", "This request did not come from the memory bank's own page.")
-_SIGNED_OUT = (401, "signed_out", "You are not signed in.")
-_LINK_REJECTED = (
-    401,
-    "link_rejected",
-    "This sign-in link has already been used or has expired. Ask for a new one with `memorybank panel-link`.",
-)
-_TOKEN_REJECTED = (401, "token_rejected", "That API token is not valid: it is unknown or has been revoked.")
-_BAD_SIGN_IN = (400, "invalid_request", 'Send {"link": "..."} or {"token": "..."} as JSON.')
-
-
 class _SignInHandlers:
     def __init__(self, sign_in: PanelSignIn) -> None:
         self._sessions = sign_in.sessions
@@ -86,26 +77,26 @@ class _SignInHandlers:
     async def who(self, request: Request) -> Response:
         principal = await self._resolve(request)
         if principal is None:
-            return _refusal(*_SIGNED_OUT)
+            raise SignedOutError
         return _principal_response(principal)
 
     async def sign_in(self, request: Request) -> Response:
         if not is_panel_call(request):
-            return _refusal(*_CROSS_SITE)
+            raise CrossSiteRefusedError
         secrets = await _sign_in_body(request)
         if secrets is None:
-            return _refusal(*_BAD_SIGN_IN)
+            raise BadSignInError
         started: StartedSession | None
         if "link" in secrets:
             started = await run_in_threadpool(self._sessions.redeem_link, secrets["link"])
             if started is None:
-                return _refusal(*_LINK_REJECTED)
+                raise LinkRejectedError
         else:
             principal = None
             if self._authenticate_token is not None:
                 principal = await run_in_threadpool(self._authenticate_token, secrets["token"])
             if principal is None:
-                return _refusal(*_TOKEN_REJECTED)
+                raise TokenRejectedError
             started = await run_in_threadpool(self._sessions.start, principal)
         previous = request.cookies.get(SESSION_COOKIE)
         if previous:
@@ -116,7 +107,7 @@ class _SignInHandlers:
 
     async def sign_out(self, request: Request) -> Response:
         if not is_panel_call(request):
-            return _refusal(*_CROSS_SITE)
+            raise CrossSiteRefusedError
         secret = request.cookies.get(SESSION_COOKIE)
         if secret:
             await run_in_threadpool(self._sessions.end, secret)
@@ -152,17 +143,20 @@ def _principal_response(principal: Principal) -> Response:
 
 
 def _answered(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-    """`handler` with the facade's error answers (503 when the session store is down, never a traceback)."""
+    """`handler` with the facades' error answers (ERROR_TABLE: refusals, 503 when the session store is down), never a
+    traceback."""
 
     async def endpoint(request: Request) -> Response:
         rid = request_id(request.scope)
         try:
             response = await handler(request)
-        except UnavailableError as error:
-            response = error_response(error) or internal_error_response()
         except Exception as error:
-            log_unexpected(error, rid, "panel.session")
-            response = internal_error_response()
+            refused = error_response(error)
+            if refused is None:
+                log_unexpected(error, rid, "panel.session")
+                refused = internal_error_response()
+            response = refused
+            response.headers.update(_NO_STORE)
         response.headers[REQUEST_ID_HEADER] = rid
         return response
 

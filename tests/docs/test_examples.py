@@ -9,6 +9,7 @@ import pytest
 
 from adapters_mysql import open_storage
 from memorybank_search import OwnerIndexer
+from tests.docs.embeddings import REQUESTS, apps
 from tests.docs.examples import database_pages, examples, fence_count, pages, python_pages, run_page
 from tests.mysql_server import ThrowawayDatabase
 
@@ -47,7 +48,11 @@ def mariadb_databases() -> Iterator[Callable[[], str]]:
 def test_every_python_example_runs_and_prints_what_its_page_says(
     page: str, sqlite_databases: Callable[[], str]
 ) -> None:
-    run_page(page, sqlite_databases)
+    names = run_page(page, sqlite_databases)
+    if apps(names):
+        # An app the page builds answers a real request as the page mounted it (tests/docs/embeddings.py).
+        assert page in REQUESTS, f"{page} builds {apps(names)}: add it to tests/docs/embeddings.REQUESTS"
+        REQUESTS[page](names)
 
 
 @pytest.mark.mysql

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import httpx2
 import pytest
@@ -11,7 +12,15 @@ from starlette.requests import Request
 from starlette.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 
-from adapters_http import IN_PROCESS_PRINCIPAL_KEY, MEMORY_ROUTES, bearer_secret, build_openapi, create_app
+from adapters_http import (
+    IN_PROCESS_PRINCIPAL_KEY,
+    MEMORY_ROUTES,
+    BlockingResolver,
+    bearer_secret,
+    build_openapi,
+    create_app,
+)
+from adapters_http.panel import panel_calls_only
 from memorybank_core import READ_SCOPE, WRITE_SCOPE, MemoryBank, Principal, TokenService
 from tests.conftest import User
 from tests.http.conftest import TWO_AUTHORIZATION_HEADERS_ANSWER, Caller, caller_for
@@ -216,3 +225,25 @@ def test_two_authorization_headers_are_400_under_a_hosts_own_resolver_too(bank: 
 
     assert response.status_code == 400
     assert response.json()["details"] == [{"path": "authorization", "message": "must be sent once, not 2 times"}]
+
+
+def test_a_synchronous_resolver_is_refused_when_the_routes_are_built_naming_the_wrapper(bank: MemoryBank) -> None:
+    def session_principal(_request: Request) -> Principal | None:
+        return None
+
+    with pytest.raises(TypeError, match=r"BlockingResolver\(session_principal\)"):
+        create_app(bank, session_principal)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"panel_calls_only\(BlockingResolver\(session_principal\)\)"):
+        panel_calls_only(session_principal)  # type: ignore[arg-type]
+
+
+def test_a_wrapped_synchronous_resolver_and_an_async_callable_object_serve_requests(bank: MemoryBank) -> None:
+    member = User(scopes=frozenset({READ_SCOPE}))
+
+    class AsyncSessions:
+        async def __call__(self, _request: Request) -> Principal | None:
+            return member
+
+    for resolver in (BlockingResolver(lambda _request: member), AsyncSessions(), partial(AsyncSessions().__call__)):
+        with TestClient(create_app(bank, resolver)) as client:
+            assert client.get("/v1/memory").json() == {"memories": [], "next_cursor": None}

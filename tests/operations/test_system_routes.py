@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from starlette.testclient import TestClient
 
 from adapters_mcp import build_catalog
 from adapters_metrics import PrometheusMetrics
 from adapters_mysql import SqlStorage, open_storage
+from adapters_mysql.revisions import VERSION_TABLE
 from memorybank import composition
 from memorybank_core import UnavailableError
 from memorybank_search import OwnerIndexer
@@ -122,3 +125,40 @@ def test_a_database_failure_is_counted_as_a_database_error() -> None:
     text = metrics.render()[0].decode()
     assert 'memorybank_database_errors_total{operation="getMemorySearch"} 1.0' in text
     assert 'memorybank_http_requests_total{operation="getMemorySearch",status="503"} 1.0' in text
+
+
+def test_a_ready_server_answers_readiness_without_the_full_check_and_logs_nothing(
+    storage: SqlStorage, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    storage.check_ready()  # what `serve` does before it listens
+    with _client(storage) as client:
+        monkeypatch.setattr(storage, "check_ready", _full_check_must_not_run)
+        caplog.set_level(logging.DEBUG)
+        answers = [client.get("/readyz") for _ in range(5)]
+    assert [(a.status_code, a.json()) for a in answers] == [(200, {"status": "ready"})] * 5
+    # Ours and the database libraries' (the test client logs its own requests).
+    assert [r.getMessage() for r in caplog.records if r.name.startswith(("memorybank", "alembic", "sqlalchemy"))] == []
+
+
+def _full_check_must_not_run() -> None:
+    raise AssertionError("the readiness probe ran the full schema check on a ready database")
+
+
+@pytest.mark.parametrize("vanishes", ["memory table", "version stamp", "database file"])
+def test_readiness_goes_503_when_the_schema_or_the_database_disappears(
+    tmp_path: Path, storage: SqlStorage, vanishes: str
+) -> None:
+    storage.check_ready()
+    with _client(storage) as client:
+        assert client.get("/readyz").status_code == 200
+        if vanishes == "database file":
+            storage.engine.dispose()
+            (tmp_path / "bank.sqlite3").unlink()
+        else:
+            with storage.engine.begin() as connection:
+                if vanishes == "memory table":
+                    connection.exec_driver_sql("DROP TABLE memory")
+                else:
+                    connection.execute(sa.table(VERSION_TABLE).delete())
+        gone = client.get("/readyz")
+    assert (gone.status_code, gone.json()["status"]) == (503, "not_ready")

@@ -387,3 +387,27 @@ def test_migrations_run_from_an_installed_copy_outside_the_checkout(tmp_path: Pa
     assert finished.returncode == 0, finished.stderr
     assert finished.stdout.strip() == "sqlite"
     assert (work / "bank.sqlite3").is_file()
+
+
+def test_the_revision_graph_read_without_alembic_is_alembics() -> None:
+    scripts = ScriptDirectory.from_config(alembic_config())
+    found = revisions.script_revisions()
+    assert found.head == scripts.get_current_head()
+    assert found.known == {script.revision for script in scripts.walk_revisions()}
+
+
+def test_checking_a_database_imports_no_alembic(tmp_path: Path) -> None:
+    # Every command checks the schema before it runs; alembic is for migrating (about a third of a second to import).
+    url = f"sqlite:///{tmp_path / 'checked.sqlite3'}"
+    storage = open_storage(url, indexer=OwnerIndexer())
+    storage.initialize()
+    storage.close()
+    probe = (
+        "import sys; from adapters_mysql import open_storage; from memorybank_search import OwnerIndexer\n"
+        f"storage = open_storage({url!r}, indexer=OwnerIndexer()); storage.check_ready(); storage.close()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))"
+    )
+    done = subprocess.run(  # noqa: S603 - our own interpreter and code
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPOSITORY
+    )
+    assert done.stdout.strip() == "[]"

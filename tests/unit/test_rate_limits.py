@@ -16,7 +16,8 @@ from memorybank_core import (
     TokenPrincipal,
 )
 from memorybank_core.ids import ORGANIZATION_PREFIX, TOKEN_PREFIX, USER_PREFIX, new_id
-from memorybank_core.rate_limits import DEFAULT_USER_LIMITS, WindowState
+from memorybank_core.rate_limits import DEFAULT_USER_LIMITS
+from memorybank_core.rate_windows import WindowState
 
 
 def _principal(user_id: str | None = None, credential_id: str | None = None) -> TokenPrincipal:

@@ -720,6 +720,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
         config = uvicorn.Config(
             app,
             access_log=False,
+            http=serving.HTTP_PARSER,
             log_level="info",
             log_config=logging_config(args.log_format),
             timeout_graceful_shutdown=args.shutdown_timeout,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import httpx2
@@ -123,3 +124,36 @@ def test_the_readme_encryption_example_serves_sealed_and_refuses_to_start_withou
     refused = run_memorybank(["serve", "--port", "0"], env={"HOME": str(tmp_path)})
     assert refused.returncode == 1
     assert "holds sealed memories (key ids seen:" in refused.stderr
+
+
+def _raw_request(base_url: str, request: bytes) -> bytes:
+    host, port = base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(request)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_header_line_ending_in_a_bare_lf_is_refused_with_400(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path)}
+    secret = _token(None, env)
+
+    with served(None, env=env, log=tmp_path / "serve.log") as base_url:
+        smuggled = _raw_request(
+            base_url,
+            b"GET /v1/memory HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\nAuthorization: Bearer "
+            + secret.encode()
+            + b"\r\nConnection: close\r\n\r\n",
+        )
+        honest = _raw_request(
+            base_url,
+            b"GET /v1/memory HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\r\nAuthorization: Bearer "
+            + secret.encode()
+            + b"\r\nConnection: close\r\n\r\n",
+        )
+
+    assert smuggled.startswith(b"HTTP/1.1 400 "), smuggled[:200]
+    assert b"memories" not in smuggled
+    assert honest.startswith(b"HTTP/1.1 200 "), honest[:200]

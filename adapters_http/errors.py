@@ -17,12 +17,16 @@ from memorybank_core.errors import (
     MemoryDisabledError,
     NotFoundError,
     QuotaExceededError,
+    SchemaUnavailableError,
     UnavailableError,
 )
 from memorybank_core.rate_limits import RateLimitedError
 
 #: Seconds a client should wait before retrying after a 503.
 RETRY_AFTER_SECONDS = 1
+
+#: Why the database cannot serve when its schema is gone: `/readyz` and every 503 for it say the same.
+SCHEMA_NOT_READY_REASON = "the database schema is not ready: run `memorybank migrate`"
 
 
 class HttpFacadeError(Exception):
@@ -85,7 +89,7 @@ ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
     (UnsupportedMediaTypeError, ErrorSpec(415, "unsupported_media_type", "Send the body as application/json.")),
     (RateLimitedError, ErrorSpec(429, "rate_limited", "Too many requests; retry after Retry-After seconds.")),
     (
-        UnavailableError,
+        UnavailableError,  # SchemaUnavailableError too; its body adds the reason `/readyz` gives
         ErrorSpec(
             503,
             "unavailable",
@@ -156,6 +160,8 @@ def error_response(error: Exception, *, resource_metadata: str | None = None) ->
         body["retry_after"] = retry_after
         headers.update(rate_limit_headers(error.state))
         headers["Retry-After"] = str(retry_after)
+    elif isinstance(error, SchemaUnavailableError):
+        body["reason"] = SCHEMA_NOT_READY_REASON
     elif isinstance(error, BodyTooLargeError):
         body["message"] = f"The request body is over the cap of {error.max_bytes} bytes."
     return json_error(spec.status, body, headers)

@@ -34,6 +34,7 @@ from memorybank_core.errors import (
     NotFoundError,
     Problem,
     QuotaExceededError,
+    SchemaUnavailableError,
     SignInDeclinedError,
     UnavailableError,
 )
@@ -126,6 +127,7 @@ __all__ = [
     "RateLimits",
     "RecordingEventSink",
     "SaveRequest",
+    "SchemaUnavailableError",
     "Scope",
     "SealBinding",
     "Sealer",

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import secrets
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -39,6 +40,8 @@ KEY_ID = re.compile(r"k[0-9a-z]{8}")
 _KEY_ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 #: Read and written by the owner only.
 FILE_MODE = 0o600
+#: The most a file root owns may grant its group: read (a secret mounted for a group, as PostgreSQL allows).
+_ROOT_GROUP_READ = 0o040
 
 
 def _readonly(keys: Mapping[str, bytes]) -> Mapping[str, bytes]:
@@ -146,18 +149,42 @@ def parse_key_ring(text: str, *, origin: str) -> KeyRing:
         raise InvalidInputError("key-file", f"{origin} {reasons}") from error
 
 
+def loose_permissions(mode: int, owner_uid: int) -> bool:
+    """True when a key file of `mode` owned by `owner_uid` lets anyone but its owner at it.
+
+    Any permission for others is too much; so is any for the group, except read on a file root
+    owns (how a container runtime mounts a secret for a group: PostgreSQL allows its keys the same).
+    """
+    group = mode & stat.S_IRWXG
+    return bool(mode & stat.S_IRWXO) or (group != 0 and not (owner_uid == 0 and group == _ROOT_GROUP_READ))
+
+
 def load_key_ring(path: Path) -> KeyRing:
-    """The ring in the file at `path`.
+    """The ring in the file at `path`, which nobody but its owner may read or write.
+
+    Refused rather than warned about: a warning scrolls past in a log, while the file gives anyone
+    who can read it every sealed memory (ssh refuses loose private keys for the same reason).
 
     Raises:
-        InvalidInputError: ("key-file") the file cannot be read or is not a key ring.
+        InvalidInputError: ("key-file") the file cannot be read, others may read or write it, or it
+            is not a key ring.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            status = os.fstat(file.fileno())
+            raw = file.read()
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise InvalidInputError(
             "key-file", f"cannot read {path}: {getattr(error, 'strerror', None) or error}"
         ) from error
+    mode = stat.S_IMODE(status.st_mode)
+    if loose_permissions(mode, status.st_uid):
+        raise InvalidInputError(
+            "key-file",
+            f"{path} may be read or changed by other users (mode {mode:04o}): run `chmod 600 {path}`; a key file "
+            "must be its owner's alone (docs/security.md)",
+        )
     return parse_key_ring(text, origin=str(path))
 
 

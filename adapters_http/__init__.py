@@ -21,6 +21,7 @@ from adapters_http.auth import (
 from adapters_http.errors import (
     ERROR_TABLE,
     RETRY_AFTER_SECONDS,
+    SCHEMA_NOT_READY_REASON,
     ErrorSpec,
     bearer_challenge,
     error_response,
@@ -51,6 +52,7 @@ __all__ = [
     "OPENAPI_PATH",
     "READY_PATH",
     "RETRY_AFTER_SECONDS",
+    "SCHEMA_NOT_READY_REASON",
     "Authenticate",
     "BlockingResolver",
     "ErrorSpec",

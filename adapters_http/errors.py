@@ -38,12 +38,16 @@ from memorybank_core.errors import (
     MemoryDisabledError,
     NotFoundError,
     QuotaExceededError,
+    SchemaUnavailableError,
     UnavailableError,
 )
 from memorybank_core.rate_limits import RateLimitedError
 
 #: Seconds a client should wait before retrying after a 503.
 RETRY_AFTER_SECONDS = 1
+
+#: Why the database cannot serve when its schema is gone: `/readyz` and every 503 for it say the same.
+SCHEMA_NOT_READY_REASON = "the database schema is not ready: run `memorybank migrate`"
 
 
 @attrs.frozen
@@ -121,6 +125,10 @@ def _too_large(error: BodyTooLargeError, _metadata: str | None) -> Refinement:
     return Refinement(body={"message": f"The request body is over the cap of {error.max_bytes} bytes."})
 
 
+def _schema_not_ready(_error: SchemaUnavailableError, _metadata: str | None) -> Refinement:
+    return Refinement(body={"reason": SCHEMA_NOT_READY_REASON})
+
+
 def _rate_limited(error: RateLimitedError, _metadata: str | None) -> Refinement:
     retry_after = error.state.retry_after()
     message = (
@@ -146,6 +154,12 @@ def _rail_challenge(code: str) -> Refine:
 
 
 _BEARER = {"WWW-Authenticate": "Bearer"}
+_UNAVAILABLE = ErrorSpec(
+    503,
+    "unavailable",
+    "The memory bank is temporarily unavailable; retry shortly.",
+    {"Retry-After": str(RETRY_AFTER_SECONDS)},
+)
 _NO_STORE = {"Cache-Control": "no-store"}
 
 #: THE mapping from error classes to answers. An error takes the row of the nearest class in its MRO.
@@ -181,15 +195,9 @@ ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
         RateLimitedError,
         ErrorSpec(429, "rate_limited", "Too many requests; retry after Retry-After seconds.", refine=_rate_limited),
     ),
-    (
-        UnavailableError,
-        ErrorSpec(
-            503,
-            "unavailable",
-            "The memory bank is temporarily unavailable; retry shortly.",
-            {"Retry-After": str(RETRY_AFTER_SECONDS)},
-        ),
-    ),
+    (UnavailableError, _UNAVAILABLE),
+    # A vanished schema is a 503 like any outage; its body adds the reason `/readyz` gives.
+    (SchemaUnavailableError, attrs.evolve(_UNAVAILABLE, refine=_schema_not_ready)),
     # The MCP rail's bearer gate at /mcp/agent: the reference host's codes.
     (
         RailTokenMissingError,

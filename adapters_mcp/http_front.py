@@ -6,6 +6,8 @@ The rail is stateless: every request is one POST, answered on its own. So:
   event stream that nothing ever writes to or closes (one file descriptor per GET, for ever);
 - a body that is not one well-formed JSON-RPC message gets a short JSON-RPC error naming what
   is wrong, instead of the SDK's validation dump, which echoes the input back;
+- a body over the REST API's cap (`adapters_http.MAX_BODY_BYTES`, 1 MiB: one cap for every route)
+  gets 413 with a JSON-RPC error, whether it declares its length or arrives chunked without one;
 - the SDK's "Terminating session: None" line, logged after every stateless POST, is dropped.
 """
 
@@ -15,11 +17,11 @@ import json
 import logging
 from typing import Any
 
-from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
-from starlette.responses import JSONResponse, Response
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from adapters_http import method_not_allowed
+from adapters_http import MAX_BODY_BYTES, method_not_allowed
 
 #: JSON-RPC 2.0 error codes.
 PARSE_ERROR = -32700
@@ -42,15 +44,20 @@ class PostOnly:
 
 
 class EnvelopeCheck:
-    """ASGI middleware: a POST body must be one JSON-RPC 2.0 message, or it gets a short JSON-RPC error (400)."""
+    """ASGI middleware: a POST body must be one JSON-RPC 2.0 message within the byte cap, or it gets a short
+    JSON-RPC error (400; 413 over the cap)."""
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE) -> None:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self._app = app
         self._max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length", "")
+        if declared.isdigit() and int(declared) > self._max_body_bytes:
+            await self._too_large()(scope, receive, send)  # refused unread
             return
         body = bytearray()
         more = True
@@ -61,15 +68,22 @@ class EnvelopeCheck:
             body += message.get("body", b"")
             more = bool(message.get("more_body", False))
             if len(body) > self._max_body_bytes:
-                await Response("Request body too large", status_code=413)(scope, receive, send)
+                await self._too_large()(scope, receive, send)
                 return
         problem = envelope_problem(bytes(body))
         if problem is not None:
-            code, reason = problem
-            answer = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": reason}}
-            await JSONResponse(answer, status_code=400)(scope, receive, send)
+            await rpc_error(*problem, status=400)(scope, receive, send)
             return
         await self._app(scope, _replay(bytes(body), receive), send)
+
+    def _too_large(self) -> JSONResponse:
+        reason = f"Request too large: the body must be at most {self._max_body_bytes} bytes"
+        return rpc_error(INVALID_REQUEST, reason, status=413)
+
+
+def rpc_error(code: int, reason: str, *, status: int) -> JSONResponse:
+    """A JSON-RPC 2.0 error answer to a message we could not read (so its id is null), with HTTP `status`."""
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": reason}}, status_code=status)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from adapters_http import Authenticate, bearer_secret, error_response
+from adapters_http import MAX_BODY_BYTES, Authenticate, bearer_secret, error_response
 from adapters_http.refusals import RailScopeMissingError, RailTokenMissingError, RailTokenRefusedError
 from adapters_mcp.catalog import Catalog
 from adapters_mcp.http_front import EnvelopeCheck, PostOnly, quiet_stateless_teardown
@@ -215,6 +215,8 @@ def create_mcp_mount(
         stateless_http=True,
         json_response=json_response,
         transport_security=transport_security(bind_host, allowed_hosts),
+        # EnvelopeCheck refuses larger bodies first, in the rail's own error shape; this is the SDK's own guard.
+        max_request_body_size=MAX_BODY_BYTES,
     )
     quiet_stateless_teardown()
     inner: ASGIApp = EnvelopeCheck(sdk_app)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -16,6 +18,8 @@ WRITE_OPTION = "memorybank_write"
 
 #: How long a SQLite connection waits for another writer before giving up, in milliseconds.
 SQLITE_BUSY_TIMEOUT_MS = 5000
+#: A SQLite file memorybank creates is readable by its owner only: by default its memories are plaintext.
+PRIVATE_FILE_MODE = 0o600
 
 
 #: Connections a MySQL engine keeps open: about the concurrent requests of one worker under load.
@@ -96,6 +100,8 @@ def sqlite_engine(url: URL) -> sa.Engine:
         # see its own empty database, and a connection shared by threads at once (StaticPool)
         # interleaves their transactions.
         options.update(poolclass=QueuePool, pool_size=1, max_overflow=0)
+    if not in_memory and url.database is not None and not url.database.startswith("file:"):
+        create_private_file(Path(url.database))
     engine = sa.create_engine(url, **options)
 
     @event.listens_for(engine, "connect")
@@ -120,3 +126,18 @@ def sqlite_engine(url: URL) -> sa.Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
 
     return engine
+
+
+def create_private_file(path: Path) -> None:
+    """Create an empty database file readable by its owner only (0600), unless it exists already.
+
+    SQLite would create it with the umask's mode (0644 usually); its `-wal` and `-shm` files take
+    the database file's mode, so they are private too. An existing file's mode is left as it is.
+    """
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
+    except FileExistsError:
+        pass
+    except OSError:
+        # A directory that does not exist, or cannot be written: SQLite's own error says it better.
+        return

@@ -8,13 +8,18 @@ from contextlib import contextmanager
 
 from sqlalchemy import exc
 
-from memorybank_core import MemoryBankError, UnavailableError
+from memorybank_core import MemoryBankError, SchemaUnavailableError, UnavailableError
 
 _log = logging.getLogger("memorybank.storage")
 
 #: Driver failures that mean "the database cannot serve us right now": down, connection lost,
 #: pool exhausted, lock wait timeout, deadlock. Retrying later may succeed.
 _UNAVAILABLE = (exc.OperationalError, exc.InterfaceError, exc.DisconnectionError, exc.TimeoutError)
+#: MySQL errors that mean the schema is gone under us (dropped while serving, or never migrated): no
+#: database selected, unknown database, unknown column, no such table. Retrying cannot fix them.
+_SCHEMA_GONE = frozenset({1046, 1049, 1054, 1146})
+#: SQLite says the same in words only (its error code is the generic SQLITE_ERROR).
+_SQLITE_SCHEMA_GONE = ("no such table:", "no such column:")
 
 
 class SchemaNotReadyError(MemoryBankError, RuntimeError):
@@ -36,12 +41,31 @@ def unavailable_on_driver_error(operation: str) -> Iterator[None]:
     quote statements, and statements carry memory content.
 
     Raises:
+        SchemaUnavailableError: the database answers, but a table (or the database) is not there.
         UnavailableError: the database is down, the connection was lost, or a lock timed out.
     """
     try:
         yield
+    except (exc.OperationalError, exc.ProgrammingError) as error:
+        if not schema_gone(error):
+            if isinstance(error, exc.ProgrammingError):
+                raise  # bad SQL: a bug, answered as one
+            raise _unavailable(operation, error) from error
+        _log.warning("storage schema missing during %s (code %s)", operation, driver_error_code(error))
+        raise SchemaUnavailableError(f"the database schema is missing during {operation}") from error
     except _UNAVAILABLE as error:
-        code = driver_error_code(error)
-        _log.warning("storage unavailable during %s (%s, code %s)", operation, type(error).__name__, code)
-        detail = f" (driver error {code})" if code is not None else ""
-        raise UnavailableError(f"the database is unavailable during {operation}{detail}") from error
+        raise _unavailable(operation, error) from error
+
+
+def schema_gone(error: exc.DBAPIError) -> bool:
+    """True when `error` says a table, column or the database itself does not exist."""
+    if driver_error_code(error) in _SCHEMA_GONE:
+        return True
+    return str(getattr(error, "orig", "")).startswith(_SQLITE_SCHEMA_GONE)
+
+
+def _unavailable(operation: str, error: BaseException) -> UnavailableError:
+    code = driver_error_code(error)
+    _log.warning("storage unavailable during %s (%s, code %s)", operation, type(error).__name__, code)
+    detail = f" (driver error {code})" if code is not None else ""
+    return UnavailableError(f"the database is unavailable during {operation}{detail}")

@@ -30,6 +30,7 @@ from memorybank.settings import (
     DATABASE_URL_ENV,
     KEY_FILE_ENV,
     KEYS_ENV,
+    PRIVATE_DIRECTORY_MODE,
     QUOTA_CHARACTERS_ENV,
     QUOTA_MEMORIES_ENV,
     RATE_LIMIT_STORAGE_ENV,
@@ -256,7 +257,10 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "ids and timestamps included, so export then import round-trips.",
     )
     exporting.add_argument("--user", metavar="usr_…", required=True, help="whose memories")
-    exporting.add_argument("--out", metavar="FILE", type=Path, help="write here instead of stdout")
+    exporting.add_argument(
+        "--out", metavar="FILE", type=Path, help="write here instead of stdout (mode 0600; never over a file)"
+    )
+    exporting.add_argument("--force", action="store_true", help="replace the --out file if it exists")
     exporting.set_defaults(run=_export)
 
     reindexing = commands.add_parser(
@@ -288,7 +292,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         description="Write a new key ring with one random 256-bit key. Keep a copy apart from the database and its "
         "backups: whoever loses the key loses the sealed memories.",
     )
-    keys_create.add_argument("--out", metavar="FILE", type=Path, help="where to write it (default: data directory)")
+    keys_create.add_argument(
+        "--out",
+        metavar="FILE",
+        type=Path,
+        help=f"where to write it (default: {default_key_file(env)}, apart from the database's directory)",
+    )
     keys_create.set_defaults(run=_keys_create, db=None)
     keys_add = key_commands.add_parser(
         "add",
@@ -721,6 +730,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
         config = uvicorn.Config(
             app,
             access_log=False,
+            http=serving.HTTP_PARSER,
             log_level="info",
             log_config=logging_config(args.log_format),
             timeout_graceful_shutdown=args.shutdown_timeout,
@@ -860,17 +870,25 @@ def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 
     # Validate before touching the database.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
+    if args.out is not None and not args.force and os.path.lexists(args.out):
+        raise CommandError(_export_exists(args.out), EXIT_BAD_INPUT)
     storage = composition.open_ready_storage(choice, args.keys)
     try:
         if args.out is None:
             count = portability.export_user(storage.store, args.user, out)
         else:
-            with args.out.open("w", encoding="utf-8") as file:
+            with portability.private_output(args.out, replace=args.force) as file:
                 count = portability.export_user(storage.store, args.user, file)
+    except FileExistsError as error:  # created meanwhile: still never overwritten
+        raise CommandError(_export_exists(args.out), EXIT_BAD_INPUT) from error
     finally:
         storage.close()
     # stdout may be the export itself: the summary goes to stderr.
     sys.stderr.write(f"{PROGRAM}: exported {count} memories of {args.user}\n")
+
+
+def _export_exists(path: Path) -> str:
+    return f"{path} exists already: an export never overwrites a file; pass --force to replace it"
 
 
 def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
@@ -937,10 +955,19 @@ def _keys_create(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO)
     from adapters_crypto import new_key_ring, write_key_ring
 
     path: Path = args.out if args.out is not None else default_key_file(args.environment)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if args.out is None:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIRECTORY_MODE)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
     ring = new_key_ring()
     write_key_ring(path, ring)
     print(f"{PROGRAM}: wrote key ring {path} (mode 0600) with key {ring.primary}", file=out)
+    if args.out is None:
+        print(
+            f"It is in the configuration directory, apart from the embedded database's "
+            f"{default_database_path(args.environment).parent}: a copy of that directory does not carry the key.",
+            file=out,
+        )
     print(
         "Keep a copy somewhere other than the database and its backups (a password manager or secret store): "
         "without this key the sealed memories cannot be read by anyone, including you.",

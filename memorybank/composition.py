@@ -19,7 +19,14 @@ from starlette.routing import BaseRoute
 
 import adapters_mysql
 from adapters_crypto import AesGcmSealer, load_key_ring, parse_key_ring
-from adapters_http import Authenticate, RequestObserver, bearer_resolver, create_app, system_routes
+from adapters_http import (
+    SCHEMA_NOT_READY_REASON,
+    Authenticate,
+    RequestObserver,
+    bearer_resolver,
+    create_app,
+    system_routes,
+)
 from adapters_http.draining import ConnectionDraining
 from adapters_http.panel import (
     OIDC_CALLBACK_PATH,
@@ -418,7 +425,7 @@ def build_server_app(
         try:
             storage.probe_ready()
         except SchemaNotReadyError:
-            return "the database schema is not ready: run `memorybank migrate`"
+            return SCHEMA_NOT_READY_REASON
         except UnavailableError:
             return "the database cannot be reached"
         return None

@@ -11,9 +11,12 @@ included, so export -> import round-trips.
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import sys
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -23,6 +26,7 @@ import attrs
 from tqdm import tqdm
 
 from adapters_mysql import ReindexReport, SqlStorage
+from adapters_mysql.engines import PRIVATE_FILE_MODE
 from memorybank_core import (
     InvalidInputError,
     ListPosition,
@@ -267,6 +271,30 @@ def export_user(store: MemoryStore, user_id: str, out: TextIO) -> int:
         if len(page) < EXPORT_PAGE_SIZE:
             return written
         after = ListPosition(created_at=page[-1].created_at, memory_id=page[-1].id)
+
+
+@contextmanager
+def private_output(path: Path, *, replace: bool = False) -> Iterator[TextIO]:
+    """A text file at `path` readable by its owner only (0600): an export holds a person's memories in clear.
+
+    A new file is created exclusively: an existing `path` is never overwritten unless `replace`,
+    and then the new one is written beside it and renamed over it, so a failed export leaves the
+    old file (or none); a failed export's own file is removed.
+
+    Raises:
+        FileExistsError: `path` exists and `replace` is False.
+        OSError: the file cannot be written.
+    """
+    target = path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial") if replace else path
+    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            yield file
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+    if replace:
+        os.replace(target, path)
 
 
 def import_file(

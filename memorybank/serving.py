@@ -39,6 +39,14 @@ METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 APP_FACTORY = "memorybank.serving:app_from_environment"
 
+HTTP_PARSER = "httptools"
+"""uvicorn's HTTP/1.1 parser, named rather than left to uvicorn's choice of whatever is installed.
+
+httptools (llhttp) refuses a header line ending in a bare LF with 400; h11, uvicorn's fallback,
+accepts it, so `X-A: a\\nAuthorization: …` would reach the app as two headers a proxy in front may
+have read as one (request smuggling). Naming it makes a missing httptools a start-up error, not h11.
+"""
+
 
 @attrs.frozen(kw_only=True)
 class ServeOptions:
@@ -107,6 +115,7 @@ def run(
         # No uvicorn access log: it prints query strings, and search text must never be logged.
         # The app logs its own access event (operationId, status, timing, request id).
         access_log=False,
+        http=HTTP_PARSER,
         timeout_graceful_shutdown=shutdown_timeout,
     )
     try:

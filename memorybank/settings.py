@@ -6,6 +6,7 @@ read at import time and tests need no monkeypatching.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -38,13 +39,26 @@ class DatabaseChoice:
     """The SQLite file, when the embedded default was chosen."""
 
 
+#: The embedded database's directory, and the key ring's default one: entered by their owner only.
+PRIVATE_DIRECTORY_MODE = 0o700
+
+
 def data_home(env: Mapping[str, str]) -> Path:
     """`$XDG_DATA_HOME`, else `~/.local/share` (the XDG Base Directory default)."""
-    configured = env.get("XDG_DATA_HOME", "").strip()
+    return _xdg_home(env, "XDG_DATA_HOME", ".local/share")
+
+
+def config_home(env: Mapping[str, str]) -> Path:
+    """`$XDG_CONFIG_HOME`, else `~/.config` (the XDG Base Directory default)."""
+    return _xdg_home(env, "XDG_CONFIG_HOME", ".config")
+
+
+def _xdg_home(env: Mapping[str, str], variable: str, default: str) -> Path:
+    configured = env.get(variable, "").strip()
     if configured and Path(configured).is_absolute():
         return Path(configured)
     home = env.get("HOME", "").strip()
-    return (Path(home) if home else Path.home()) / ".local" / "share"
+    return (Path(home) if home else Path.home()) / default
 
 
 def default_database_path(env: Mapping[str, str]) -> Path:
@@ -64,13 +78,25 @@ def choose_database(cli_value: str | None, env: Mapping[str, str]) -> DatabaseCh
 
 
 def prepare_embedded_directory(choice: DatabaseChoice) -> None:
-    """Create the directory of the embedded database file (not the file: storage does that).
+    """Make the embedded database's directory private (0700), creating it, and its files too (0600).
+
+    The default location is memorybank's own, so a directory or file an earlier version left
+    readable by others is tightened as well. The file itself is created by storage (0600 too).
 
     Raises:
-        OSError: the directory cannot be created.
+        OSError: the directory cannot be created or its modes changed.
     """
-    if choice.embedded_path is not None:
-        choice.embedded_path.parent.mkdir(parents=True, exist_ok=True)
+    if choice.embedded_path is None:
+        return
+    from adapters_mysql.engines import PRIVATE_FILE_MODE  # here: `--help` does not import SQLAlchemy
+
+    directory = choice.embedded_path.parent
+    directory.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIRECTORY_MODE)
+    directory.chmod(PRIVATE_DIRECTORY_MODE)
+    for suffix in ("", "-wal", "-shm"):
+        existing = choice.embedded_path.with_name(choice.embedded_path.name + suffix)
+        if existing.exists():
+            os.chmod(existing, PRIVATE_FILE_MODE)
 
 
 def redacted(url: str) -> str:
@@ -178,8 +204,12 @@ def choose_key_ring(cli_value: Path | None, env: Mapping[str, str]) -> KeyRingCh
 
 
 def default_key_file(env: Mapping[str, str]) -> Path:
-    """Where `memorybank keys create` writes by default: `<data home>/memorybank/keys.json`."""
-    return data_home(env) / "memorybank" / KEY_FILE_NAME
+    """Where `memorybank keys create` writes by default: `<config home>/memorybank/keys.json`.
+
+    Not beside the embedded database (`<data home>/memorybank/`): a copy of the data directory,
+    or a backup of it, must not carry the key that opens it.
+    """
+    return config_home(env) / "memorybank" / KEY_FILE_NAME
 
 
 RATE_LIMIT_STORAGE_ENV = "MEMORYBANK_RATE_LIMIT_STORAGE"

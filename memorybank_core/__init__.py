@@ -34,6 +34,7 @@ from memorybank_core.errors import (
     NotFoundError,
     Problem,
     QuotaExceededError,
+    SchemaUnavailableError,
     SignInDeclinedError,
     UnavailableError,
 )
@@ -120,6 +121,7 @@ __all__ = [
     "RateLimits",
     "RecordingEventSink",
     "SaveRequest",
+    "SchemaUnavailableError",
     "Scope",
     "SealBinding",
     "Sealer",

@@ -109,3 +109,7 @@ class SignInDeclinedError(CredentialsRefusedError):
 
 class UnavailableError(MemoryBankError, ConnectionError):
     """The storage behind the bank cannot be reached right now; retrying later may succeed."""
+
+
+class SchemaUnavailableError(UnavailableError):
+    """The storage answers but its schema is not there (dropped, or never migrated): an operator must migrate it."""

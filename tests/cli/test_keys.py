@@ -50,13 +50,6 @@ def test_keys_create_never_overwrites(run: Run, tmp_path: Path) -> None:
     assert path.read_text() == before
 
 
-def test_keys_create_defaults_to_the_data_directory(run: Run, env: dict[str, str]) -> None:
-    created = run("keys", "create")
-
-    assert created.status == 0
-    assert (Path(env["HOME"]) / ".local" / "share" / "memorybank" / "keys.json").exists()
-
-
 def test_encrypt_needs_a_key_ring(run: Run, db_url: str) -> None:
     refused = run("encrypt", "--db", db_url)
 
@@ -105,6 +98,7 @@ def test_the_key_ring_can_come_from_the_environment(run: Run, db_url: str, tmp_p
 def test_a_malformed_key_ring_is_a_clear_error(run: Run, db_url: str, tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"not": "a ring"}')
+    bad.chmod(0o600)
 
     refused = run("migrate", "--db", db_url, "--key-file", str(bad))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import sqlite3
 from pathlib import Path
 
 import httpx2
@@ -123,3 +125,84 @@ def test_the_readme_encryption_example_serves_sealed_and_refuses_to_start_withou
     refused = run_memorybank(["serve", "--port", "0"], env={"HOME": str(tmp_path)})
     assert refused.returncode == 1
     assert "holds sealed memories (key ids seen:" in refused.stderr
+
+
+def _raw_request(base_url: str, request: bytes) -> bytes:
+    host, port = base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(request)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_header_line_ending_in_a_bare_lf_is_refused_with_400(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path)}
+    secret = _token(None, env)
+
+    with served(None, env=env, log=tmp_path / "serve.log") as base_url:
+        smuggled = _raw_request(
+            base_url,
+            b"GET /v1/memory HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\nAuthorization: Bearer "
+            + secret.encode()
+            + b"\r\nConnection: close\r\n\r\n",
+        )
+        honest = _raw_request(
+            base_url,
+            b"GET /v1/memory HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\r\nAuthorization: Bearer "
+            + secret.encode()
+            + b"\r\nConnection: close\r\n\r\n",
+        )
+
+    assert smuggled.startswith(b"HTTP/1.1 400 "), smuggled[:200]
+    assert b"memories" not in smuggled
+    assert honest.startswith(b"HTTP/1.1 200 "), honest[:200]
+
+
+def _answers_while_the_schema_is_gone(base_url: str, secret: str) -> tuple[httpx2.Response, httpx2.Response]:
+    listed = httpx2.get(f"{base_url}/v1/memory", headers={"Authorization": f"Bearer {secret}"}, timeout=30)
+    ready = httpx2.get(f"{base_url}/readyz", timeout=30)
+    return listed, ready
+
+
+def _assert_unavailable_with_the_readyz_hint(listed: httpx2.Response, ready: httpx2.Response) -> None:
+    assert ready.status_code == 503
+    assert listed.status_code == 503, listed.text
+    assert listed.headers["Retry-After"] == "1"
+    assert listed.json()["error"] == "unavailable"
+    assert (
+        listed.json()["reason"]
+        == ready.json()["reason"]
+        == "the database schema is not ready: run `memorybank migrate`"
+    )
+
+
+@pytest.mark.mysql
+def test_a_database_dropped_under_a_running_server_answers_503_with_the_readyz_hint(
+    mariadb: ThrowawayDatabase, tmp_path: Path
+) -> None:
+    assert run_memorybank(["migrate", "--db", mariadb.url]).returncode == 0
+    secret = _token(mariadb.url)
+
+    with served(mariadb.url, log=tmp_path / "serve.log") as base_url:
+        warm = httpx2.get(f"{base_url}/v1/memory", headers={"Authorization": f"Bearer {secret}"}, timeout=10)
+        assert warm.status_code == 200  # the pool now holds a connection inside the database
+        mariadb.drop()
+        listed, ready = _answers_while_the_schema_is_gone(base_url, secret)
+
+    _assert_unavailable_with_the_readyz_hint(listed, ready)
+    assert "Traceback" not in (tmp_path / "serve.log").read_text()
+
+
+def test_an_embedded_database_whose_tables_are_dropped_answers_503_with_the_readyz_hint(tmp_path: Path) -> None:
+    database = tmp_path / "bank.sqlite3"
+    url = f"sqlite:///{database}"
+    secret = _token(url)
+
+    with served(url, log=tmp_path / "serve.log") as base_url:
+        with sqlite3.connect(database) as connection:
+            connection.executescript("DROP TABLE memory_context; DROP TABLE memory; DROP TABLE api_token;")
+        listed, ready = _answers_while_the_schema_is_gone(base_url, secret)
+
+    _assert_unavailable_with_the_readyz_hint(listed, ready)

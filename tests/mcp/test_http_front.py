@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from adapters_http import MAX_BODY_BYTES
 from tests.http.conftest import TWO_AUTHORIZATION_HEADERS_ANSWER
 from tests.mcp.conftest import MCP_ACCEPT, RpcCaller
 from tests.rail_users import create_database, new_user
@@ -114,6 +116,59 @@ def test_a_malformed_message_gets_a_short_specific_error_not_a_validation_dump(
 
     assert response.status_code == 400
     assert response.json()["error"]["message"] == message
+
+
+def _padded_list_tools(size: int) -> bytes:
+    """A valid `tools/list` message of exactly `size` bytes (padded in an ignored params field)."""
+    bare = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": ""}}).encode()
+    return bare.replace(b'"pad": ""', b'"pad": "' + b"p" * (size - len(bare)) + b'"')
+
+
+def _assert_refused_as_too_large(response: Any) -> None:
+    assert response.status_code == 413
+    assert response.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": f"Request too large: the body must be at most {MAX_BODY_BYTES} bytes"},
+    }
+
+
+def test_a_3_mb_message_is_refused_with_a_json_rpc_413_at_the_rest_cap(
+    client: TestClient, rpc_alice: RpcCaller
+) -> None:
+    response = _post_raw(client, rpc_alice.secret, _padded_list_tools(3 * 1000 * 1000))
+
+    _assert_refused_as_too_large(response)
+
+
+def test_a_chunked_message_without_content_length_is_refused_once_it_passes_the_cap(
+    client: TestClient, rpc_alice: RpcCaller
+) -> None:
+    body = _padded_list_tools(3 * 1000 * 1000)
+
+    def chunks() -> Iterator[bytes]:
+        for start in range(0, len(body), 64 * 1024):
+            yield body[start : start + 64 * 1024]
+
+    response = client.post(
+        "/mcp/agent",
+        content=chunks(),
+        headers={
+            "Authorization": f"Bearer {rpc_alice.secret}",
+            "Accept": MCP_ACCEPT,
+            "Content-Type": "application/json",
+        },
+    )
+
+    assert "content-length" not in {name.lower() for name in response.request.headers}
+    _assert_refused_as_too_large(response)
+
+
+def test_a_message_of_exactly_the_cap_is_served(client: TestClient, rpc_alice: RpcCaller) -> None:
+    response = _post_raw(client, rpc_alice.secret, _padded_list_tools(MAX_BODY_BYTES))
+
+    assert response.status_code == 200, response.text[:200]
+    _assert_refused_as_too_large(_post_raw(client, rpc_alice.secret, _padded_list_tools(MAX_BODY_BYTES + 1)))
 
 
 _JSON = st.recursive(

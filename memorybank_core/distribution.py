@@ -17,12 +17,14 @@ def install_command(extra: str) -> str:
     """The pip command that adds `extra` (e.g. `server`, `mysql`) to this installation of memorybank."""
     import importlib.metadata  # here, not at import time: only a failing command needs it
 
-    try:
-        recorded = importlib.metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
-    except importlib.metadata.PackageNotFoundError:
+    # Every record of memorybank on the path: an editable install also leaves setuptools'
+    # `memorybank.egg-info` in the checkout, which comes first when the checkout is the working
+    # directory and knows nothing of where the install came from; the installer's record does.
+    records = [d.read_text("direct_url.json") for d in importlib.metadata.distributions(name=DISTRIBUTION)]
+    if not records:
         # Run from a checkout that was never installed (PYTHONPATH): install it, with the extra.
         return f"pip install -e '.[{extra}]' (in the memorybank checkout)"
-    return _command_for(recorded, extra)
+    return _command_for(next((r for r in records if r is not None), None), extra)
 
 
 def _command_for(direct_url: str | None, extra: str) -> str:

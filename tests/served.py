@@ -29,9 +29,12 @@ def free_port() -> int:
         return port
 
 
-def memorybank_command(*args: str, module: str = "memorybank") -> list[str]:
-    """The argv that runs the `memorybank` command from this checkout (or a `module` that wraps it)."""
-    return [sys.executable, "-m", module, *args]
+def memorybank_command(*args: str, module: str = "memorybank", python: str = sys.executable) -> list[str]:
+    """The argv that runs the `memorybank` command from this checkout (or a `module` that wraps it).
+
+    `python` is another environment's interpreter (the install tier's wheel-installed virtualenv).
+    """
+    return [python, "-m", module, *args]
 
 
 def run_memorybank(
@@ -100,11 +103,14 @@ def serving(
     args: Sequence[str] = (),
     module: str = "memorybank",
     port: int | None = None,
+    python: str = sys.executable,
+    cwd: Path = REPO_ROOT,
 ) -> Iterator[Server]:
     """Like `served`, yielding the process too (to signal it, or to read its CPU time).
 
     `module` runs the command through a wrapper (the throughput benchmark's profiler); `port` is one
-    chosen in advance (e.g. registered at an identity provider), else a free one.
+    chosen in advance (e.g. registered at an identity provider), else a free one. `python` and `cwd`
+    run another environment's memorybank from outside this checkout (the install tier's wheel).
 
     Raises:
         RuntimeError: the server exited or did not answer in time (with its output).
@@ -114,8 +120,8 @@ def serving(
     log_path = log or Path(os.devnull)
     with log_path.open("w") as output:
         process = subprocess.Popen(  # noqa: S603 - our own command, no shell
-            memorybank_command(*argv, module=module),
-            cwd=REPO_ROOT,
+            memorybank_command(*argv, module=module, python=python),
+            cwd=cwd,
             env={**os.environ, **(env or {})},
             stdout=output,
             stderr=subprocess.STDOUT,

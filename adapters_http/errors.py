@@ -17,9 +17,11 @@ from memorybank_core.errors import (
     MemoryDisabledError,
     NotFoundError,
     QuotaExceededError,
+    SecretDetectedError,
     UnavailableError,
 )
 from memorybank_core.rate_limits import RateLimitedError
+from memorybank_core.secret_screening import SAVE_A_POINTER
 
 #: Seconds a client should wait before retrying after a 503.
 RETRY_AFTER_SECONDS = 1
@@ -57,6 +59,15 @@ class ErrorSpec:
 
 #: THE mapping from error classes to responses; checked in order, so subclasses come first.
 ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
+    # Never the secret: the details name field, kind and character range only.
+    (
+        SecretDetectedError,
+        ErrorSpec(
+            422,
+            "secret_detected",
+            f"The memory holds what looks like a credential, so nothing was saved; see details. {SAVE_A_POINTER}",
+        ),
+    ),
     (InvalidInputError, ErrorSpec(400, "invalid_request", "The request is invalid; see details.")),
     (
         UnauthorizedError,
@@ -120,7 +131,12 @@ def error_response(error: Exception, *, resource_metadata: str | None = None) ->
         return None
     body: dict[str, object] = {"error": spec.code, "message": spec.message}
     headers = dict(spec.headers)
-    if isinstance(error, InvalidInputError):
+    if isinstance(error, SecretDetectedError):
+        body["details"] = [
+            {"path": p.path, "message": p.message, "kind": p.kind, "start": p.start, "end": p.end}
+            for p in error.secrets
+        ]
+    elif isinstance(error, InvalidInputError):
         body["details"] = [{"path": p.path, "message": p.message} for p in error.problems]
     elif isinstance(error, ForbiddenError):
         body["message"] = f"The token lacks the scope {error.required_scope}, which this operation requires."

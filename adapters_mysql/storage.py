@@ -34,7 +34,7 @@ from adapters_mysql.retrying import (
     ResilientTokenStore,
 )
 from adapters_mysql.revisions import current_revision, head_revision, revisions_after, stamp_head, upgrade_to_head
-from adapters_mysql.schema import metadata
+from adapters_mysql.schema import memory, metadata
 from adapters_mysql.seal_keys import (
     POLICIES,
     SealStatus,
@@ -289,6 +289,17 @@ class SqlStorage:
             with unavailable_on_driver_error("reindex"):
                 purge_rewritten_text(self.engine)
         return report
+
+    def memory_owners(self) -> list[str]:
+        """Every user id that owns at least one memory, in order: for operator walks across users
+        (`memorybank secrets scan`), which then read each owner's memories through `store`.
+
+        Raises:
+            UnavailableError: the database cannot be reached.
+        """
+        with unavailable_on_driver_error("memory owners"), self.engine.connect() as connection:
+            query = sa.select(memory.c.user_id).distinct().order_by(memory.c.user_id)
+            return list(connection.execute(query).scalars())
 
     def sealing_status(self) -> SealStatus:
         """The database's key-check ids and how many memories carry each seal state.

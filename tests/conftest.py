@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import attrs
 import pytest
 
+from adapters_secrets import DetectSecretsScreen
 from memorybank_core import READ_SCOPE, WRITE_SCOPE, FixedClock, MemoryBank, MemoryControls, RecordingEventSink
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.contract.backends import FACTORIES, Backend, BackendFactory
@@ -62,13 +63,15 @@ def controls(backend: Backend, events: RecordingEventSink) -> MemoryControls:
 
 
 def bank_over(backend: Backend, events: RecordingEventSink | None = None) -> MemoryBank:
-    """The bank as the server wires it: over `backend`'s store, search engine and operator controls."""
+    """The bank as the server wires it: over `backend`'s store, search engine and operator controls, with the
+    save path's secret screen (so every tier shows ordinary memories pass it)."""
     return MemoryBank(
         store=backend.store,
         search_engine=backend.search_engine,
         clock=start_clock(),
         events=events,
         controls=backend.controls,
+        secret_screen=DetectSecretsScreen(),
     )
 
 

@@ -111,17 +111,23 @@ _PREFIXED: tuple[tuple[Kind, re.Pattern[str]], ...] = (
 
 #: `scheme://user:password@host`: any password up to the `@` (an empty user too, as in `redis://:pw@host`).
 _URL_PASSWORD = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:([^\s@/]+)@[^\s@/]")
-#: Stand-ins the docs and people write where a password goes: `password`, `***`, `<pw>`, `${DB_PASS}`, `%s`.
+#: Stand-ins the docs and people write where a password goes: `password`, `PW`, `***`, `…`, `<pw>`, `${DB_PASS}`,
+#: `%s`; anything under four characters (`u:p@`) is an example, not a password.
 _PLACEHOLDER = re.compile(
-    r"(?i)(?:pass(?:word|wd)?|pwd|secret|changeme|redacted|hidden|x+|\*+|\.+|<[^>]*>|\[[^]]*]|\$\{?\w+}?|\{\{.*}}|%s|:\w+)"
+    r"(?i)(?:pass(?:word|wd)?|pwd?|secret|changeme|redacted|hidden|x+|\*+|\.+|…+|<[^>]*>|\[[^]]*]|\$\{?\w+}?|\{\{.*}}"
+    r"|%s|:\w+|.{1,3})"
 )
 #: A quoted value after a secret-sounding name is a password only if it is not a word or a phrase.
 _PASSWORD_LIKE = re.compile(r"^(?=.*[0-9!#$%&*+/=?@^_~-])\S{6,}$")
 
 _KEYWORDS = KeywordDetector()
+#: How far around a secret-sounding word an assignment is looked for: `name = "value"` with a value of up to
+#: about 200 characters.
+ASSIGNMENT_REACH = 256
 #: Every keyword of that plugin's deny list holds one of these (`api_key`, `db_pass`, `passwd`, `pwd`, `secret`,
 #: `contraseña`, ...); its patterns all need a quote.
 _KEYWORD = re.compile(r"(?i)key|pass|pwd|secret|contrase")
+_LINE = re.compile(r"[^\n]+")
 _QUOTE = re.compile(r"['\"`]")
 _JWT_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
 
@@ -190,17 +196,34 @@ def _candidates(text: str) -> Iterator[SecretFinding]:
 def _assignments(text: str) -> Iterator[SecretFinding]:
     """Quoted values assigned to secret-sounding names (`DB_PASSWORD="..."`), with detect-secrets' keyword plugin.
 
-    Its patterns never cross a line and always need a quote, so only lines holding a quote and a
-    secret-sounding word are searched: the plugin costs milliseconds on a long text otherwise.
+    Its patterns run character by character through the whole text and cost milliseconds on a long
+    one, so they only search a window around each secret-sounding word (within a line, as they do).
     """
-    offset = 0
-    for line in text.splitlines(keepends=True):
-        if _QUOTE.search(line) and _KEYWORD.search(line):
-            for value in set(_KEYWORDS.analyze_string(line)):
-                if _PASSWORD_LIKE.match(value) and not _PLACEHOLDER.fullmatch(value):
-                    for start in _occurrences(line, value):
-                        yield _finding(PASSWORD_ASSIGNMENT, offset + start, offset + start + len(value))
-        offset += len(line)
+    if not _QUOTE.search(text):
+        return
+    for start, end in _windows(text):
+        window = text[start:end]
+        for value in set(_KEYWORDS.analyze_string(window)):
+            if _PASSWORD_LIKE.match(value) and not _PLACEHOLDER.fullmatch(value):
+                for at in _occurrences(window, value):
+                    yield _finding(PASSWORD_ASSIGNMENT, start + at, start + at + len(value))
+
+
+def _windows(text: str) -> Iterator[tuple[int, int]]:
+    """Merged spans of `ASSIGNMENT_REACH` characters either side of each keyword, within its line."""
+    for line in _LINE.finditer(text):
+        current: tuple[int, int] | None = None
+        for match in _KEYWORD.finditer(text, line.start(), line.end()):
+            start = max(line.start(), match.start() - ASSIGNMENT_REACH)
+            end = min(line.end(), match.end() + ASSIGNMENT_REACH)
+            if current is not None and start <= current[1]:
+                current = (current[0], end)
+                continue
+            if current is not None:
+                yield current
+            current = (start, end)
+        if current is not None:
+            yield current
 
 
 def looks_random(token: str) -> bool:

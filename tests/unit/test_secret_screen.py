@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
 
 from adapters_secrets import KINDS, DetectSecretsScreen
+from benchmarks.recall import DEFAULT_DATA, load
 from memorybank_core import (
     SAVE_A_POINTER,
     InMemoryStore,
@@ -173,3 +175,18 @@ def test_a_parsed_request_is_screened_too() -> None:
 
 def test_the_advice_says_to_save_a_pointer() -> None:
     assert "1Password under 'prod-aws'" in SAVE_A_POINTER
+
+
+def test_no_locomo_turn_is_taken_for_a_credential() -> None:
+    # The target: 0 false positives on LoCoMo's 5,882 turns (python -m benchmarks.secret_screen prints it).
+    if not DEFAULT_DATA.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"LoCoMo is missing at {DEFAULT_DATA} (shared/ beside the repository)")
+        pytest.skip(f"LoCoMo is not at {DEFAULT_DATA} (shared/ beside the repository)")
+    conversations, _ = load(DEFAULT_DATA)
+    turns = [turn for turns in conversations for turn in turns]
+
+    flagged = [turn.dia_id for turn in turns if SCREEN.find(turn.text)]
+
+    assert len(turns) == 5882
+    assert flagged == []

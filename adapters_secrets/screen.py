@@ -124,9 +124,13 @@ _KEYWORDS = KeywordDetector()
 #: How far around a secret-sounding word an assignment is looked for: `name = "value"` with a value of up to
 #: about 200 characters.
 ASSIGNMENT_REACH = 256
-#: Every keyword of that plugin's deny list holds one of these (`api_key`, `db_pass`, `passwd`, `pwd`, `secret`,
-#: `contraseña`, ...); its patterns all need a quote.
-_KEYWORD = re.compile(r"(?i)key|pass|pwd|secret|contrase")
+#: Where that plugin's patterns can match: one of its deny-list words (each holds one of these stems, e.g.
+#: `api_key`, `db_pass`, `passwd`, `pwd`, `secret`, `contraseña`), then an assignment (`:`, `=`, `!=`, `(`,
+#: `.assign`), or a comparison before it (`"..." == password`). Prose ("a passion for keyboards") has none.
+_KEYWORD = re.compile(
+    r"(?i)(?:key|pass|pwd|secret|contrase)\w*['\"\]]{0,2}\s*(?:[:=!(]|\.assign)"
+    r"|[!=]=\s*\w*(?:key|pass|pwd|secret|contrase)"
+)
 _LINE = re.compile(r"[^\n]+")
 _QUOTE = re.compile(r"['\"`]")
 _JWT_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")

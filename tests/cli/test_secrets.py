@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import httpx2
+import mcp_types as types
 import pytest
+from mcp import Client
 
+from memorybank import composition
+from memorybank.settings import choose_database
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.cli.conftest import Outcome, Run
 from tests.cli.test_search_commands import ORG, USER, write_lines
+from tests.conftest import User
 from tests.rail_users import create_database, new_user
 from tests.secrets.table import harmless, secrets
 from tests.served import run_memorybank, served
@@ -198,3 +204,40 @@ def test_serve_refuses_an_unknown_screen_setting_before_serving(tmp_path: Path) 
     assert result.returncode == 2
     assert result.stderr == "memorybank: error: --secret-screen must be refuse or off, not 'maybe'\n"
     assert "serving" not in result.stdout
+
+
+def test_the_local_rail_refuses_a_credential_with_advice_for_the_agent(db_url: str) -> None:
+    me = User()
+    case = secrets()[3]
+    storage = composition.open_ready_storage(choose_database(db_url, {}))
+    try:
+        services = composition.build_services(storage)  # as `memorybank mcp` builds it by default
+        server = composition.build_local_rail(services, user_id=me.user_id, org_id=me.organization_id)
+
+        async def session() -> types.CallToolResult:
+            async with Client(server) as client:
+                return await client.call_tool(
+                    "execute_capability", {"name": "postMemory", "body": {"content": case.text}}
+                )
+
+        refused = anyio.run(session)
+        stored = services.bank.list(me, limit=10, cursor=None).memories
+    finally:
+        storage.close()
+
+    assert refused.is_error
+    (block,) = refused.content
+    assert isinstance(block, types.TextContent)
+    assert '"error": "secret_detected"' in block.text
+    assert "save a pointer" in block.text or "1Password under 'prod-aws'" in block.text
+    assert case.secret not in block.text
+    assert stored == ()
+
+
+def test_mcp_refuses_an_unknown_screen_setting_before_touching_the_database(run: Run, env: dict[str, str]) -> None:
+    env["MEMORYBANK_SECRET_SCREEN"] = "sometimes"
+
+    outcome = run("mcp", "--db", "mysql+pymysql://u:pw@127.0.0.1:1/x", "--user", USER, "--org", ORG)
+
+    assert outcome.status == 2
+    assert outcome.err == "memorybank: error: --secret-screen must be refuse or off, not 'sometimes'\n"

@@ -39,9 +39,11 @@ from memorybank_core.errors import (
     NotFoundError,
     QuotaExceededError,
     SchemaUnavailableError,
+    SecretDetectedError,
     UnavailableError,
 )
 from memorybank_core.rate_limits import RateLimitedError
+from memorybank_core.secret_screening import SAVE_A_POINTER
 
 #: Seconds a client should wait before retrying after a 503.
 RETRY_AFTER_SECONDS = 1
@@ -84,6 +86,13 @@ class ErrorSpec:
 
 def _problems(error: InvalidInputError, _metadata: str | None) -> Refinement:
     return Refinement(body={"details": [{"path": p.path, "message": p.message} for p in error.problems]})
+
+
+def _secrets(error: SecretDetectedError, _metadata: str | None) -> Refinement:
+    details = [
+        {"path": p.path, "message": p.message, "kind": p.kind, "start": p.start, "end": p.end} for p in error.secrets
+    ]
+    return Refinement(body={"details": details})
 
 
 def _missing_scope(error: ForbiddenError, metadata: str | None) -> Refinement:
@@ -164,6 +173,16 @@ _NO_STORE = {"Cache-Control": "no-store"}
 
 #: THE mapping from error classes to answers. An error takes the row of the nearest class in its MRO.
 ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
+    # Never the secret: the details name field, kind and character range only.
+    (
+        SecretDetectedError,
+        ErrorSpec(
+            422,
+            "secret_detected",
+            f"The memory holds what looks like a credential, so nothing was saved; see details. {SAVE_A_POINTER}",
+            refine=_secrets,
+        ),
+    ),
     # The memory routes (and whatever else reaches the core through them).
     (InvalidInputError, ErrorSpec(400, "invalid_request", "The request is invalid; see details.", refine=_problems)),
     (UnauthorizedError, ErrorSpec(401, "unauthorized", "A valid bearer token is required.", _BEARER, _unauthorized)),

@@ -104,12 +104,14 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
             f"characters; up to {limits.TAGS_MAX} tags of 1 to {limits.TAG.max}; up to {limits.CONTEXTS_MAX} "
             f"contexts, each a snippet of 1 to {limits.SNIPPET.max} characters with optional conversation and "
             f"message ids (1 to {limits.CITATION_ID.max}). Text is stored trimmed. `scope` and `source` are "
-            "set by the server; unknown fields are ignored. Every invalid field is reported at once."
+            "set by the server; unknown fields are ignored. Every invalid field is reported at once. A memory "
+            "holding what looks like a credential (an API key, a token, a private key, a password in a URL) is "
+            "refused with 422 `secret_detected`, naming each field, kind and character range, never the secret."
         ),
         handler=MemoryHandlers.save,
         success_status=201,
         success_schema=schemas.ref("SavedMemory"),
-        error_statuses=(400, 401, 403, 413, 415, 429, 503),
+        error_statuses=(400, 401, 403, 413, 415, 422, 429, 503),
         required_scope=WRITE_SCOPE,
         operation=Operation.SAVE,
         body_schema=schemas.SAVE_REQUEST,

@@ -207,7 +207,9 @@ ERROR: JsonSchema = {
             "type": "array",
             "description": "For `invalid_request`: every invalid field, by dotted path (`contexts.0.snippet`). "
             "For `quota_exceeded`: every measure the save would break (`memories`, `characters`), with its "
-            "`limit`, what is `used` now and what the save `requested`.",
+            "`limit`, what is `used` now and what the save `requested`. For `secret_detected`: every "
+            "credential found, by field `path`, its `kind` (e.g. `aws_access_key`, `private_key`, `url_password`) "
+            "and the characters [`start`, `end`) it spans in the field as saved (trimmed); never the secret.",
             "items": {
                 "type": "object",
                 "required": ["path", "message"],
@@ -217,6 +219,9 @@ ERROR: JsonSchema = {
                     "limit": {"type": "integer", "minimum": 0},
                     "used": {"type": "integer", "minimum": 0},
                     "requested": {"type": "integer", "minimum": 0},
+                    "kind": {"type": "string"},
+                    "start": {"type": "integer", "minimum": 0},
+                    "end": {"type": "integer", "minimum": 0},
                 },
                 "additionalProperties": False,
             },

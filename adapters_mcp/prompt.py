@@ -56,6 +56,7 @@ it with its id as the `id` path value (`{"path": {"id": "mem_..."}}`). Deleting 
 Never put secrets, passwords, credentials, API keys, access tokens, private keys, connection strings, or \
 sensitive personal data (health, finances, government ids, other people's contact details) in a memory's \
 content, tags or context snippets, even if asked to: say why and offer to save a version without them. Memories \
-are stored as plain text.
+are stored as plain text. The bank refuses a save that holds a credential (`secret_detected`): save a pointer \
+instead ("the AWS key is in 1Password under 'prod-aws'").
 """
 """The static `## Memory Bank` section, in Markdown."""

@@ -59,6 +59,12 @@ class PrometheusMetrics(EventSink):
             buckets=SIZE_BUCKETS,
             registry=self._registry,
         )
+        self.secrets_refused = Counter(
+            "memorybank_secrets_refused",
+            "Saves refused because they held what looks like a credential, by kind (never the secret).",
+            ["kind"],
+            registry=self._registry,
+        )
         self.search_results = Histogram(
             "memorybank_search_results",
             "Memories a search returned.",
@@ -74,7 +80,7 @@ class PrometheusMetrics(EventSink):
             self.database_errors.labels(operation_id).inc()
 
     def emit(self, name: str, fields: Mapping[str, str | int | float]) -> None:
-        """Record a search's result and candidate counts from its event, then pass the event on."""
+        """Record a search's result and candidate counts, or a secret refusal's kinds, then pass the event on."""
         if name == events.SEARCHED:
             results = fields.get("result_count")
             if isinstance(results, int):
@@ -82,6 +88,10 @@ class PrometheusMetrics(EventSink):
             candidates = fields.get("candidate_count")
             if isinstance(candidates, int):
                 self.search_candidates.observe(candidates)
+        if name == events.SECRET_REFUSED:
+            kinds = fields.get("kinds")
+            for kind in str(kinds).split(",") if kinds else ():
+                self.secrets_refused.labels(kind).inc()
         if self._forward is not None:
             self._forward.emit(name, fields)
 

@@ -304,6 +304,17 @@ class SqlStorage:
                 purge_rewritten_text(self.engine)
         return report
 
+    def memory_owners(self) -> list[str]:
+        """Every user id that owns at least one memory, in order: for operator walks across users
+        (`memorybank secrets scan`), which then read each owner's memories through `store`.
+
+        Raises:
+            UnavailableError: the database cannot be reached.
+        """
+        with unavailable_on_driver_error("memory owners"), self.engine.connect() as connection:
+            query = sa.select(memory.c.user_id).distinct().order_by(memory.c.user_id)
+            return list(connection.execute(query).scalars())
+
     def sealing_status(self) -> SealStatus:
         """The database's key-check ids and how many memories carry each seal state.
 

@@ -1,5 +1,5 @@
 """The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, encrypt, keys, panel-link,
-gate, quota, token and purge.
+gate, quota, token, purge and secrets.
 
 Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
 database is unreachable, its schema is not ready, or a token is not found. Every
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 from urllib.parse import urlsplit
 
-from memorybank import listeners, oauth_settings
+from memorybank import listeners, oauth_settings, secret_commands, secret_settings
 from memorybank.settings import (
     ALLOWED_HOSTS_ENV,
     DATABASE_URL_ENV,
@@ -97,6 +97,7 @@ _OPTION_NAMES = {
     "rate_limit_storage": "--rate-limit-storage",
     "batch_size": "--batch-size",
     "pause_ms": "--pause-ms",
+    "secret-screen": "--secret-screen",
 }
 
 
@@ -201,6 +202,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         f"worker and host (default: ${RATE_LIMIT_STORAGE_ENV}, else memory://)",
     )
     _add_oauth_options(serve)
+    secret_commands.add_secret_screen_option(serve)
     serve.set_defaults(run=_serve)
 
     mcp = commands.add_parser(
@@ -244,9 +246,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         parents=[database],
         help="load memories from a JSON Lines file",
         description="Load memories, one JSON object per line (docs/portability.md), in batches of 1,000 per "
-        "transaction. A bad line is reported by its number and skipped; the exit status is 1 if any was.",
+        "transaction. A bad line is reported by its number and skipped; the exit status is 1 if any was. "
+        "Lines holding credentials are reported and skipped, or refuse the whole file (--on-secret).",
     )
     importing.add_argument("file", metavar="FILE.jsonl", type=Path, help="the file to load")
+    secret_commands.add_on_secret_option(importing)
+    secret_commands.add_secret_screen_option(importing)
     importing.set_defaults(run=_import)
 
     exporting = commands.add_parser(
@@ -262,6 +267,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     exporting.add_argument("--force", action="store_true", help="replace the --out file if it exists")
     exporting.set_defaults(run=_export)
+    secret_commands.add_secrets_command(commands, database, _Parser)
 
     reindexing = commands.add_parser(
         "reindex",
@@ -666,6 +672,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
         )
     allowed_hosts = choose_allowed_hosts(args.allowed_hosts, args.environment)
     quota = choose_quota(args.quota_memories, args.quota_characters, args.environment)
+    secret_screen = secret_settings.choose_secret_screen(args.secret_screen, args.environment)
     limits_choice = choose_rate_limits(args.rate_limit_storage, args.rate_limits, args.environment)
     rate_limits = composition.build_rate_limits(limits_choice)  # checks the rules and URL before anything starts
     options = oauth_options(args)
@@ -686,6 +693,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             flush=True,
         )
         print(_describe_rate_limits(rate_limits, limits_choice, workers=args.workers), file=out, flush=True)
+        print(f"{PROGRAM}: {secret_settings.describe(secret_screen)}", file=out, flush=True)
         if oauth is not None and panel_sign_in is not None:
             print(
                 f"{PROGRAM}: panel sign-in with {panel_sign_in.issuer} as client {panel_sign_in.client_id}; "
@@ -709,6 +717,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
                     quota_characters=quota.max_characters,
                     rate_limit_storage=limits_choice.storage_url,
                     rate_limits=list(limits_choice.rules),
+                    secret_screen=secret_screen,
                 ),
                 workers=args.workers,
                 log_format=args.log_format,
@@ -724,6 +733,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             default_quota=quota,
             rate_limits=rate_limits,
             panel_sign_in=panel_sign_in,
+            secret_screen=secret_screen,
         )
         # No uvicorn access log: it prints query strings, and search text must never be logged.
         # The app logs its own access event (operationId, status, timing, request id).
@@ -772,9 +782,11 @@ def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None
     # Validate before touching the database, so a typo in a client's config is reported at once.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
+    secret_screen = secret_settings.choose_secret_screen(None, args.environment)
     storage = composition.open_ready_storage(choice, args.keys)
     try:
-        server = composition.build_local_rail(composition.build_services(storage), user_id=args.user, org_id=args.org)
+        services = composition.build_services(storage, secret_screen=secret_screen)
+        server = composition.build_local_rail(services, user_id=args.user, org_id=args.org)
         # stdout is the protocol: every message goes to stderr, which MCP clients keep as the server's log.
         logging.basicConfig(
             level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -851,18 +863,25 @@ def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 
     if not args.file.is_file():
         raise CommandError(f"{args.file} is not a readable file", EXIT_BAD_INPUT)
+    screen = secret_settings.build_secret_screen(
+        secret_settings.choose_secret_screen(args.secret_screen, args.environment)
+    )
     storage = composition.open_ready_storage(choice, args.keys)
     try:
-        from memorybank import portability
-
-        report = portability.import_file(args.file, storage.store, show_progress=sys.stderr.isatty())
+        report = portability.import_file(
+            args.file, storage.store, show_progress=sys.stderr.isatty(), screen=screen, on_secret=args.on_secret
+        )
     finally:
         storage.close()
     for problem in report.skipped:
         sys.stderr.write(f"{PROGRAM}: skipped {problem.describe()}\n")
+    secret_commands.report_import(report, out)
     print(f"{PROGRAM}: imported {report.imported} memories, skipped {len(report.skipped)} lines", file=out)
-    if report.skipped:
-        raise CommandError(f"{len(report.skipped)} lines were skipped (listed above)", EXIT_FAILURE)
+    if report.refused:
+        raise CommandError(f"{len(report.secrets)} lines hold credentials (listed above): nothing was imported")
+    if report.skipped or report.secrets:
+        left_out = len(report.skipped) + len(report.secrets)
+        raise CommandError(f"{left_out} lines were left out (listed above)", EXIT_FAILURE)
 
 
 def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:

@@ -46,6 +46,7 @@ from adapters_mysql import (
 )
 from adapters_oidc import IssuerTokenVerifier, OidcSignIn, ResourceServerSettings, SignInSettings
 from adapters_ratelimit import LimitsRateLimiter
+from memorybank import secret_settings
 from memorybank.oauth_settings import RAIL_PATH
 from memorybank.settings import DatabaseChoice, KeyRingChoice, RateLimitChoice, prepare_embedded_directory
 from memorybank_core import (
@@ -193,11 +194,13 @@ def build_services(
     events: EventSink | None = None,
     default_quota: Quota | None = None,
     rate_limits: RateLimits | None = None,
+    secret_screen: str = secret_settings.REFUSE,
 ) -> Services:
     """The bank, the token service, the panel's sessions and the operator's controls over `storage`.
 
     `default_quota` is the deployment's quota where no operator set one (default: `Quota()`);
-    `rate_limits` apply on the memory routes.
+    `rate_limits` apply on the memory routes. `secret_screen` is `refuse` (every save is screened for
+    credentials) or `off` (`memorybank.secret_settings`).
     """
     return Services(
         bank=MemoryBank(
@@ -208,6 +211,7 @@ def build_services(
             unit_of_work=storage.unit_of_work,
             controls=storage.controls,
             default_quota=default_quota,
+            secret_screen=secret_settings.build_secret_screen(secret_screen),
         ),
         tokens=TokenService(store=storage.token_store, clock=clock),
         panel_sessions=PanelSessions(store=storage.panel_sessions, clock=clock),
@@ -404,11 +408,13 @@ def build_server_app(
     default_quota: Quota | None = None,
     rate_limits: RateLimits | None = None,
     panel_sign_in: SignInSettings | None = None,
+    secret_screen: str = secret_settings.REFUSE,
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
     `default_quota` is the deployment's storage quota (`--quota-memories`, `--quota-characters`).
     `rate_limits` (see `build_rate_limits`) applies to every memory route: REST, MCP rail and panel.
+    `secret_screen` (`refuse` or `off`) screens every save for credentials.
 
     `/healthz` and `/readyz` are public; `/metrics` is served only with a `metrics_token`. On
     SIGTERM every response closes its connection (`ConnectionDraining`); when the app shuts
@@ -419,7 +425,9 @@ def build_server_app(
     from adapters_metrics import PrometheusMetrics
 
     metrics = PrometheusMetrics(forward=LoggingEventSink())
-    services = build_services(storage, events=metrics, default_quota=default_quota, rate_limits=rate_limits)
+    services = build_services(
+        storage, events=metrics, default_quota=default_quota, rate_limits=rate_limits, secret_screen=secret_screen
+    )
 
     def readiness() -> str | None:
         try:

@@ -6,6 +6,11 @@ timezone-aware timestamps. A bad line is reported by its line number and field (
 content) and skipped; the good lines are written in batches, one transaction per batch, a memory
 always with all its contexts. Export writes exactly what import reads, ids and timestamps
 included, so export -> import round-trips.
+
+Every line also goes through the save path's secret screen (`memorybank_core.secret_screening`, the
+same judgement as a save): a line holding a credential is reported by number, memory id, owner and
+kind (never the secret) and, as the operator chose, skipped (`skip`) or the whole import refused
+before anything is written (`refuse`).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import os
 import secrets
 import sys
 from abc import abstractmethod
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -27,14 +33,17 @@ from tqdm import tqdm
 
 from adapters_mysql import ReindexReport, SqlStorage
 from adapters_mysql.engines import PRIVATE_FILE_MODE
+from memorybank.secret_settings import REFUSE_FILE, SKIP_LINE
 from memorybank_core import (
     InvalidInputError,
     ListPosition,
     Memory,
     MemoryStore,
     SaveRequest,
+    SecretScreen,
     Source,
     ids,
+    secrets_in_memory,
 )
 from memorybank_core.wire import EXPORT_TIMESPEC, memory_json
 
@@ -68,11 +77,35 @@ class LineProblem:
 
 
 @attrs.frozen
+class SecretLine:
+    """A line holding what looks like a credential: its number, memory id, owner and the kinds found (never the
+    secret). The id is the line's own, or the one minted for it when it had none."""
+
+    line: int
+    memory_id: str
+    user_id: str
+    kinds: tuple[str, ...]
+
+    def describe(self) -> str:
+        """One line for a report: `line 12 (mem_..., owner usr_...): aws_access_key, private_key`."""
+        return f"line {self.line} ({self.memory_id}, owner {self.user_id}): {', '.join(self.kinds)}"
+
+
+@attrs.frozen
 class ImportReport:
-    """What an import did: memories written, and the lines it skipped."""
+    """What an import did: memories written, the lines it skipped as invalid, and the lines holding credentials.
+
+    `refused`: the import wrote nothing because a line held a credential and the operator chose `refuse`.
+    """
 
     imported: int
     skipped: tuple[LineProblem, ...]
+    secrets: tuple[SecretLine, ...] = ()
+    refused: bool = False
+
+    def secret_counts(self) -> dict[str, int]:
+        """How many lines held each kind of credential, most frequent first."""
+        return dict(Counter(kind for line in self.secrets for kind in line.kinds).most_common())
 
 
 def import_lines(
@@ -82,8 +115,11 @@ def import_lines(
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: Callable[[int], None] | None = None,
+    screen: SecretScreen | None = None,
 ) -> ImportReport:
     """Import JSON Lines: validate each, write the valid ones in batches of `batch_size`.
+
+    With `screen`, a line holding a credential is left out and listed in the report's `secrets`.
 
     Blank lines are ignored. `progress` is called with the number of lines each batch covered.
     A batch holds one user's memories only (a new user's line starts a new batch), so every
@@ -96,6 +132,7 @@ def import_lines(
     """
     imported = 0
     skipped: list[LineProblem] = []
+    secret_lines: list[SecretLine] = []
     batch: list[tuple[int, Memory]] = []
     seen = 0
 
@@ -117,6 +154,10 @@ def import_lines(
         except InvalidInputError as error:
             skipped.append(LineProblem(number, tuple(f"{p.path} {p.message}" for p in error.problems)))
             continue
+        secret = _secret_line(screen, number, parsed)
+        if secret is not None:
+            secret_lines.append(secret)
+            continue
         # A batch is one transaction, and a transaction never spans two users: on a sharded
         # database two users may live on two servers, where a commit of both is not atomic.
         if batch and batch[-1][1].user_id != parsed.user_id:
@@ -125,7 +166,39 @@ def import_lines(
         if len(batch) >= batch_size:
             flush()
     flush()
-    return ImportReport(imported=imported, skipped=tuple(sorted(skipped, key=lambda problem: problem.line)))
+    return ImportReport(
+        imported=imported,
+        skipped=tuple(sorted(skipped, key=lambda problem: problem.line)),
+        secrets=tuple(secret_lines),
+    )
+
+
+def find_secret_lines(
+    lines: Iterable[str], screen: SecretScreen, *, now: Callable[[], datetime] = lambda: datetime.now(UTC)
+) -> tuple[SecretLine, ...]:
+    """The lines of a JSON Lines import that hold credentials, writing nothing (invalid lines are not judged)."""
+    found: list[SecretLine] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            parsed = parse_line(line, now=now)
+        except InvalidInputError:
+            continue
+        secret = _secret_line(screen, number, parsed)
+        if secret is not None:
+            found.append(secret)
+    return tuple(found)
+
+
+def _secret_line(screen: SecretScreen | None, number: int, memory: Memory) -> SecretLine | None:
+    if screen is None:
+        return None
+    found = secrets_in_memory(screen, memory)
+    if not found:
+        return None
+    kinds = tuple(dict.fromkeys(problem.kind for problem in found))
+    return SecretLine(line=number, memory_id=memory.id, user_id=memory.user_id, kinds=kinds)
 
 
 def _write(store: BulkMemoryWriter, batch: list[tuple[int, Memory]], skipped: list[LineProblem]) -> int:
@@ -298,14 +371,28 @@ def private_output(path: Path, *, replace: bool = False) -> Iterator[TextIO]:
 
 
 def import_file(
-    path: Path, store: BulkMemoryWriter, *, batch_size: int = DEFAULT_BATCH_SIZE, show_progress: bool = True
+    path: Path,
+    store: BulkMemoryWriter,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    show_progress: bool = True,
+    screen: SecretScreen | None = None,
+    on_secret: str = SKIP_LINE,
 ) -> ImportReport:
     """`import_lines` over a UTF-8 JSON Lines file, with a progress bar (in bytes) on stderr.
+
+    With `screen`, lines holding credentials are skipped (`on_secret="skip"`), or, with `"refuse"`, the
+    file is read once without writing and nothing is imported if any line holds one.
 
     Raises:
         OSError: the file cannot be read.
         UnavailableError: storage cannot be reached; earlier batches stay written.
     """
+    if screen is not None and on_secret == REFUSE_FILE:
+        with path.open("rb") as raw:
+            found = find_secret_lines((line.decode("utf-8", errors="surrogateescape") for line in raw), screen)
+        if found:
+            return ImportReport(imported=0, skipped=(), secrets=found, refused=True)
     with (
         path.open("rb") as raw,
         tqdm(total=path.stat().st_size, unit="B", unit_scale=True, disable=not show_progress, file=sys.stderr) as bar,
@@ -325,7 +412,7 @@ def import_file(
             bar.update(consumed)
             consumed = 0
 
-        return import_lines(decoded(), store, batch_size=batch_size, progress=advance)
+        return import_lines(decoded(), store, batch_size=batch_size, progress=advance, screen=screen)
 
 
 def reindex_with_progress(

@@ -22,7 +22,7 @@ import uvicorn
 from starlette.types import ASGIApp
 from uvicorn.supervisors import Multiprocess
 
-from memorybank import composition, listeners
+from memorybank import composition, listeners, secret_settings
 from memorybank.logs import logging_config
 from memorybank.oauth_settings import OAuthOptions, choose_oauth, choose_panel_sign_in
 from memorybank.settings import DatabaseChoice, RateLimitChoice, choose_key_ring
@@ -72,6 +72,8 @@ class ServeOptions:
     rate_limit_storage: str = "memory://"
     #: `--rate-limit` rules over the defaults, e.g. `search=300/minute`.
     rate_limits: list[str] = attrs.field(factory=list)
+    #: `--secret-screen` as chosen by the parent: `refuse` or `off` (memorybank.secret_settings).
+    secret_screen: str = secret_settings.REFUSE
 
     def to_json(self) -> str:
         """For the environment of the workers."""
@@ -149,4 +151,5 @@ def app_from_environment() -> ASGIApp:
             RateLimitChoice(storage_url=options.rate_limit_storage, rules=tuple(options.rate_limits))
         ),
         panel_sign_in=panel_sign_in,
+        secret_screen=options.secret_screen,
     )

@@ -35,6 +35,8 @@ from memorybank_core.errors import (
     Problem,
     QuotaExceededError,
     SchemaUnavailableError,
+    SecretDetectedError,
+    SecretProblem,
     SignInDeclinedError,
     UnavailableError,
 )
@@ -55,6 +57,8 @@ from memorybank_core.ports import (
     SearchEngine,
     SearchHit,
     SearchHits,
+    SecretFinding,
+    SecretScreen,
     SignInRedirect,
     TokenStore,
     UnitOfWork,
@@ -63,12 +67,14 @@ from memorybank_core.rate_limits import Operation, RateLimitedError, RateLimitPo
 from memorybank_core.rate_windows import RateLimit, WindowState
 from memorybank_core.requests import ContextInput, SaveRequest
 from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
+from memorybank_core.secret_screening import SAVE_A_POINTER, find_secrets, scan_owner, secrets_in_memory
 from memorybank_core.tokens import IssuedToken, TokenPrincipal, TokenService
 from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE, MemoryBank
 
 __all__ = [
     "EVERYONE",
     "READ_SCOPE",
+    "SAVE_A_POINTER",
     "WRITE_SCOPE",
     "ApiToken",
     "BlindIndex",
@@ -129,6 +135,10 @@ __all__ = [
     "SearchHit",
     "SearchHits",
     "SearchResult",
+    "SecretDetectedError",
+    "SecretFinding",
+    "SecretProblem",
+    "SecretScreen",
     "SignInDeclinedError",
     "SignInRedirect",
     "Source",
@@ -145,5 +155,8 @@ __all__ = [
     "charged_characters",
     "check_quota",
     "clean_subject_id",
+    "find_secrets",
     "resolve",
+    "scan_owner",
+    "secrets_in_memory",
 ]

@@ -44,6 +44,39 @@ class InvalidInputError(MemoryBankError, ValueError):
         return "; ".join(f"{p.path} {p.message}" for p in self.problems)
 
 
+@attrs.frozen
+class SecretProblem(Problem):
+    """A field holding what looks like a credential: its kind and the range [start, end) of characters it spans.
+
+    Never the credential itself: the range lets a person find it in what they sent.
+    """
+
+    kind: str
+    start: int
+    end: int
+
+
+class SecretDetectedError(InvalidInputError):
+    """A save held what looks like a credential (an API key, a token, a private key, a password in a URL, ...).
+
+    `problems` are `SecretProblem`s naming each field, the kind found and where; nothing was written.
+    """
+
+    def __init__(self, problems: Iterable[SecretProblem]) -> None:
+        found = tuple(problems)
+        if not found:
+            raise ValueError("a SecretDetectedError needs at least one problem")
+        super().__init__(found[0].path, found[0].message)
+        self.problems = found
+        self.secrets: tuple[SecretProblem, ...] = found
+        self.args = (self._render(),)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds found, each once, in order of first appearance."""
+        return tuple(dict.fromkeys(problem.kind for problem in self.secrets))
+
+
 class NotFoundError(MemoryBankError, LookupError):
     """No such memory for this owner. Deliberately identical for 'never existed' and 'not yours'."""
 

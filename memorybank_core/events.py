@@ -15,6 +15,8 @@ LISTED = "memory.listed"
 DELETED = "memory.deleted"
 #: A save refused because the owner's quota is full (fields: user_id, exceeded).
 QUOTA_REFUSED = "memory.quota_refused"
+#: A save refused because it held what looks like a credential (fields: user_id, kinds): never the secret.
+SECRET_REFUSED = "memory.secret_refused"  # noqa: S105 - an event name, not a secret
 #: A request refused because memory is switched off (fields: user_id, org_id, operation, switch).
 GATE_REFUSED = "memory.gate_refused"
 #: An operator switched memory on or off for a subject (fields: subject_kind, subject_id, enabled).

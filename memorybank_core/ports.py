@@ -113,6 +113,29 @@ class SearchEngine(Protocol):
         """
 
 
+@attrs.frozen(kw_only=True)
+class SecretFinding:
+    """What a secret screen found in one text: the kind of credential and the characters [start, end) it spans."""
+
+    kind: str
+    """A stable machine name, e.g. `aws_access_key`, `private_key`, `url_password`."""
+    label: str
+    """The same kind in words for people, e.g. "an AWS access key id"."""
+    start: int
+    end: int
+
+
+class SecretScreen(Protocol):
+    """Finds credentials in text a person is about to save, so the bank can refuse them before anything is written."""
+
+    @abstractmethod
+    def find(self, text: str) -> Sequence[SecretFinding]:
+        """Every credential-looking span of `text`, ordered by `start`; empty for ordinary text.
+
+        Must be pure and thread-safe: it runs on every save, from any thread, and never logs `text`.
+        """
+
+
 class Clock(Protocol):
     """The time source, a port so tests can control it."""
 

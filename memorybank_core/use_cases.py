@@ -14,7 +14,13 @@ from memorybank_core.clock import SystemClock
 from memorybank_core.controls import resolve
 from memorybank_core.cursor import decode_cursor, encode_cursor
 from memorybank_core.entities import Memory, MemoryPage, Policy, Quota, SearchResult, Source
-from memorybank_core.errors import ForbiddenError, MemoryDisabledError, NotFoundError, QuotaExceededError
+from memorybank_core.errors import (
+    ForbiddenError,
+    MemoryDisabledError,
+    NotFoundError,
+    QuotaExceededError,
+    SecretDetectedError,
+)
 from memorybank_core.events import LoggingEventSink
 from memorybank_core.ports import (
     Clock,
@@ -26,9 +32,11 @@ from memorybank_core.ports import (
     Principal,
     SearchEngine,
     SearchHits,
+    SecretScreen,
     UnitOfWork,
 )
 from memorybank_core.requests import SaveRequest
+from memorybank_core.secret_screening import screen_request
 from memorybank_core.validation import clean_count, clean_text
 
 READ_SCOPE = "mcp:read"
@@ -49,9 +57,12 @@ class MemoryBank:
         unit_of_work: UnitOfWork | None = None,
         controls: ControlStore | None = None,
         default_quota: Quota | None = None,
+        secret_screen: SecretScreen | None = None,
     ) -> None:
         """`controls` holds the operators' gate switches and quotas (`memorybank_core.controls`); without it
         memory is on for everyone. `default_quota` applies where no operator set one (default: `Quota()`).
+        `secret_screen` refuses saves holding credentials (`memorybank_core.secret_screening`); the composition
+        root always wires one unless an operator turned it off, and a host embedding the bank should too.
         """
         self._store = store
         self._controls = controls
@@ -62,6 +73,7 @@ class MemoryBank:
         self._clock = clock or SystemClock()
         self._events = events or LoggingEventSink()
         self._new_id = new_id
+        self._secret_screen = secret_screen
 
     def save(self, principal: Principal, request: SaveRequest | object, *, source: Source = Source.CHAT) -> Memory:
         """Save a human-verified memory with its contexts in one atomic write.
@@ -75,6 +87,8 @@ class MemoryBank:
             ForbiddenError: the principal lacks `mcp:write`.
             MemoryDisabledError: an operator switched memory off for the principal; nothing is written.
             InvalidInputError: the body breaks a bound or a type rule; nothing is written.
+            SecretDetectedError: (an InvalidInputError) the content, a tag or a snippet holds what looks like
+                a credential; nothing is written, and the error names kind and place, never the secret.
             QuotaExceededError: the owner's storage quota is full; nothing is written.
             UnavailableError: storage is down; nothing is written.
         """
@@ -85,6 +99,11 @@ class MemoryBank:
             policy = self._admit(principal, owner, "save")
             if not isinstance(request, SaveRequest):
                 request = SaveRequest.parse(request)
+            try:
+                screen_request(self._secret_screen, request)
+            except SecretDetectedError as error:
+                self._emit(events.SECRET_REFUSED, started, user_id=owner, kinds=",".join(error.kinds))
+                raise
             return self._save(owner, principal.organization_id, request, source, policy, started)
 
     def _save(

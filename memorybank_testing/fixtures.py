@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from memorybank_core import MemoryBank, MemoryControls, RecordingEventSink
+from memorybank_core import MemoryBank, MemoryControls, RecordingEventSink, SecretScreen
 from memorybank_testing.backends import Backend, BackendFactory
 from memorybank_testing.principals import User, bank_over
 
@@ -26,9 +26,15 @@ def backend(backend_factory: BackendFactory) -> Backend:
 
 
 @pytest.fixture
-def bank(backend: Backend, events: RecordingEventSink) -> MemoryBank:
+def secret_screen() -> SecretScreen | None:
+    """The save path's secret screen the bank runs with: none here; override it to run the suite with yours."""
+    return None
+
+
+@pytest.fixture
+def bank(backend: Backend, events: RecordingEventSink, secret_screen: SecretScreen | None) -> MemoryBank:
     """A bank over a fresh, empty backend."""
-    return bank_over(backend, events)
+    return bank_over(backend, events, secret_screen=secret_screen)
 
 
 @pytest.fixture

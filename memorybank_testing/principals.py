@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import attrs
 
-from memorybank_core import READ_SCOPE, WRITE_SCOPE, EventSink, FixedClock, MemoryBank
+from memorybank_core import READ_SCOPE, WRITE_SCOPE, EventSink, FixedClock, MemoryBank, SecretScreen
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_testing.backends import Backend
 
@@ -25,12 +25,16 @@ def start_clock() -> FixedClock:
     return FixedClock(datetime(2026, 7, 2, 12, 0, tzinfo=UTC), step=timedelta(milliseconds=1))
 
 
-def bank_over(backend: Backend, events: EventSink | None = None) -> MemoryBank:
-    """The bank as the server wires it: over `backend`'s store, search engine and operator controls."""
+def bank_over(
+    backend: Backend, events: EventSink | None = None, *, secret_screen: SecretScreen | None = None
+) -> MemoryBank:
+    """The bank as the server wires it: over `backend`'s store, search engine and operator controls,
+    with the save path's `secret_screen` when given (so the suite shows ordinary memories pass it)."""
     return MemoryBank(
         store=backend.store,
         search_engine=backend.search_engine,
         clock=start_clock(),
         events=events,
         controls=backend.controls,
+        secret_screen=secret_screen,
     )

@@ -6,6 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from adapters_secrets import DetectSecretsScreen
+from memorybank_core import SecretScreen
+
 # The contract suite's principal and clock, for every tier (one copy: the shipped one).
 from memorybank_testing import User, start_clock
 from tests.contract.backends import FACTORIES, BackendFactory
@@ -23,3 +26,9 @@ def backend_factory(request: pytest.FixtureRequest) -> Iterator[BackendFactory]:
     factory = FACTORIES[request.param].make()
     yield factory
     factory.close()
+
+
+@pytest.fixture
+def secret_screen() -> SecretScreen:
+    """The screen the server wires, so every tier shows ordinary memories pass it."""
+    return DetectSecretsScreen()

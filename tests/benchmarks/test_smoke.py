@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import controls, corpus, purge_impact, rate_limit_flood, recall, scale, write_cost
+from benchmarks import controls, corpus, purge_impact, rate_limit_flood, recall, scale, secret_screen, write_cost
 from benchmarks.common import SERVER_ENV, Timing, drop_database
 from tests.mysql_server import server_url
 
@@ -135,3 +135,24 @@ def test_the_purge_impact_benchmark_times_another_users_search_around_a_toy_purg
     assert "| idle, before |" in out
     assert "| idle, after |" in out
     assert "| idle, after OPTIMIZE TABLE memory |" in out
+
+
+def test_the_secret_screen_benchmark_counts_false_positives_and_prices_a_save(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    turns = [
+        {"speaker": "Ann", "dia_id": "D1:1", "text": "The password for the office wifi rotates every 30 days"},
+        {"speaker": "Bo", "dia_id": "D1:2", "text": "Our API uses a token bucket limiter"},
+    ]
+    path = tmp_path / "toy.json"
+    path.write_text(
+        json.dumps([{"conversation": {"speaker_a": "Ann", "speaker_b": "Bo", "session_1": turns}, "qa": []}])
+    )
+
+    secret_screen.main(["--data", str(path), "--saves", "10"])
+
+    out = capsys.readouterr().out
+    assert "| LoCoMo turns | 2 | 0 |" in out
+    assert "| harmless table (tests/secrets) | 38 | 0 |" in out
+    assert "Real-shaped credentials found with their kind: 39 of 39" in out
+    assert "The screen adds" in out

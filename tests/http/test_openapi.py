@@ -89,7 +89,7 @@ def test_scopes_and_documented_errors_per_operation() -> None:
         "getMemory": [{"bearerAuth": ["mcp:read"]}],
         "deleteMemoryById": [{"bearerAuth": ["mcp:write"]}],
     }
-    assert set(operations["postMemory"]["responses"]) == {"201", "400", "401", "403", "413", "415", "429", "503"}
+    assert set(operations["postMemory"]["responses"]) == {"201", "400", "401", "403", "413", "415", "422", "429", "503"}
     assert set(operations["deleteMemoryById"]["responses"]) == {"204", "401", "403", "404", "429", "503"}
     assert "content" not in operations["deleteMemoryById"]["responses"]["204"]
 

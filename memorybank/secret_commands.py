@@ -1,0 +1,105 @@
+"""The secret screen's command-line surface (ADR 0024): `--secret-screen`, `import --on-secret`, `secrets scan`.
+
+Kept apart from `memorybank.cli` so the screen's options and commands live in one place; the CLI only
+hooks them in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from typing import TYPE_CHECKING, Any, TextIO
+
+from memorybank import secret_settings
+from memorybank.settings import DatabaseChoice
+from memorybank_core import scan_owner
+
+if TYPE_CHECKING:  # portability loads SQLAlchemy: only the commands that use it import it
+    from memorybank.portability import ImportReport
+
+
+def add_secret_screen_option(parser: argparse.ArgumentParser) -> None:
+    """`--secret-screen refuse|off` on a command that saves memories."""
+    parser.add_argument(
+        "--secret-screen",
+        choices=secret_settings.CHOICES,
+        help="refuse saves holding what looks like a credential (API keys, tokens, private keys, passwords in "
+        f"URLs), or screen nothing (default: ${secret_settings.SECRET_SCREEN_ENV}, else refuse); "
+        "see docs/security.md",
+    )
+
+
+def add_on_secret_option(parser: argparse.ArgumentParser) -> None:
+    """`import --on-secret skip|refuse`."""
+    parser.add_argument(
+        "--on-secret",
+        choices=secret_settings.ON_SECRET_CHOICES,
+        default=secret_settings.SKIP_LINE,
+        help="a line holding a credential: skip it and import the rest, or refuse the whole file and import "
+        "nothing; either way every such line is reported by number, memory id, owner and kind (default: skip)",
+    )
+
+
+def add_secrets_command(
+    commands: argparse._SubParsersAction[Any],
+    database: argparse.ArgumentParser,
+    parser_class: type[argparse.ArgumentParser],
+) -> None:
+    """`memorybank secrets scan`."""
+    secrets = commands.add_parser(
+        "secrets",
+        help="find credentials in stored memories",
+        description="Look for credentials saved before the secret screen (or while it was off).",
+    )
+    actions = secrets.add_subparsers(dest="secrets_command", required=True, metavar="ACTION", parser_class=parser_class)
+    scan = actions.add_parser(
+        "scan",
+        parents=[database],
+        help="list memories holding credentials: kind, memory id, owner (never the secret)",
+        description="Read every memory of every owner through the storage (sealed ones are opened with the key "
+        "ring) and print one tab-separated line per credential found: kind, memory id, owner, field and "
+        "character range. The secret itself is never printed. Exit status 1 when any was found, so the people "
+        "who own them can be asked to delete them (`memorybank purge` for a whole account).",
+    )
+    scan.set_defaults(run=run_scan)
+
+
+def run_scan(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    """`memorybank secrets scan`: every stored credential, one line each, then a summary on stderr."""
+    from memorybank import composition
+    from memorybank.cli import PROGRAM, CommandError
+
+    screen = secret_settings.build_secret_screen(secret_settings.REFUSE)
+    assert screen is not None  # noqa: S101 - `refuse` always builds one; narrows the type
+    storage = composition.open_ready_storage(choice, args.keys)
+    kinds: Counter[str] = Counter()
+    memories = 0
+    try:
+        owners = storage.memory_owners()
+        for owner in owners:
+            for memory, problems in scan_owner(storage.store, screen, user_id=owner):
+                memories += 1
+                for problem in problems:
+                    kinds[problem.kind] += 1
+                    where = f"{problem.path}:{problem.start}-{problem.end}"
+                    print(f"{problem.kind}\t{memory.id}\t{owner}\t{where}", file=out)
+    finally:
+        storage.close()
+    if not memories:
+        sys.stderr.write(f"{PROGRAM}: no credentials found in the memories of {len(owners)} owners\n")
+        return
+    counts = ", ".join(f"{kind} {count}" for kind, count in kinds.most_common())
+    raise CommandError(f"{memories} memories of {len(owners)} owners hold what looks like credentials ({counts})")
+
+
+def report_import(report: ImportReport, out: TextIO) -> None:
+    """The import's lines holding credentials, on stderr, and what was done with them on `out`."""
+    from memorybank.cli import PROGRAM
+
+    for line in report.secrets:
+        sys.stderr.write(f"{PROGRAM}: credential in {line.describe()}\n")
+    if report.secrets:
+        counts = ", ".join(f"{kind} {count}" for kind, count in report.secret_counts().items())
+        action = "refused the whole import: nothing was imported" if report.refused else "skipped them"
+        print(f"{PROGRAM}: {len(report.secrets)} lines hold what looks like credentials ({counts}); {action}", file=out)

@@ -1,0 +1,95 @@
+"""The save-path secret screen: every text a memory stores goes through the `SecretScreen` port before a write.
+
+Content, each tag and each context snippet are screened; citation ids are not (they are opaque ids,
+often random-looking, and a screen would refuse ordinary ones). One function serves the save use
+case, bulk import and `memorybank secrets scan`, so all three judge a memory the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from memorybank_core.entities import Memory
+from memorybank_core.errors import SecretDetectedError, SecretProblem
+from memorybank_core.ports import ListPosition, MemoryStore, SecretFinding, SecretScreen
+from memorybank_core.requests import SaveRequest
+
+#: What the person or agent should do instead: said once, in every refusal (REST, the rail, import, the prompt).
+SAVE_A_POINTER = (
+    "A memory must not hold credentials: keep the secret in a password manager or secret store and save where it "
+    "is instead, e.g. \"the AWS key is in 1Password under 'prod-aws'\"."
+)
+
+
+def find_secrets(
+    screen: SecretScreen, *, content: str, tags: Sequence[str] = (), snippets: Sequence[str] = ()
+) -> tuple[SecretProblem, ...]:
+    """Every credential the screen finds in a memory's texts, each with its field path (`content`, `tags.0`,
+    `contexts.1.snippet`), kind and character range; empty for an ordinary memory."""
+    return tuple(
+        _problem(path, finding) for path, text in _fields(content, tags, snippets) for finding in screen.find(text)
+    )
+
+
+def screen_request(screen: SecretScreen | None, request: SaveRequest) -> None:
+    """Refuse `request` if it holds a credential; nothing when `screen` is None (an operator turned it off).
+
+    Raises:
+        SecretDetectedError: naming each field, kind and range found; never the secret.
+    """
+    if screen is None:
+        return
+    found = find_secrets(
+        screen,
+        content=request.content,
+        tags=request.tags,
+        snippets=[context.snippet for context in request.contexts],
+    )
+    if found:
+        raise SecretDetectedError(found)
+
+
+def secrets_in_memory(screen: SecretScreen, memory: Memory) -> tuple[SecretProblem, ...]:
+    """What `find_secrets` finds in a stored (or imported) memory."""
+    return find_secrets(
+        screen, content=memory.content, tags=memory.tags, snippets=[context.snippet for context in memory.contexts]
+    )
+
+
+#: Memories read per page while scanning an owner's bank.
+SCAN_PAGE_SIZE = 100
+
+
+def scan_owner(
+    store: MemoryStore, screen: SecretScreen, *, user_id: str
+) -> Iterator[tuple[Memory, tuple[SecretProblem, ...]]]:
+    """Each of `user_id`'s stored memories that holds a credential, with what was found, newest first.
+
+    Memories are read page by page through `store`, so sealed ones are opened as any read opens them.
+
+    Raises:
+        UnavailableError: storage cannot be reached.
+    """
+    after: ListPosition | None = None
+    while True:
+        page = store.list(user_id=user_id, limit=SCAN_PAGE_SIZE, after=after)
+        for memory in page:
+            found = secrets_in_memory(screen, memory)
+            if found:
+                yield memory, found
+        if len(page) < SCAN_PAGE_SIZE:
+            return
+        after = ListPosition(created_at=page[-1].created_at, memory_id=page[-1].id)
+
+
+def _fields(content: str, tags: Sequence[str], snippets: Sequence[str]) -> Iterator[tuple[str, str]]:
+    yield "content", content
+    for index, tag in enumerate(tags):
+        yield f"tags.{index}", tag
+    for index, snippet in enumerate(snippets):
+        yield f"contexts.{index}.snippet", snippet
+
+
+def _problem(path: str, finding: SecretFinding) -> SecretProblem:
+    message = f"holds what looks like {finding.label} (characters {finding.start} to {finding.end})"
+    return SecretProblem(path, message, finding.kind, finding.start, finding.end)

@@ -1,0 +1,153 @@
+"""The secret screen on the REST API, as `memorybank serve` wires it: 422 `secret_detected`, naming kind and place,
+and never the secret, not in the response, the logs or /metrics; ordinary memories are saved as before."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from adapters_mysql import SqlStorage, open_storage
+from memorybank import composition, secret_settings
+from memorybank_core import PanelSessions, TokenService
+from memorybank_search import OwnerIndexer
+from tests.conftest import User
+from tests.http.conftest import panel_caller_for
+from tests.secrets.table import Case, harmless, secrets
+
+METRICS_TOKEN = "metrics-token-for-the-screen-tests"
+USER = "usr_01h455vb4pex5vsknk084sn02q"
+ORG = "org_01h455vb4pex5vsknk084sn02q"
+
+
+def _server(tmp_path: Path, *, secret_screen: str = secret_settings.REFUSE) -> tuple[TestClient, str]:
+    storage: SqlStorage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}", indexer=OwnerIndexer())
+    storage.initialize()
+    token = composition.build_services(storage).tokens.issue(user_id=USER, org_id=ORG).secret
+    app = composition.build_server_app(
+        storage, bind_host="127.0.0.1", metrics_token=METRICS_TOKEN, secret_screen=secret_screen
+    )
+    return TestClient(app, raise_server_exceptions=False), token
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, dict[str, str]]]:
+    client, token = _server(tmp_path_factory.mktemp("screen"))
+    with client:
+        yield client, {"Authorization": f"Bearer {token}"}
+
+
+@pytest.mark.parametrize("case", secrets(), ids=[case.name for case in secrets()])
+def test_a_credential_is_refused_with_422_naming_kind_and_place_but_not_the_secret(
+    server: tuple[TestClient, dict[str, str]], case: Case
+) -> None:
+    client, auth = server
+
+    response = client.post("/v1/memory", json={"content": case.text}, headers=auth)
+
+    assert response.status_code == 422
+    body = response.json()
+    assert body["error"] == "secret_detected"
+    assert "1Password under 'prod-aws'" in body["message"]
+    start = case.text.index(case.secret)
+    (detail,) = [d for d in body["details"] if d["start"] <= start < d["end"]]
+    assert detail["path"] == "content"
+    assert detail["kind"] == case.kind
+    assert detail["end"] >= start + len(case.secret)
+    assert case.secret not in response.text
+    # Nor any long piece of it (a secret could be echoed in part).
+    assert not any(case.secret[i : i + 8] in response.text for i in range(len(case.secret) - 8))
+
+
+@pytest.mark.parametrize("case", harmless(), ids=[case.name for case in harmless()])
+def test_a_memory_that_only_sounds_secret_is_saved_untouched(
+    server: tuple[TestClient, dict[str, str]], case: Case
+) -> None:
+    client, auth = server
+
+    response = client.post("/v1/memory", json={"content": case.text, "tags": ["security"]}, headers=auth)
+
+    assert response.status_code == 201, response.text
+    assert response.json()["memory"]["content"] == case.text
+
+
+def test_nothing_of_a_refused_save_is_stored_logged_or_counted_by_its_bytes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    client, token = _server(tmp_path)
+    auth = {"Authorization": f"Bearer {token}"}
+    with client, caplog.at_level(logging.DEBUG):
+        answers = [
+            client.post(
+                "/v1/memory",
+                json={"content": case.text, "contexts": [{"snippet": case.text}]},
+                headers=auth,
+            )
+            for case in secrets()
+        ]
+        listed = client.get("/v1/memory", headers=auth).json()
+        found = client.get("/v1/memory/search", params={"q": "aws key"}, headers=auth).json()
+        metrics = client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text
+
+    assert {answer.status_code for answer in answers} == {422}
+    assert listed["memories"] == []
+    assert found["results"] == []
+    logs = "\n".join(record.getMessage() + repr(record.__dict__) for record in caplog.records)
+    assert "memory.secret_refused" in logs
+    for case in secrets():
+        for text in (logs, metrics):
+            assert case.secret not in text
+    assert 'memorybank_http_requests_total{operation="postMemory",status="422"} ' in metrics
+    assert 'memorybank_secrets_refused_total{kind="aws_access_key"} 2.0' in metrics
+    assert 'memorybank_secrets_refused_total{kind="private_key"} 4.0' in metrics
+
+
+def test_a_credential_in_a_tag_or_a_snippet_is_refused_by_its_path(server: tuple[TestClient, dict[str, str]]) -> None:
+    client, auth = server
+    aws, dsn = secrets()[0], secrets()[17]
+
+    response = client.post(
+        "/v1/memory",
+        json={"content": "deploy notes", "tags": ["ops", aws.secret], "contexts": [{"snippet": dsn.text}]},
+        headers=auth,
+    )
+
+    assert response.status_code == 422
+    assert [(d["path"], d["kind"]) for d in response.json()["details"]] == [
+        ("tags.1", "aws_access_key"),
+        ("contexts.0.snippet", "url_password"),
+    ]
+
+
+def test_with_the_screen_off_an_operator_stores_what_is_sent(tmp_path: Path) -> None:
+    client, token = _server(tmp_path, secret_screen="off")
+    case = secrets()[0]
+
+    with client:
+        response = client.post("/v1/memory", json={"content": case.text}, headers={"Authorization": f"Bearer {token}"})
+
+    assert response.status_code == 201
+
+
+def test_the_panel_door_is_screened_too(client: TestClient, panel_sessions: PanelSessions, alice: User) -> None:
+    caller = panel_caller_for(client, panel_sessions, alice)
+    case = secrets()[3]
+
+    response = caller.save(case.text)
+
+    assert response.status_code == 422
+    assert response.json()["error"] == "secret_detected"
+    assert case.secret not in response.text
+
+
+def test_a_bearer_caller_of_the_test_app_is_screened(client: TestClient, tokens: TokenService, alice: User) -> None:
+    issued = tokens.issue(user_id=alice.user_id, org_id=alice.organization_id, scopes=alice.scopes)
+
+    response = client.post(
+        "/v1/memory", json={"content": secrets()[0].text}, headers={"Authorization": f"Bearer {issued.secret}"}
+    )
+
+    assert response.status_code == 422

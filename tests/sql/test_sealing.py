@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from adapters_crypto import AesGcmSealer, KeyRing, new_key_ring
+from adapters_crypto.sealer import TOKEN_FORMAT
 from adapters_mysql import KeyRingError, SpiderSealingError, SqlStorage, open_storage
 from adapters_mysql.schema import memory, memory_context, seal_key
 from adapters_mysql.seal_keys import tighten
@@ -411,7 +412,7 @@ def test_keys_rotate_reseals_old_rows(place: Place, new_index: bool) -> None:
         states = set(connection.execute(sa.select(memory.c.seal_state)).scalars())
         registered = set(connection.execute(sa.select(seal_key.c.key_id)).scalars())
         terms_after = set(connection.execute(sa.select(memory.c.search_terms).where(memory.c.id != new)).scalars())
-    assert states == {f"{second.primary}:{second.index}:2"}
+    assert states == {f"{second.primary}:{second.index}:{TOKEN_FORMAT}"}
     assert not any(CANARY in value for value in raw_rows(storage))
     # Same index key: the search tokens are untouched; a new one re-tokenizes every row.
     assert (terms_after == terms_before) is not new_index
@@ -481,7 +482,7 @@ def test_a_database_sealed_before_token_format_2_keeps_working_and_rotate_upgrad
     before = dict(_scores(bank_over(storage), alice, CANARY))
     _as_sealed_before_revision_0008(storage, ring)
 
-    # A server started on it (the new code) reads and finds the old rows, and writes new ones in format 2.
+    # A server started on it (the new code) reads and finds the old rows, and writes new ones in the current format.
     server = place.open(ring)
     serving = bank_over(server)
     assert "3 of 3 memories are under older keys or token formats" in server.describe_mode()
@@ -496,7 +497,7 @@ def test_a_database_sealed_before_token_format_2_keeps_working_and_rotate_upgrad
     with server.engine.connect() as connection:
         states = set(connection.execute(sa.select(memory.c.seal_state)).scalars())
         macs = connection.execute(sa.select(memory.c.search_mac)).scalars().all()
-    assert states == {f"{ring.primary}:{ring.index}:2"}
+    assert states == {f"{ring.primary}:{ring.index}:{TOKEN_FORMAT}"}
     assert all(mac is not None for mac in macs)
     assert set(found(serving, alice, CANARY)) == {*saved, fresh}
     # Every row now has its authenticator, and the key check records it: a row claiming the old

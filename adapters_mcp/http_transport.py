@@ -28,7 +28,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from adapters_http import (
     MAX_BODY_BYTES,
-    RETRY_AFTER_SECONDS,
     Authenticate,
     bearer_challenge,
     bearer_secret,
@@ -129,13 +128,11 @@ class BearerGate:
             message = f"The bearer token was refused: {refused.reason}."
             await self._refuse(401, INVALID_TOKEN, message, scope, description=refused.reason)(scope, receive, send)
             return
-        except UnavailableError:
+        except UnavailableError as error:
             logger.warning("mcp.auth token store unavailable")
-            unavailable = JSONResponse(
-                {"error": "unavailable", "message": "The memory bank is temporarily unavailable; retry shortly."},
-                status_code=503,
-                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-            )
+            unavailable = error_response(error)  # the REST answer: 503, Retry-After, and a gone schema's reason
+            if unavailable is None:  # the error table maps every UnavailableError
+                raise
             await unavailable(scope, receive, send)
             return
         if principal is None:

@@ -20,7 +20,7 @@ from adapters_mysql.schema import memory, memory_context, seal_key
 from adapters_mysql.seal_keys import tighten
 from adapters_mysql.sealed_rows import SealState
 from memorybank.portability import export_user, import_lines
-from memorybank_core import MemoryBank, SaveRequest
+from memorybank_core import MemoryBank, SaveRequest, SealBinding
 from memorybank_search import OwnerIndexer
 from tests.conftest import User, start_clock
 from tests.mysql_server import ThrowawayDatabase
@@ -447,31 +447,44 @@ def test_export_writes_plaintext_and_import_seals(place: Place) -> None:
 # A database sealed before token format 2 (revision 0008)
 
 
-def _as_sealed_before_revision_0008(storage: SqlStorage, ring: KeyRing) -> None:
-    """Rewrite every row as the code before revision 0008 wrote it: unstamped tokens, no authenticator.
+def rewrite_in_token_format(storage: SqlStorage, ring: KeyRing, token_format: int) -> None:
+    """Rewrite every row's search columns as the code of `token_format`'s day wrote them.
 
-    And the key check as it recorded a fully sealed database then (`closed`).
+    Format 1: unstamped tokens, no authenticator, a two-part seal state; format 2: tokens in word order.
     """
-    sealer = AesGcmSealer(ring)
-    original = sealer.index_for(ring.index, 1)
-    assert original is not None
-    indexer = OwnerIndexer(blind_index=original)
+    index = AesGcmSealer(ring).index_for(ring.index, token_format)
+    assert index is not None
+    indexer = OwnerIndexer(blind_index=index)
     with storage.engine.connect() as connection:
         owners = set(connection.execute(sa.select(memory.c.user_id)).scalars())
     memories = [item for owner in owners for item in storage.store.list(user_id=owner, limit=1000, after=None)]
     with storage.engine.begin() as connection:
         for item in memories:
             document = indexer.document(item)
+            binding = SealBinding(table="memory", column="search_terms", row_id=item.id, user_id=item.user_id)
             connection.execute(
                 memory.update()
                 .where(memory.c.id == item.id)
                 .values(
                     search_terms=document.search_terms,
-                    seal_state=f"{ring.primary}:{ring.index}",
-                    search_mac=None,
+                    seal_state=str(SealState(ring.primary, ring.index, token_format)),
+                    search_mac=(
+                        index.document_mac(binding, document.search_terms, document.doc_length)
+                        if token_format > 1
+                        else None
+                    ),
                 )
             )
-        tighten(connection, sealer, "closed")
+
+
+def _as_sealed_before_revision_0008(storage: SqlStorage, ring: KeyRing) -> None:
+    """Rewrite every row as the code before revision 0008 wrote it: unstamped tokens, no authenticator.
+
+    And the key check as it recorded a fully sealed database then (`closed`).
+    """
+    rewrite_in_token_format(storage, ring, 1)
+    with storage.engine.begin() as connection:
+        tighten(connection, AesGcmSealer(ring), "closed")
 
 
 def test_a_database_sealed_before_token_format_2_keeps_working_and_rotate_upgrades_it(place: Place) -> None:

@@ -9,15 +9,13 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from adapters_crypto import AesGcmSealer, KeyRing, new_key_ring
+from adapters_crypto import new_key_ring
 from adapters_crypto.sealer import TOKEN_FORMAT
 from adapters_mysql import SqlStorage
 from adapters_mysql.schema import memory
-from memorybank_core import SealBinding
-from memorybank_search import OwnerIndexer
 from tests.conftest import User
 from tests.sql.conftest import DIALECTS
-from tests.sql.test_sealing import Place, _scores, bank_over, found, save
+from tests.sql.test_sealing import Place, _scores, bank_over, found, rewrite_in_token_format, save
 
 WORD_ORDER_FORMAT = 2
 
@@ -56,29 +54,6 @@ def test_two_orders_of_the_same_words_store_identical_bytes(place: Place) -> Non
     assert set(found(bank, alice, "charlie")) == {forwards, backwards}
 
 
-def _as_written_in_word_order(storage: SqlStorage, ring: KeyRing) -> None:
-    """Rewrite every row's search columns as the code before token format 3 wrote them: word order, format 2."""
-    word_order = AesGcmSealer(ring).index_for(ring.index, WORD_ORDER_FORMAT)
-    assert word_order is not None
-    indexer = OwnerIndexer(blind_index=word_order)
-    with storage.engine.connect() as connection:
-        owners = set(connection.execute(sa.select(memory.c.user_id)).scalars())
-    memories = [item for owner in owners for item in storage.store.list(user_id=owner, limit=1000, after=None)]
-    with storage.engine.begin() as connection:
-        for item in memories:
-            document = indexer.document(item)
-            binding = SealBinding(table="memory", column="search_terms", row_id=item.id, user_id=item.user_id)
-            connection.execute(
-                memory.update()
-                .where(memory.c.id == item.id)
-                .values(
-                    search_terms=document.search_terms,
-                    search_mac=word_order.document_mac(binding, document.search_terms, document.doc_length),
-                    seal_state=f"{ring.primary}:{ring.index}:{WORD_ORDER_FORMAT}",
-                )
-            )
-
-
 class _Interrupted(Exception):
     """Stops a walk after its first committed batch, as a killed `keys rotate` would."""
 
@@ -96,7 +71,7 @@ def test_word_order_rows_keep_working_and_keys_rotate_sorts_them_online_and_resu
     bobs = save(bank_over(storage), bob, "alpha bravo")
     queries = ["alpha", "charlie delta", "echo bravo alpha"]
     ranked = {query: _scores(bank_over(storage), alice, query) for query in queries}
-    _as_written_in_word_order(storage, ring)
+    rewrite_in_token_format(storage, ring, WORD_ORDER_FORMAT)
     assert _search_terms(storage, saved[0]) != _search_terms(storage, saved[1])
 
     # A server started on it reads, lists and ranks the word-order rows exactly as before, and writes format 3.

@@ -14,9 +14,13 @@ The blind-index key is derived from a ring key with HKDF-SHA256 (its own `info` 
 same material never serves as both an AES key and an HMAC key. So is the key that authenticates
 a row's tokens as a whole (its own label too).
 
-Blind tokens carry their format: format 2 (written now) is `s2` + 16 base32 characters; format 1
-(the original, read while rows still hold it) is the 16 characters alone. A later format gets its
-own stamp, so which rows hold which format can always be told from the tokens themselves.
+Blind tokens carry a stamp: `s2` + 16 base32 characters (formats 2 and 3); format 1, the
+original, is the 16 characters alone and has no authenticator. Format 3 (written now) stores a
+row's tokens sorted, repeats kept, so the stored form says which terms a text holds and how
+often, never in which order; its authenticator is bound to format 3 and to that sorted form.
+Format 3 changes how a row stores its tokens, not the tokens: format-2 rows (word order) share
+its posting lists, so while `keys rotate` rewrites them searches rank exactly as before and after.
+Rows of formats 1 and 2 are read until then; `memory.seal_state` names each row's format.
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ import binascii
 import functools
 import hashlib
 import hmac
+import itertools
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -42,9 +47,14 @@ NONCE_BYTES = 12
 _INDEX_INFO = b"memorybank/blind-index/1"
 _DOCUMENT_MAC_INFO = b"memorybank/search-mac/1"
 _DOCUMENT_MAC_PREFIX = b"memorybank/search-terms\x00"
+#: From format 3 on, the format is part of the authenticated message: a row cannot be relabelled
+#: as another format (say, back to word order) and still verify.
+_FORMATTED_MAC_PREFIX = b"memorybank/search-terms/"
 #: The token format written now, and the stamp each format's tokens start with (1: none).
-TOKEN_FORMAT = 2
-TOKEN_STAMPS = {1: "", 2: "s2"}
+TOKEN_FORMAT = 3
+TOKEN_STAMPS = {1: "", 2: "s2", 3: "s2"}
+#: The first format whose rows store their tokens sorted, so word order is not kept.
+SORTED_FORMAT = 3
 _AAD_PREFIX = b"memorybank/seal/"
 #: Token body: 80 bits of HMAC, exactly 16 lowercase base32 characters (`[a-z2-7]`, no padding), after the stamp.
 #: Within InnoDB's 3..84 token sizes, never a stopword, one word to every tokenizer; two
@@ -66,8 +76,9 @@ def derive_document_mac_key(material: bytes) -> bytes:
 class KeyedBlindIndex(BlindIndex):
     """Tokens = stamp + base32(HMAC-SHA256(index key, owner NUL term)[:10]): one posting list per (owner, term).
 
-    A row's tokens are authenticated as a whole by HMAC-SHA256 under a second derived key over
-    (table, column, row id, owner, token count, tokens): `<format>.<base64url of 32 bytes>`.
+    A row stores its tokens sorted (format 3 on), authenticated as a whole by HMAC-SHA256 under a
+    second derived key over (format, table, column, row id, owner, token count, tokens):
+    `<format>.<base64url of 32 bytes>`.
     """
 
     def __init__(self, key_id: str, index_key: bytes, document_key: bytes, *, token_format: int = TOKEN_FORMAT) -> None:
@@ -90,6 +101,12 @@ class KeyedBlindIndex(BlindIndex):
     def token(self, user_id: str, term: str) -> str:
         return self._cached(user_id, term)
 
+    def document_terms(self, user_id: str, terms: Sequence[str]) -> str:
+        tokens = [self._cached(user_id, term) for term in terms]
+        if self._format >= SORTED_FORMAT:
+            tokens.sort()
+        return " ".join(tokens)
+
     def _compute(self, user_id: str, term: str) -> str:
         mac = self._mac.copy()
         # NUL never occurs in a TypeID, so (owner, term) pairs cannot run into each other.
@@ -105,13 +122,23 @@ class KeyedBlindIndex(BlindIndex):
     def verifies(self, mac: str, binding: SealBinding, search_terms: str, doc_length: int) -> bool:
         if self._format < 2:
             return False
+        if self._format >= SORTED_FORMAT and not _sorted(search_terms):
+            return False  # never written so: only the sorted form is this format's
         return hmac.compare_digest(mac, self.document_mac(binding, search_terms, doc_length))
 
     def _document_digest(self, binding: SealBinding, search_terms: str, doc_length: int) -> bytes:
         # Every field but the last is NUL-free (TypeIDs, fixed names, a number): the message is unambiguous.
         fields = (binding.table, binding.column, binding.row_id, binding.user_id, str(doc_length), search_terms)
-        message = _DOCUMENT_MAC_PREFIX + "\x00".join(fields).encode("utf-8")
+        prefix = _DOCUMENT_MAC_PREFIX
+        if self._format >= SORTED_FORMAT:
+            prefix = _FORMATTED_MAC_PREFIX + str(self._format).encode("ascii") + b"\x00"
+        message = prefix + "\x00".join(fields).encode("utf-8")
         return hmac.digest(self._document_key, message, "sha256")
+
+
+def _sorted(search_terms: str) -> bool:
+    tokens = search_terms.split(" ")
+    return all(left <= right for left, right in itertools.pairwise(tokens))
 
 
 def _associated_data(key_id: str, binding: SealBinding) -> bytes:

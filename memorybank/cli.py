@@ -332,7 +332,8 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         parents=[database],
         help="re-seal rows written under older keys, online",
         description="Re-seal memories sealed under a key that is no longer primary, and recompute their blind "
-        f"index if the index key changed, {online} Every row stays readable throughout.",
+        "index if the index key changed or an older token format wrote it (format 2 kept the words' order), "
+        f"{online} Every row stays readable throughout.",
     ).set_defaults(run=_keys_rotate)
 
     panel_link = commands.add_parser(

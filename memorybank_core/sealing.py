@@ -8,6 +8,8 @@ still keep one posting list per (owner, term) without holding the words.
 
 Each row's tokens carry an authenticator under the index key, bound to the row's place, so tokens
 moved between rows or owners are detected and the row fails closed like a tampered sealed value.
+A row's tokens are stored in an order that depends only on which terms occur how often (sorted),
+so the database does not keep the order of the words either.
 
 The core defines only the shapes; `adapters_crypto` implements them (AES-256-GCM, HMAC-SHA256).
 """
@@ -15,7 +17,7 @@ The core defines only the shapes; `adapters_crypto` implements them (AES-256-GCM
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Protocol
 
 import attrs
@@ -59,6 +61,14 @@ class BlindIndex(Protocol):
     @abstractmethod
     def token(self, user_id: str, term: str) -> str:
         """The token stored and searched for `term` of `user_id`: `[0-9a-z]`, fixed length."""
+
+    @abstractmethod
+    def document_terms(self, user_id: str, terms: Sequence[str]) -> str:
+        """The stored search tokens of a row whose analyzed text is `terms`: one token per term, space-separated.
+
+        From token format 3 on they are sorted, repeats kept: the stored form depends only on which
+        terms occur how often (all ranking needs), never on their order in the text.
+        """
 
     @abstractmethod
     def document_mac(self, binding: SealBinding, search_terms: str, doc_length: int) -> str:

@@ -121,10 +121,10 @@ class OwnerIndexer:
         if self.blind_index is None:
             tag = owner_tag(memory.user_id)
             tokens = [tag + _term_suffix(term) for term in terms]
-        else:
-            token = self.blind_index.token
-            tokens = [token(memory.user_id, term) for term in terms]
-        return SearchDocument(search_terms=" ".join(tokens), doc_length=len(tokens), search_version=SEARCH_VERSION)
+            return SearchDocument(search_terms=" ".join(tokens), doc_length=len(tokens), search_version=SEARCH_VERSION)
+        # Blind tokens in the index's stored form: sorted, so the row does not keep the words' order.
+        search_terms = self.blind_index.document_terms(memory.user_id, terms)
+        return SearchDocument(search_terms=search_terms, doc_length=len(terms), search_version=SEARCH_VERSION)
 
     def query_tokens(self, user_id: str, query: str) -> list[str]:
         """The owner's tokens for `query`, deduplicated, in order; empty when nothing is searchable."""

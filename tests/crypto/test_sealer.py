@@ -148,9 +148,13 @@ def test_tokens_carry_their_format_and_format_1_is_the_unstamped_original() -> N
     current = _index("k00000000", b"\x02" * 32)
     original = _index("k00000000", b"\x02" * 32, token_format=1)
 
-    assert current.token_format == TOKEN_FORMAT == 2
+    word_order = _index("k00000000", b"\x02" * 32, token_format=2)
+
+    assert current.token_format == TOKEN_FORMAT == 3
     assert re.fullmatch(r"[a-z2-7]{16}", original.token("usr_a", "staging"))
     assert current.token("usr_a", "staging") == "s2" + original.token("usr_a", "staging")
+    # Format 3 changes how a row stores its tokens, not the tokens: rows of both share posting lists.
+    assert word_order.token("usr_a", "staging") == current.token("usr_a", "staging")
 
 
 # The tokens' authenticator
@@ -158,8 +162,9 @@ def test_tokens_carry_their_format_and_format_1_is_the_unstamped_original() -> N
 ROW = SealBinding(table="memory", column="search_terms", row_id="mem_1", user_id="usr_a")
 
 
-def test_a_rows_tokens_verify_only_at_their_own_place_with_their_own_count() -> None:
-    index = _index("k00000000", b"\x06" * 32)
+@pytest.mark.parametrize("token_format", [2, 3])
+def test_a_rows_tokens_verify_only_at_their_own_place_with_their_own_count(token_format: int) -> None:
+    index = _index("k00000000", b"\x06" * 32, token_format=token_format)
     mac = index.document_mac(ROW, "s2aaaa s2bbbb", 2)
 
     assert index.verifies(mac, ROW, "s2aaaa s2bbbb", 2)
@@ -167,7 +172,8 @@ def test_a_rows_tokens_verify_only_at_their_own_place_with_their_own_count() -> 
     assert not index.verifies(mac, ROW, "s2aaaa s2bbbb", 3)
     assert not index.verifies(mac, attrs.evolve(ROW, row_id="mem_2"), "s2aaaa s2bbbb", 2)
     assert not index.verifies(mac, attrs.evolve(ROW, user_id="usr_b"), "s2aaaa s2bbbb", 2)
-    assert not _index("k00000001", b"\x07" * 32).verifies(mac, ROW, "s2aaaa s2bbbb", 2)
+    other_key = _index("k00000001", b"\x07" * 32, token_format=token_format)
+    assert not other_key.verifies(mac, ROW, "s2aaaa s2bbbb", 2)
 
 
 def test_format_1_tokens_have_no_authenticator() -> None:
@@ -202,3 +208,45 @@ def test_the_index_key_is_not_the_sealing_key() -> None:
     ring = new_key_ring()
 
     assert derive_index_key(ring.keys[ring.primary]) != ring.keys[ring.primary]
+
+
+# Format 3: a row's tokens keep no word order
+
+
+def test_format_3_stores_a_rows_tokens_sorted_so_two_orders_of_the_same_words_are_identical() -> None:
+    index = _index("k00000000", b"\x08" * 32)
+
+    forwards = index.document_terms("usr_a", ["alpha", "bravo", "charlie", "alpha"])
+    backwards = index.document_terms("usr_a", ["alpha", "charlie", "bravo", "alpha"])
+
+    assert forwards == backwards
+    tokens = forwards.split(" ")
+    assert tokens == sorted(tokens)
+    assert tokens.count(index.token("usr_a", "alpha")) == 2  # counts kept: ranking needs them
+    assert len(tokens) == 4
+
+
+def test_format_2_kept_word_order() -> None:
+    word_order = _index("k00000000", b"\x08" * 32, token_format=2)
+
+    assert word_order.document_terms("usr_a", ["b", "a"]).split(" ") == [
+        word_order.token("usr_a", "b"),
+        word_order.token("usr_a", "a"),
+    ]
+
+
+def test_a_format_3_authenticator_holds_only_for_the_sorted_form_and_its_own_format() -> None:
+    material = b"\x09" * 32
+    current = _index("k00000000", material)
+    word_order = _index("k00000000", material, token_format=2)
+    terms = current.document_terms("usr_a", ["delta", "charlie", "bravo", "alpha"])
+    mac = current.document_mac(ROW, terms, 4)
+    reversed_terms = " ".join(reversed(terms.split(" ")))
+
+    assert current.verifies(mac, ROW, terms, 4)
+    # The same tokens in another order are not this format's form, even with an authenticator over them.
+    assert not current.verifies(current.document_mac(ROW, reversed_terms, 4), ROW, reversed_terms, 4)
+    # Relabelled as the word-order format (mac prefix and all), or the reverse, the row does not verify.
+    assert not word_order.verifies("2" + mac[1:], ROW, terms, 4)
+    older = word_order.document_mac(ROW, terms, 4)
+    assert not current.verifies("3" + older[1:], ROW, terms, 4)

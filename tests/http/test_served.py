@@ -160,22 +160,27 @@ def test_a_header_line_ending_in_a_bare_lf_is_refused_with_400(tmp_path: Path) -
     assert honest.startswith(b"HTTP/1.1 200 "), honest[:200]
 
 
-def _answers_while_the_schema_is_gone(base_url: str, secret: str) -> tuple[httpx2.Response, httpx2.Response]:
-    listed = httpx2.get(f"{base_url}/v1/memory", headers={"Authorization": f"Bearer {secret}"}, timeout=30)
-    ready = httpx2.get(f"{base_url}/readyz", timeout=30)
-    return listed, ready
-
-
-def _assert_unavailable_with_the_readyz_hint(listed: httpx2.Response, ready: httpx2.Response) -> None:
-    assert ready.status_code == 503
-    assert listed.status_code == 503, listed.text
-    assert listed.headers["Retry-After"] == "1"
-    assert listed.json()["error"] == "unavailable"
-    assert (
-        listed.json()["reason"]
-        == ready.json()["reason"]
-        == "the database schema is not ready: run `memorybank migrate`"
+def _answers_while_the_schema_is_gone(base_url: str, secret: str) -> tuple[list[httpx2.Response], httpx2.Response]:
+    bearer = {"Authorization": f"Bearer {secret}"}
+    listed = httpx2.get(f"{base_url}/v1/memory", headers=bearer, timeout=30)
+    rail = httpx2.post(
+        f"{base_url}/mcp/agent",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={**bearer, "Accept": "application/json, text/event-stream"},
+        timeout=30,
     )
+    ready = httpx2.get(f"{base_url}/readyz", timeout=30)
+    return [listed, rail], ready
+
+
+def _assert_unavailable_with_the_readyz_hint(answers: list[httpx2.Response], ready: httpx2.Response) -> None:
+    assert ready.status_code == 503
+    assert ready.json()["reason"] == "the database schema is not ready: run `memorybank migrate`"
+    for answer in answers:
+        assert answer.status_code == 503, answer.text
+        assert answer.headers["Retry-After"] == "1"
+        assert answer.json()["error"] == "unavailable"
+        assert answer.json()["reason"] == ready.json()["reason"]
 
 
 @pytest.mark.mysql
@@ -189,9 +194,9 @@ def test_a_database_dropped_under_a_running_server_answers_503_with_the_readyz_h
         warm = httpx2.get(f"{base_url}/v1/memory", headers={"Authorization": f"Bearer {secret}"}, timeout=10)
         assert warm.status_code == 200  # the pool now holds a connection inside the database
         mariadb.drop()
-        listed, ready = _answers_while_the_schema_is_gone(base_url, secret)
+        answers, ready = _answers_while_the_schema_is_gone(base_url, secret)
 
-    _assert_unavailable_with_the_readyz_hint(listed, ready)
+    _assert_unavailable_with_the_readyz_hint(answers, ready)
     assert "Traceback" not in (tmp_path / "serve.log").read_text()
 
 
@@ -203,6 +208,6 @@ def test_an_embedded_database_whose_tables_are_dropped_answers_503_with_the_read
     with served(url, log=tmp_path / "serve.log") as base_url:
         with sqlite3.connect(database) as connection:
             connection.executescript("DROP TABLE memory_context; DROP TABLE memory; DROP TABLE api_token;")
-        listed, ready = _answers_while_the_schema_is_gone(base_url, secret)
+        answers, ready = _answers_while_the_schema_is_gone(base_url, secret)
 
-    _assert_unavailable_with_the_readyz_hint(listed, ready)
+    _assert_unavailable_with_the_readyz_hint(answers, ready)

@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from adapters_crypto import AesGcmSealer, new_key_ring
+from adapters_crypto.sealer import TOKEN_FORMAT
 from adapters_mysql import SqlStorage
 from adapters_mysql.schema import memory
 from memorybank_core import MemoryBank, SaveRequest
@@ -114,7 +115,7 @@ def test_rotation_under_load_loses_nothing_and_every_read_succeeds(
         assert len(during) >= 3, "the clients did not overlap the rotation"
         with rotator.engine.connect() as connection:
             states = set(connection.execute(sa.select(memory.c.seal_state)).scalars())
-        assert states == {f"{second.primary}:{second.index}:2"}
+        assert states == {f"{second.primary}:{second.index}:{TOKEN_FORMAT}"}
         final_ring = second.without(first.primary) if new_index else second
         after = _ready(url, AesGcmSealer(final_ring), first=False, dialect=dialect)
         opened.append(after)

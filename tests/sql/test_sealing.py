@@ -14,12 +14,13 @@ import pytest
 import sqlalchemy as sa
 
 from adapters_crypto import AesGcmSealer, KeyRing, new_key_ring
+from adapters_crypto.sealer import TOKEN_FORMAT
 from adapters_mysql import KeyRingError, SpiderSealingError, SqlStorage, open_storage
 from adapters_mysql.schema import memory, memory_context, seal_key
 from adapters_mysql.seal_keys import tighten
 from adapters_mysql.sealed_rows import SealState
 from memorybank.portability import export_user, import_lines
-from memorybank_core import MemoryBank, SaveRequest
+from memorybank_core import MemoryBank, SaveRequest, SealBinding
 from memorybank_search import OwnerIndexer
 from tests.conftest import User, start_clock
 from tests.mysql_server import ThrowawayDatabase
@@ -411,7 +412,7 @@ def test_keys_rotate_reseals_old_rows(place: Place, new_index: bool) -> None:
         states = set(connection.execute(sa.select(memory.c.seal_state)).scalars())
         registered = set(connection.execute(sa.select(seal_key.c.key_id)).scalars())
         terms_after = set(connection.execute(sa.select(memory.c.search_terms).where(memory.c.id != new)).scalars())
-    assert states == {f"{second.primary}:{second.index}:2"}
+    assert states == {f"{second.primary}:{second.index}:{TOKEN_FORMAT}"}
     assert not any(CANARY in value for value in raw_rows(storage))
     # Same index key: the search tokens are untouched; a new one re-tokenizes every row.
     assert (terms_after == terms_before) is not new_index
@@ -446,31 +447,44 @@ def test_export_writes_plaintext_and_import_seals(place: Place) -> None:
 # A database sealed before token format 2 (revision 0008)
 
 
-def _as_sealed_before_revision_0008(storage: SqlStorage, ring: KeyRing) -> None:
-    """Rewrite every row as the code before revision 0008 wrote it: unstamped tokens, no authenticator.
+def rewrite_in_token_format(storage: SqlStorage, ring: KeyRing, token_format: int) -> None:
+    """Rewrite every row's search columns as the code of `token_format`'s day wrote them.
 
-    And the key check as it recorded a fully sealed database then (`closed`).
+    Format 1: unstamped tokens, no authenticator, a two-part seal state; format 2: tokens in word order.
     """
-    sealer = AesGcmSealer(ring)
-    original = sealer.index_for(ring.index, 1)
-    assert original is not None
-    indexer = OwnerIndexer(blind_index=original)
+    index = AesGcmSealer(ring).index_for(ring.index, token_format)
+    assert index is not None
+    indexer = OwnerIndexer(blind_index=index)
     with storage.engine.connect() as connection:
         owners = set(connection.execute(sa.select(memory.c.user_id)).scalars())
     memories = [item for owner in owners for item in storage.store.list(user_id=owner, limit=1000, after=None)]
     with storage.engine.begin() as connection:
         for item in memories:
             document = indexer.document(item)
+            binding = SealBinding(table="memory", column="search_terms", row_id=item.id, user_id=item.user_id)
             connection.execute(
                 memory.update()
                 .where(memory.c.id == item.id)
                 .values(
                     search_terms=document.search_terms,
-                    seal_state=f"{ring.primary}:{ring.index}",
-                    search_mac=None,
+                    seal_state=str(SealState(ring.primary, ring.index, token_format)),
+                    search_mac=(
+                        index.document_mac(binding, document.search_terms, document.doc_length)
+                        if token_format > 1
+                        else None
+                    ),
                 )
             )
-        tighten(connection, sealer, "closed")
+
+
+def _as_sealed_before_revision_0008(storage: SqlStorage, ring: KeyRing) -> None:
+    """Rewrite every row as the code before revision 0008 wrote it: unstamped tokens, no authenticator.
+
+    And the key check as it recorded a fully sealed database then (`closed`).
+    """
+    rewrite_in_token_format(storage, ring, 1)
+    with storage.engine.begin() as connection:
+        tighten(connection, AesGcmSealer(ring), "closed")
 
 
 def test_a_database_sealed_before_token_format_2_keeps_working_and_rotate_upgrades_it(place: Place) -> None:
@@ -481,7 +495,7 @@ def test_a_database_sealed_before_token_format_2_keeps_working_and_rotate_upgrad
     before = dict(_scores(bank_over(storage), alice, CANARY))
     _as_sealed_before_revision_0008(storage, ring)
 
-    # A server started on it (the new code) reads and finds the old rows, and writes new ones in format 2.
+    # A server started on it (the new code) reads and finds the old rows, and writes new ones in the current format.
     server = place.open(ring)
     serving = bank_over(server)
     assert "3 of 3 memories are under older keys or token formats" in server.describe_mode()
@@ -496,7 +510,7 @@ def test_a_database_sealed_before_token_format_2_keeps_working_and_rotate_upgrad
     with server.engine.connect() as connection:
         states = set(connection.execute(sa.select(memory.c.seal_state)).scalars())
         macs = connection.execute(sa.select(memory.c.search_mac)).scalars().all()
-    assert states == {f"{ring.primary}:{ring.index}:2"}
+    assert states == {f"{ring.primary}:{ring.index}:{TOKEN_FORMAT}"}
     assert all(mac is not None for mac in macs)
     assert set(found(serving, alice, CANARY)) == {*saved, fresh}
     # Every row now has its authenticator, and the key check records it: a row claiming the old

@@ -756,7 +756,7 @@ def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None
     from memorybank import composition
 
     _require_mcp()
-    from adapters_mcp import serve_stdio  # see composition.require_mcp
+    from adapters_mcp.stdio_transport import serve_stdio  # see composition.require_mcp
 
     # Validate before touching the database, so a typo in a client's config is reported at once.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
@@ -784,7 +784,7 @@ def _require_mcp() -> None:
     from memorybank import composition
 
     try:
-        composition.require_mcp()
+        composition.require_mcp(stdio_only=True)
     except composition.McpUnavailableError as error:
         raise CommandError(f"this command needs the MCP SDK: {composition.MCP_INSTALL_HINT}") from error
 

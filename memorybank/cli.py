@@ -12,7 +12,6 @@ commands that use it, so `--help` and `prompt` answer at once.
 from __future__ import annotations
 
 import argparse
-import difflib
 import errno
 import json
 import logging
@@ -130,6 +129,8 @@ def _suggestion(message: str) -> str:
     invalid = _INVALID_CHOICE.search(message)
     if invalid is None:
         return ""
+    import difflib  # only for a usage error: `--help` does not pay for it
+
     choices = [choice.strip().strip("'") for choice in invalid.group(2).split(",")]
     close = difflib.get_close_matches(invalid.group(1), choices, n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,8 +33,8 @@ print(json.dumps({{"status": status, "loaded": loaded}}))
 """
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["prompt"], ["token", "--help"], ["serve", "--help"]])
-def test_the_command_answers_without_importing_the_server_stack(argv: list[str]) -> None:
+def _probe(argv: list[str]) -> dict[str, Any]:
+    """What `memorybank ARGV` returned and which top-level packages it loaded, in a fresh interpreter."""
     result = subprocess.run(  # noqa: S603 - our own interpreter and code
         [sys.executable, "-c", _PROBE.format(argv=argv)],
         cwd=REPO_ROOT,
@@ -42,7 +43,13 @@ def test_the_command_answers_without_importing_the_server_stack(argv: list[str])
         timeout=60,
         check=True,
     )
-    probe = json.loads(result.stdout)
+    probe: dict[str, Any] = json.loads(result.stdout.splitlines()[-1])
+    return probe
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["prompt"], ["token", "--help"], ["serve", "--help"]])
+def test_the_command_answers_without_importing_the_server_stack(argv: list[str]) -> None:
+    probe = _probe(argv)
 
     assert probe["status"] in (0, None)
     assert sorted(set(HEAVY) & set(probe["loaded"])) == []
@@ -64,15 +71,7 @@ ADMIN_NEVER_EITHER = ("limits", "cryptography", "prometheus_client", "snowballst
 
 def test_token_create_loads_only_the_database_stack(tmp_path: Path) -> None:
     argv = ["token", "create", "--db", f"sqlite:///{tmp_path / 'bank.sqlite3'}"]
-    result = subprocess.run(  # noqa: S603 - our own interpreter and code
-        [sys.executable, "-c", _PROBE.format(argv=argv)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    probe = json.loads(result.stdout.splitlines()[-1])
+    probe = _probe(argv)
 
     assert probe["status"] in (0, None)
     assert "sqlalchemy" in probe["loaded"]

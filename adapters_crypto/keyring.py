@@ -88,8 +88,18 @@ class KeyRing:
         """
         if key_id not in self.keys:
             raise InvalidInputError("key", f"{key_id} is not in the key ring")
-        if key_id in (self.primary, self.index):
-            raise InvalidInputError("key", f"{key_id} is still the primary or index key: add a new key first")
+        if key_id == self.index:
+            raise InvalidInputError(
+                "key",
+                f"{key_id} is still the index key (every memory's search tokens are derived from it): move it with "
+                "`memorybank keys add --new-index`, restart the servers, run `memorybank keys rotate`, then remove it",
+            )
+        if key_id == self.primary:
+            raise InvalidInputError(
+                "key",
+                f"{key_id} is still the primary key: add a new one with `memorybank keys add`, restart the servers "
+                "and run `memorybank keys rotate` first",
+            )
         return KeyRing(keys={k: v for k, v in self.keys.items() if k != key_id}, primary=self.primary, index=self.index)
 
     def to_json(self) -> str:

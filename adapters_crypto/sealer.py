@@ -40,7 +40,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from adapters_crypto.keyring import KEY_ID, KeyRing
-from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
+from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer, UnknownSealKeyError
 
 FORMAT_VERSION = "1"
 NONCE_BYTES = 12
@@ -189,7 +189,7 @@ class AesGcmSealer(Sealer):
         key_id, payload = self._split(sealed)
         cipher = self._ciphers.get(key_id)
         if cipher is None:
-            raise BrokenSealError("sealed under a key the ring does not hold", key_id=key_id)
+            raise UnknownSealKeyError("sealed under a key the ring does not hold", key_id=key_id)
         if len(payload) < NONCE_BYTES + 16:
             raise BrokenSealError("sealed value is truncated", key_id=key_id)
         try:

@@ -90,7 +90,16 @@ def parse_json(raw: bytes) -> object:
         return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except (ValueError, RecursionError) as error:
         # ValueError covers bad UTF-8, bad syntax and over-long integers; RecursionError absurd nesting.
-        raise InvalidInputError("body", "must be a UTF-8 encoded JSON object") from error
+        raise InvalidInputError("body", f"must be a UTF-8 encoded JSON object{where_json_broke(error)}") from error
+
+
+def where_json_broke(error: BaseException) -> str:
+    """` (Expecting ':' delimiter at line 1, column 9)`: what the decoder says and where, never the text itself."""
+    if isinstance(error, json.JSONDecodeError):
+        return f" ({error.msg} at line {error.lineno}, column {error.colno})"
+    if isinstance(error, UnicodeDecodeError):
+        return f" (byte {error.start} is not UTF-8)"
+    return ""
 
 
 def _reject_constant(name: str) -> object:

@@ -55,8 +55,9 @@ it with its id as the `id` path value (`{"path": {"id": "mem_..."}}`). Deleting 
 ### Never store secrets
 Never put secrets, passwords, credentials, API keys, access tokens, private keys, connection strings, or \
 sensitive personal data (health, finances, government ids, other people's contact details) in a memory's \
-content, tags or context snippets, even if asked to: say why and offer to save a version without them. Memories \
-are stored as plain text. The bank refuses a save that holds a credential (`secret_detected`): save a pointer \
-instead ("the AWS key is in 1Password under 'prod-aws'").
+content, tags or context snippets, even if asked to: say why and offer to save a version without them. Every \
+memory is read back word for word to any agent that recalls it, whether or not the server encrypts it at rest. \
+The bank refuses a save that holds a credential (`secret_detected`): save a pointer instead ("the AWS key is in \
+1Password under 'prod-aws'").
 """
 """The static `## Memory Bank` section, in Markdown."""

@@ -7,16 +7,15 @@ the route) is a tool result with `isError`, so the model sees it and can correct
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
 from starlette.types import ASGIApp
 
 from adapters_mcp.catalog import Capability, Catalog, JsonObject
@@ -24,6 +23,10 @@ from adapters_mcp.inprocess import HttpAnswer, call_app, fill_path, query_string
 from adapters_mcp.memory_switch import memory_on
 from adapters_mcp.ranking import rank
 from memorybank_core import Principal
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 SEARCH_TOOL = "search_capabilities"
 EXECUTE_TOOL = "execute_capability"
@@ -223,7 +226,14 @@ class CapabilityRail:
         self._app = app
         self._timeout = timeout
         self._tools = tool_definitions()
-        self._validators = {
+
+    @functools.cached_property
+    def _validators(self) -> dict[str, Draft202012Validator]:
+        # Built on the first call, not at start: jsonschema's import is a good part of a second of a stdio
+        # rail's start-up, before it can answer `initialize` (docs/benchmarks.md, Start-up).
+        from jsonschema import Draft202012Validator
+
+        return {
             SEARCH_TOOL: Draft202012Validator(SEARCH_INPUT_SCHEMA),
             EXECUTE_TOOL: Draft202012Validator(EXECUTE_INPUT_SCHEMA),
         }

@@ -20,7 +20,17 @@ from adapters_mysql.schema import memory_context
 from adapters_mysql.sealed_rows import RowCodec
 from adapters_mysql.unit_of_work import reading, writing
 from adapters_mysql.usage import charge, charge_many, credit, read_usage
-from memorybank_core import BrokenSealError, InvalidInputError, ListPosition, Memory, MemoryStore, Quota, Usage
+from memorybank_core import (
+    BrokenSealError,
+    InvalidInputError,
+    ListPosition,
+    Memory,
+    MemoryStore,
+    Quota,
+    UnavailableError,
+    Usage,
+)
+from memorybank_core.sealing import UnknownSealKeyError
 from memorybank_search import OwnerIndexer
 
 _log = logging.getLogger("memorybank.storage")
@@ -244,6 +254,16 @@ def _open_or_none(codec: RowCodec, row: Any, context_rows: Sequence[Any]) -> Mem
     """The memory of `row`, or None (logged by id) when it does not open: it is never shown, others still are."""
     try:
         return codec.memory(row, context_rows)
+    except UnknownSealKeyError as error:
+        # Not one broken row but a stale ring (a server not restarted after `keys add` while `keys rotate` ran):
+        # answering without these memories would show a bank that looks empty. Refuse, and say what to do.
+        _log.error(
+            "memory %s is sealed under key %s, which this server's key ring does not hold: restart it with the "
+            "current key ring",
+            row.id,
+            error.key_id or "-",
+        )
+        raise UnavailableError(f"this server's key ring lacks key {error.key_id}") from error
     except BrokenSealError as error:
         _log.warning("memory %s does not open (%s; key %s): treated as unavailable", row.id, error, error.key_id or "-")
         return None

@@ -150,10 +150,20 @@ def upgrade_to_head(connection: sa.Connection) -> None:
 
 
 def stamp_head(connection: sa.Connection) -> None:
-    """Record that the database is at head without running migrations (the fresh-install path)."""
-    from alembic import command
+    """Record that the database is at head without running migrations (the fresh-install path).
 
-    command.stamp(alembic_config(connection), "head")
+    What `alembic stamp head` writes on a fresh database (its version table, with alembic's own column
+    and constraint), without importing alembic: the first command on a new database stays quick.
+    """
+    versions = sa.Table(
+        VERSION_TABLE,
+        sa.MetaData(),
+        sa.Column("version_num", sa.String(32), nullable=False),
+        sa.PrimaryKeyConstraint("version_num", name=f"{VERSION_TABLE}_pkc"),
+    )
+    versions.create(connection, checkfirst=True)
+    connection.execute(versions.delete())
+    connection.execute(versions.insert().values(version_num=head_revision()))
 
 
 def include_name(name: str | None, type_: str, _parent_names: object) -> bool:

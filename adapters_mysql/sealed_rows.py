@@ -36,6 +36,7 @@ from memorybank_core import (
     Source,
 )
 from memorybank_core.entities import charged_characters
+from memorybank_core.sealing import UnknownSealKeyError
 from memorybank_core.wire import citation_ids
 from memorybank_search import SearchDocument
 
@@ -223,7 +224,9 @@ class RowCodec:
             return
         index = self._sealer.index_for(state.index_key, state.token_format)
         if index is None:
-            raise BrokenSealError("search tokens under an index key or format the ring lacks", key_id=state.index_key)
+            raise UnknownSealKeyError(
+                "search tokens under an index key or format the ring lacks", key_id=state.index_key
+            )
         mac = row.search_mac
         terms = row.search_terms or ""
         if not isinstance(mac, str) or not index.verifies(

@@ -16,6 +16,7 @@ import errno
 import json
 import logging
 import os
+import re
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -70,6 +71,9 @@ if TYPE_CHECKING:
     from memorybank import composition
 
 PROGRAM = "memorybank"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+_DEFAULT_SERVER = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
@@ -84,6 +88,7 @@ _OPTION_NAMES = {
     "key-file": "key ring",
     "key": "KEY_ID",
     "ttl": "--ttl",
+    "url": "--public-url",
     **{name: f"--{name}" for name in ("public-url", "oauth-issuer", "oauth-scope", "oauth-default-org")},
     "oauth-introspection-issuer": "--oauth-introspection-issuer",
     **{name: f"--{name}" for name in ("oauth-panel-client-id", "oauth-panel-issuer", "oauth-panel-client-secret-file")},
@@ -109,11 +114,46 @@ class CommandError(Exception):
         self.status = status
 
 
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line naming `--help`, not the whole usage block."""
+    """argparse, but a usage error is one line naming `--help`, not the whole usage block.
+
+    A mistyped command gets a "did you mean" (Python 3.14's `suggest_on_error`, which 3.11 lacks).
+    """
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"{PROGRAM}: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(EXIT_BAD_INPUT, f"{PROGRAM}: error: {message}{_suggestion(message)} (see `{self.prog} --help`)\n")
+
+
+def _suggestion(message: str) -> str:
+    """`; did you mean 'serve'?` for an invalid choice close to a valid one, else nothing."""
+    invalid = _INVALID_CHOICE.search(message)
+    if invalid is None:
+        return ""
+    import difflib  # only for a usage error: `--help` does not pay for it
+
+    choices = [choice.strip().strip("'") for choice in invalid.group(2).split(",")]
+    close = difflib.get_close_matches(invalid.group(1), choices, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+class _Version(argparse.Action):
+    """`--version`: the installed distribution's version, looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **_: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> NoReturn:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("memorybank")
+        except PackageNotFoundError:  # a source tree on sys.path, not installed
+            found = "unknown (not installed)"
+        sys.stdout.write(f"{PROGRAM} {found}\n")
+        parser.exit(EXIT_OK)
 
 
 def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
@@ -135,6 +175,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         f"in ${KEYS_ENV}, else none (plaintext)",
     )
     parser = _Parser(prog=PROGRAM, description="A per-user memory bank for AI agents: REST server and admin tools.")
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     serve = commands.add_parser(
@@ -144,8 +185,8 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         description="Run the HTTP API. The embedded SQLite database is created on first start; a MySQL "
         "database must be migrated first (`memorybank migrate`).",
     )
-    serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"interface to bind (default: {DEFAULT_HOST})")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default: {DEFAULT_PORT})")
     serve.add_argument(
         "--workers",
         type=int,
@@ -352,7 +393,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "--ttl", default="10m", help="how long the link works: 30s, 10m, 2h, 1d (default: 10m; at most 1d)"
     )
     panel_link.add_argument(
-        "--url", default="http://127.0.0.1:8000", help="the server's address (default: http://127.0.0.1:8000)"
+        "--public-url",
+        "--url",
+        dest="url",
+        metavar="URL",
+        help=f"the server's address, as `serve --public-url` (default: ${oauth_settings.PUBLIC_URL_ENV}, else "
+        f"{_DEFAULT_SERVER}, where `serve` listens by default)",
     )
     panel_link.add_argument(
         "--revoke", action="store_true", help="end the user's panel sessions and unused links instead"
@@ -368,11 +414,15 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         parents=[database],
         help="create a token; its secret is the last line of output",
         description="Create a token. stdout names the user and organization ids, then the secret, printed once as "
-        "the last line and never again. Without --user a NEW user is created (said on stderr too); give --user and "
-        "--org for another token of the same person.",
+        "the last line and never again, after the database it was written to. Without --user a NEW user is created "
+        "(said on stderr too); --user alone gives another token of the same person, in their organization.",
     )
     create.add_argument("--user", metavar="usr_…", help="the user it speaks for (default: a NEW user, with a new id)")
-    create.add_argument("--org", metavar="org_…", help="the user's organization (default: a new organization id)")
+    create.add_argument(
+        "--org",
+        metavar="org_…",
+        help="the user's organization (default: that of the user's latest token, else a new organization id)",
+    )
     create.add_argument(
         "--scope",
         action="append",
@@ -688,11 +738,7 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
         base = f"http://{_url_host(args.host)}:{port}"
         print(f"{PROGRAM}: {storage.describe_mode()}", file=out)
         workers = f", {args.workers} workers" if args.workers > 1 else ""
-        print(
-            f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}{workers}",
-            file=out,
-            flush=True,
-        )
+        print(f"{PROGRAM}: serving {base} ({_rail_at(base)}) on {redacted(choice.url)}{workers}", file=out, flush=True)
         print(_describe_rate_limits(rate_limits, limits_choice, workers=args.workers), file=out, flush=True)
         print(f"{PROGRAM}: {secret_settings.describe(secret_screen)}", file=out, flush=True)
         if oauth is not None and panel_sign_in is not None:
@@ -754,6 +800,17 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
         storage.close()
 
 
+def _rail_at(base: str) -> str:
+    """Where the MCP rail answers, or that it is off (the `mcp` extra is missing): the banner never promises it."""
+    from memorybank import composition
+
+    try:
+        composition.require_mcp()
+    except composition.McpUnavailableError:
+        return f"MCP rail off: {composition.MCP_INSTALL_HINT}"
+    return f"MCP: {base}/mcp/agent"
+
+
 def _listen(host: str, port: int) -> socket.socket:
     """A socket bound to `host:port`, as uvicorn would bind it (SO_REUSEADDR, IPv6 for a `:` host)."""
     try:
@@ -778,7 +835,7 @@ def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None
     from memorybank import composition
 
     _require_mcp()
-    from adapters_mcp import serve_stdio  # see composition.require_mcp
+    from adapters_mcp.stdio_transport import serve_stdio  # see composition.require_mcp
 
     # Validate before touching the database, so a typo in a client's config is reported at once.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
@@ -808,7 +865,7 @@ def _require_mcp() -> None:
     from memorybank import composition
 
     try:
-        composition.require_mcp()
+        composition.require_mcp(stdio_only=True)
     except composition.McpUnavailableError as error:
         raise CommandError(f"this command needs the MCP SDK: {install_command(composition.MCP_EXTRA)}") from error
 
@@ -839,9 +896,9 @@ def _migrate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
     if report.created_search_structures:
         done.append("created the full-text search indexes")
     if report.reindexed:
-        done.append(f"re-indexed {report.reindexed} memories")
+        done.append(f"re-indexed {_memories(report.reindexed)}")
     if report.measured:
-        done.append(f"counted the quota use of {report.measured} memories")
+        done.append(f"counted the quota use of {_memories(report.measured)}")
     print(f"{PROGRAM}: migrated {where} to revision {report.revision}: {'; '.join(done)}", file=out)
     print(f"{PROGRAM}: {mode}", file=out)
 
@@ -877,12 +934,16 @@ def _import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
     for problem in report.skipped:
         sys.stderr.write(f"{PROGRAM}: skipped {problem.describe()}\n")
     secret_commands.report_import(report, out)
-    print(f"{PROGRAM}: imported {report.imported} memories, skipped {len(report.skipped)} lines", file=out)
+    skipped = len(report.skipped)
+    print(f"{PROGRAM}: imported {_memories(report.imported)}, skipped {_counted(skipped, 'line')}", file=out)
     if report.refused:
-        raise CommandError(f"{len(report.secrets)} lines hold credentials (listed above): nothing was imported")
+        held = len(report.secrets)
+        hold = "holds" if held == 1 else "hold"
+        raise CommandError(f"{_counted(held, 'line')} {hold} credentials (listed above): nothing was imported")
     if report.skipped or report.secrets:
-        left_out = len(report.skipped) + len(report.secrets)
-        raise CommandError(f"{left_out} lines were left out (listed above)", EXIT_FAILURE)
+        left_out = skipped + len(report.secrets)
+        were = "was" if left_out == 1 else "were"
+        raise CommandError(f"{_counted(left_out, 'line')} {were} left out (listed above)", EXIT_FAILURE)
 
 
 def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
@@ -904,7 +965,7 @@ def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
     finally:
         storage.close()
     # stdout may be the export itself: the summary goes to stderr.
-    sys.stderr.write(f"{PROGRAM}: exported {count} memories of {args.user}\n")
+    sys.stderr.write(f"{PROGRAM}: exported {_memories(count)} of {args.user}\n")
 
 
 def _export_exists(path: Path) -> str:
@@ -919,7 +980,7 @@ def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
         report = portability.reindex_with_progress(storage, everything=args.all, show_progress=sys.stderr.isatty())
     finally:
         storage.close()
-    print(f"{PROGRAM}: re-indexed {report.rewritten} memories", file=out)
+    print(f"{PROGRAM}: re-indexed {_memories(report.rewritten)}", file=out)
     _fail_on_broken(report)
 
 
@@ -950,7 +1011,7 @@ def _reseal(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO, *, ve
         mode = storage.describe_mode()
     finally:
         storage.close()
-    print(f"{PROGRAM}: {verb} {report.rewritten} memories", file=out)
+    print(f"{PROGRAM}: {verb} {_memories(report.rewritten)}", file=out)
     print(f"{PROGRAM}: {mode}", file=out)
     for key_id in sorted(registered - set(status.registered)):
         print(f"{PROGRAM}: key {key_id} is no longer used by this database", file=out)
@@ -960,7 +1021,9 @@ def _reseal(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO, *, ve
 def _fail_on_broken(report: ReindexReport) -> None:
     if report.broken:
         raise CommandError(
-            f"{report.broken} memories do not open with this key ring and were left as they are (ids in the log)"
+            f"{_memories(report.broken)} {'does' if report.broken == 1 else 'do'} not open with this key ring and "
+            f"{'was' if report.broken == 1 else 'were'} left as {'it is' if report.broken == 1 else 'they are'} "
+            "(ids in the log)"
         )
 
 
@@ -1151,24 +1214,32 @@ def _off_by(kind: SubjectKind | None) -> str:
 def _token_create(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     # Validate before touching the database, so a typo never needs a reachable server to be reported.
     user_id = args.user if args.user is not None else ids.new_id(ids.USER_PREFIX)
-    org_id = args.org if args.org is not None else ids.new_id(ids.ORGANIZATION_PREFIX)
     ids.parse_id(user_id, prefix=ids.USER_PREFIX, field="user")
-    ids.parse_id(org_id, prefix=ids.ORGANIZATION_PREFIX, field="org")
+    if args.org is not None:
+        ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
     scopes = frozenset(args.scope) if args.scope else KNOWN_SCOPES
 
     def create(services: composition.Services) -> None:
+        org_id, notice = args.org, None
+        if org_id is None and args.user is not None:
+            # Another token of a known person keeps their organization, as panel-link does.
+            org_id = _known_org(services, user_id)
+        if org_id is None:
+            org_id = ids.new_id(ids.ORGANIZATION_PREFIX)
+            notice = f"no --org given and {user_id} has no token yet: created a new organization id {org_id}"
         issued = services.tokens.issue(user_id=user_id, org_id=org_id, scopes=scopes)
         if args.user is None:
             # On stderr too, so it shows when stdout is captured (TOKEN=$(memorybank token create | tail -n 1)).
             notice = (
-                f"{PROGRAM}: created a NEW user {user_id} (organization {org_id}), with no memories yet; "
+                f"created a NEW user {user_id} (organization {org_id}), with no memories yet; "
                 f"another token for this same person: {PROGRAM} token create --user {user_id} --org {org_id}"
             )
-            sys.stderr.write(notice + "\n")
-        elif args.org is None:
-            sys.stderr.write(f"{PROGRAM}: no --org given: created a new organization id {org_id} for {user_id}\n")
+        if notice is not None:
+            sys.stderr.write(f"{PROGRAM}: {notice}\n")
         print(f"user: {user_id}", file=out)
         print(f"org: {org_id}", file=out)
+        # A token in another database than the server's is an unexplained 401: say where it went.
+        print(f"database: {redacted(choice.url)}", file=out)
         print(f"token: {issued.token.id}, scopes: {_scopes(issued.token)}", file=out)
         print("the secret below is shown only now; store it safely:", file=out)
         print(issued.secret, file=out)
@@ -1236,9 +1307,12 @@ def _panel_link(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
     if args.org is not None:
         ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
     ttl = parse_ttl(args.ttl)
-    base = urlsplit(args.url)
+    # The server's address as `serve` itself names it: --public-url, else $MEMORYBANK_PUBLIC_URL, else its default.
+    server = args.url or args.environment.get(oauth_settings.PUBLIC_URL_ENV, "").strip() or None
+    base = urlsplit(server or _DEFAULT_SERVER)
     if base.scheme not in {"http", "https"} or not base.netloc:
-        raise CommandError("--url must be the server's http:// or https:// address", EXIT_BAD_INPUT)
+        raise CommandError("--public-url must be the server's http:// or https:// address", EXIT_BAD_INPUT)
+    address = (server or _DEFAULT_SERVER).rstrip("/")
 
     def link(services: composition.Services) -> None:
         if args.revoke:
@@ -1250,18 +1324,29 @@ def _panel_link(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
         expires = issued.expires_at.isoformat(timespec="seconds")
         print(f"one-time sign-in link for {args.user}, valid until {expires}:", file=out)
         # The code travels in the fragment: browsers never send it to a server or in a Referer.
-        print(f"{args.url.rstrip('/')}/#link={issued.code}", file=out)
+        print(f"{address}/#link={issued.code}", file=out)
+        if server is None:
+            sys.stderr.write(
+                f"{PROGRAM}: the link names {_DEFAULT_SERVER}, where `serve` listens by default; for another "
+                f"address pass --public-url or set {oauth_settings.PUBLIC_URL_ENV}\n"
+            )
 
     _with_tokens(choice, link, args.keys)
 
 
 def _latest_org(services: composition.Services, user_id: str) -> str:
-    tokens = services.tokens.list(user_id=user_id)
-    if not tokens:
+    org_id = _known_org(services, user_id)
+    if org_id is None:
         raise CommandError(
             f"--org is required: {user_id} has no API token to take the organization from", EXIT_BAD_INPUT
         )
-    return tokens[-1].org_id
+    return org_id
+
+
+def _known_org(services: composition.Services, user_id: str) -> str | None:
+    """The organization of the user's latest API token, or None for a user without one."""
+    tokens = services.tokens.list(user_id=user_id)
+    return tokens[-1].org_id if tokens else None
 
 
 def _purge(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
@@ -1291,6 +1376,15 @@ def _purge(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
     if args.receipt is not None:
         args.receipt.write_text(text + "\n", encoding="utf-8")
     print(text, file=out)
+
+
+def _counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`1 line`, `2 lines`, `0 lines`."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def _memories(count: int) -> str:
+    return _counted(count, "memory", "memories")
 
 
 def _scopes(token: ApiToken) -> str:

@@ -13,29 +13,8 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.routing import BaseRoute
 
 import adapters_mysql
-from adapters_crypto import AesGcmSealer, load_key_ring, parse_key_ring
-from adapters_http import (
-    SCHEMA_NOT_READY_REASON,
-    Authenticate,
-    RequestObserver,
-    bearer_resolver,
-    create_app,
-    system_routes,
-)
-from adapters_http.draining import ConnectionDraining
-from adapters_http.panel import (
-    OIDC_CALLBACK_PATH,
-    PanelIdentityProvider,
-    PanelSignIn,
-    bearer_or_session,
-    panel_routes,
-    session_cookie_resolver,
-)
 from adapters_mysql import (
     DatabaseMissingError,
     SchemaNotReadyError,
@@ -44,10 +23,7 @@ from adapters_mysql import (
     create_database,
     open_storage,
 )
-from adapters_oidc import IssuerTokenVerifier, OidcSignIn, ResourceServerSettings, SignInSettings
-from adapters_ratelimit import LimitsRateLimiter
 from memorybank import secret_settings
-from memorybank.oauth_settings import RAIL_PATH
 from memorybank.settings import DatabaseChoice, KeyRingChoice, RateLimitChoice, prepare_embedded_directory
 from memorybank_core import (
     Clock,
@@ -69,8 +45,19 @@ from memorybank_core.offboarding import Offboarding
 from memorybank_core.tokens import SECRET_PREFIX
 from memorybank_search import OwnerIndexer
 
+# The web stack, the OAuth client and the cipher are imported by the functions that build with them, not
+# here: an admin command (`token create`, `migrate`) needs none of them and answers in well under a second
+# (docs/benchmarks.md, Start-up). tests/cli/test_startup.py holds the line.
 if TYPE_CHECKING:
     from mcp.server import Server
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.routing import BaseRoute
+
+    from adapters_http import Authenticate, RequestObserver
+    from adapters_http.draining import ConnectionDraining
+    from adapters_http.panel import PanelIdentityProvider
+    from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings, SignInSettings
 
 #: Third-party packages of the `mcp` extra.
 MCP_EXTRA_MODULES = frozenset({"mcp", "mcp_types", "jsonschema"})
@@ -91,6 +78,8 @@ def load_sealer(keys: KeyRingChoice | None) -> Sealer | None:
     """
     if keys is None:
         return None
+    from adapters_crypto import AesGcmSealer, load_key_ring, parse_key_ring
+
     if keys.path is not None:
         return AesGcmSealer(load_key_ring(keys.path))
     return AesGcmSealer(parse_key_ring(keys.text or "", origin=f"${keys.source}"))
@@ -183,6 +172,8 @@ def build_rate_limits(choice: RateLimitChoice) -> RateLimits:
     Raises:
         InvalidInputError: ("rate_limit") a malformed rule; ("rate_limit_storage") an unusable URL.
     """
+    from adapters_ratelimit import LimitsRateLimiter
+
     policy = RateLimitPolicy.from_rules(choice.rules)
     return RateLimits(limiter=LimitsRateLimiter(choice.storage_url), policy=policy)
 
@@ -259,6 +250,8 @@ def credential_check(tokens: TokenService, issuers: IssuerTokenVerifier | None) 
 def connect_issuers(oauth: ResourceServerSettings | None) -> IssuerTokenVerifier | None:
     """The resource server's check of issuer tokens, with every issuer discovered now (failures only logged:
     a server may start before its identity provider); None without issuers."""
+    from adapters_oidc import IssuerTokenVerifier
+
     if oauth is None:
         return None
     issuers = IssuerTokenVerifier(oauth)
@@ -277,6 +270,9 @@ def panel_identity_provider(
     Raises:
         ValueError: `settings` without `issuers`, or naming an issuer they do not trust.
     """
+    from adapters_http.panel import PanelIdentityProvider
+    from adapters_oidc import OidcSignIn
+
     if settings is None:
         return None
     if issuers is None or settings.issuer not in issuers.settings.issuers:
@@ -288,6 +284,9 @@ def panel_identity_provider(
 
 def panel_callback_url(oauth: ResourceServerSettings) -> str:
     """The redirect URI to register for the panel's client at the provider: the public URL + the callback path."""
+    from adapters_http.panel import OIDC_CALLBACK_PATH
+    from memorybank.oauth_settings import RAIL_PATH
+
     return oauth.resource.removesuffix(RAIL_PATH) + OIDC_CALLBACK_PATH
 
 
@@ -383,6 +382,9 @@ def build_rest_app(
     the panel's sign-in page is checked by it too. `prompt` is the text of the panel's
     copy-prompt button (empty hides it). `identity_provider` adds "Sign in with <provider>".
     """
+    from adapters_http import bearer_resolver, create_app
+    from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
+
     resolver = bearer_or_session(bearer_resolver(authenticate), session_cookie_resolver(services.panel_sessions))
     sign_in = PanelSignIn(
         sessions=services.panel_sessions, authenticate_token=authenticate, identity_provider=identity_provider
@@ -420,6 +422,9 @@ def build_server_app(
     SIGTERM every response closes its connection (`ConnectionDraining`); when the app shuts
     down it closes `storage` (and `issuers`).
     """
+    from adapters_http import SCHEMA_NOT_READY_REASON, system_routes
+    from adapters_http.draining import ConnectionDraining
+
     # Imported here, not at the top: prometheus_client fixes its multiprocess mode at import, after
     # `memorybank serve` has set PROMETHEUS_MULTIPROC_DIR.
     from adapters_metrics import PrometheusMetrics
@@ -486,16 +491,20 @@ def build_local_rail(services: Services, *, user_id: str, org_id: str) -> Server
     Raises:
         McpUnavailableError: the `mcp` extra is not installed.
     """
-    require_mcp()
-    from adapters_mcp import LocalPrincipal, build_local_server, default_catalog  # see require_mcp
+    from adapters_http import create_app
+
+    require_mcp(stdio_only=True)
+    # From their modules, not the package: `adapters_mcp` would reach them through the HTTP transport.
+    from adapters_mcp.catalog import default_catalog
+    from adapters_mcp.stdio_transport import LocalPrincipal, build_local_server
 
     rest = create_app(services.bank, _no_network_caller)
     principal = LocalPrincipal(user_id=user_id, organization_id=org_id)
     return build_local_server(rest, principal, catalog=default_catalog())
 
 
-def require_mcp() -> None:
-    """Import the MCP facade now, or say that its extra is missing.
+def require_mcp(*, stdio_only: bool = False) -> None:
+    """Import the MCP facade now (its stdio transport alone with `stdio_only`), or say that its extra is missing.
 
     The facade is imported where it is used, not at the top of this module: the MCP SDK
     takes about a second to import, and the token and migrate commands never need it.
@@ -505,8 +514,10 @@ def require_mcp() -> None:
     """
     try:
         # The package itself imports lazily; its transports are what need the SDK.
-        import adapters_mcp.http_transport
-        import adapters_mcp.stdio_transport  # noqa: F401 - imported for the check; callers import names from it
+        import adapters_mcp.stdio_transport
+
+        if not stdio_only:
+            import adapters_mcp.http_transport  # noqa: F401 - as above
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] in MCP_EXTRA_MODULES:
             raise McpUnavailableError(f"the MCP SDK is not installed: {install_command(MCP_EXTRA)}") from error

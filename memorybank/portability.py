@@ -226,7 +226,8 @@ def parse_line(line: str, *, now: Callable[[], datetime]) -> Memory:
     try:
         data = json.loads(line)
     except ValueError as error:
-        raise InvalidInputError("line", "must be one JSON object") from error
+        where = f" ({error.msg} at column {error.colno})" if isinstance(error, json.JSONDecodeError) else ""
+        raise InvalidInputError("line", f"must be one JSON object{where}") from error
     if not isinstance(data, dict):
         raise InvalidInputError("line", "must be one JSON object")
     problems: list[InvalidInputError] = []

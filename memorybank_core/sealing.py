@@ -41,6 +41,10 @@ class BrokenSealError(ValueError):
         self.key_id = key_id
 
 
+class UnknownSealKeyError(BrokenSealError):
+    """A value sealed under a key the ring does not hold: the ring is older than the database's (or a key went)."""
+
+
 class BlindIndex(Protocol):
     """Keyed search tokens: the same (owner, term) always gives the same token under one key and format.
 

@@ -37,9 +37,7 @@ import functools
 import re
 import unicodedata
 from collections.abc import Iterator
-from typing import NamedTuple
-
-from snowballstemmer.english_stemmer import EnglishStemmer
+from typing import Any, NamedTuple
 
 from memorybank_search.stopwords import STOPWORDS
 
@@ -234,12 +232,17 @@ def _cjk_tokens(run: str) -> Iterator[Token]:
 
 # The pure-Python Snowball stemmer by name: `snowballstemmer.stemmer()` switches to PyStemmer when
 # that is installed, whose bundled Snowball may stem some words differently, and every install
-# must produce the same terms as the index it reads.
-_english = EnglishStemmer()
+# must produce the same terms as the index it reads. Made on first use: importing snowballstemmer loads
+# every language's stemmer, which an admin command that never stems should not wait for.
+@functools.cache
+def _english() -> Any:
+    from snowballstemmer.english_stemmer import EnglishStemmer
+
+    return EnglishStemmer()
 
 
 @functools.lru_cache(maxsize=_STEM_CACHE_SIZE)
 def stem(word: str) -> str:
     """The Snowball English stem of a lower-case ASCII word."""
-    stemmed: str = _english.stemWord(word)
+    stemmed: str = _english().stemWord(word)
     return stemmed

@@ -120,3 +120,41 @@ def test_migrate_says_what_it_did_and_then_that_there_is_nothing_to_do(run: Run,
     assert second.out.startswith(f"memorybank: {db_url} is already up to date (revision ")
     assert "nothing to do" in second.out
     assert first.out != second.out
+
+
+def test_version_prints_the_installed_version(run: Run) -> None:
+    from importlib.metadata import version
+
+    outcome = run("--version")
+
+    assert (outcome.status, outcome.out) == (0, f"memorybank {version('memorybank')}\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"), [(["serv"], "serve"), (["token", "creat"], "create"), (["panel-link-"], "panel-link")]
+)
+def test_a_mistyped_command_gets_a_did_you_mean(run: Run, argv: list[str], meant: str) -> None:
+    outcome = run(*argv)
+
+    assert outcome.status == 2
+    assert f"did you mean '{meant}'?" in outcome.err
+    assert outcome.err.count("\n") == 1
+
+
+def test_a_command_nothing_like_any_gets_no_guess(run: Run) -> None:
+    outcome = run("zzzz")
+
+    assert outcome.status == 2
+    assert "did you mean" not in outcome.err
+
+
+def test_the_serve_banner_names_the_rail_only_when_it_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memorybank import cli, composition
+
+    assert cli._rail_at("http://127.0.0.1:8000") == "MCP: http://127.0.0.1:8000/mcp/agent"
+
+    def without_the_sdk(**_: object) -> None:
+        raise composition.McpUnavailableError("the MCP SDK is not installed")
+
+    monkeypatch.setattr(composition, "require_mcp", without_the_sdk)
+    assert cli._rail_at("http://127.0.0.1:8000") == f"MCP rail off: {composition.MCP_INSTALL_HINT}"

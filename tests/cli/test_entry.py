@@ -31,7 +31,7 @@ def _without(missing: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(
     ("missing", "argv"),
-    [("uvicorn", ["serve", "--port", "0"]), ("starlette", ["token", "list"]), ("sqlalchemy", ["token", "list"])],
+    [("uvicorn", ["serve", "--port", "0"]), ("starlette", ["serve", "--port", "0"]), ("sqlalchemy", ["token", "list"])],
 )
 def test_a_missing_extra_is_one_line_naming_what_to_install(missing: str, argv: list[str], tmp_path: Path) -> None:
     result = _without(missing, [*argv, "--db", f"sqlite:///{tmp_path / 'bank.sqlite3'}"])
@@ -42,6 +42,13 @@ def test_a_missing_extra_is_one_line_naming_what_to_install(missing: str, argv: 
     hint = install_command("server")
     assert hint != "pip install 'memorybank[server]'"
     assert result.stderr == f"memorybank: error: the command needs {missing}, which is not installed: {hint}\n"
+
+
+@pytest.mark.parametrize("missing", ["starlette", "mcp", "cryptography", "jwt"])
+def test_the_admin_commands_need_only_the_sql_extra(missing: str, tmp_path: Path) -> None:
+    result = _without(missing, ["token", "list", "--db", f"sqlite:///{tmp_path / 'bank.sqlite3'}"])
+
+    assert (result.returncode, result.stdout, result.stderr) == (0, "no tokens\n", "")
 
 
 @pytest.mark.parametrize("missing", ["uvicorn", "starlette", "sqlalchemy", "mcp"])

@@ -155,3 +155,17 @@ def test_migrate_of_a_sharded_deployment_with_a_key_ring_is_refused_before_touch
     assert refused.status == 2
     assert "not supported on a sharded (Spider) deployment" in refused.err
     assert "docs/security.md" in refused.err
+
+
+def test_removing_the_index_key_says_to_move_it_with_new_index(run: Run, tmp_path: Path) -> None:
+    keys = tmp_path / "keys.json"
+    run("keys", "create", "--out", str(keys))
+    old = load_key_ring(keys).primary
+    run("keys", "add", "--key-file", str(keys))  # a plain add keeps the old key as the index key
+
+    refused = run("keys", "remove", old, "--key-file", str(keys))
+
+    assert refused.status == 2
+    assert "still the index key" in refused.err
+    assert "memorybank keys add --new-index" in refused.err
+    assert old in load_key_ring(keys).keys

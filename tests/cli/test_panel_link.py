@@ -83,7 +83,7 @@ def test_panel_link_revoke_ends_the_users_sessions_and_unused_links(run: Run, db
         (["--user", new_id(USER_PREFIX), "--org", new_id(ORGANIZATION_PREFIX), "--ttl", "ten"], "--ttl"),
         (["--user", new_id(USER_PREFIX), "--org", new_id(ORGANIZATION_PREFIX), "--ttl", "0s"], "--ttl"),
         (["--user", new_id(USER_PREFIX), "--org", new_id(ORGANIZATION_PREFIX), "--ttl", "2d"], "--ttl"),
-        (["--user", new_id(USER_PREFIX), "--org", new_id(ORGANIZATION_PREFIX), "--url", "ftp://x"], "--url"),
+        (["--user", new_id(USER_PREFIX), "--org", new_id(ORGANIZATION_PREFIX), "--url", "ftp://x"], "--public-url"),
         (["--user", new_id(USER_PREFIX)], "--org is required"),
     ],
 )
@@ -96,3 +96,20 @@ def test_panel_link_refuses_bad_input_in_one_line_and_issues_nothing(
     assert message in outcome.err
     assert len(outcome.err.strip().splitlines()) == 1
     assert outcome.out == ""
+
+
+def test_panel_link_names_the_public_url_serve_is_told_and_says_when_it_guesses(
+    run: Run, db_url: str, env: dict[str, str]
+) -> None:
+    user, org = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
+
+    guessed = run("panel-link", "--db", db_url, "--user", user, "--org", org)
+    env["MEMORYBANK_PUBLIC_URL"] = "https://bank.example.com/"
+    configured = run("panel-link", "--db", db_url, "--user", user, "--org", org)
+    given = run("panel-link", "--db", db_url, "--user", user, "--org", org, "--public-url", "http://127.0.0.1:9123")
+
+    assert guessed.last_line.startswith("http://127.0.0.1:8000/#link=")
+    assert "--public-url or set MEMORYBANK_PUBLIC_URL" in guessed.err
+    assert configured.last_line.startswith("https://bank.example.com/#link=")
+    assert configured.err == ""
+    assert given.last_line.startswith("http://127.0.0.1:9123/#link=")

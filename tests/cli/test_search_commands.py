@@ -49,7 +49,7 @@ def test_import_reports_bad_lines_by_number_and_fails(run: Run, db_url: str, tmp
     )
     outcome = run("import", str(source), "--db", db_url)
     assert outcome.status == 1
-    assert "imported 1 memories, skipped 2 lines" in outcome.out
+    assert "imported 1 memory, skipped 2 lines" in outcome.out
     assert "skipped line 2: line must be one JSON object" in outcome.err
     assert "skipped line 3: user_id must be a TypeID" in outcome.err
     assert "secret text" not in outcome.err
@@ -74,9 +74,9 @@ def test_reindex_rewrites_stale_memories(run: Run, db_url: str, tmp_path: Path) 
     with engine.begin() as connection:
         connection.execute(memory.update().values(search_version=0))
     engine.dispose()
-    assert run("reindex", "--db", db_url).out.strip() == "memorybank: re-indexed 1 memories"
+    assert run("reindex", "--db", db_url).out.strip() == "memorybank: re-indexed 1 memory"
     assert run("reindex", "--db", db_url).out.strip() == "memorybank: re-indexed 0 memories"
-    assert run("reindex", "--all", "--db", db_url).out.strip() == "memorybank: re-indexed 1 memories"
+    assert run("reindex", "--all", "--db", db_url).out.strip() == "memorybank: re-indexed 1 memory"
 
 
 def test_the_search_option_and_environment_variable_are_gone(run: Run, db_url: str, env: dict[str, str]) -> None:

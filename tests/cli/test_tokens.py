@@ -63,14 +63,33 @@ def test_token_create_without_ids_says_it_made_a_new_user_and_how_to_get_a_secon
     assert _authenticate(db_url, again.last_line) == found
 
 
-def test_token_create_with_a_user_but_no_org_says_the_organization_is_new(run: Run, db_url: str) -> None:
+def test_token_create_with_a_new_user_but_no_org_says_the_organization_is_new(run: Run, db_url: str) -> None:
     user = new_id(USER_PREFIX)
 
     outcome = run("token", "create", "--db", db_url, "--user", user)
 
     org = re.search(r"^org: (org_\w+)$", outcome.out, re.MULTILINE)
     assert org
-    assert outcome.err == f"memorybank: no --org given: created a new organization id {org.group(1)} for {user}\n"
+    assert outcome.err == (
+        f"memorybank: no --org given and {user} has no token yet: created a new organization id {org.group(1)}\n"
+    )
+
+
+def test_token_create_with_a_known_user_but_no_org_keeps_their_organization(run: Run, db_url: str) -> None:
+    user, org = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
+    run("token", "create", "--db", db_url, "--user", user, "--org", org)
+
+    again = run("token", "create", "--db", db_url, "--user", user)
+
+    assert (again.status, again.err) == (0, "")
+    assert f"org: {org}" in again.out
+    assert _authenticate(db_url, again.last_line) == (user, org, frozenset({"mcp:read", "mcp:write"}))
+
+
+def test_token_create_names_the_database_it_wrote_to_without_its_password(run: Run, db_url: str) -> None:
+    outcome = run("token", "create", "--db", db_url)
+
+    assert f"database: {db_url}" in outcome.out.splitlines()
 
 
 def test_token_create_grants_only_the_scopes_asked_for(run: Run, db_url: str) -> None:

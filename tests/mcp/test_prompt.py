@@ -72,3 +72,11 @@ def test_the_mcp_prompt_carries_the_section_verbatim() -> None:
     assert message.role == "user"
     assert message.content.type == "text"
     assert message.content.text == MEMORY_BANK_PROMPT
+
+
+def test_the_prompt_makes_no_claim_about_how_memories_are_stored_at_rest() -> None:
+    from adapters_mcp.prompt import MEMORY_BANK_PROMPT
+
+    # The same text serves sealed and plaintext servers alike.
+    assert "plain text" not in MEMORY_BANK_PROMPT
+    assert "whether or not the server encrypts it at rest" in MEMORY_BANK_PROMPT

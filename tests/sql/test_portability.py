@@ -105,7 +105,7 @@ def test_bad_lines_are_reported_by_number_and_skipped_while_good_lines_land(stor
     assert report.imported == 2
     assert [problem.line for problem in report.skipped] == [2, 3, 4, 6, 7, 8, 9, 10]
     described = [problem.describe() for problem in report.skipped]
-    assert described[0] == "line 2: line must be one JSON object"
+    assert described[0] == "line 2: line must be one JSON object (Expecting value at column 1)"
     assert described[1].startswith("line 3: content must hold")
     assert "user_id" in described[2]
     assert "content" in described[3]

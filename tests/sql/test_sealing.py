@@ -20,7 +20,7 @@ from adapters_mysql.schema import memory, memory_context, seal_key
 from adapters_mysql.seal_keys import tighten
 from adapters_mysql.sealed_rows import SealState
 from memorybank.portability import export_user, import_lines
-from memorybank_core import MemoryBank, SaveRequest, SealBinding
+from memorybank_core import MemoryBank, SaveRequest, SealBinding, UnavailableError
 from memorybank_search import OwnerIndexer
 from tests.conftest import User, start_clock
 from tests.mysql_server import ThrowawayDatabase
@@ -519,3 +519,26 @@ def test_a_database_sealed_before_token_format_2_keeps_working_and_rotate_upgrad
     _tamper(after, memory.update().where(memory.c.id == saved[0]).values(seal_state=f"{ring.primary}:{ring.index}"))
     reopened = bank_over(place.open(ring))
     assert {item.id for item in reopened.list(alice).memories} == {*saved[1:], fresh}
+
+
+@pytest.mark.parametrize("new_index", [False, True], ids=["same index key", "new index key"])
+def test_a_server_left_on_the_old_ring_after_a_rotation_refuses_rather_than_showing_an_empty_bank(
+    place: Place, new_index: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = new_key_ring()
+    stale = bank_over(place.open(first))  # a server nobody restarted after `keys add`
+    alice = User()
+    saved = [save(stale, alice, f"kept {CANARY} {n}") for n in range(2)]
+    second = first.with_new_primary(new_index=new_index)
+    place.open(second).reindex()  # `keys rotate` with the new ring
+
+    new_keys = {second.primary, second.index}
+    with pytest.raises(UnavailableError, match="this server's key ring lacks key") as refused:
+        stale.list(alice)
+    assert str(refused.value).rsplit(" ", 1)[-1] in new_keys
+    if not new_index:  # its search tokens still match, so the search reaches the rows it cannot open
+        with pytest.raises(UnavailableError):
+            stale.search(alice, query=CANARY)
+    assert "which this server's key ring does not hold: restart it with the current key ring" in caplog.text
+    # Restarted with the current ring, the same server sees every memory again.
+    assert {m.id for m in bank_over(place.open(second)).list(alice).memories} == set(saved)

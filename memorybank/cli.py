@@ -83,6 +83,7 @@ _OPTION_NAMES = {
     "key": "KEY_ID",
     "ttl": "--ttl",
     **{name: f"--{name}" for name in ("public-url", "oauth-issuer", "oauth-scope", "oauth-default-org")},
+    **{name: f"--{name}" for name in ("oauth-user-claim", "oauth-user-id-claim")},
     "oauth-introspection-issuer": "--oauth-introspection-issuer",
     **{name: f"--{name}" for name in ("oauth-panel-client-id", "oauth-panel-issuer", "oauth-panel-client-secret-file")},
     "allowed_host": "--allowed-host",
@@ -539,7 +540,20 @@ def _add_oauth_options(serve: argparse.ArgumentParser) -> None:
         f"(default: ${oauth_settings.SCOPES_ENV}, else the same names)",
     )
     oauth.add_argument(
-        "--oauth-user-claim", metavar="CLAIM", help="the claim naming the person instead of sub (e.g. oid)"
+        "--oauth-user-claim",
+        metavar="[ISSUER=]CLAIM",
+        action="append",
+        default=[],
+        help=f"the claim naming the person instead of sub (e.g. oid), at every issuer or at ISSUER; user ids stay "
+        f"derived from the issuer and the claim; repeatable (default: ${oauth_settings.USER_CLAIM_ENV})",
+    )
+    oauth.add_argument(
+        "--oauth-user-id-claim",
+        metavar="ISSUER=CLAIM",
+        action="append",
+        default=[],
+        help=f"ISSUER's CLAIM holds this server's usr_ id, used as is: trusts ISSUER with EVERY user id here; "
+        f"repeatable (default: ${oauth_settings.USER_ID_CLAIM_ENV})",
     )
     oauth.add_argument("--oauth-org-claim", metavar="CLAIM", help="the claim naming the person's organization")
     oauth.add_argument("--oauth-default-org", metavar="org_…", help="the organization of people whose token names none")
@@ -584,7 +598,8 @@ def oauth_options(args: argparse.Namespace) -> oauth_settings.OAuthOptions:
         issuers=args.oauth_issuer,
         audiences=args.oauth_audience,
         scopes=args.oauth_scope,
-        user_claim=args.oauth_user_claim,
+        user_claims=args.oauth_user_claim,
+        user_id_claims=args.oauth_user_id_claim,
         org_claim=args.oauth_org_claim,
         default_org=args.oauth_default_org,
         introspection_issuer=args.oauth_introspection_issuer,

@@ -1177,7 +1177,9 @@ def _token_revoke(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO)
             token = services.tokens.revoke(args.token)
         except NotFoundError as error:
             raise CommandError("no live token matches that id or secret") from error
-        print(f"revoked token {token.id} of {token.user_id}", file=out)
+        # The sessions already fail their next request (they check the token); this ends them for the record.
+        ended = services.panel_sessions.end_made_from(token.id)
+        print(f"revoked token {token.id} of {token.user_id}; ended {ended} panel sessions made from it", file=out)
 
     _with_tokens(choice, revoke, args.keys)
 

@@ -191,6 +191,7 @@ def build_services(
     `default_quota` is the deployment's quota where no operator set one (default: `Quota()`);
     `rate_limits` apply on the memory routes.
     """
+    tokens = TokenService(store=storage.token_store, clock=clock)
     return Services(
         bank=MemoryBank(
             store=storage.store,
@@ -201,8 +202,8 @@ def build_services(
             controls=storage.controls,
             default_quota=default_quota,
         ),
-        tokens=TokenService(store=storage.token_store, clock=clock),
-        panel_sessions=PanelSessions(store=storage.panel_sessions, clock=clock),
+        tokens=tokens,
+        panel_sessions=PanelSessions(store=storage.panel_sessions, tokens=tokens, clock=clock),
         controls=MemoryControls(
             controls=storage.controls,
             store=storage.store,

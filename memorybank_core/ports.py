@@ -225,6 +225,10 @@ class PanelSessionStore(Protocol):
     def end_all(self, *, user_id: str, at: datetime) -> int:
         """End every live link and session of `user_id`; how many were ended."""
 
+    @abstractmethod
+    def end_made_from(self, *, credential_id: str, at: datetime) -> int:
+        """End every live session made from the credential `credential_id`; how many were ended."""
+
 
 class RateLimiter(Protocol):
     """Counts requests against named limits in a store every process of a deployment shares."""

@@ -138,6 +138,30 @@ def test_a_pasted_api_token_is_exchanged_for_a_session_with_the_tokens_scopes(
     assert client.delete("/v1/memory/mem_x", headers=cookie_headers).status_code == 403
 
 
+def test_a_session_made_from_a_token_ends_on_the_next_request_once_the_token_is_revoked(
+    client: TestClient, tokens: TokenService, panel_sessions: PanelSessions, alice: User
+) -> None:
+    # Issue 19, finding 2: such a session kept reading and writing for up to 12 hours after `token revoke`.
+    issued = tokens.issue(user_id=alice.user_id, org_id=alice.organization_id)
+    other = tokens.issue(user_id=alice.user_id, org_id=alice.organization_id)
+    session = _set_cookie(client.post("/panel/session", json={"token": issued.secret}, headers=SAME_ORIGIN))
+    client.cookies.clear()  # two browsers: a second sign-in in the same one would end the first session
+    from_other = _set_cookie(client.post("/panel/session", json={"token": other.secret}, headers=SAME_ORIGIN))
+    client.cookies.clear()
+    cookie = {**SAME_ORIGIN, "Cookie": f"{SESSION_COOKIE}={session[SESSION_COOKIE].value}"}
+    other_cookie = {**SAME_ORIGIN, "Cookie": f"{SESSION_COOKIE}={from_other[SESSION_COOKIE].value}"}
+    assert client.get("/v1/memory", headers=cookie).status_code == 200
+
+    tokens.revoke(issued.token.id)
+
+    assert client.get("/v1/memory", headers=cookie).status_code == 401
+    assert client.post("/v1/memory", json={"content": "after revoke"}, headers=cookie).status_code == 401
+    assert client.get("/panel/session", headers=cookie).status_code == 401
+    assert client.get("/v1/memory", headers=other_cookie).json()["memories"] == []
+    assert panel_sessions.end_made_from(issued.token.id) == 1
+    assert panel_sessions.end_made_from(other.token.id) == 1
+
+
 @pytest.mark.parametrize(
     ("body", "status", "error"),
     [

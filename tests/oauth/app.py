@@ -96,7 +96,7 @@ def serving(
     services = Services(
         bank=MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer())),
         tokens=tokens,
-        panel_sessions=PanelSessions(store=InMemoryPanelSessionStore()),
+        panel_sessions=PanelSessions(store=InMemoryPanelSessionStore(), tokens=tokens),
     )
     app = build_app(services, issuers=verifier, panel_sign_in=panel_sign_in)
     try:

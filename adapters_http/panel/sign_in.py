@@ -20,9 +20,9 @@ from adapters_http.inputs import is_json_media_type, parse_json
 from adapters_http.panel.csrf import is_panel_call
 from adapters_http.panel.oidc import PanelIdentityProvider, oidc_routes
 from adapters_http.panel.session_cookie import (
-    SESSION_COOKIE,
     clear_session_cookie,
     session_cookie_resolver,
+    session_secret,
     set_session_cookie,
 )
 from memorybank_core.errors import UnavailableError
@@ -107,7 +107,7 @@ class _SignInHandlers:
             if principal is None:
                 return _refusal(*_TOKEN_REJECTED)
             started = await run_in_threadpool(self._sessions.start, principal)
-        previous = request.cookies.get(SESSION_COOKIE)
+        previous = session_secret(request)
         if previous:
             await run_in_threadpool(self._sessions.end, previous)
         response = _principal_response(started.principal)
@@ -117,7 +117,7 @@ class _SignInHandlers:
     async def sign_out(self, request: Request) -> Response:
         if not is_panel_call(request):
             return _refusal(*_CROSS_SITE)
-        secret = request.cookies.get(SESSION_COOKIE)
+        secret = session_secret(request)
         if secret:
             await run_in_threadpool(self._sessions.end, secret)
         response = Response(status_code=204, headers=_NO_STORE)

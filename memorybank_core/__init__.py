@@ -56,6 +56,7 @@ from memorybank_core.ports import (
     SearchHits,
     SignInRedirect,
     TokenStore,
+    UndecodedBody,
     UnitOfWork,
 )
 from memorybank_core.rate_limits import (
@@ -143,6 +144,7 @@ __all__ = [
     "TokenService",
     "TokenStore",
     "UnavailableError",
+    "UndecodedBody",
     "UnitOfWork",
     "Usage",
     "WindowState",

@@ -126,7 +126,9 @@ def test_switching_a_user_off_refuses_every_memory_operation(
         lambda: bank.save(alice, {"content": "new"}),
         lambda: bank.save(alice, {"not": "even valid"}),
         lambda: bank.search(alice, query="kept"),
+        lambda: bank.search(alice, query="", limit=0),  # the gate before any bound is checked
         lambda: bank.list(alice),
+        lambda: bank.list(alice, limit="many", cursor="forged"),
         lambda: bank.delete(alice, memory_id=saved.id),
     ):
         with pytest.raises(MemoryDisabledError):
@@ -137,6 +139,7 @@ def test_switching_a_user_off_refuses_every_memory_operation(
     assert [m.id for m in bank.list(alice).memories] == [saved.id]
     refusals = [fields for name, fields in events.events if name == "memory.gate_refused"]
     assert {fields["operation"] for fields in refusals} == {"save", "search", "list", "delete"}
+    assert len(refusals) == 7
     assert all(fields["switch"] == "user" and fields["user_id"] == alice.user_id for fields in refusals)
 
 

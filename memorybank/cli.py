@@ -61,6 +61,7 @@ from memorybank_core import (
     limits,
 )
 from memorybank_core.offboarding import PurgeSubject
+from memorybank_core.panel_sessions import check_link_ttl
 from memorybank_core.tokens import KNOWN_SCOPES
 
 if TYPE_CHECKING:
@@ -1205,6 +1206,7 @@ def _panel_link(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
     if args.org is not None:
         ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
     ttl = parse_ttl(args.ttl)
+    check_link_ttl(ttl)
     base = urlsplit(args.url)
     if base.scheme not in {"http", "https"} or not base.netloc:
         raise CommandError("--url must be the server's http:// or https:// address", EXIT_BAD_INPUT)
@@ -1214,6 +1216,7 @@ def _panel_link(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
             ended = services.panel_sessions.revoke_user(args.user)
             print(f"ended {ended} panel sessions and unused sign-in links of {args.user}", file=out)
             return
+        _require_known_user(services, args.user)
         org_id = args.org or _latest_org(services, args.user)
         issued = services.panel_sessions.issue_link(user_id=args.user, org_id=org_id, ttl=ttl)
         expires = issued.expires_at.isoformat(timespec="seconds")
@@ -1222,6 +1225,19 @@ def _panel_link(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
         print(f"{args.url.rstrip('/')}/#link={issued.code}", file=out)
 
     _with_tokens(choice, link, args.keys)
+
+
+def _require_known_user(services: composition.Services, user_id: str) -> None:
+    """Refuse a link for a user who holds nothing here: a mistyped id, or someone purged."""
+    if any(token.revoked_at is None for token in services.tokens.list(user_id=user_id)):
+        return
+    assert services.controls is not None  # noqa: S101 - build_services always makes them
+    if services.controls.effective(user_id=user_id).usage.memories:
+        return
+    raise CommandError(
+        f"{user_id} holds nothing here (no live API token, no memories): a mistyped id, or a purged user; "
+        f"no link issued. To let them in, create a token first: memorybank token create --user {user_id} --org org_…"
+    )
 
 
 def _latest_org(services: composition.Services, user_id: str) -> str:

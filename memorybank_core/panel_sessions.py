@@ -50,6 +50,16 @@ class StartedSession:
     expires_at: datetime
 
 
+def check_link_ttl(ttl: timedelta) -> None:
+    """Check a sign-in link's lifetime.
+
+    Raises:
+        InvalidInputError: ("ttl") outside 1 second to 1 day.
+    """
+    if not timedelta(seconds=1) <= ttl <= timedelta(seconds=limits.PANEL_LINK_TTL_MAX_SECONDS):
+        raise InvalidInputError("ttl", "must be from 1 second to 24 hours")
+
+
 class PanelSessions:
     """Issues sign-in links, starts sessions for any signed-in principal, checks and ends them."""
 
@@ -81,8 +91,7 @@ class PanelSessions:
         """
         ids.parse_id(user_id, prefix=ids.USER_PREFIX, field="user")
         ids.parse_id(org_id, prefix=ids.ORGANIZATION_PREFIX, field="org")
-        if not timedelta(seconds=1) <= ttl <= timedelta(seconds=limits.PANEL_LINK_TTL_MAX_SECONDS):
-            raise InvalidInputError("ttl", "must be from 1 second to 24 hours")
+        check_link_ttl(ttl)
         code, credential = self._new(PanelCredentialKind.LINK, user_id, org_id, KNOWN_SCOPES, ttl)
         return IssuedLink(code=code, user_id=user_id, expires_at=credential.expires_at)
 

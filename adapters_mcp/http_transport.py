@@ -21,12 +21,20 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from adapters_http import RETRY_AFTER_SECONDS, Authenticate, bearer_challenge, bearer_secret, error_response
+from adapters_http import (
+    RETRY_AFTER_SECONDS,
+    Authenticate,
+    ResponseHeadersMiddleware,
+    bearer_challenge,
+    bearer_secret,
+    error_response,
+)
 from adapters_mcp.catalog import Catalog
 from adapters_mcp.http_front import EnvelopeCheck, PostOnly, quiet_stateless_teardown
 from adapters_mcp.memory_switch import MemoryEnabled, MemorySwitch
@@ -294,4 +302,9 @@ def create_host_app(
             async with lifespan(app):
                 yield
 
-    return Starlette(routes=[*mount.routes, Mount("/", app=bank_app)], lifespan=run)
+    # The rail's answers carry the headers every answer of the bank does (a request id, nosniff).
+    return Starlette(
+        routes=[*mount.routes, Mount("/", app=bank_app)],
+        middleware=[Middleware(ResponseHeadersMiddleware)],
+        lifespan=run,
+    )

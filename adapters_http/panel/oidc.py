@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from adapters_http.endpoint import REQUEST_ID_HEADER, log_unexpected, request_id
+from adapters_http.endpoint import log_unexpected, request_id, tag_response
 from adapters_http.panel.csrf import is_same_origin
 from adapters_http.panel.page import ASSETS_PATH, SECURITY_HEADERS
 from adapters_http.panel.session_cookie import session_secret, set_session_cookie
@@ -264,7 +264,7 @@ def _answered(handler: Callable[[Request], Awaitable[Response]], name: str) -> C
                 request,
                 _Problem(500, f"Signing in with {name} failed", "Something went wrong on the server. Try again."),
             )
-        response.headers[REQUEST_ID_HEADER] = rid
+        tag_response(response, rid)
         return response
 
     return endpoint

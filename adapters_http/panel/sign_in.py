@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from adapters_http.endpoint import REQUEST_ID_HEADER, log_unexpected, request_id
+from adapters_http.endpoint import log_unexpected, request_id, tag_response
 from adapters_http.errors import error_response, internal_error_response, json_error
 from adapters_http.inputs import is_json_media_type, parse_json
 from adapters_http.panel.csrf import is_panel_call
@@ -163,7 +163,7 @@ def _answered(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Re
         except Exception as error:
             log_unexpected(error, rid, "panel.session")
             response = internal_error_response()
-        response.headers[REQUEST_ID_HEADER] = rid
+        tag_response(response, rid)
         return response
 
     return endpoint

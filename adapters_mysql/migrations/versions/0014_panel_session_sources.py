@@ -4,7 +4,7 @@ Revision ID: 0014
 Revises: 0011
 Create Date: 2026-12-03
 
-`panel_credential.made_from` is the API token (`tok_…`) or sign-in link (`pcr_…`) a session came from;
+`panel_credential.made_from` is the API token (`tok_…`) or sign-in link (`pnl_…`) a session came from;
 NULL for sessions made before this revision and for sign-ins at an identity provider. Those older sessions
 still end as before (sign-out, 12-hour expiry, `panel-link --revoke`, purge). The DDL is written out: this
 revision imports nothing of memorybank.

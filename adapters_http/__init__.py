@@ -18,6 +18,7 @@ from adapters_http.auth import (
     bearer_secret,
     bearer_token_resolver,
 )
+from adapters_http.endpoint import ResponseHeadersMiddleware
 from adapters_http.errors import (
     ERROR_TABLE,
     RETRY_AFTER_SECONDS,
@@ -62,6 +63,7 @@ __all__ = [
     "PrincipalResolver",
     "Readiness",
     "RequestObserver",
+    "ResponseHeadersMiddleware",
     "RouteSpec",
     "bearer_challenge",
     "bearer_resolver",

@@ -15,12 +15,12 @@ from starlette.types import Lifespan, Receive, Scope, Send
 
 from adapters_http.auth import PrincipalResolver
 from adapters_http.endpoint import (
-    REQUEST_ID_HEADER,
     Endpoint,
-    RequestIdMiddleware,
+    ResponseHeadersMiddleware,
     authenticated_endpoint,
     log_unexpected,
     request_id,
+    tag_response,
 )
 from adapters_http.errors import internal_error_response, method_not_allowed, routing_error
 from adapters_http.handlers import MemoryHandlers
@@ -96,8 +96,7 @@ class _PathEndpoint:
         if endpoint is not None:
             response = await endpoint(request)
         else:
-            response = method_not_allowed(self._allow)
-            response.headers[REQUEST_ID_HEADER] = request_id(scope)
+            response = tag_response(method_not_allowed(self._allow), request_id(scope))
         await response(scope, receive, send)
 
 
@@ -137,7 +136,7 @@ def create_app(
     ]
     return Starlette(
         routes=routes,
-        middleware=[Middleware(RequestIdMiddleware)],
+        middleware=[Middleware(ResponseHeadersMiddleware)],
         exception_handlers={HTTPException: routing_error, Exception: _unexpected_error},
         lifespan=lifespan,
     )
@@ -147,6 +146,4 @@ async def _unexpected_error(request: Request, error: Exception) -> Response:
     # Reached only for errors outside a memory route (those answer for themselves).
     rid = request_id(request.scope)
     log_unexpected(error, rid, "app")
-    response = internal_error_response()
-    response.headers[REQUEST_ID_HEADER] = rid
-    return response
+    return tag_response(internal_error_response(), rid)

@@ -34,10 +34,23 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 """A Starlette request-response endpoint."""
 
 REQUEST_ID_HEADER = "X-Request-Id"
+NOSNIFF = ("X-Content-Type-Options", "nosniff")
+"""On every answer: no browser may read a JSON body (which may quote what a caller sent) as HTML or script."""
 REQUEST_ID_KEY = "memorybank.request_id"
 """ASGI scope key holding the request id, so every layer logs and returns the same one."""
 
 _log = logging.getLogger("memorybank.http")
+
+
+def tag_response(response: Response, rid: str) -> Response:
+    """`response` with the request's id and `X-Content-Type-Options: nosniff`, as every answer carries them.
+
+    Set by the routes themselves (a host mounting them in its own app gets the same) and by
+    `ResponseHeadersMiddleware` for what the routes never see (the router's 404s and 405s).
+    """
+    response.headers[REQUEST_ID_HEADER] = rid
+    response.headers[NOSNIFF[0]] = NOSNIFF[1]
+    return response
 
 
 def request_id(scope: Scope) -> str:
@@ -135,7 +148,7 @@ def authenticated_endpoint(
             response = mapped
         if admission.window is not None and "RateLimit-Limit" not in response.headers:
             response.headers.update(rate_limit_headers(admission.window))
-        response.headers[REQUEST_ID_HEADER] = rid
+        tag_response(response, rid)
         seconds = time.perf_counter() - started
         if observer is not None:
             observer.observe_request(
@@ -187,8 +200,9 @@ def log_unexpected(error: BaseException, rid: str, where: str) -> None:
     _log.error("unexpected error in %s request_id=%s\n%s", where, rid, "".join(parts).rstrip())
 
 
-class RequestIdMiddleware:
-    """Give every response of the app an `X-Request-Id`, including the router's 404s and 405s."""
+class ResponseHeadersMiddleware:
+    """Give every response of the app an `X-Request-Id` and `X-Content-Type-Options: nosniff`, including the
+    router's 404s and 405s (the headers `tag_response` sets; a value already set is kept)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -200,11 +214,13 @@ class RequestIdMiddleware:
             return
         rid = request_id(scope)
 
+        added = ((b"x-request-id", rid.encode("ascii")), (NOSNIFF[0].lower().encode(), NOSNIFF[1].encode()))
+
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
-                if not any(name.lower() == b"x-request-id" for name, _ in headers):
-                    headers.append((b"x-request-id", rid.encode("ascii")))
+                present = {name.lower() for name, _ in headers}
+                headers += [(name, value) for name, value in added if name not in present]
                 message["headers"] = headers
             await send(message)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from adapters_http.inputs import MAX_BODY_BYTES, ReceivedBody, integer_or_text, json_body, query_value
+from adapters_http.inputs import MAX_BODY_BYTES, ReceivedBody, UndecodedJsonBody, integer_or_text, query_value
 from adapters_http.serialization import memory_page_json, search_results_json
 from memorybank_core.ports import Principal
 from memorybank_core.use_cases import MemoryBank
@@ -31,7 +31,8 @@ class MemoryHandlers:
     def save(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
         """`POST /v1/memory` -> 201 `{"memory": {...}}`."""
         assert body is not None  # noqa: S101 - the route takes a body, so `endpoint` received one
-        memory = self._bank.save(principal, json_body(body, max_bytes=self._max_body_bytes))
+        # Decoded by the core after its gate: a switched-off caller learns nothing from the body's validation.
+        memory = self._bank.save(principal, UndecodedJsonBody(body, self._max_body_bytes))
         return JSONResponse({"memory": memory_json(memory)}, status_code=201)
 
     def search(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002

@@ -14,6 +14,7 @@ from starlette.requests import Request
 
 from adapters_http.refusals import BodyTooLargeError, UnsupportedMediaTypeError
 from memorybank_core.errors import InvalidInputError
+from memorybank_core.ports import UndecodedBody
 
 #: 1 MiB. The largest valid save is about 0.31 MB as raw UTF-8 and about 0.94 MB even if every
 #: character is sent as a `\\uXXXX` surrogate-pair escape (a test pins this), so only abuse hits the cap.
@@ -63,6 +64,17 @@ async def receive_body(request: Request, *, max_bytes: int = MAX_BODY_BYTES) -> 
             return ReceivedBody(content_type=content_type, data=b"", too_large=True)
         chunks.append(chunk)
     return ReceivedBody(content_type=content_type, data=b"".join(chunks), too_large=False)
+
+
+@attrs.frozen
+class UndecodedJsonBody(UndecodedBody):
+    """A received body for the core to decode after its gate (`json_body`, with its errors)."""
+
+    body: ReceivedBody
+    max_bytes: int = MAX_BODY_BYTES
+
+    def decoded(self) -> object:
+        return json_body(self.body, max_bytes=self.max_bytes)
 
 
 def json_body(body: ReceivedBody, *, max_bytes: int = MAX_BODY_BYTES) -> object:

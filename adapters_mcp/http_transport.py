@@ -21,12 +21,13 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from adapters_http import MAX_BODY_BYTES, Authenticate, bearer_secret, error_response
+from adapters_http import MAX_BODY_BYTES, Authenticate, ResponseHeadersMiddleware, bearer_secret, error_response
 from adapters_http.refusals import RailScopeMissingError, RailTokenMissingError, RailTokenRefusedError
 from adapters_mcp.catalog import Catalog
 from adapters_mcp.http_front import EnvelopeCheck, PostOnly, quiet_stateless_teardown
@@ -257,4 +258,9 @@ def create_host_app(
             async with lifespan(app):
                 yield
 
-    return Starlette(routes=[*mount.routes, Mount("/", app=bank_app)], lifespan=run)
+    # The rail's answers carry the headers every answer of the bank does (a request id, nosniff).
+    return Starlette(
+        routes=[*mount.routes, Mount("/", app=bank_app)],
+        middleware=[Middleware(ResponseHeadersMiddleware)],
+        lifespan=run,
+    )

@@ -34,6 +34,7 @@ class SqlPanelSessionStore(PanelSessionStore):
             "created_at": credential.created_at,
             "expires_at": credential.expires_at,
             "ended_at": credential.ended_at,
+            "made_from": credential.made_from,
         }
         with unavailable_on_driver_error("panel credential add"), self._writer.begin() as connection:
             connection.execute(panel_credential.insert(), [row])
@@ -54,13 +55,15 @@ class SqlPanelSessionStore(PanelSessionStore):
             return connection.execute(statement).rowcount == 1
 
     def end_all(self, *, user_id: str, at: datetime) -> int:
+        return self._end_where(panel_credential.c.user_id == user_id, at)
+
+    def end_made_from(self, *, credential_id: str, at: datetime) -> int:
+        return self._end_where(panel_credential.c.made_from == credential_id, at)
+
+    def _end_where(self, chosen: sa.ColumnElement[bool], at: datetime) -> int:
         statement = (
             panel_credential.update()
-            .where(
-                panel_credential.c.user_id == user_id,
-                panel_credential.c.ended_at.is_(None),
-                panel_credential.c.expires_at > at,
-            )
+            .where(chosen, panel_credential.c.ended_at.is_(None), panel_credential.c.expires_at > at)
             .values(ended_at=at)
         )
         with unavailable_on_driver_error("panel credential revoke"), self._writer.begin() as connection:
@@ -78,4 +81,5 @@ def _credential(row: sa.Row[Any]) -> PanelCredential:
         created_at=row.created_at,
         expires_at=row.expires_at,
         ended_at=row.ended_at,
+        made_from=row.made_from,
     )

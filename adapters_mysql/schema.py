@@ -182,8 +182,11 @@ panel_credential = sa.Table(
     sa.Column("created_at", UtcDateTime(), nullable=False),
     sa.Column("expires_at", UtcDateTime(), nullable=False),
     sa.Column("ended_at", UtcDateTime(), nullable=True),
+    # The token or link a session was made from: revoking the token ends its sessions (revision 0014).
+    sa.Column("made_from", id_type(), nullable=True),
     sa.UniqueConstraint("secret_hash", name="panel_credential_secret_hash"),
     sa.Index("panel_credential_user_id", "user_id"),
+    sa.Index("panel_credential_made_from", "made_from"),
     **MYSQL_TABLE_OPTIONS,
 )
 

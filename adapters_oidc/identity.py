@@ -3,7 +3,9 @@
 The user id is a name-based UUID (RFC 9562 version 5) of the JSON array `[issuer, subject]` in our own
 namespace, written as a `usr_` TypeID. The same person at the same issuer always gets the same id, on every
 server, with no table to keep; the same `sub` at two issuers gives two ids, because a `sub` is only unique
-within its issuer (OpenID Connect Core 1.0, section 2).
+within its issuer (OpenID Connect Core 1.0, section 2). A value that looks like one of our ids is derived like
+any other: an issuer can only ever reach the people it signed in. The one exception is an issuer the operator
+named in `user_id_claims`, whose claim is our `usr_` id as is (see docs/auth.md and ADR 0020).
 """
 
 from __future__ import annotations
@@ -55,13 +57,16 @@ def principal_from_claims(
     """Map validated claims to a principal.
 
     Raises:
-        CredentialsRefusedError: the claim that names the person is missing or not a string.
+        CredentialsRefusedError: the claim that names the person is missing or not a string, or (at an issuer
+            trusted with our user ids) not a `usr_` id.
     """
-    subject_claim = settings.user_claim or "sub"
+    subject_claim, holds_user_id = settings.person_claim(issuer)
     subject = claims.get(subject_claim)
     if not isinstance(subject, str) or not subject:
         raise CredentialsRefusedError(f"the token has no {subject_claim} claim naming the person")
-    user_id = subject if is_id(subject, prefix=USER_PREFIX) else user_id_for(issuer, subject)
+    if holds_user_id and not is_id(subject, prefix=USER_PREFIX):
+        raise CredentialsRefusedError(f"the token's {subject_claim} claim is not a usr_ id")
+    user_id = subject if holds_user_id else user_id_for(issuer, subject)
     return OAuthPrincipal(
         user_id=user_id,
         organization_id=_organization(issuer, claims, settings),

@@ -49,8 +49,16 @@ class ResourceServerSettings:
     audiences: tuple[str, ...] = ()
     """Accepted `aud` values; empty means just `resource`. Add e.g. Entra ID's `api://<app id>` here."""
     scope_map: Mapping[str, frozenset[str]] = attrs.field(factory=lambda: dict(DEFAULT_SCOPE_MAP))
-    user_claim: str | None = None
-    """The claim naming the person instead of `sub` (e.g. Entra ID's `oid`); None: `sub`."""
+    user_claims: Mapping[str, str] = attrs.field(factory=dict)
+    """Issuer -> the claim naming the person there instead of `sub` (e.g. Entra ID's `oid`).
+
+    The user id is still derived from (issuer, the claim's value), whatever the value looks like.
+    """
+    user_id_claims: Mapping[str, str] = attrs.field(factory=dict)
+    """Issuer -> the claim holding this server's own `usr_` id, taken as is.
+
+    The one exception to deriving ids: it trusts that issuer with every user id on this server.
+    """
     org_claim: str | None = None
     """The claim naming the person's organization; None: `default_org`."""
     default_org: str | None = None
@@ -60,6 +68,21 @@ class ResourceServerSettings:
     jwks_refresh_interval_seconds: float = DEFAULT_JWKS_REFRESH_INTERVAL_SECONDS
     http_timeout_seconds: float = DEFAULT_HTTP_TIMEOUT_SECONDS
     introspection: IntrospectionSettings | None = None
+
+    def __attrs_post_init__(self) -> None:
+        for name, mapping in (("user_claims", self.user_claims), ("user_id_claims", self.user_id_claims)):
+            unknown = set(mapping) - set(self.issuers)
+            if unknown:
+                raise ValueError(f"{name} names issuers that are not trusted: {sorted(unknown)}")
+        twice = set(self.user_claims) & set(self.user_id_claims)
+        if twice:
+            raise ValueError(f"user_claims and user_id_claims both name the person at {sorted(twice)}")
+
+    def person_claim(self, issuer: str) -> tuple[str, bool]:
+        """The claim naming the person at `issuer`, and whether its value is our user id as is."""
+        if issuer in self.user_id_claims:
+            return self.user_id_claims[issuer], True
+        return self.user_claims.get(issuer, "sub"), False
 
     @property
     def accepted_audiences(self) -> tuple[str, ...]:

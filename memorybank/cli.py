@@ -64,6 +64,7 @@ from memorybank_core import (
 )
 from memorybank_core.distribution import install_command
 from memorybank_core.offboarding import PurgeSubject
+from memorybank_core.panel_sessions import check_link_ttl
 from memorybank_core.tokens import KNOWN_SCOPES
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ _OPTION_NAMES = {
     "ttl": "--ttl",
     "url": "--public-url",
     **{name: f"--{name}" for name in ("public-url", "oauth-issuer", "oauth-scope", "oauth-default-org")},
+    **{name: f"--{name}" for name in ("oauth-user-claim", "oauth-user-id-claim")},
     "oauth-introspection-issuer": "--oauth-introspection-issuer",
     **{name: f"--{name}" for name in ("oauth-panel-client-id", "oauth-panel-issuer", "oauth-panel-client-secret-file")},
     "allowed_host": "--allowed-host",
@@ -606,7 +608,20 @@ def _add_oauth_options(serve: argparse.ArgumentParser) -> None:
         f"(default: ${oauth_settings.SCOPES_ENV}, else the same names)",
     )
     oauth.add_argument(
-        "--oauth-user-claim", metavar="CLAIM", help="the claim naming the person instead of sub (e.g. oid)"
+        "--oauth-user-claim",
+        metavar="[ISSUER=]CLAIM",
+        action="append",
+        default=[],
+        help=f"the claim naming the person instead of sub (e.g. oid), at every issuer or at ISSUER; user ids stay "
+        f"derived from the issuer and the claim; repeatable (default: ${oauth_settings.USER_CLAIM_ENV})",
+    )
+    oauth.add_argument(
+        "--oauth-user-id-claim",
+        metavar="ISSUER=CLAIM",
+        action="append",
+        default=[],
+        help=f"ISSUER's CLAIM holds this server's usr_ id, used as is: trusts ISSUER with EVERY user id here; "
+        f"repeatable (default: ${oauth_settings.USER_ID_CLAIM_ENV})",
     )
     oauth.add_argument("--oauth-org-claim", metavar="CLAIM", help="the claim naming the person's organization")
     oauth.add_argument("--oauth-default-org", metavar="org_…", help="the organization of people whose token names none")
@@ -651,7 +666,8 @@ def oauth_options(args: argparse.Namespace) -> oauth_settings.OAuthOptions:
         issuers=args.oauth_issuer,
         audiences=args.oauth_audience,
         scopes=args.oauth_scope,
-        user_claim=args.oauth_user_claim,
+        user_claims=args.oauth_user_claim,
+        user_id_claims=args.oauth_user_id_claim,
         org_claim=args.oauth_org_claim,
         default_org=args.oauth_default_org,
         introspection_issuer=args.oauth_introspection_issuer,
@@ -807,7 +823,7 @@ def _rail_at(base: str) -> str:
     try:
         composition.require_mcp()
     except composition.McpUnavailableError:
-        return f"MCP rail off: {composition.MCP_INSTALL_HINT}"
+        return f"MCP rail off: {install_command(composition.MCP_EXTRA)}"
     return f"MCP: {base}/mcp/agent"
 
 
@@ -1281,7 +1297,9 @@ def _token_revoke(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO)
             token = services.tokens.revoke(args.token)
         except NotFoundError as error:
             raise CommandError("no live token matches that id or secret") from error
-        print(f"revoked token {token.id} of {token.user_id}", file=out)
+        # The sessions already fail their next request (they check the token); this ends them for the record.
+        ended = services.panel_sessions.end_made_from(token.id)
+        print(f"revoked token {token.id} of {token.user_id}; ended {ended} panel sessions made from it", file=out)
 
     _with_tokens(choice, revoke, args.keys)
 
@@ -1307,6 +1325,7 @@ def _panel_link(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
     if args.org is not None:
         ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
     ttl = parse_ttl(args.ttl)
+    check_link_ttl(ttl)
     # The server's address as `serve` itself names it: --public-url, else $MEMORYBANK_PUBLIC_URL, else its default.
     server = args.url or args.environment.get(oauth_settings.PUBLIC_URL_ENV, "").strip() or None
     base = urlsplit(server or _DEFAULT_SERVER)
@@ -1319,6 +1338,7 @@ def _panel_link(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
             ended = services.panel_sessions.revoke_user(args.user)
             print(f"ended {ended} panel sessions and unused sign-in links of {args.user}", file=out)
             return
+        _require_known_user(services, args.user)
         org_id = args.org or _latest_org(services, args.user)
         issued = services.panel_sessions.issue_link(user_id=args.user, org_id=org_id, ttl=ttl)
         expires = issued.expires_at.isoformat(timespec="seconds")
@@ -1332,6 +1352,19 @@ def _panel_link(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
             )
 
     _with_tokens(choice, link, args.keys)
+
+
+def _require_known_user(services: composition.Services, user_id: str) -> None:
+    """Refuse a link for a user who holds nothing here: a mistyped id, or someone purged."""
+    if any(token.revoked_at is None for token in services.tokens.list(user_id=user_id)):
+        return
+    assert services.controls is not None  # noqa: S101 - build_services always makes them
+    if services.controls.effective(user_id=user_id).usage.memories:
+        return
+    raise CommandError(
+        f"{user_id} holds nothing here (no live API token, no memories): a mistyped id, or a purged user; "
+        f"no link issued. To let them in, create a token first: memorybank token create --user {user_id} --org org_…"
+    )
 
 
 def _latest_org(services: composition.Services, user_id: str) -> str:

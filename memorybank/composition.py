@@ -193,6 +193,7 @@ def build_services(
     `rate_limits` apply on the memory routes. `secret_screen` is `refuse` (every save is screened for
     credentials) or `off` (`memorybank.secret_settings`).
     """
+    tokens = TokenService(store=storage.token_store, clock=clock)
     return Services(
         bank=MemoryBank(
             store=storage.store,
@@ -204,8 +205,8 @@ def build_services(
             default_quota=default_quota,
             secret_screen=secret_settings.build_secret_screen(secret_screen),
         ),
-        tokens=TokenService(store=storage.token_store, clock=clock),
-        panel_sessions=PanelSessions(store=storage.panel_sessions, clock=clock),
+        tokens=tokens,
+        panel_sessions=PanelSessions(store=storage.panel_sessions, tokens=tokens, clock=clock),
         controls=MemoryControls(
             controls=storage.controls,
             store=storage.store,

@@ -32,6 +32,7 @@ ISSUERS_ENV = "MEMORYBANK_OAUTH_ISSUERS"
 AUDIENCES_ENV = "MEMORYBANK_OAUTH_AUDIENCES"
 SCOPES_ENV = "MEMORYBANK_OAUTH_SCOPES"
 USER_CLAIM_ENV = "MEMORYBANK_OAUTH_USER_CLAIM"
+USER_ID_CLAIM_ENV = "MEMORYBANK_OAUTH_USER_ID_CLAIM"
 ORG_CLAIM_ENV = "MEMORYBANK_OAUTH_ORG_CLAIM"
 DEFAULT_ORG_ENV = "MEMORYBANK_OAUTH_DEFAULT_ORG"
 INTROSPECTION_ISSUER_ENV = "MEMORYBANK_OAUTH_INTROSPECTION_ISSUER"
@@ -54,7 +55,10 @@ class OAuthOptions:
     issuers: Sequence[str] = ()
     audiences: Sequence[str] = ()
     scopes: Sequence[str] = ()
-    user_claim: str | None = None
+    user_claims: Sequence[str] = ()
+    """`CLAIM` (every issuer) or `ISSUER=CLAIM`: the claim naming the person; ids stay derived per issuer."""
+    user_id_claims: Sequence[str] = ()
+    """`ISSUER=CLAIM`: that issuer's claim is our `usr_` id as is (trusting it with every user id)."""
     org_claim: str | None = None
     default_org: str | None = None
     introspection_issuer: str | None = None
@@ -110,6 +114,11 @@ def choose_oauth(
     default_org = options.default_org or env.get(DEFAULT_ORG_ENV, "").strip() or None
     if default_org is not None:
         parse_id(default_org, prefix=ORGANIZATION_PREFIX, field="oauth-default-org")
+    user_claims, user_id_claims = person_claims(
+        tuple(options.user_claims) or tuple(_listed(env.get(USER_CLAIM_ENV, ""))),
+        tuple(options.user_id_claims) or tuple(_listed(env.get(USER_ID_CLAIM_ENV, ""))),
+        issuers,
+    )
     from adapters_oidc import ResourceServerSettings
 
     return ResourceServerSettings(
@@ -117,7 +126,8 @@ def choose_oauth(
         resource=base + RAIL_PATH,
         audiences=tuple(options.audiences) or tuple(_listed(env.get(AUDIENCES_ENV, ""))),
         scope_map=scope_map(tuple(options.scopes) or tuple(_listed(env.get(SCOPES_ENV, "")))),
-        user_claim=options.user_claim or env.get(USER_CLAIM_ENV, "").strip() or None,
+        user_claims=user_claims,
+        user_id_claims=user_id_claims,
         org_claim=options.org_claim or env.get(ORG_CLAIM_ENV, "").strip() or None,
         default_org=default_org,
         introspection=_introspection(options, env, issuers),
@@ -159,7 +169,7 @@ def choose_panel_sign_in(
         display_name=options.panel_name or env.get(PANEL_NAME_ENV, "").strip() or None,
         # A person is mapped from the ID token as from access tokens; with claims other than `sub`, ask for
         # `profile`, without which Entra ID leaves `oid` and `tid` out of ID tokens.
-        scopes=("openid", "profile") if oauth.user_claim or oauth.org_claim else ("openid",),
+        scopes=("openid", "profile") if oauth.person_claim(issuer)[0] != "sub" or oauth.org_claim else ("openid",),
     )
 
 
@@ -195,6 +205,69 @@ def scope_map(pairs: Sequence[str]) -> dict[str, frozenset[str]]:
     mapping = dict(DEFAULT_SCOPE_MAP)
     mapping.update({ours: frozenset(theirs) for ours, theirs in named.items()})
     return mapping
+
+
+def person_claims(
+    user_claims: Sequence[str], user_id_claims: Sequence[str], issuers: Sequence[str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Per issuer: the claim naming the person (ids derived), and the claim holding our user id as is.
+
+    A bare `CLAIM` in `user_claims` applies to every issuer without an `ISSUER=CLAIM` of its own; an issuer in
+    `user_id_claims` must be named, since that trusts it with every user id on this server.
+
+    Raises:
+        InvalidInputError: ("oauth-user-claim", "oauth-user-id-claim") an issuer that is not trusted, an empty
+            claim, two claims for one issuer, or a bare claim where the issuer must be named.
+    """
+    default: str | None = None
+    named: dict[str, str] = {}
+    for value in user_claims:
+        issuer, claim = _issuer_and_claim(value, issuers, "oauth-user-claim")
+        if issuer is None:
+            if default not in (None, claim):
+                raise InvalidInputError(
+                    "oauth-user-claim", "names two claims for every issuer: give ISSUER=CLAIM for each issuer instead"
+                )
+            default = claim
+        else:
+            _name_once(named, issuer, claim, "oauth-user-claim")
+    trusted: dict[str, str] = {}
+    for value in user_id_claims:
+        issuer, claim = _issuer_and_claim(value, issuers, "oauth-user-id-claim")
+        if issuer is None:
+            raise InvalidInputError(
+                "oauth-user-id-claim", "must name the issuer it trusts with every user id: ISSUER=CLAIM"
+            )
+        _name_once(trusted, issuer, claim, "oauth-user-id-claim")
+        if issuer in named:
+            raise InvalidInputError(
+                "oauth-user-id-claim", f"and --oauth-user-claim both name the person at {issuer}: keep one"
+            )
+    if default is not None:
+        named.update({issuer: default for issuer in issuers if issuer not in named and issuer not in trusted})
+    return {issuer: claim for issuer, claim in named.items() if claim != "sub"}, trusted
+
+
+def _issuer_and_claim(value: str, issuers: Sequence[str], option: str) -> tuple[str | None, str]:
+    # Match a configured issuer rather than split at "=": claims may be URLs (Auth0's namespaced claims).
+    value = value.strip()
+    matching = [issuer for issuer in issuers if value.startswith(issuer + "=")]
+    if matching:
+        issuer = max(matching, key=len)
+        claim = value[len(issuer) + 1 :].strip()
+    elif "=" in value:
+        raise InvalidInputError(option, "must be CLAIM or ISSUER=CLAIM with ISSUER one of the --oauth-issuer URLs")
+    else:
+        issuer, claim = None, value
+    if not claim or any(character.isspace() for character in claim):
+        raise InvalidInputError(option, "must name a claim, e.g. oid or ISSUER=oid")
+    return issuer, claim
+
+
+def _name_once(claims: dict[str, str], issuer: str, claim: str, option: str) -> None:
+    if claims.get(issuer, claim) != claim:
+        raise InvalidInputError(option, f"names two claims for {issuer}: keep one")
+    claims[issuer] = claim
 
 
 def _check_issuer(issuer: str) -> None:

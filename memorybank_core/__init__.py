@@ -61,6 +61,7 @@ from memorybank_core.ports import (
     SecretScreen,
     SignInRedirect,
     TokenStore,
+    UndecodedBody,
     UnitOfWork,
 )
 from memorybank_core.rate_limits import Operation, RateLimitedError, RateLimitPolicy, RateLimits
@@ -149,6 +150,7 @@ __all__ = [
     "TokenService",
     "TokenStore",
     "UnavailableError",
+    "UndecodedBody",
     "UnitOfWork",
     "Usage",
     "WindowState",

@@ -213,6 +213,9 @@ class PanelCredential:
     expires_at: datetime = attrs.field(validator=utc_datetime)
     ended_at: datetime | None = None
     """When a link was used or a session was signed out or revoked; None while it may still be used."""
+    made_from: str | None = attrs.field(default=None, validator=attrs.validators.optional(bounded_text(limits.ID)))
+    """A session's source: the API token (`tok_…`) or sign-in link (`pnl_…`) it was made from; None for a
+    sign-in at an identity provider. A session made from a token ends when the token is revoked."""
 
     def is_live(self, at: datetime) -> bool:
         """Usable at `at`: not ended and not expired."""

@@ -9,7 +9,7 @@ without a database. Thread-safe: the HTTP facade calls it from a thread pool.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
 import attrs
@@ -193,7 +193,14 @@ class InMemoryPanelSessionStore(PanelSessionStore):
 
     def end_all(self, *, user_id: str, at: datetime) -> int:
         with self._lock:
-            live = [c for c in self._credentials.values() if c.user_id == user_id and c.is_live(at)]
-            for credential in live:
-                self._credentials[credential.id] = attrs.evolve(credential, ended_at=at)
-            return len(live)
+            return self._end_where(lambda c: c.user_id == user_id, at)
+
+    def end_made_from(self, *, credential_id: str, at: datetime) -> int:
+        with self._lock:
+            return self._end_where(lambda c: c.made_from == credential_id, at)
+
+    def _end_where(self, chosen: Callable[[PanelCredential], bool], at: datetime) -> int:
+        live = [c for c in self._credentials.values() if chosen(c) and c.is_live(at)]
+        for credential in live:
+            self._credentials[credential.id] = attrs.evolve(credential, ended_at=at)
+        return len(live)

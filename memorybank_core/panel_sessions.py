@@ -5,6 +5,10 @@ a host's OIDC callback) ends in `PanelSessions.start(principal)`, which returns 
 session secret to put in the browser's cookie. Only SHA-256 hashes of link and session
 secrets are stored (they carry 256 random bits, so a fast hash is right, as for API
 tokens); every session expires and can be ended early (sign-out, `panel-link --revoke`).
+
+A session remembers the credential it was made from. One made from an API token lives only while
+the token does: it is checked on every request through the token service, which sees a revocation
+by any process on its next call, and `token revoke` ends such sessions outright.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from memorybank_core.clock import SystemClock
 from memorybank_core.entities import PanelCredential, PanelCredentialKind
 from memorybank_core.errors import InvalidInputError
 from memorybank_core.ports import Clock, PanelSessionStore, Principal
-from memorybank_core.tokens import KNOWN_SCOPES, TokenPrincipal, hash_secret
+from memorybank_core.tokens import KNOWN_SCOPES, TokenPrincipal, TokenService, hash_secret
 
 #: Secret prefixes, so a leaked one says what it is: a sign-in link code or a session cookie.
 LINK_SECRET_PREFIX = "mbl_"  # noqa: S105 - a public marker, not a secret
@@ -46,6 +50,16 @@ class StartedSession:
     expires_at: datetime
 
 
+def check_link_ttl(ttl: timedelta) -> None:
+    """Check a sign-in link's lifetime.
+
+    Raises:
+        InvalidInputError: ("ttl") outside 1 second to 1 day.
+    """
+    if not timedelta(seconds=1) <= ttl <= timedelta(seconds=limits.PANEL_LINK_TTL_MAX_SECONDS):
+        raise InvalidInputError("ttl", "must be from 1 second to 24 hours")
+
+
 class PanelSessions:
     """Issues sign-in links, starts sessions for any signed-in principal, checks and ends them."""
 
@@ -53,10 +67,13 @@ class PanelSessions:
         self,
         *,
         store: PanelSessionStore,
+        tokens: TokenService | None = None,
         clock: Clock | None = None,
         session_ttl: timedelta = timedelta(seconds=limits.PANEL_SESSION_TTL_SECONDS),
     ) -> None:
+        """`tokens` checks the API tokens sessions were made from; without it such sessions are refused."""
         self._store = store
+        self._tokens = tokens
         self._clock = clock or SystemClock()
         self._session_ttl = session_ttl
 
@@ -74,8 +91,7 @@ class PanelSessions:
         """
         ids.parse_id(user_id, prefix=ids.USER_PREFIX, field="user")
         ids.parse_id(org_id, prefix=ids.ORGANIZATION_PREFIX, field="org")
-        if not timedelta(seconds=1) <= ttl <= timedelta(seconds=limits.PANEL_LINK_TTL_MAX_SECONDS):
-            raise InvalidInputError("ttl", "must be from 1 second to 24 hours")
+        check_link_ttl(ttl)
         code, credential = self._new(PanelCredentialKind.LINK, user_id, org_id, KNOWN_SCOPES, ttl)
         return IssuedLink(code=code, user_id=user_id, expires_at=credential.expires_at)
 
@@ -87,12 +103,15 @@ class PanelSessions:
         link = self._live(code, LINK_SECRET_PREFIX, PanelCredentialKind.LINK)
         if link is None or not self._store.end(link.id, at=self._clock.now()):
             return None
-        return self.start(TokenPrincipal(user_id=link.user_id, organization_id=link.org_id, scopes=link.scopes))
+        return self.start(
+            TokenPrincipal(user_id=link.user_id, organization_id=link.org_id, scopes=link.scopes, credential_id=link.id)
+        )
 
     def start(self, principal: Principal) -> StartedSession:
         """THE way into the panel: a session for a principal that some sign-in method has just proven.
 
-        The session carries the principal's known scopes (a read-only token makes a read-only session).
+        The session carries the principal's known scopes (a read-only token makes a read-only session), and
+        remembers the principal's `credential_id` when it is one of ours (an API token or a sign-in link).
 
         Raises:
             InvalidInputError: the principal has no scope the bank knows.
@@ -100,8 +119,15 @@ class PanelSessions:
         scopes = frozenset(principal.scopes) & KNOWN_SCOPES
         if not scopes:
             raise InvalidInputError("scope", "the principal has no memory bank scope")
+        source = getattr(principal, "credential_id", None)
+        made_from = source if _is_token(source) or ids.is_id(source, prefix=ids.PANEL_CREDENTIAL_PREFIX) else None
         secret, credential = self._new(
-            PanelCredentialKind.SESSION, principal.user_id, principal.organization_id, scopes, self._session_ttl
+            PanelCredentialKind.SESSION,
+            principal.user_id,
+            principal.organization_id,
+            scopes,
+            self._session_ttl,
+            made_from=made_from,
         )
         return StartedSession(
             secret=secret,
@@ -110,9 +136,14 @@ class PanelSessions:
         )
 
     def authenticate(self, secret: str) -> TokenPrincipal | None:
-        """The principal of a live session, or None for an unknown, ended or expired one."""
+        """The principal of a live session, or None for an unknown, ended or expired one, or one made from an
+        API token that is no longer live."""
         session = self._live(secret, SESSION_SECRET_PREFIX, PanelCredentialKind.SESSION)
         if session is None:
+            return None
+        if _is_token(session.made_from) and (
+            self._tokens is None or self._tokens.live_principal(str(session.made_from)) is None
+        ):
             return None
         return TokenPrincipal(
             user_id=session.user_id, organization_id=session.org_id, scopes=session.scopes, credential_id=session.id
@@ -122,6 +153,10 @@ class PanelSessions:
         """Sign out: end the session with this secret; False if it was not a live session."""
         session = self._live(secret, SESSION_SECRET_PREFIX, PanelCredentialKind.SESSION)
         return session is not None and self._store.end(session.id, at=self._clock.now())
+
+    def end_made_from(self, token_id: str) -> int:
+        """End every live session made from the API token `token_id` (just revoked); how many."""
+        return self._store.end_made_from(credential_id=token_id, at=self._clock.now())
 
     def revoke_user(self, user_id: str) -> int:
         """End every unused link and live session of `user_id`; how many.
@@ -133,7 +168,14 @@ class PanelSessions:
         return self._store.end_all(user_id=user_id, at=self._clock.now())
 
     def _new(
-        self, kind: PanelCredentialKind, user_id: str, org_id: str, scopes: Collection[str], ttl: timedelta
+        self,
+        kind: PanelCredentialKind,
+        user_id: str,
+        org_id: str,
+        scopes: Collection[str],
+        ttl: timedelta,
+        *,
+        made_from: str | None = None,
     ) -> tuple[str, PanelCredential]:
         prefix = LINK_SECRET_PREFIX if kind is PanelCredentialKind.LINK else SESSION_SECRET_PREFIX
         secret = prefix + secrets.token_urlsafe(32)
@@ -147,6 +189,7 @@ class PanelSessions:
             scopes=scopes,
             created_at=now,
             expires_at=now + ttl,
+            made_from=made_from,
         )
         self._store.add(credential)
         return secret, credential
@@ -158,3 +201,7 @@ class PanelSessions:
         if credential is None or credential.kind is not kind or not credential.is_live(self._clock.now()):
             return None
         return credential
+
+
+def _is_token(credential_id: object) -> bool:
+    return ids.is_id(credential_id, prefix=ids.TOKEN_PREFIX)

@@ -11,7 +11,7 @@ import hashlib
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import attrs
 
@@ -104,25 +104,39 @@ class TokenService:
         if not secret.startswith(SECRET_PREFIX) or len(secret) > 128:
             return None
         token_hash = hash_secret(secret)
+        return self._live(token_hash, lambda: self._store.find_by_hash(token_hash))
+
+    def live_principal(self, token_id: str) -> TokenPrincipal | None:
+        """The principal of the token `token_id` while it is live; None once it is revoked, or if unknown.
+
+        Checked like `authenticate` (a revocation anywhere shows on the next call): how a panel session
+        made from a token ends with it.
+        """
+        if not ids.is_id(token_id, prefix=ids.TOKEN_PREFIX):
+            return None
+        # Token ids and secret hashes (hex) never collide as keys: an id has an underscore.
+        return self._live(token_id, lambda: self._store.get(token_id))
+
+    def _live(self, key: str, lookup: Callable[[], ApiToken | None]) -> TokenPrincipal | None:
         # Read the generation before the token: a revocation committed in between bumps it, so a
         # token found live here is re-checked on the next call.
         generation = self._store.revocation_generation()
         with self._verified_lock:
-            remembered = self._verified.get(token_hash)
+            remembered = self._verified.get(key)
             if remembered is not None and remembered[0] == generation:
-                self._verified.move_to_end(token_hash)
+                self._verified.move_to_end(key)
                 return remembered[1]
-        token = self._store.find_by_hash(token_hash)
+        token = lookup()
         if token is None or token.revoked_at is not None:
             with self._verified_lock:
-                self._verified.pop(token_hash, None)
+                self._verified.pop(key, None)
             return None
         principal = TokenPrincipal(
             user_id=token.user_id, organization_id=token.org_id, scopes=token.scopes, credential_id=token.id
         )
         with self._verified_lock:
-            self._verified[token_hash] = (generation, principal)
-            self._verified.move_to_end(token_hash)
+            self._verified[key] = (generation, principal)
+            self._verified.move_to_end(key)
             while len(self._verified) > VERIFIED_CACHE_SIZE:
                 self._verified.popitem(last=False)
         return principal

@@ -33,6 +33,7 @@ from memorybank_core.ports import (
     SearchEngine,
     SearchHits,
     SecretScreen,
+    UndecodedBody,
     UnitOfWork,
 )
 from memorybank_core.requests import SaveRequest
@@ -75,13 +76,15 @@ class MemoryBank:
         self._new_id = new_id
         self._secret_screen = secret_screen
 
-    def save(self, principal: Principal, request: SaveRequest | object, *, source: Source = Source.CHAT) -> Memory:
+    def save(
+        self, principal: Principal, request: SaveRequest | UndecodedBody | object, *, source: Source = Source.CHAT
+    ) -> Memory:
         """Save a human-verified memory with its contexts in one atomic write.
 
-        `request` is a parsed `SaveRequest` or an untrusted JSON body (`{content, tags?, contexts?}`),
-        parsed here. The scope is checked first, so a caller without `mcp:write` learns nothing from
-        validation errors. The stored scope is always 'user', whatever the caller sent; `source` is
-        the server's word.
+        `request` is a parsed `SaveRequest`, an untrusted JSON body (`{content, tags?, contexts?}`) parsed
+        here, or a facade's `UndecodedBody`, decoded here. The scope and the gate are checked first, so a
+        caller without `mcp:write` or switched off learns nothing from validation errors. The stored scope
+        is always 'user', whatever the caller sent; `source` is the server's word.
 
         Raises:
             ForbiddenError: the principal lacks `mcp:write`.
@@ -97,6 +100,8 @@ class MemoryBank:
         with self.unit_of_work():
             # The gate before validation: a switched-off account learns nothing else.
             policy = self._admit(principal, owner, "save")
+            if isinstance(request, UndecodedBody):
+                request = request.decoded()
             if not isinstance(request, SaveRequest):
                 request = SaveRequest.parse(request)
             try:
@@ -143,10 +148,10 @@ class MemoryBank:
         """
         started = time.perf_counter()
         owner = _authorize(principal, READ_SCOPE)
-        text = clean_text(query, path="q", bound=limits.QUERY)
-        count = clean_count(limit, path="limit", bound=limits.SEARCH_LIMIT)
         with self.unit_of_work():
-            self._admit(principal, owner, "search")
+            self._admit(principal, owner, "search")  # before validation, as for saves
+            text = clean_text(query, path="q", bound=limits.QUERY)
+            count = clean_count(limit, path="limit", bound=limits.SEARCH_LIMIT)
             hits = self._search.search(user_id=owner, query=text, limit=count)
             found = self._store.get_many(user_id=owner, memory_ids=[hit.memory_id for hit in hits])
         # A memory deleted between ranking and loading is simply left out.
@@ -170,11 +175,11 @@ class MemoryBank:
         """
         started = time.perf_counter()
         owner = _authorize(principal, READ_SCOPE)
-        count = clean_count(limit, path="limit", bound=limits.LIST_LIMIT)
-        after = decode_cursor(cursor) if cursor is not None else None
-        # One extra row tells whether another page exists without a second query.
         with self.unit_of_work():
-            self._admit(principal, owner, "list")
+            self._admit(principal, owner, "list")  # before validation, as for saves
+            count = clean_count(limit, path="limit", bound=limits.LIST_LIMIT)
+            after = decode_cursor(cursor) if cursor is not None else None
+            # One extra row tells whether another page exists without a second query.
             rows = list(self._store.list(user_id=owner, limit=count + 1, after=after))
         page, more = rows[:count], len(rows) > count
         next_cursor = (

@@ -128,7 +128,9 @@ class ControlsContract:
             lambda: bank.save(alice, {"content": "new"}),
             lambda: bank.save(alice, {"not": "even valid"}),
             lambda: bank.search(alice, query="kept"),
+            lambda: bank.search(alice, query="", limit=0),  # the gate before any bound is checked
             lambda: bank.list(alice),
+            lambda: bank.list(alice, limit="many", cursor="forged"),
             lambda: bank.delete(alice, memory_id=saved.id),
         ):
             with pytest.raises(MemoryDisabledError):
@@ -139,6 +141,7 @@ class ControlsContract:
         assert [m.id for m in bank.list(alice).memories] == [saved.id]
         refusals = [fields for name, fields in events.events if name == "memory.gate_refused"]
         assert {fields["operation"] for fields in refusals} == {"save", "search", "list", "delete"}
+        assert len(refusals) == 7
         assert all(fields["switch"] == "user" and fields["user_id"] == alice.user_id for fields in refusals)
 
     def test_the_kill_switch_beats_the_organization_which_beats_the_user(

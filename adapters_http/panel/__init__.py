@@ -17,6 +17,7 @@ from adapters_http.panel.oidc import CALLBACK_PATH as OIDC_CALLBACK_PATH
 from adapters_http.panel.oidc import PanelIdentityProvider
 from adapters_http.panel.page import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, PageSettings, page_routes
 from adapters_http.panel.session_cookie import (
+    SECURE_SESSION_COOKIE,
     SESSION_COOKIE,
     bearer_or_session,
     clear_session_cookie,
@@ -57,6 +58,7 @@ __all__ = [
     "CONTENT_SECURITY_POLICY",
     "OIDC_CALLBACK_PATH",
     "PANEL_HEADER",
+    "SECURE_SESSION_COOKIE",
     "SECURITY_HEADERS",
     "SESSION_COOKIE",
     "SESSION_PATH",

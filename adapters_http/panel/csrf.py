@@ -33,7 +33,17 @@ def is_panel_call(request: Request) -> bool:
     if origin is None:
         # Browsers send Origin on every unsafe request; only same-origin GETs may lack it.
         return request.method in _SAFE_METHODS
-    return _host_of(origin) == request.headers.get("host", "").lower()
+    return is_same_origin(origin, request)
+
+
+def is_same_origin(origin: str, request: Request) -> bool:
+    """True when the `Origin` header names `request`'s own origin: the same scheme, host and port.
+
+    The scheme is the one the server sees (a trusted proxy's `X-Forwarded-Proto` included), so a page
+    served over plain http cannot act on the https site of the same host, nor another port.
+    """
+    theirs = _origin_of(origin)
+    return theirs is not None and theirs == _origin_of(f"{request.url.scheme}://{request.headers.get('host', '')}")
 
 
 def panel_calls_only(resolver: PrincipalResolver) -> PrincipalResolver:
@@ -57,11 +67,19 @@ def panel_calls_only(resolver: PrincipalResolver) -> PrincipalResolver:
     return resolve
 
 
-def _host_of(origin: str) -> str | None:
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin_of(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of a serialized origin (RFC 6454); None for anything else, the opaque `null` too."""
     try:
-        parts = urlsplit(origin)
+        parts = urlsplit(url)
+        port = parts.port
     except ValueError:
         return None
-    if parts.scheme not in {"http", "https"} or not parts.netloc:
-        return None  # includes the opaque origin "null"
-    return parts.netloc.lower()
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname or parts.username is not None:
+        return None
+    if parts.path or parts.query or parts.fragment or url.endswith(("?", "#")):
+        return None  # an origin is scheme, host and port only
+    return scheme, parts.hostname.lower(), port if port is not None else _DEFAULT_PORTS[scheme]

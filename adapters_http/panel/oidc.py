@@ -24,9 +24,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from adapters_http.endpoint import REQUEST_ID_HEADER, log_unexpected, request_id
+from adapters_http.endpoint import log_unexpected, request_id, tag_response
+from adapters_http.panel.csrf import is_same_origin
 from adapters_http.panel.page import ASSETS_PATH, SECURITY_HEADERS
-from adapters_http.panel.session_cookie import SESSION_COOKIE, set_session_cookie
+from adapters_http.panel.session_cookie import session_secret, set_session_cookie
 from memorybank_core.errors import CredentialsRefusedError, SignInDeclinedError, UnavailableError
 from memorybank_core.panel_sessions import PanelSessions
 from memorybank_core.ports import IdentityProviderSignIn
@@ -159,7 +160,7 @@ class _OidcHandlers:
             return _page(request, _unreachable(name))
         try:
             started = await run_in_threadpool(self._sessions.start, person)
-            previous = request.cookies.get(SESSION_COOKIE)
+            previous = session_secret(request)
             if previous:
                 await run_in_threadpool(self._sessions.end, previous)
         except UnavailableError:
@@ -182,8 +183,7 @@ def _started_on_this_site(request: Request) -> bool:
     if origin is None or origin == "null":
         # A no-referrer page may post with `Origin: null`; Sec-Fetch-Site above still judged it when sent.
         return fetch_site is not None
-    host = request.headers.get("host", "").lower()
-    return origin.lower() in (f"http://{host}", f"https://{host}")
+    return is_same_origin(origin, request)
 
 
 def _pending_cookie(request: Request) -> str:
@@ -264,7 +264,7 @@ def _answered(handler: Callable[[Request], Awaitable[Response]], name: str) -> C
                 request,
                 _Problem(500, f"Signing in with {name} failed", "Something went wrong on the server. Try again."),
             )
-        response.headers[REQUEST_ID_HEADER] = rid
+        tag_response(response, rid)
         return response
 
     return endpoint

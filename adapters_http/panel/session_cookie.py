@@ -13,17 +13,32 @@ from memorybank_core.panel_sessions import PanelSessions, StartedSession
 from memorybank_core.ports import Principal
 
 SESSION_COOKIE = "memorybank_session"
+SECURE_SESSION_COOKIE = "__Host-memorybank_session"
+"""The cookie's name over https: `__Host-` makes browsers refuse one set with a `Domain` or from plain http, so a
+sibling subdomain or a network attacker cannot plant a session of their choosing (login CSRF). Over https only
+this name is read."""
+
+
+def session_cookie_name(request: Request) -> str:
+    """The session cookie's name for `request`: `__Host-` prefixed over https (a trusted proxy's too)."""
+    return SECURE_SESSION_COOKIE if request.url.scheme == "https" else SESSION_COOKIE
+
+
+def session_secret(request: Request) -> str | None:
+    """The session secret the browser sent under this scheme's cookie name, if any."""
+    return request.cookies.get(session_cookie_name(request)) or None
 
 
 def set_session_cookie(request: Request, response: Response, started: StartedSession) -> None:
-    """Put a started session in the browser: HttpOnly, SameSite=Strict, Secure over https, expiring with it.
+    """Put a started session in the browser: HttpOnly, SameSite=Strict, expiring with it; `__Host-` and Secure
+    over https.
 
     Any sign-in route (link, pasted token, a host's OIDC callback) ends with
     `set_session_cookie(request, response, sessions.start(principal))`.
     """
     max_age = max(0, int((started.expires_at - datetime.now(UTC)).total_seconds()))
     response.set_cookie(
-        SESSION_COOKIE,
+        session_cookie_name(request),
         started.secret,
         max_age=max_age,
         path="/",
@@ -36,7 +51,7 @@ def set_session_cookie(request: Request, response: Response, started: StartedSes
 def clear_session_cookie(request: Request, response: Response) -> None:
     """Remove the session cookie from the browser."""
     response.delete_cookie(
-        SESSION_COOKIE, path="/", httponly=True, samesite="strict", secure=request.url.scheme == "https"
+        session_cookie_name(request), path="/", httponly=True, samesite="strict", secure=request.url.scheme == "https"
     )
 
 
@@ -44,8 +59,8 @@ def session_cookie_resolver(sessions: PanelSessions) -> PrincipalResolver:
     """The panel's resolver: the session in the cookie, on same-origin panel calls only (see `csrf`)."""
 
     def resolve(request: Request) -> Principal | None:
-        secret = request.cookies.get(SESSION_COOKIE)
-        if not secret:
+        secret = session_secret(request)
+        if secret is None:
             return None
         return sessions.authenticate(secret)
 

@@ -14,15 +14,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from adapters_http.endpoint import REQUEST_ID_HEADER, log_unexpected, request_id
+from adapters_http.endpoint import log_unexpected, request_id, tag_response
 from adapters_http.errors import error_response, internal_error_response
 from adapters_http.inputs import is_json_media_type, parse_json
 from adapters_http.panel.csrf import is_panel_call
 from adapters_http.panel.oidc import PanelIdentityProvider, oidc_routes
 from adapters_http.panel.session_cookie import (
-    SESSION_COOKIE,
     clear_session_cookie,
     session_cookie_resolver,
+    session_secret,
     set_session_cookie,
 )
 from adapters_http.refusals import (
@@ -98,7 +98,7 @@ class _SignInHandlers:
             if principal is None:
                 raise TokenRejectedError
             started = await run_in_threadpool(self._sessions.start, principal)
-        previous = request.cookies.get(SESSION_COOKIE)
+        previous = session_secret(request)
         if previous:
             await run_in_threadpool(self._sessions.end, previous)
         response = _principal_response(started.principal)
@@ -108,7 +108,7 @@ class _SignInHandlers:
     async def sign_out(self, request: Request) -> Response:
         if not is_panel_call(request):
             raise CrossSiteRefusedError
-        secret = request.cookies.get(SESSION_COOKIE)
+        secret = session_secret(request)
         if secret:
             await run_in_threadpool(self._sessions.end, secret)
         response = Response(status_code=204, headers=_NO_STORE)
@@ -157,7 +157,7 @@ def _answered(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Re
                 refused = internal_error_response()
             response = refused
             response.headers.update(_NO_STORE)
-        response.headers[REQUEST_ID_HEADER] = rid
+        tag_response(response, rid)
         return response
 
     return endpoint

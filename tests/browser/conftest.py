@@ -236,10 +236,11 @@ def running_world(database: Path, *, port: int | None = None, **app_options: Any
     storage: SqlStorage = open_storage(f"sqlite:///{database}", indexer=OwnerIndexer())
     storage.initialize()
     store = FaultyStore(storage.store)
+    tokens = TokenService(store=storage.token_store)
     services = composition.Services(
         bank=MemoryBank(store=store, search_engine=storage.search_engine, controls=storage.controls),
-        tokens=TokenService(store=storage.token_store),
-        panel_sessions=PanelSessions(store=storage.panel_sessions),
+        tokens=tokens,
+        panel_sessions=PanelSessions(store=storage.panel_sessions, tokens=tokens),
         controls=MemoryControls(controls=storage.controls, store=store),
     )
     server = LiveServer(composition.build_app(services, **app_options), port)

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import attrs
 import pytest
+from starlette.testclient import TestClient
 
+from adapters_http.panel import PANEL_HEADER, SESSION_COOKIE
 from memorybank.cli import main
 
 
@@ -51,3 +53,13 @@ def run(env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> Run:
         return Outcome(status=status, out=captured.out, err=captured.err)
 
     return invoke
+
+
+def panel_session_from_token(client: TestClient, secret: str) -> dict[str, str]:
+    """Paste `secret` into the panel's sign-in, as a person would: the headers of the panel's calls after it."""
+    same_origin = {PANEL_HEADER: "1", "Origin": str(client.base_url)}
+    response = client.post("/panel/session", json={"token": secret}, headers=same_origin)
+    assert response.status_code == 200, response.text
+    session = response.cookies[SESSION_COOKIE]
+    client.cookies.clear()
+    return {**same_origin, "Cookie": f"{SESSION_COOKIE}={session}"}

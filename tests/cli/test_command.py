@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from memorybank.settings import DATABASE_URL_ENV, choose_database, default_database_path, redacted
+from memorybank_core.distribution import install_command
 from tests.cli.conftest import Run
 from tests.served import run_memorybank
 
@@ -157,4 +158,4 @@ def test_the_serve_banner_names_the_rail_only_when_it_is_installed(monkeypatch: 
         raise composition.McpUnavailableError("the MCP SDK is not installed")
 
     monkeypatch.setattr(composition, "require_mcp", without_the_sdk)
-    assert cli._rail_at("http://127.0.0.1:8000") == f"MCP rail off: {composition.MCP_INSTALL_HINT}"
+    assert cli._rail_at("http://127.0.0.1:8000") == f"MCP rail off: {install_command(composition.MCP_EXTRA)}"

@@ -13,6 +13,8 @@ from memorybank.oauth_settings import OAuthOptions, choose_oauth, choose_panel_s
 from memorybank_core import InvalidInputError
 from tests.cli.conftest import Run
 
+TWO_ISSUERS = ("--oauth-issuer", "https://a.example.com", "--oauth-issuer", "https://b.example.com")
+
 
 @pytest.mark.parametrize(
     ("argv", "reason"),
@@ -66,6 +68,41 @@ from tests.cli.conftest import Run
             ],
             "--oauth-panel-client-secret-file cannot be read",
         ),
+        (
+            [*TWO_ISSUERS, "--oauth-user-id-claim", "memorybank_user"],
+            "--oauth-user-id-claim must name the issuer it trusts with every user id: ISSUER=CLAIM",
+        ),
+        (
+            [*TWO_ISSUERS, "--oauth-user-id-claim", "https://c.example.com=memorybank_user"],
+            "--oauth-user-id-claim must be CLAIM or ISSUER=CLAIM with ISSUER one of the --oauth-issuer URLs",
+        ),
+        (
+            [*TWO_ISSUERS, "--oauth-user-claim", "https://c.example.com=oid"],
+            "--oauth-user-claim must be CLAIM or ISSUER=CLAIM with ISSUER one of the --oauth-issuer URLs",
+        ),
+        (
+            [*TWO_ISSUERS, "--oauth-user-claim", "oid", "--oauth-user-claim", "uid"],
+            "--oauth-user-claim names two claims for every issuer",
+        ),
+        (
+            [
+                *TWO_ISSUERS,
+                "--oauth-user-claim",
+                "https://a.example.com=oid",
+                "--oauth-user-claim",
+                "https://a.example.com=uid",
+            ],
+            "--oauth-user-claim names two claims for https://a.example.com",
+        ),
+        (
+            [
+                *TWO_ISSUERS,
+                *("--oauth-user-claim", "https://a.example.com=oid"),
+                *("--oauth-user-id-claim", "https://a.example.com=memorybank_user"),
+            ],
+            "--oauth-user-id-claim and --oauth-user-claim both name the person at https://a.example.com",
+        ),
+        ([*TWO_ISSUERS, "--oauth-user-claim", "https://a.example.com="], "--oauth-user-claim must name a claim"),
     ],
 )
 def test_a_malformed_oauth_option_is_one_line_and_exit_2(run: Run, argv: list[str], reason: str) -> None:
@@ -120,10 +157,49 @@ def test_everything_can_come_from_the_environment() -> None:
     assert settings.accepted_audiences == ("api://6e74172b-be56-4843-9ff4-e66a39bb12e3",)
     assert settings.scope_map == {"mcp:read": frozenset({"memory.read"}), "mcp:write": frozenset({"memory.write"})}
     assert settings.scopes_supported == ("memory.read", "memory.write")
-    assert (settings.user_claim, settings.org_claim) == ("oid", "tid")
+    assert settings.user_claims == {"https://a.example.com": "oid", "https://b.example.com": "oid"}
+    assert settings.org_claim == "tid"
     assert settings.introspection is not None
     assert settings.introspection.client_id == "memorybank"
     assert "s3cret" not in repr(settings)
+
+
+def test_a_bare_user_claim_names_the_person_at_every_issuer_and_ids_stay_derived() -> None:
+    options = OAuthOptions(issuers=["https://a.example.com", "https://b.example.com"], user_claims=["oid"])
+
+    settings = choose_oauth(options, {}, host="127.0.0.1", port=8000)
+
+    assert settings is not None
+    assert settings.user_claims == {"https://a.example.com": "oid", "https://b.example.com": "oid"}
+    assert settings.user_id_claims == {}
+
+
+def test_user_claims_per_issuer_override_the_bare_one_and_may_be_urls() -> None:
+    namespaced = "https://bank.example.com/claims/person"
+    options = OAuthOptions(
+        issuers=["https://a.example.com", "https://b.example.com/", "https://c.example.com"],
+        user_claims=["oid", f"https://b.example.com/={namespaced}", "https://c.example.com=sub"],
+    )
+
+    settings = choose_oauth(options, {}, host="127.0.0.1", port=8000)
+
+    assert settings is not None
+    assert settings.user_claims == {"https://a.example.com": "oid", "https://b.example.com/": namespaced}
+    assert settings.person_claim("https://c.example.com") == ("sub", False)
+
+
+def test_only_the_named_issuer_is_trusted_with_user_ids() -> None:
+    env = {
+        oauth_settings.ISSUERS_ENV: "https://a.example.com https://b.example.com",
+        oauth_settings.USER_CLAIM_ENV: "oid",
+        oauth_settings.USER_ID_CLAIM_ENV: "https://b.example.com=memorybank_user",
+    }
+
+    settings = choose_oauth(OAuthOptions(), env, host="127.0.0.1", port=8000)
+
+    assert settings is not None
+    assert settings.person_claim("https://a.example.com") == ("oid", False)
+    assert settings.person_claim("https://b.example.com") == ("memorybank_user", True)
 
 
 def test_options_win_over_the_environment() -> None:
@@ -164,7 +240,7 @@ def test_the_panel_signs_in_with_the_only_issuer_as_a_public_client_by_default()
 
 
 def test_a_panel_mapping_people_by_claims_asks_for_the_profile_scope_that_carries_them() -> None:
-    options = OAuthOptions(issuers=["https://a.example.com"], panel_client_id="p", user_claim="oid", org_claim="tid")
+    options = OAuthOptions(issuers=["https://a.example.com"], panel_client_id="p", user_claims=["oid"], org_claim="tid")
 
     settings = panel_settings(options, {})
 

@@ -7,8 +7,11 @@ import re
 import pytest
 
 from adapters_mysql import open_storage
+from memorybank import composition
+from memorybank.settings import DatabaseChoice
 from memorybank_core import PanelSessions, TokenPrincipal
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from memorybank_core.tokens import KNOWN_SCOPES
 from memorybank_search import OwnerIndexer
 from tests.cli.conftest import Run
 
@@ -31,6 +34,7 @@ def _redeem(db_url: str, code: str) -> TokenPrincipal | None:
 
 def test_panel_link_prints_a_one_time_url_that_signs_the_user_in_once(run: Run, db_url: str) -> None:
     user, org = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
+    run("token", "create", "--db", db_url, "--user", user, "--org", new_id(ORGANIZATION_PREFIX))
 
     outcome = run("panel-link", "--db", db_url, "--user", user, "--org", org)
 
@@ -59,6 +63,7 @@ def test_panel_link_takes_the_org_from_the_users_latest_token_and_the_url_from_u
 
 def test_panel_link_revoke_ends_the_users_sessions_and_unused_links(run: Run, db_url: str) -> None:
     user, org = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
+    run("token", "create", "--db", db_url, "--user", user, "--org", org)
     unused = run("panel-link", "--db", db_url, "--user", user, "--org", org).last_line.rpartition("=")[2]
     used = run("panel-link", "--db", db_url, "--user", user, "--org", org).last_line.rpartition("=")[2]
     storage = open_storage(db_url, indexer=OwnerIndexer())
@@ -113,3 +118,48 @@ def test_panel_link_names_the_public_url_serve_is_told_and_says_when_it_guesses(
     assert configured.last_line.startswith("https://bank.example.com/#link=")
     assert configured.err == ""
     assert given.last_line.startswith("http://127.0.0.1:9123/#link=")
+
+
+def _save_as(db_url: str, user: str, content: str) -> None:
+    storage = composition.open_ready_storage(DatabaseChoice(url=db_url, source="--db"))
+    try:
+        who = TokenPrincipal(user_id=user, organization_id=new_id(ORGANIZATION_PREFIX), scopes=KNOWN_SCOPES)
+        composition.build_services(storage).bank.save(who, {"content": content})
+    finally:
+        storage.close()
+
+
+def test_panel_link_for_a_user_with_memories_but_no_token_needs_org(run: Run, db_url: str) -> None:
+    user = new_id(USER_PREFIX)  # e.g. someone who signs in with the identity provider
+    _save_as(db_url, user, "saved through an issuer's token")
+
+    without_org = run("panel-link", "--db", db_url, "--user", user)
+    with_org = run("panel-link", "--db", db_url, "--user", user, "--org", new_id(ORGANIZATION_PREFIX))
+
+    assert without_org.status == 2
+    assert "--org is required" in without_org.err
+    assert with_org.status == 0, with_org.err
+
+
+@pytest.mark.parametrize("history", ["unknown", "purged", "tokens revoked"])
+def test_panel_link_refuses_a_user_who_holds_nothing_here_in_one_line(run: Run, db_url: str, history: str) -> None:
+    # Issue 19, finding 9: `panel-link` issued a working link for a purged (or mistyped) user.
+    user, org = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
+    if history != "unknown":
+        secret = run("token", "create", "--db", db_url, "--user", user, "--org", org).last_line
+        if history == "purged":
+            _save_as(db_url, user, "something of theirs")
+            done = run("purge", "--db", db_url, "--user", user)
+        else:
+            done = run("token", "revoke", "--db", db_url, secret)
+        assert done.status == 0, done.err
+
+    outcome = run("panel-link", "--db", db_url, "--user", user, "--org", org)
+
+    assert outcome.status == 1
+    assert outcome.out == ""
+    assert outcome.err == (
+        f"memorybank: error: {user} holds nothing here (no live API token, no memories): a mistyped id, or a "
+        f"purged user; no link issued. To let them in, create a token first: memorybank token create --user {user} "
+        "--org org_…\n"
+    )

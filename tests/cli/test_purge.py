@@ -24,7 +24,7 @@ from memorybank import composition
 from memorybank.settings import DatabaseChoice
 from memorybank_core import SaveRequest
 from memorybank_core.ids import ORGANIZATION_PREFIX, new_id
-from tests.cli.conftest import Run
+from tests.cli.conftest import Run, panel_session_from_token
 from tests.conftest import User
 from tests.mysql_server import ThrowawayDatabase
 from tests.sql.conftest import DIALECTS
@@ -210,6 +210,27 @@ def test_the_purged_users_token_gets_401_over_http(database: str, run: Run) -> N
         assert status_of_bob == 200
         assert isinstance(results, list)
         assert len(results) == 1
+
+
+def test_purging_a_user_ends_their_panel_sessions_and_the_receipt_counts_them(database: str, run: Run) -> None:
+    alice, bob = User(), User()
+    storage = _storage(database)
+    services = composition.build_services(storage)
+    alice_token = services.tokens.issue(user_id=alice.user_id, org_id=alice.organization_id).secret
+    bob_token = services.tokens.issue(user_id=bob.user_id, org_id=bob.organization_id).secret
+    app = composition.build_server_app(storage, bind_host="127.0.0.1", metrics_token=None)
+    with TestClient(app, base_url="http://127.0.0.1:8000") as client:
+        alice_panel = panel_session_from_token(client, alice_token)
+        bob_panel = panel_session_from_token(client, bob_token)
+
+        purged = run("purge", "--db", database, "--user", alice.user_id)
+
+        assert purged.status == 0, purged.err
+        assert json.loads(purged.out)["removed"]["panel_sessions"] == 1
+        assert client.get("/v1/memory", headers=alice_panel).status_code == 401
+        assert client.post("/v1/memory", json={"content": "x"}, headers=alice_panel).status_code == 401
+        assert client.get("/v1/memory", headers=bob_panel).status_code == 200
+    storage.close()
 
 
 def _run_row(url: str, user_id: str) -> sa.Row[tuple[int, object]] | None:

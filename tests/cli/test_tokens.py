@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 
 import pytest
+from starlette.testclient import TestClient
 
 from adapters_mysql import open_storage
+from memorybank import composition
+from memorybank.settings import DatabaseChoice
 from memorybank_core import READ_SCOPE, TokenService
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_search import OwnerIndexer
-from tests.cli.conftest import Run
+from tests.cli.conftest import Run, panel_session_from_token
 
 SECRET = re.compile(r"^mbk_[A-Za-z0-9_-]{43}$")
 
@@ -156,6 +159,29 @@ def test_token_revoke_by_id_or_secret_stops_the_token(run: Run, db_url: str, by:
     assert token_id in outcome.out
     assert _authenticate(db_url, secret) is None
     assert run("token", "list", "--db", db_url).out.strip().split("\n")[1].split()[-1] != "-"
+
+
+def test_token_revoke_ends_the_panel_sessions_made_from_the_token_and_says_how_many(run: Run, db_url: str) -> None:
+    # Issue 19, finding 2: a session made by pasting a token outlived `token revoke` by up to 12 hours.
+    user, org = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
+    secret = run("token", "create", "--db", db_url, "--user", user, "--org", org).last_line
+    kept = run("token", "create", "--db", db_url, "--user", user, "--org", org).last_line
+    storage = composition.open_ready_storage(DatabaseChoice(url=db_url, source="--db"))
+    app = composition.build_server_app(storage, bind_host="127.0.0.1", metrics_token=None)
+    with TestClient(app, base_url="http://127.0.0.1:8000") as client:
+        sessions = [panel_session_from_token(client, secret) for _ in range(2)]
+        other = panel_session_from_token(client, kept)
+        assert client.get("/v1/memory", headers=sessions[0]).status_code == 200
+
+        outcome = run("token", "revoke", "--db", db_url, secret)
+
+        assert outcome.status == 0, outcome.err
+        assert outcome.out.strip().endswith("; ended 2 panel sessions made from it")
+        for headers in sessions:
+            assert client.get("/v1/memory", headers=headers).status_code == 401
+            assert client.post("/v1/memory", json={"content": "after"}, headers=headers).status_code == 401
+        assert client.get("/v1/memory", headers=other).status_code == 200
+    storage.close()
 
 
 @pytest.mark.parametrize("target", ["tok_01h455vb4pex5vsknk084sn02q", "mbk_not-a-token", "garbage"])

@@ -38,8 +38,8 @@ def tokens() -> TokenService:
 
 
 @pytest.fixture
-def panel_sessions() -> PanelSessions:
-    return PanelSessions(store=InMemoryPanelSessionStore())
+def panel_sessions(tokens: TokenService) -> PanelSessions:
+    return PanelSessions(store=InMemoryPanelSessionStore(), tokens=tokens)
 
 
 @pytest.fixture

@@ -80,6 +80,34 @@ def test_every_memory_route_answers_403_memory_disabled_when_switched_off(
     assert caller.list().status_code == 200
 
 
+@pytest.mark.parametrize("door", ["bearer", "panel"])
+def test_a_switched_off_caller_gets_403_before_any_body_or_parameter_is_judged(
+    client: TestClient,
+    tokens: TokenService,
+    panel_sessions: PanelSessions,
+    controls: MemoryControls,
+    alice: User,
+    door: str,
+) -> None:
+    # Issue 19, finding 9: the body was decoded before the gate, so `{` got 400 and text/plain 415.
+    caller = caller_for(client, tokens, alice) if door == "bearer" else panel_caller_for(client, panel_sessions, alice)
+    controls.set_gate(SubjectKind.USER, alice.user_id, enabled=False)
+    json_headers = {**caller.headers, "Content-Type": "application/json"}
+
+    answers = [
+        client.post("/v1/memory", content=b"{", headers=json_headers),
+        client.post("/v1/memory", content=b'["not", "an", "object"]', headers=json_headers),
+        client.post("/v1/memory", content=b"plain words", headers={**caller.headers, "Content-Type": "text/plain"}),
+        client.post("/v1/memory", content=b"x" * (2 * 1024 * 1024), headers=json_headers),
+        caller.search("x" * 5000),
+        caller.search("x", limit=0),
+        caller.list(limit="many"),
+        caller.list(cursor="not-a-cursor"),
+    ]
+
+    assert [(a.status_code, a.json()) for a in answers] == [(403, DISABLED_BODY)] * len(answers)
+
+
 def test_a_switched_off_user_does_not_affect_another_user(
     as_alice: Caller, as_bob: Caller, controls: MemoryControls
 ) -> None:

@@ -9,7 +9,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from adapters_http.panel import CONTENT_SECURITY_POLICY, PANEL_HEADER, SESSION_COOKIE
+from adapters_http.panel import CONTENT_SECURITY_POLICY, PANEL_HEADER, SECURE_SESSION_COOKIE, SESSION_COOKIE
 from memorybank_core import READ_SCOPE, PanelSessions, TokenService
 from tests.conftest import User
 from tests.http.conftest import TEST_PROMPT, Caller
@@ -112,15 +112,34 @@ def test_a_sign_in_link_becomes_an_httponly_strict_session_cookie_once(
     assert "memorybank panel-link" in again.json()["message"]
 
 
-def test_over_https_the_session_cookie_is_secure(app: Starlette, panel_sessions: PanelSessions, alice: User) -> None:
+def test_over_https_the_session_cookie_is_host_prefixed_and_secure(
+    app: Starlette, panel_sessions: PanelSessions, alice: User
+) -> None:
+    # Issue 19, finding 4: over https the cookie was `memorybank_session=…; Secure`, which a sibling subdomain
+    # can overwrite (cookie tossing); `__Host-` makes browsers refuse any cookie of that name with a Domain.
+    same_origin = {PANEL_HEADER: "1", "Origin": "https://testserver"}
     with TestClient(app, base_url="https://testserver") as secure_client:
         response = secure_client.post(
-            "/panel/session",
-            json={"link": _link(panel_sessions, alice)},
-            headers={PANEL_HEADER: "1", "Origin": "https://testserver"},
+            "/panel/session", json={"link": _link(panel_sessions, alice)}, headers=same_origin
+        )
+        secure_client.cookies.clear()
+        cookie = _set_cookie(response)
+        secret = cookie[SECURE_SESSION_COOKIE].value
+        prefixed = secure_client.get(
+            "/v1/memory", headers={**same_origin, "Cookie": f"{SECURE_SESSION_COOKIE}={secret}"}
+        )
+        tossed = secure_client.get("/v1/memory", headers={**same_origin, "Cookie": f"{SESSION_COOKIE}={secret}"})
+        signed_out = secure_client.delete(
+            "/panel/session", headers={**same_origin, "Cookie": f"{SECURE_SESSION_COOKIE}={secret}"}
         )
 
-    assert _set_cookie(response)[SESSION_COOKIE]["secure"] is True
+    assert SESSION_COOKIE not in cookie
+    assert (cookie[SECURE_SESSION_COOKIE]["secure"], cookie[SECURE_SESSION_COOKIE]["path"]) == (True, "/")
+    assert not cookie[SECURE_SESSION_COOKIE]["domain"]
+    assert prefixed.status_code == 200
+    assert tossed.status_code == 401  # over https only the prefixed name counts
+    assert _set_cookie(signed_out)[SECURE_SESSION_COOKIE]["max-age"] == "0"
+    assert panel_sessions.authenticate(secret) is None
 
 
 def test_a_pasted_api_token_is_exchanged_for_a_session_with_the_tokens_scopes(
@@ -136,6 +155,30 @@ def test_a_pasted_api_token_is_exchanged_for_a_session_with_the_tokens_scopes(
     cookie_headers = {**SAME_ORIGIN, "Cookie": f"{SESSION_COOKIE}={session}"}
     assert client.get("/v1/memory", headers=cookie_headers).status_code == 200
     assert client.delete("/v1/memory/mem_x", headers=cookie_headers).status_code == 403
+
+
+def test_a_session_made_from_a_token_ends_on_the_next_request_once_the_token_is_revoked(
+    client: TestClient, tokens: TokenService, panel_sessions: PanelSessions, alice: User
+) -> None:
+    # Issue 19, finding 2: such a session kept reading and writing for up to 12 hours after `token revoke`.
+    issued = tokens.issue(user_id=alice.user_id, org_id=alice.organization_id)
+    other = tokens.issue(user_id=alice.user_id, org_id=alice.organization_id)
+    session = _set_cookie(client.post("/panel/session", json={"token": issued.secret}, headers=SAME_ORIGIN))
+    client.cookies.clear()  # two browsers: a second sign-in in the same one would end the first session
+    from_other = _set_cookie(client.post("/panel/session", json={"token": other.secret}, headers=SAME_ORIGIN))
+    client.cookies.clear()
+    cookie = {**SAME_ORIGIN, "Cookie": f"{SESSION_COOKIE}={session[SESSION_COOKIE].value}"}
+    other_cookie = {**SAME_ORIGIN, "Cookie": f"{SESSION_COOKIE}={from_other[SESSION_COOKIE].value}"}
+    assert client.get("/v1/memory", headers=cookie).status_code == 200
+
+    tokens.revoke(issued.token.id)
+
+    assert client.get("/v1/memory", headers=cookie).status_code == 401
+    assert client.post("/v1/memory", json={"content": "after revoke"}, headers=cookie).status_code == 401
+    assert client.get("/panel/session", headers=cookie).status_code == 401
+    assert client.get("/v1/memory", headers=other_cookie).json()["memories"] == []
+    assert panel_sessions.end_made_from(issued.token.id) == 1
+    assert panel_sessions.end_made_from(other.token.id) == 1
 
 
 @pytest.mark.parametrize(
@@ -173,6 +216,9 @@ def test_a_sign_in_body_that_is_not_json_is_a_400(client: TestClient) -> None:
         {"Origin": "http://testserver"},  # no panel header: a form could send this
         {PANEL_HEADER: "1", "Origin": "http://evil.example"},
         {PANEL_HEADER: "1", "Origin": "http://testserver:8001"},
+        {PANEL_HEADER: "1", "Origin": "https://testserver"},  # issue 19, finding 9: the scheme counts
+        {PANEL_HEADER: "1", "Origin": "http://testserver/panel"},  # an origin has no path
+        {PANEL_HEADER: "1", "Origin": "http://user@testserver"},
         {PANEL_HEADER: "1", "Origin": "null"},
         {PANEL_HEADER: "1"},  # an unsafe method without an Origin is not the panel's browser
         {PANEL_HEADER: "1", "Origin": "http://testserver", "Sec-Fetch-Site": "cross-site"},
@@ -241,6 +287,10 @@ def alice_session(panel_sessions: PanelSessions, alice: User) -> str:
         {PANEL_HEADER: "yes", "Origin": "http://testserver"},
         {PANEL_HEADER: "1", "Origin": "http://evil.example"},
         {PANEL_HEADER: "1", "Origin": "https://testserver.evil.example"},
+        {PANEL_HEADER: "1", "Origin": "https://testserver"},  # issue 19, finding 9: the scheme counts
+        {PANEL_HEADER: "1", "Origin": "http://testserver:8080"},
+        {PANEL_HEADER: "1", "Origin": "http://testserver/somewhere"},
+        {PANEL_HEADER: "1", "Origin": "null"},
         {PANEL_HEADER: "1", "Sec-Fetch-Site": "cross-site"},
     ],
 )
@@ -267,6 +317,15 @@ def test_the_panels_own_calls_reach_the_memory_routes_as_the_sessions_user(
 
     assert [m["id"] for m in listed.json()["memories"]] == [memory_id]
     assert deleted.status_code == 204
+
+
+@pytest.mark.parametrize("origin", ["http://testserver", "http://TestServer:80", "HTTP://testserver"])
+def test_the_same_origin_spelled_with_its_default_port_or_in_capitals_is_the_panel(
+    client: TestClient, alice_session: str, origin: str
+) -> None:
+    headers = {"Cookie": f"{SESSION_COOKIE}={alice_session}", PANEL_HEADER: "1", "Origin": origin}
+
+    assert client.post("/v1/memory", json={"content": "mine"}, headers=headers).status_code == 201
 
 
 def test_a_request_with_an_authorization_header_is_judged_by_it_alone(

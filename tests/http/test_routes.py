@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 
+from starlette.applications import Starlette
+from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from memorybank_core import TokenService
+from adapters_http import bearer_token_resolver, memory_routes
+from memorybank_core import MemoryBank, TokenService
 from tests.conftest import User
 from tests.http.conftest import Caller, caller_for
 
@@ -146,3 +149,33 @@ def test_a_read_only_token_gets_403_for_a_save_even_when_the_body_is_invalid(
     response = reader.save("")
     assert response.status_code == 403
     assert response.json()["error"] == "insufficient_scope"
+
+
+def test_every_json_answer_says_nosniff_success_error_and_router_alike(client: TestClient, as_alice: Caller) -> None:
+    # Issue 19, finding 9: JSON answers (which may quote what a caller sent) carried no `nosniff`.
+    memory_id = as_alice.saved_id("kept")
+    answers = [
+        as_alice.save("<script>alert(1)</script>"),  # 201
+        as_alice.search("kept"),  # 200
+        as_alice.list(limit=0),  # 400
+        as_alice.delete(memory_id),  # 204
+        as_alice.delete(memory_id),  # 404
+        client.get("/v1/memory"),  # 401
+        client.put("/v1/memory", headers=as_alice.headers),  # 405
+        client.get("/no/such/route"),  # the router's 404
+        client.get("/openapi.json"),
+        client.get("/panel/session"),  # the panel's JSON 401
+    ]
+
+    assert [a.headers.get("x-content-type-options") for a in answers] == ["nosniff"] * len(answers)
+    assert [a.status_code for a in answers][:7] == [201, 200, 400, 204, 404, 401, 405]
+
+
+def test_a_host_mounting_the_routes_alone_gets_nosniff_too(bank: MemoryBank, tokens: TokenService, alice: User) -> None:
+    host = Starlette(routes=[Mount("/memory-api", routes=memory_routes(bank, bearer_token_resolver(tokens)))])
+    secret = tokens.issue(user_id=alice.user_id, org_id=alice.organization_id).secret
+    with TestClient(host) as client:
+        answer = client.get("/memory-api/v1/memory", headers={"Authorization": f"Bearer {secret}"})
+
+    assert answer.status_code == 200
+    assert answer.headers["x-content-type-options"] == "nosniff"

@@ -5,11 +5,13 @@ from __future__ import annotations
 import socket
 import sqlite3
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx2
 import pytest
 import sqlalchemy as sa
 
+from adapters_http.panel import PANEL_HEADER, SECURE_SESSION_COOKIE
 from adapters_mysql.mysql_search import OWNER_FULLTEXT_INDEX_NAME
 from tests.mysql_server import ThrowawayDatabase
 from tests.served import run_memorybank, served
@@ -211,3 +213,26 @@ def test_an_embedded_database_whose_tables_are_dropped_answers_503_with_the_read
         answers, ready = _answers_while_the_schema_is_gone(base_url, secret)
 
     _assert_unavailable_with_the_readyz_hint(answers, ready)
+
+
+def test_behind_a_trusted_https_proxy_the_session_cookie_is_host_prefixed(tmp_path: Path) -> None:
+    # Issue 19, finding 4: `X-Forwarded-Proto: https` from a trusted proxy (uvicorn trusts loopback by
+    # default) made `memorybank_session=…; Secure`; it must be the `__Host-` cookie.
+    db_url = f"sqlite:///{tmp_path / 'bank.sqlite3'}"
+    secret = _token(db_url)
+    with served(db_url, log=tmp_path / "serve.log") as base_url:
+        port = urlsplit(base_url).port
+        proxied = {"X-Forwarded-Proto": "https", PANEL_HEADER: "1", "Origin": f"https://127.0.0.1:{port}"}
+        signed_in = httpx2.post(f"{base_url}/panel/session", json={"token": secret}, headers=proxied, timeout=10)
+        header = signed_in.headers["set-cookie"]
+        session = signed_in.cookies[SECURE_SESSION_COOKIE]
+        listed = httpx2.get(
+            f"{base_url}/v1/memory", headers={**proxied, "Cookie": f"{SECURE_SESSION_COOKIE}={session}"}, timeout=10
+        )
+
+    assert signed_in.status_code == 200, signed_in.text
+    assert header.startswith(f"{SECURE_SESSION_COOKIE}=")
+    assert "Secure" in header
+    assert "Path=/" in header
+    assert "Domain" not in header
+    assert listed.status_code == 200

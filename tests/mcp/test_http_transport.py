@@ -350,3 +350,20 @@ async def test_the_sdk_client_saves_in_one_session_and_recalls_in_a_fresh_one(
     assert not recalled.is_error
     results = (recalled.structured_content or {})["body"]["results"]
     assert [r["content"] for r in results] == ["The office wifi is called Larkspur"]
+
+
+def test_every_answer_of_the_rail_and_the_api_behind_it_says_nosniff(client: TestClient, rpc_alice: RpcCaller) -> None:
+    # Issue 19, finding 9: JSON answers carried no `X-Content-Type-Options: nosniff`.
+    answers = [
+        post_rpc(client, {}),  # 401 from the rail's door
+        client.post(
+            "/mcp/agent",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Accept": MCP_ACCEPT, "Authorization": f"Bearer {rpc_alice.secret}"},
+        ),
+        client.get("/.well-known/oauth-protected-resource/mcp/agent"),
+        client.get("/v1/memory", headers={"Authorization": f"Bearer {rpc_alice.secret}"}),
+    ]
+
+    assert [answer.headers.get("x-content-type-options") for answer in answers] == ["nosniff"] * len(answers)
+    assert answers[1].status_code == 200

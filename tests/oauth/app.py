@@ -96,19 +96,21 @@ def serving(
     services = Services(
         bank=MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer())),
         tokens=tokens,
-        panel_sessions=PanelSessions(store=InMemoryPanelSessionStore()),
+        panel_sessions=PanelSessions(store=InMemoryPanelSessionStore(), tokens=tokens),
     )
     app = build_app(services, issuers=verifier, panel_sign_in=panel_sign_in)
-    with TestClient(app, base_url=BASE_URL) as client:
-        yield Server(
-            client=client,
-            verifier=verifier,
-            tokens=tokens,
-            clock=clock,
-            requests=requests,
-            sessions=services.panel_sessions,
-        )
-    verifier.close()
+    try:
+        with TestClient(app, base_url=BASE_URL) as client:
+            yield Server(
+                client=client,
+                verifier=verifier,
+                tokens=tokens,
+                clock=clock,
+                requests=requests,
+                sessions=services.panel_sessions,
+            )
+    finally:
+        verifier.close()
 
 
 def challenge(response: httpx2.Response) -> dict[str, str]:

@@ -55,9 +55,10 @@ def test_every_documented_serve_command_configures_an_issuer() -> None:
 
     issuers = [settings_of(argv, env).issuers for argv, env in commands]
 
-    assert len(commands) == 6
+    assert len(commands) == 7
     assert issuers == [
         ("https://login.example.com",),
+        ("https://login.example.com", "https://partner.example.org"),  # the one opt-out
         ("https://keycloak.example.com/realms/acme",),
         ("https://acme.eu.auth0.com/",),
         ("https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0",),
@@ -70,7 +71,7 @@ def test_the_documented_panel_sign_ins_configure_what_the_doc_says(tmp_path: Pat
     secret_file = tmp_path / "panel-client-secret"
     secret_file.write_text("s3cret\n")
     configured = []
-    for argv, env in serve_commands()[4:]:
+    for argv, env in serve_commands()[5:]:
         assert env.pop(PANEL_CLIENT_SECRET_FILE_ENV) == "/etc/memorybank/panel-client-secret"
         env[PANEL_CLIENT_SECRET_FILE_ENV] = str(secret_file)
         args = build_parser(env).parse_args(argv)
@@ -91,13 +92,23 @@ def test_the_readmes_oauth_example_is_the_docs_first_one() -> None:
 
 
 def test_the_entra_id_example_maps_what_the_doc_says() -> None:
-    argv, env = serve_commands()[3]
+    argv, env = serve_commands()[4]
 
     settings = settings_of(argv, env)
 
     assert settings.accepted_audiences == ("6e74172b-be56-4843-9ff4-e66a39bb12e3",)
     assert settings.scopes_supported == ("memory.read", "memory.write")
-    assert (settings.user_claim, settings.org_claim) == ("oid", "tid")
+    assert settings.person_claim(settings.issuers[0]) == ("oid", False)
+    assert settings.org_claim == "tid"
+
+
+def test_the_documented_opt_out_trusts_only_the_issuer_it_names() -> None:
+    argv, env = serve_commands()[1]
+
+    settings = settings_of(argv, env)
+
+    assert settings.person_claim("https://login.example.com") == ("memorybank_user", True)
+    assert settings.person_claim("https://partner.example.org") == ("sub", False)
 
 
 def test_the_documented_metadata_is_what_the_first_example_serves() -> None:

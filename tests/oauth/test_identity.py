@@ -13,6 +13,8 @@ from memorybank_core import CredentialsRefusedError
 from memorybank_core.ids import ORGANIZATION_PREFIX, is_id
 
 ISSUER = "https://login.example.com"
+OTHER_ISSUER = "https://other.example.com"
+BUILT_IN_USER = "usr_01h455vb4pex5vsknk084sn02q"
 SETTINGS = ResourceServerSettings(issuers=(ISSUER,), resource="https://bank.example.com/mcp/agent")
 
 
@@ -52,13 +54,72 @@ def test_an_org_typeid_in_the_claim_is_used_as_is_and_a_missing_one_gives_the_de
 
 
 def test_a_configured_user_claim_names_the_person_instead_of_sub() -> None:
-    settings = ResourceServerSettings(issuers=(ISSUER,), resource=SETTINGS.resource, user_claim="oid")
+    settings = ResourceServerSettings(issuers=(ISSUER,), resource=SETTINGS.resource, user_claims={ISSUER: "oid"})
 
     person = principal_from_claims(ISSUER, {"sub": "pairwise-1", "oid": "4f1c"}, settings)
 
     assert person.user_id == user_id_for(ISSUER, "4f1c")
     with pytest.raises(CredentialsRefusedError, match="no oid claim"):
         principal_from_claims(ISSUER, {"sub": "pairwise-1"}, settings)
+
+
+def test_a_user_claim_applies_only_at_its_issuer() -> None:
+    settings = ResourceServerSettings(
+        issuers=(ISSUER, OTHER_ISSUER), resource=SETTINGS.resource, user_claims={ISSUER: "oid"}
+    )
+
+    person = principal_from_claims(OTHER_ISSUER, {"sub": "pairwise-1", "oid": "4f1c"}, settings)
+
+    assert person.user_id == user_id_for(OTHER_ISSUER, "pairwise-1")
+
+
+@pytest.mark.parametrize("claim", ["sub", "oid"])
+def test_a_subject_spelled_like_one_of_our_user_ids_is_still_derived_from_its_issuer(claim: str) -> None:
+    # Issue 19, finding 1: a token whose `sub` was our user id used to *be* that user, at any issuer.
+    settings = ResourceServerSettings(
+        issuers=(ISSUER,), resource=SETTINGS.resource, user_claims={ISSUER: "oid"} if claim == "oid" else {}
+    )
+
+    person = principal_from_claims(ISSUER, {"sub": BUILT_IN_USER, "oid": BUILT_IN_USER}, settings)
+
+    assert person.user_id == user_id_for(ISSUER, BUILT_IN_USER)
+    assert person.user_id != BUILT_IN_USER
+
+
+def test_only_an_issuer_trusted_with_user_ids_names_one_of_ours_as_is() -> None:
+    settings = ResourceServerSettings(
+        issuers=(ISSUER, OTHER_ISSUER), resource=SETTINGS.resource, user_id_claims={ISSUER: "memorybank_user"}
+    )
+    claims = {"sub": "pairwise-1", "memorybank_user": BUILT_IN_USER}
+
+    trusted = principal_from_claims(ISSUER, claims, settings)
+    other = principal_from_claims(OTHER_ISSUER, claims, settings)
+
+    assert trusted.user_id == BUILT_IN_USER
+    assert other.user_id == user_id_for(OTHER_ISSUER, "pairwise-1")
+
+
+@pytest.mark.parametrize("value", ["alice", "org_01jbz3x9qkf6gsv5w2m7c8d4ta", 7])
+def test_a_trusted_user_id_claim_that_is_not_one_of_our_user_ids_is_refused(value: object) -> None:
+    settings = ResourceServerSettings(
+        issuers=(ISSUER,), resource=SETTINGS.resource, user_id_claims={ISSUER: "memorybank_user"}
+    )
+
+    with pytest.raises(CredentialsRefusedError, match="memorybank_user"):
+        principal_from_claims(ISSUER, {"sub": "pairwise-1", "memorybank_user": value}, settings)
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"user_claims": {OTHER_ISSUER: "oid"}},
+        {"user_id_claims": {OTHER_ISSUER: "oid"}},
+        {"user_claims": {ISSUER: "oid"}, "user_id_claims": {ISSUER: "uid"}},
+    ],
+)
+def test_settings_naming_an_untrusted_issuer_or_one_issuer_twice_are_refused(claims: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match=r"issuer|both"):
+        ResourceServerSettings(issuers=(ISSUER,), resource=SETTINGS.resource, **claims)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ import httpx2
 import pytest
 import sqlalchemy as sa
 
+from adapters_http.panel import PANEL_HEADER, SESSION_COOKIE
 from adapters_mysql import open_storage
 from adapters_mysql.schema import memory, memory_context
 from memorybank_search import OwnerIndexer
@@ -220,14 +221,20 @@ def test_a_revoked_token_fails_on_the_next_request_in_every_worker(
     log = tmp_path / "serve.log"
 
     with serving(database_url, args=["--workers", "2", "--log-format", "json"], log=log) as server:
+        # A panel session made by pasting the token (issue 19, finding 2) must end with it.
+        panel = {PANEL_HEADER: "1", "Origin": server.base_url}
+        signed_in = httpx2.post(f"{server.base_url}/panel/session", json={"token": secret}, headers=panel, timeout=30)
+        panel["Cookie"] = f"{SESSION_COOKIE}={signed_in.cookies[SESSION_COOKIE]}"
         # Both workers verify the token and remember it; then it is revoked, and both must refuse it.
         before = _from_every_worker(server.base_url, auth, log, workers=2)
+        panel_before = _from_every_worker(server.base_url, panel, log, workers=2)
         revoked = run_memorybank([*command, "--db", database_url])
         after = _from_every_worker(server.base_url, auth, log, workers=2)
+        panel_after = _from_every_worker(server.base_url, panel, log, workers=2)
 
-    assert {status for _pid, status in before} == {200}
+    assert {status for _pid, status in before + panel_before} == {200}
     assert revoked.returncode == 0, revoked.stderr
-    assert {status for _pid, status in after} == {401}
+    assert {status for _pid, status in after + panel_after} == {401}
     assert {pid for pid, _status in before} == {pid for pid, _status in after}
 
 

@@ -14,10 +14,13 @@ from memorybank_core import (
     WRITE_SCOPE,
     FixedClock,
     InMemoryPanelSessionStore,
+    InMemoryTokenStore,
     InvalidInputError,
     PanelSessions,
     PanelSessionStore,
     TokenPrincipal,
+    TokenService,
+    TokenStore,
 )
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.sql.backends import MysqlFactory, SqliteFactory
@@ -26,14 +29,24 @@ START = datetime(2026, 7, 2, 12, 0, 0, 250_000, tzinfo=UTC)
 
 
 @pytest.fixture(params=["memory", "sqlite", pytest.param("mysql", marks=pytest.mark.mysql)])
-def store(request: pytest.FixtureRequest) -> Iterator[PanelSessionStore]:
-    """An empty panel session store of each kind; the in-memory one is the reference."""
+def stores(request: pytest.FixtureRequest) -> Iterator[tuple[PanelSessionStore, TokenStore]]:
+    """An empty panel session store of each kind, and the token store beside it; in memory is the reference."""
     if request.param == "memory":
-        yield InMemoryPanelSessionStore()
+        yield InMemoryPanelSessionStore(), InMemoryTokenStore()
         return
     factory: SqliteFactory | MysqlFactory = request.getfixturevalue(f"{request.param}_factory")
     factory.fresh()
-    yield factory.storage.panel_sessions
+    yield factory.storage.panel_sessions, factory.storage.token_store
+
+
+@pytest.fixture
+def store(stores: tuple[PanelSessionStore, TokenStore]) -> PanelSessionStore:
+    return stores[0]
+
+
+@pytest.fixture
+def tokens(stores: tuple[PanelSessionStore, TokenStore], clock: FixedClock) -> TokenService:
+    return TokenService(store=stores[1], clock=clock)
 
 
 @pytest.fixture
@@ -42,8 +55,8 @@ def clock() -> FixedClock:
 
 
 @pytest.fixture
-def sessions(store: PanelSessionStore, clock: FixedClock) -> PanelSessions:
-    return PanelSessions(store=store, clock=clock, session_ttl=timedelta(hours=1))
+def sessions(store: PanelSessionStore, tokens: TokenService, clock: FixedClock) -> PanelSessions:
+    return PanelSessions(store=store, tokens=tokens, clock=clock, session_ttl=timedelta(hours=1))
 
 
 def person() -> TokenPrincipal:
@@ -182,3 +195,35 @@ def test_two_browsers_racing_with_one_link_get_one_session(sessions: PanelSessio
         thread.join()
 
     assert sum(r is not None for r in results) == 1
+
+
+def test_a_session_made_from_a_token_lives_only_while_the_token_does(
+    sessions: PanelSessions, tokens: TokenService
+) -> None:
+    who = person()
+    issued = tokens.issue(user_id=who.user_id, org_id=who.organization_id)
+    kept = tokens.issue(user_id=who.user_id, org_id=who.organization_id)
+    from_token = [sessions.start(tokens.authenticate(issued.secret) or who) for _ in range(2)]
+    from_kept = sessions.start(tokens.authenticate(kept.secret) or who)
+    from_link = sessions.redeem_link(sessions.issue_link(user_id=who.user_id, org_id=who.organization_id).code)
+    assert from_link is not None
+    assert sessions.authenticate(from_token[0].secret) == who
+
+    tokens.revoke(issued.token.id)
+
+    # Refused at once, before anything ends them: the check follows the token, not the session row.
+    assert [sessions.authenticate(started.secret) for started in from_token] == [None, None]
+    assert sessions.end_made_from(issued.token.id) == 2
+    assert sessions.end_made_from(issued.token.id) == 0
+    assert sessions.authenticate(from_kept.secret) == who
+    assert sessions.authenticate(from_link.secret) == who
+
+
+def test_without_a_token_service_a_session_made_from_a_token_is_refused(store: PanelSessionStore) -> None:
+    tokens = TokenService(store=InMemoryTokenStore())
+    who = person()
+    principal = tokens.authenticate(tokens.issue(user_id=who.user_id, org_id=who.organization_id).secret)
+    assert principal is not None
+    started = PanelSessions(store=store, tokens=tokens).start(principal)
+
+    assert PanelSessions(store=store).authenticate(started.secret) is None

@@ -58,7 +58,7 @@ def test_import_skips_lines_with_credentials_reports_them_and_imports_the_rest(
         assert case.kind in reported[0]
     assert f"{len(secrets())} lines hold what looks like credentials (" in outcome.out
     assert "private_key 4" in outcome.out
-    assert f"imported {len(harmless())} memories, skipped 1 lines" in outcome.out
+    assert f"imported {len(harmless())} memories, skipped 1 line" in outcome.out
     _no_secret_in(outcome)
     assert len(_exported(run, db_url, USER)) == len(harmless())
     assert _exported(run, db_url, OTHER_USER) == []
@@ -99,7 +99,7 @@ def test_an_operator_can_import_credentials_with_the_screen_off(
 
     outcome = run("import", str(_source(tmp_path)), "--db", db_url, *extra)
 
-    assert f"imported {len(harmless()) + len(secrets())} memories, skipped 1 lines" in outcome.out
+    assert f"imported {len(harmless()) + len(secrets())} memories, skipped 1 line" in outcome.out
     assert len(_exported(run, db_url, OTHER_USER)) == len(secrets())
 
 

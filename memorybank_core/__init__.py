@@ -10,6 +10,7 @@ from memorybank_core.entities import (
     ApiToken,
     Citation,
     Control,
+    DeletedBatch,
     Memory,
     MemoryContext,
     MemoryPage,
@@ -23,6 +24,7 @@ from memorybank_core.entities import (
     Source,
     SubjectKind,
     Usage,
+    UsageReport,
     charged_characters,
 )
 from memorybank_core.errors import (
@@ -84,6 +86,7 @@ __all__ = [
     "Control",
     "ControlStore",
     "CredentialsRefusedError",
+    "DeletedBatch",
     "Effective",
     "EventSink",
     "FixedClock",
@@ -145,6 +148,7 @@ __all__ = [
     "UnavailableError",
     "UnitOfWork",
     "Usage",
+    "UsageReport",
     "WindowState",
     "charged_characters",
     "check_quota",

@@ -45,14 +45,26 @@ def test_a_keyboard_alone_reaches_every_control_sees_focus_and_deletes_and_undoe
     panel.driver.refresh()  # start from the top of a freshly loaded page, as a keyboard user would
     panel.settled()
 
-    names = [_tab(panel) for _ in range(11)]
+    names = [_tab(panel) for _ in range(18)]
 
-    assert names[:4] == ["Skip to content", "Sign out", "Show memories on this device", "Copy prompt"]
-    assert [n if not n.startswith("just now") else "time" for n in names[4:]] == [
+    assert names[:8] == [
+        "Skip to content",
+        "Sign out",
+        "Show memories on this device",
+        "Copy prompt",
+        "Download my memories",
+        "Delete all…",
+        "Search your memories",
+        "Search",
+    ]
+    assert [n if not n.startswith("just now") else "time" for n in names[8:]] == [
         "time",
         "Delete memory: The staging database is read-only on…",
+        "Show memories tagged schedule",
+        "Show memories tagged location",
         "time",
         "Delete memory: Works in the Europe/Lisbon time zone",
+        "Show memories tagged style",
         "time",
         "1 context",
         "Delete memory: Prefers concise answers with code first",

@@ -1,11 +1,15 @@
 // The management panel: sign in, list memories page by page, delete with undo, copy the prompt.
 // States are the product: loading, empty, error, offline, signed out; each one is designed below.
 
+import { createAccount } from "./account.js";
 import { createApi } from "./api.js";
+import { isFinding, readFind, writeFind } from "./find.js";
 import { deletedPlaceholder, firstWords, memoryCard, refreshTimes } from "./memory-card.js";
 import { createToasts } from "./toasts.js";
 
 const PAGE_SIZE = 20;
+const TAG_WALK_PAGE = 100; // the list's largest page: a tag filter reads every page once
+const SEARCH_LIMIT = 50; // the search route's largest answer
 const UNDO_MS = 5000;
 const RECONNECT_MS = 2000;
 const TIME_REFRESH_MS = 30000;
@@ -24,6 +28,22 @@ const settings = {
 };
 const api = createApi(settings);
 const toasts = createToasts($("toasts"));
+const account = createAccount({
+  api,
+  toasts,
+  user: () => state.userId,
+  onError: (error) => {
+    if (error.kind === "signed-out") signedOut();
+    else if (error.kind === "network") goOffline("server");
+  },
+  onAllDeleted: async () => {
+    forgetList();
+    state.find = { q: "", tag: "" };
+    writeFind(state.find, { replace: true });
+    await loadFirstPage();
+    $("empty-title").focus();
+  },
+});
 
 const state = {
   memories: [], // shown, newest first
@@ -35,6 +55,9 @@ const state = {
   pending: new Map(), // id -> { memory, window, sending }: shown as deleted, DELETE not confirmed yet
   reconnectTimer: null,
   backOnlineToast: null,
+  find: readFind(), // { q, tag }: what the address bar asks for
+  generation: 0, // bumped by every load, so an answer to an older one is dropped
+  userId: null,
 };
 
 // ---- views -------------------------------------------------------------------------------------------------
@@ -64,8 +87,12 @@ function showBank(who) {
     $("who").title = `Signed in as ${who.user_id}`;
     $("account").hidden = false;
     state.canDelete = who.scopes.includes(WRITE_SCOPE);
+    state.userId = who.user_id;
   }
   $("read-only-note").hidden = state.canDelete;
+  $("delete-all-open").hidden = !state.canDelete;
+  $("find-input").value = state.find.q;
+  if (who && state.canDelete) account.resume();
   for (const button of document.querySelectorAll("[data-copy-prompt]")) button.hidden = !settings.prompt;
   applyFlag();
 }
@@ -113,14 +140,17 @@ function setBusy(busy) {
 function renderListState() {
   const shown = visibleMemories().length;
   const empty = state.loaded && shown === 0 && !state.cursor;
-  $("empty-state").hidden = !empty;
+  const finding = isFinding(state.find);
+  $("empty-state").hidden = !empty || finding;
+  $("find-empty").hidden = !empty || !finding;
   $("memory-list").hidden = state.memories.length === 0;
   $("more").hidden = !state.loaded || !state.cursor;
-  $("end-note").hidden = !state.loaded || !!state.cursor || shown === 0;
+  $("end-note").hidden = !state.loaded || !!state.cursor || shown === 0 || finding;
+  renderFind(shown);
 }
 
 function cardFor(memory) {
-  const item = memoryCard(memory, { canDelete: state.canDelete, onDelete: requestDelete });
+  const item = memoryCard(memory, { canDelete: state.canDelete, onDelete: requestDelete, onTag: filterByTag, find: state.find });
   item.dataset.itemId = memory.id;
   return item;
 }
@@ -136,19 +166,89 @@ async function loadFirstPage() {
   $("memory-list").replaceChildren();
   $("error-state").hidden = true;
   $("disabled-state").hidden = true;
+  const generation = ++state.generation;
+  const current = () => generation === state.generation;
   renderListState();
   setBusy(true);
   try {
-    const page = await api.list(PAGE_SIZE, null);
-    state.loaded = true;
-    append(page);
+    if (state.find.q) {
+      // The API's own owner-scoped search, most relevant first; a tag narrows its answer.
+      const found = await api.search(state.find.q, SEARCH_LIMIT);
+      if (!current()) return;
+      state.loaded = true;
+      append({ memories: found.results.filter(tagged), next_cursor: null });
+    } else if (state.find.tag) {
+      await walkTagged(current);
+    } else {
+      const page = await api.list(PAGE_SIZE, null);
+      if (!current()) return;
+      state.loaded = true;
+      append(page);
+    }
+    account.refreshUsage();
   } catch (error) {
-    failLoading(error);
+    if (current()) failLoading(error);
   } finally {
-    setBusy(false);
-    renderListState();
+    if (current()) {
+      setBusy(false);
+      renderListState();
+    }
   }
 }
+
+const tagged = (memory) => !state.find.tag || memory.tags.includes(state.find.tag);
+
+/** Every memory with the tag, newest first: each page of the list read once, shown as it arrives. */
+async function walkTagged(current) {
+  let cursor = null;
+  do {
+    const page = await api.list(TAG_WALK_PAGE, cursor);
+    if (!current()) return;
+    cursor = page.next_cursor;
+    state.loaded = true;
+    append({ memories: page.memories.filter(tagged), next_cursor: null });
+    renderListState();
+  } while (cursor);
+}
+
+// ---- find: search words and a tag, both in the URL ---------------------------------------------------------
+
+function renderFind(shown) {
+  const finding = isFinding(state.find);
+  $("find-status").hidden = !finding || !state.loaded || shown === 0;
+  const what = [state.find.q && `match “${state.find.q}”`, state.find.tag && `are tagged “${state.find.tag}”`].filter(Boolean);
+  const count = `${shown} ${shown === 1 ? "memory" : "memories"}`;
+  $("find-summary").textContent = finding ? `${count} ${what.join(" and ")}${state.find.q ? ", most relevant first" : ""}.` : "";
+  $("find-empty-title").textContent = state.find.q ? `No memories match “${state.find.q}”` : `No memories are tagged “${state.find.tag}”`;
+}
+
+/** Look for `find` (pushing it to the address bar), then move focus to what it found. */
+async function showFind(find, { push = true } = {}) {
+  state.find = find;
+  $("find-input").value = find.q;
+  if (push) writeFind(find);
+  await loadFirstPage();
+  if (!isFinding(find)) return;
+  ($("find-empty").hidden ? $("find-summary") : $("find-empty-title")).focus();
+}
+
+function filterByTag(tag) {
+  showFind({ q: state.find.q, tag: tag === state.find.tag ? "" : tag });
+}
+
+function showEverything() {
+  showFind({ q: "", tag: "" }).then(() => $("find-input").focus());
+}
+
+$("find-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  showFind({ q: $("find-input").value.trim(), tag: state.find.tag });
+});
+$("find-clear").addEventListener("click", showEverything);
+$("find-empty-clear").addEventListener("click", showEverything);
+window.addEventListener("popstate", () => {
+  if (!$("view-bank").hidden && flagOn()) showFind(readFind(), { push: false });
+});
 
 async function loadMore() {
   if (state.loading || !state.cursor) return;
@@ -323,6 +423,7 @@ async function commitDelete(id) {
     await api.remove(id);
     state.pending.delete(id);
     drop(id);
+    account.refreshUsage();
   } catch (error) {
     if (error.status === 404) {
       state.pending.delete(id);

@@ -2,6 +2,7 @@
 // Every piece of server data goes in as text (dom.h uses textContent), inside bidi-isolated elements.
 
 import { h, icon, ICONS } from "./dom.js";
+import { markMatches } from "./find.js";
 import { exactTime, relativeTime } from "./time.js";
 
 const LONG_MEMORY = 480; // characters; longer memories start folded
@@ -48,7 +49,11 @@ function contextsOf(memory) {
   );
 }
 
-export function memoryCard(memory, { canDelete, onDelete }) {
+/**
+ * One memory's card. `find` marks the words a search matched and presses the tag being filtered by;
+ * `onTag` makes each tag a button that filters by it.
+ */
+export function memoryCard(memory, { canDelete, onDelete, onTag = null, find = { q: "", tag: "" } }) {
   const saved = new Date(memory.created_at);
   const contentId = `content-${memory.id}`;
   // Focusable so keyboard users get the exact time too: CSS shows data-exact on hover and focus; screen
@@ -59,9 +64,17 @@ export function memoryCard(memory, { canDelete, onDelete }) {
     relativeTime(saved),
     h("span", { className: "visually-hidden", text: `, ${exactTime(saved)}` }),
   );
-  const tags = memory.tags.length
-    ? h("ul", { className: "tags", "aria-label": "Tags" }, ...memory.tags.map((tag) => h("li", { className: "tag", dir: "auto", text: tag })))
-    : null;
+  const tagItem = (tag) => {
+    if (!onTag) return h("li", { className: "tag", dir: "auto", text: tag });
+    const button = h(
+      "button",
+      { type: "button", className: "tag tag-button", dir: "auto", "aria-label": `Show memories tagged ${tag}`, "aria-pressed": String(tag === find.tag) },
+      tag,
+    );
+    button.addEventListener("click", () => onTag(tag));
+    return h("li", {}, button);
+  };
+  const tags = memory.tags.length ? h("ul", { className: "tags", "aria-label": "Tags" }, ...memory.tags.map(tagItem)) : null;
   const remove = canDelete
     ? h(
         "button",
@@ -74,7 +87,7 @@ export function memoryCard(memory, { canDelete, onDelete }) {
     if (event.detail > 1) return;
     onDelete(memory.id);
   });
-  const content = h("p", { className: "memory-content", id: contentId, dir: "auto", text: memory.content });
+  const content = h("p", { className: "memory-content", id: contentId, dir: "auto" }, ...markMatches(memory.content, find.q));
   let showAll = null;
   if (memory.content.length > LONG_MEMORY) {
     content.classList.add("is-clamped");

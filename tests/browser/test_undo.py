@@ -97,6 +97,7 @@ def test_repeated_deletes_each_keep_a_named_undo_in_their_own_place_and_ctrl_z_t
         "Undo delete: one",
     ]
     assert panel.toast_texts() == []  # nothing piles up over the list
+    ActionChains(panel.driver).move_to_element(places[-1]).perform()  # holds the latest open while recorded
     panel.state("undo-several")
 
     _keys(panel, Keys.ESCAPE)

@@ -6,6 +6,7 @@ import { createApi } from "./api.js";
 import { isFinding, readFind, writeFind } from "./find.js";
 import { deletedPlaceholder, firstWords, memoryCard, refreshTimes } from "./memory-card.js";
 import { createToasts } from "./toasts.js";
+import { undoWindow } from "./undo-window.js";
 
 const PAGE_SIZE = 20;
 const TAG_WALK_PAGE = 100; // the list's largest page: a tag filter reads every page once
@@ -339,49 +340,11 @@ function requestDelete(id) {
   const item = itemOf(id);
   if (!memory || !item) return;
   const placeholder = deletedPlaceholder(memory, { height: item.getBoundingClientRect().height, shortcut: SHORTCUT, onUndo: undo });
-  const window_ = undoWindow(placeholder, () => commitDelete(id));
-  state.pending.set(id, { memory, window: window_ });
+  state.pending.set(id, { memory, window: undoWindow(placeholder, { ms: UNDO_MS, onExpire: () => commitDelete(id) }) });
   item.replaceChildren(placeholder);
   renderListState();
   focusAfter(id);
   announce(`Deleted “${firstWords(memory.content)}”. To undo, press ${SHORTCUT} or the Undo button in its place.`);
-}
-
-/**
- * The undo window: runs out after UNDO_MS, paused while the placeholder has focus or the pointer. A pointer
- * that merely stays where the trash button was (it never moved onto the placeholder) does not hold it open.
- */
-function undoWindow(placeholder, onExpire) {
-  let remaining = UNDO_MS;
-  let startedAt = Date.now();
-  let timer = setTimeout(expire, remaining);
-  function expire() {
-    timer = null;
-    onExpire();
-  }
-  function pause() {
-    if (timer === null) return;
-    clearTimeout(timer);
-    timer = null;
-    remaining = Math.max(0, remaining - (Date.now() - startedAt));
-  }
-  let pointer = false;
-  function resume() {
-    if (timer !== null || remaining <= 0 || pointer || placeholder.matches(":focus-within")) return;
-    startedAt = Date.now();
-    timer = setTimeout(expire, remaining);
-  }
-  placeholder.addEventListener("focusin", pause);
-  placeholder.addEventListener("pointermove", () => {
-    pointer = true;
-    pause();
-  });
-  placeholder.addEventListener("focusout", () => setTimeout(resume));
-  placeholder.addEventListener("pointerleave", () => {
-    pointer = false;
-    resume();
-  });
-  return { cancel: () => (clearTimeout(timer), (timer = null), (remaining = 0)) };
 }
 
 /** Put a memory's card back in its place (undo, or a DELETE that failed). */

@@ -81,5 +81,9 @@ class MemoryHandlers:
         data = json_body(body, max_bytes=self._max_body_bytes)
         if not isinstance(data, dict):
             raise InvalidInputError("body", "must be a JSON object")
-        batch = self._bank.delete_batch(principal, confirm=data.get("confirm"), limit=data.get("limit"))
+        # An explicit null is not "the default": it is a limit of the wrong type (the core reads None as absent).
+        limit = "null" if "limit" in data and data["limit"] is None else data.get("limit")
+        if isinstance(limit, float) and limit.is_integer():
+            limit = int(limit)  # JSON has one number type: 72.0 is the integer 72, as JSON Schema says
+        batch = self._bank.delete_batch(principal, confirm=data.get("confirm"), limit=limit)
         return JSONResponse(deleted_batch_json(batch))

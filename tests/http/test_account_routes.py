@@ -102,7 +102,7 @@ def test_delete_all_goes_in_bounded_batches_until_none_are_left_and_bob_keeps_hi
     bobs = as_bob.saved_id("Bob keeps this")
 
     assert _delete_all(as_alice, limit=2) == {"deleted": 2, "remaining": 3}
-    assert _delete_all(as_alice, limit=2) == {"deleted": 2, "remaining": 1}
+    assert _delete_all(as_alice, limit=2.0) == {"deleted": 2, "remaining": 1}  # 2.0 is the JSON integer 2
     assert _delete_all(as_alice, limit=2) == {"deleted": 1, "remaining": 0}
     assert _delete_all(as_alice) == {"deleted": 0, "remaining": 0}  # once more: nothing left, nothing wrong
 
@@ -120,6 +120,8 @@ def test_delete_all_goes_in_bounded_batches_until_none_are_left_and_bob_keeps_hi
         ({"confirm": "delete all", "limit": limits.DELETE_ALL_BATCH.max + 1}, "limit"),
         ({"confirm": "delete all", "limit": "10"}, "limit"),
         ({"confirm": "delete all", "limit": True}, "limit"),
+        ({"confirm": "delete all", "limit": None}, "limit"),
+        ({"confirm": "delete all", "limit": 2.5}, "limit"),
     ],
 )
 def test_delete_all_without_the_confirmation_or_with_a_bad_limit_is_a_400_and_deletes_nothing(

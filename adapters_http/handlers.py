@@ -1,4 +1,4 @@
-"""The four memory operations: parse the request, call the core, serialize the answer.
+"""The memory operations: parse the request, call the core, serialize the answer.
 
 Handlers are plain functions: `endpoint` runs each in a worker thread, in the same call as
 the credential check, inside the request's unit of work (one thread-pool hop, one database
@@ -11,14 +11,27 @@ No policy here: bounds, scopes and owner-scoping are the core's. Errors propagat
 
 from __future__ import annotations
 
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from collections.abc import Iterator
 
-from adapters_http.inputs import MAX_BODY_BYTES, ReceivedBody, UndecodedJsonBody, integer_or_text, query_value
-from adapters_http.serialization import memory_page_json, search_results_json
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from adapters_http.inputs import (
+    MAX_BODY_BYTES,
+    ReceivedBody,
+    UndecodedJsonBody,
+    integer_or_text,
+    json_body,
+    query_value,
+)
+from adapters_http.serialization import deleted_batch_json, memory_page_json, search_results_json, usage_json
+from memorybank_core.errors import InvalidInputError
 from memorybank_core.ports import Principal
 from memorybank_core.use_cases import MemoryBank
-from memorybank_core.wire import memory_json
+from memorybank_core.wire import export_line, memory_json
+
+EXPORT_MEDIA_TYPE = "application/jsonl"
+"""The export's media type: JSON Lines (one JSON object per line, UTF-8)."""
 
 
 class MemoryHandlers:
@@ -51,3 +64,34 @@ class MemoryHandlers:
         """`DELETE /v1/memory/{id}` -> 204; 404 for any id the caller does not own, well-formed or not."""
         self._bank.delete(principal, memory_id=str(request.path_params["id"]))
         return Response(status_code=204)
+
+    def usage(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+        """`GET /v1/memory/usage` -> 200 `{"memories", "characters", "quota"}`: the caller's own numbers."""
+        return JSONResponse(usage_json(self._bank.usage(principal)))
+
+    def export(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+        """`GET /v1/memory/export` -> 200 JSON Lines, streamed a page at a time (`memorybank export`'s format)."""
+        memories = self._bank.export(principal)  # the checks run now; the pages are read as the body streams
+
+        def lines() -> Iterator[str]:
+            for memory in memories:
+                yield export_line(memory) + "\n"
+
+        return StreamingResponse(
+            lines(),
+            media_type=EXPORT_MEDIA_TYPE,
+            headers={"Content-Disposition": 'attachment; filename="memories.jsonl"', "Cache-Control": "no-store"},
+        )
+
+    def delete_all(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+        """`POST /v1/memory/delete-all` -> 200 `{"deleted", "remaining"}`: one bounded batch; call until 0 remain."""
+        assert body is not None  # noqa: S101 - the route takes a body, so `endpoint` received one
+        data = json_body(body, max_bytes=self._max_body_bytes)
+        if not isinstance(data, dict):
+            raise InvalidInputError("body", "must be a JSON object")
+        # An explicit null is not "the default": it is a limit of the wrong type (the core reads None as absent).
+        limit = "null" if "limit" in data and data["limit"] is None else data.get("limit")
+        if isinstance(limit, float) and limit.is_integer():
+            limit = int(limit)  # JSON has one number type: 72.0 is the integer 72, as JSON Schema says
+        batch = self._bank.delete_batch(principal, confirm=data.get("confirm"), limit=limit)
+        return JSONResponse(deleted_batch_json(batch))

@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from adapters_http.endpoint import REQUEST_ID_HEADER
 from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS, Surface
-from adapters_http.routes import MEMORY_ROUTES, MEMORY_TAG, Param, RouteSpec, check_route_table
+from adapters_http.routes import ACCOUNT_TAG, MEMORY_ROUTES, MEMORY_TAG, Param, RouteSpec, check_route_table
 from adapters_http.schemas import COMPONENTS, JsonSchema, ref
 
 OPENAPI_PATH = "/openapi.json"
@@ -90,7 +90,7 @@ def _operation(route: RouteSpec) -> JsonSchema:
         "headers": {REQUEST_ID_HEADER: _REQUEST_ID},
     }
     if route.success_schema is not None:
-        success["content"] = _json_content(route.success_schema)
+        success["content"] = {route.success_media_type: {"schema": copy.deepcopy(route.success_schema)}}
     responses[str(route.success_status)] = success
     for status in route.error_statuses:
         responses[str(status)] = {
@@ -140,7 +140,10 @@ def build_openapi(
                 "them. Every call acts on the caller's own memories only."
             ),
         },
-        "tags": [{"name": MEMORY_TAG, "description": "The caller's own memory bank."}],
+        "tags": [
+            {"name": MEMORY_TAG, "description": "The caller's own memory bank."},
+            {"name": ACCOUNT_TAG, "description": "The person's own account: use, export, delete all."},
+        ],
         "paths": paths,
         "components": {
             "schemas": copy.deepcopy(COMPONENTS),

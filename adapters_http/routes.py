@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from adapters_http import schemas
-from adapters_http.handlers import MemoryHandlers
+from adapters_http.handlers import EXPORT_MEDIA_TYPE, MemoryHandlers
 from adapters_http.inputs import ReceivedBody
 from adapters_http.operation_ids import build_operation_id, capability_names
 from adapters_http.schemas import JsonSchema
@@ -22,10 +22,12 @@ from memorybank_core import limits
 from memorybank_core.entities import Origin
 from memorybank_core.ports import Principal
 from memorybank_core.rate_limits import Operation
-from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE
+from memorybank_core.use_cases import DELETE_ALL_CONFIRMATION, READ_SCOPE, WRITE_SCOPE
 
 MEMORY_TAG = "Memory"
-"""The tag every memory route carries; capability catalogs include routes by tag."""
+"""The tag every memory route an agent may call carries; capability catalogs include routes by tag."""
+ACCOUNT_TAG = "Account"
+"""The tag of routes for the person, not their agents (use, export, delete all): never an MCP capability."""
 
 UnboundHandler = Callable[[MemoryHandlers, Request, Principal, ReceivedBody | None], Response]
 """A `MemoryHandlers` method, before it is bound to a bank."""
@@ -55,6 +57,7 @@ class RouteSpec:
     success_status: int
     success_schema: JsonSchema | None
     """The success body; None for an empty one (204)."""
+    success_media_type: str = "application/json"
     error_statuses: tuple[int, ...]
     required_scope: str
     """Documentation of the core's rule (the core enforces it): GET needs mcp:read, others mcp:write."""
@@ -172,6 +175,60 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
                 description="Where to continue: the `next_cursor` of the previous page.",
             ),
         ),
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/memory/usage",
+        summary="How many memories you have and your quota. No parameters.",
+        description=(
+            "The caller's own use: how many memories, and how many characters of content, tags and snippets "
+            "together, with the quota that applies to them. Never another user's numbers."
+        ),
+        handler=MemoryHandlers.usage,
+        success_status=200,
+        success_schema=schemas.ref("MemoryUsage"),
+        error_statuses=(401, 403, 429, 503),
+        required_scope=READ_SCOPE,
+        operation=Operation.LIST,
+        tags=(ACCOUNT_TAG,),
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/memory/export",
+        summary="Download all your memories as JSON Lines (the format of `memorybank export`). No parameters.",
+        description=(
+            "Every memory of the caller with its contexts, newest first, one JSON object per line, streamed "
+            "a page at a time whatever the count; `memorybank import` reads it back as exactly these memories."
+        ),
+        handler=MemoryHandlers.export,
+        success_status=200,
+        success_schema=schemas.EXPORT_LINES,
+        success_media_type=EXPORT_MEDIA_TYPE,
+        error_statuses=(401, 403, 429, 503),
+        required_scope=READ_SCOPE,
+        operation=Operation.LIST,
+        tags=(ACCOUNT_TAG,),
+    ),
+    RouteSpec(
+        method="POST",
+        path="/v1/memory/delete-all",
+        summary=(
+            f'Delete all your memories, one batch per call. Body: {{"confirm": "{DELETE_ALL_CONFIRMATION}", '
+            f'"limit"?: {limits.DELETE_ALL_BATCH.min}-{limits.DELETE_ALL_BATCH.max}}}; call again until remaining is 0.'
+        ),
+        description=(
+            f"Hard-deletes up to `limit` (default {limits.DELETE_ALL_BATCH.default}) of the caller's memories with "
+            "their contexts, in one transaction, and says how many are left. A wrong `confirm` is a 400 and "
+            "deletes nothing. Other devices see the result on their next request."
+        ),
+        handler=MemoryHandlers.delete_all,
+        success_status=200,
+        success_schema=schemas.ref("DeletedBatch"),
+        error_statuses=(400, 401, 403, 413, 415, 429, 503),
+        required_scope=WRITE_SCOPE,
+        operation=Operation.DELETE,
+        tags=(ACCOUNT_TAG,),
+        body_schema=schemas.ref("DeleteAllRequest"),
     ),
     RouteSpec(
         method="DELETE",

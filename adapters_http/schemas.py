@@ -10,6 +10,7 @@ from typing import Any
 
 from memorybank_core import limits
 from memorybank_core.entities import Origin, Scope, Source
+from memorybank_core.use_cases import DELETE_ALL_CONFIRMATION
 from memorybank_core.validation import INVISIBLE_CHARACTERS
 
 JsonSchema = dict[str, Any]
@@ -196,6 +197,59 @@ MEMORY_PAGE_RESPONSE: JsonSchema = {
     "additionalProperties": False,
 }
 
+_COUNT: JsonSchema = {"type": "integer", "minimum": 0}
+
+USAGE_RESPONSE: JsonSchema = {
+    "type": "object",
+    "description": "What the caller stores now, and the quota that applies to them (never anyone else's numbers).",
+    "required": ["memories", "characters", "quota"],
+    "properties": {
+        "memories": {**_COUNT, "description": "How many memories the caller has."},
+        "characters": {**_COUNT, "description": "Characters of content, tags and snippets, counted together."},
+        "quota": {
+            "type": "object",
+            "required": ["max_memories", "max_characters"],
+            "properties": {
+                "max_memories": {**_COUNT, "description": "How many memories the caller may keep."},
+                "max_characters": {**_COUNT, "description": "How many characters the caller may keep."},
+            },
+            "additionalProperties": False,
+        },
+    },
+    "additionalProperties": False,
+}
+
+DELETE_ALL_REQUEST: JsonSchema = {
+    "type": "object",
+    "required": ["confirm"],
+    "properties": {
+        "confirm": {"const": DELETE_ALL_CONFIRMATION, "description": "Says the caller means it."},
+        "limit": {
+            "type": "integer",
+            "minimum": limits.DELETE_ALL_BATCH.min,
+            "maximum": limits.DELETE_ALL_BATCH.max,
+            "default": limits.DELETE_ALL_BATCH.default,
+            "description": "At most this many memories go in this call.",
+        },
+    },
+}
+
+DELETE_ALL_RESPONSE: JsonSchema = {
+    "type": "object",
+    "required": ["deleted", "remaining"],
+    "properties": {
+        "deleted": {**_COUNT, "description": "How many memories this call deleted."},
+        "remaining": {**_COUNT, "description": "How many are left; call again until 0."},
+    },
+    "additionalProperties": False,
+}
+
+EXPORT_LINES: JsonSchema = {
+    "type": "string",
+    "description": "JSON Lines, newest first: one memory per line, the `Memory` object with `user_id`, `org_id` "
+    "and microsecond timestamps, exactly as `memorybank export` writes and `memorybank import` reads.",
+}
+
 ERROR: JsonSchema = {
     "type": "object",
     "description": "Every error has this shape.",
@@ -245,6 +299,9 @@ COMPONENTS: dict[str, JsonSchema] = {
     "SavedMemory": SAVED_MEMORY_RESPONSE,
     "SearchResults": SEARCH_RESPONSE,
     "MemoryPage": MEMORY_PAGE_RESPONSE,
+    "MemoryUsage": USAGE_RESPONSE,
+    "DeleteAllRequest": DELETE_ALL_REQUEST,
+    "DeletedBatch": DELETE_ALL_RESPONSE,
     "Error": ERROR,
 }
 """Every named schema, as the OpenAPI document's `components.schemas`."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memorybank_core.entities import MemoryPage, SearchResult
+from memorybank_core.entities import DeletedBatch, MemoryPage, SearchResult, UsageReport
 from memorybank_core.wire import Json, memory_json
 
 
@@ -14,3 +14,16 @@ def search_results_json(results: list[SearchResult]) -> Json:
 def memory_page_json(page: MemoryPage) -> Json:
     """The body of a list: one page and the cursor of the next."""
     return {"memories": [memory_json(memory) for memory in page.memories], "next_cursor": page.next_cursor}
+
+
+def usage_json(report: UsageReport) -> Json:
+    """The body of a usage read: the caller's counts and their quota."""
+    return {
+        **report.usage.as_dict(),
+        "quota": {"max_memories": report.quota.max_memories, "max_characters": report.quota.max_characters},
+    }
+
+
+def deleted_batch_json(batch: DeletedBatch) -> Json:
+    """The body of one "delete all" step."""
+    return {"deleted": batch.deleted, "remaining": batch.remaining}

@@ -45,7 +45,7 @@ from memorybank_core import (
     ids,
     secrets_in_memory,
 )
-from memorybank_core.wire import EXPORT_TIMESPEC, memory_json
+from memorybank_core.wire import export_line
 
 #: Memories written per transaction.
 DEFAULT_BATCH_SIZE = 1000
@@ -316,11 +316,8 @@ def _source(value: object) -> Source:
         raise InvalidInputError("source", f"must be {choices}") from error
 
 
-def memory_line(memory: Memory) -> str:
-    """The JSON line `import_lines` reads back as exactly `memory`: the wire's memory object with
-    the owner's ids and microsecond timestamps (`memorybank_core.wire`)."""
-    line = {**memory_json(memory, timespec=EXPORT_TIMESPEC), "user_id": memory.user_id, "org_id": memory.org_id}
-    return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+memory_line = export_line
+"""One exported line (`memorybank_core.wire.export_line`, shared with the panel's download)."""
 
 
 #: Memories read per page while exporting.

@@ -10,6 +10,7 @@ from memorybank_core.entities import (
     ApiToken,
     Citation,
     Control,
+    DeletedBatch,
     Memory,
     MemoryContext,
     MemoryPage,
@@ -23,6 +24,7 @@ from memorybank_core.entities import (
     Source,
     SubjectKind,
     Usage,
+    UsageReport,
     charged_characters,
 )
 from memorybank_core.errors import (
@@ -86,6 +88,7 @@ __all__ = [
     "Control",
     "ControlStore",
     "CredentialsRefusedError",
+    "DeletedBatch",
     "Effective",
     "EventSink",
     "FixedClock",
@@ -153,6 +156,7 @@ __all__ = [
     "UndecodedBody",
     "UnitOfWork",
     "Usage",
+    "UsageReport",
     "WindowState",
     "charged_characters",
     "check_quota",

@@ -265,6 +265,22 @@ class Usage:
 
 
 @attrs.frozen(kw_only=True)
+class UsageReport:
+    """What one person stores now, against the quota that applies to them."""
+
+    usage: Usage
+    quota: Quota
+
+
+@attrs.frozen(kw_only=True)
+class DeletedBatch:
+    """One bounded step of deleting all of a person's memories: how many went, how many are left."""
+
+    deleted: int
+    remaining: int
+
+
+@attrs.frozen(kw_only=True)
 class Control:
     """What an operator set for one subject; None leaves that setting to the next level."""
 

@@ -13,6 +13,12 @@ SAVED = "memory.saved"
 SEARCHED = "memory.searched"
 LISTED = "memory.listed"
 DELETED = "memory.deleted"
+#: One batch of a person's "delete all" (fields: user_id, deleted, remaining).
+DELETED_BATCH = "memory.deleted_batch"
+#: A person read their own use and quota (fields: user_id, memories).
+USAGE_READ = "memory.usage_read"
+#: A person's own export finished streaming (fields: user_id, exported).
+EXPORTED = "memory.exported"
 #: A save refused because the owner's quota is full (fields: user_id, exceeded).
 QUOTA_REFUSED = "memory.quota_refused"
 #: A save refused because it held what looks like a credential (fields: user_id, kinds): never the secret.

@@ -44,6 +44,10 @@ CITATION_ID = TextBound(1, 128)
 QUERY = TextBound(1, 512)
 SEARCH_LIMIT = CountBound(1, 50, default=20)
 LIST_LIMIT = CountBound(1, 100, default=20)
+#: Memories one "delete all" call removes: one bounded transaction; the panel calls again until none are left.
+DELETE_ALL_BATCH = CountBound(1, 500, default=200)
+#: Memories an export reads per page (one unit of work each), however many there are in all.
+EXPORT_PAGE = LIST_LIMIT.max
 
 #: Stored identifiers (memory, context, user, organization, token) fit VARCHAR(64).
 ID_MAX_LENGTH = 64

@@ -7,15 +7,25 @@ and 'not found' looking the same as 'not yours'.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 
 from memorybank_core import events, ids, limits
 from memorybank_core.clock import SystemClock
 from memorybank_core.controls import resolve
 from memorybank_core.cursor import decode_cursor, encode_cursor
-from memorybank_core.entities import Memory, MemoryPage, Policy, Quota, SearchResult, Source
+from memorybank_core.entities import (
+    DeletedBatch,
+    Memory,
+    MemoryPage,
+    Policy,
+    Quota,
+    SearchResult,
+    Source,
+    UsageReport,
+)
 from memorybank_core.errors import (
     ForbiddenError,
+    InvalidInputError,
     MemoryDisabledError,
     NotFoundError,
     QuotaExceededError,
@@ -42,6 +52,8 @@ from memorybank_core.validation import clean_count, clean_text
 
 READ_SCOPE = "mcp:read"
 WRITE_SCOPE = "mcp:write"
+DELETE_ALL_CONFIRMATION = "delete all"
+"""What a "delete all" call must say in `confirm`."""
 
 
 class MemoryBank:
@@ -206,6 +218,83 @@ class MemoryBank:
             ):
                 raise NotFoundError()
         self._emit(events.DELETED, started, memory_id=memory_id, user_id=owner)
+
+    def usage(self, principal: Principal) -> UsageReport:
+        """How many memories and characters the principal stores, and the quota that applies to them.
+
+        Raises:
+            ForbiddenError: the principal lacks `mcp:read`.
+            MemoryDisabledError: an operator switched memory off for the principal.
+        """
+        started = time.perf_counter()
+        owner = _authorize(principal, READ_SCOPE)
+        with self.unit_of_work():
+            policy = self._admit(principal, owner, "usage")
+            used = self._store.usage(user_id=owner)
+        self._emit(events.USAGE_READ, started, user_id=owner, memories=used.memories)
+        return UsageReport(usage=used, quota=policy.quota)
+
+    def delete_batch(self, principal: Principal, *, confirm: object, limit: object = None) -> DeletedBatch:
+        """One bounded step of "delete all": hard-delete up to `limit` of the principal's memories.
+
+        `confirm` must be `DELETE_ALL_CONFIRMATION`: a caller cannot delete everything by accident.
+        Call again until `remaining` is 0; each call is one unit of work, so a page closed half-way
+        leaves whole memories deleted or kept, and the next call simply carries on.
+
+        Raises:
+            ForbiddenError: the principal lacks `mcp:write`.
+            MemoryDisabledError: an operator switched memory off for the principal; nothing is deleted.
+            InvalidInputError: `confirm` is not the confirmation, or `limit` is out of bounds; nothing is deleted.
+        """
+        started = time.perf_counter()
+        owner = _authorize(principal, WRITE_SCOPE)
+        with self.unit_of_work():
+            # The gate before validation, as on every route: a switched-off account learns nothing else.
+            self._admit(principal, owner, "delete_all")
+            problems: list[InvalidInputError] = []
+            if confirm != DELETE_ALL_CONFIRMATION:
+                problems.append(InvalidInputError("confirm", f'must be "{DELETE_ALL_CONFIRMATION}"'))
+            try:
+                count = clean_count(limit, path="limit", bound=limits.DELETE_ALL_BATCH)
+            except InvalidInputError as error:
+                problems.append(error)
+            if problems:
+                raise InvalidInputError.from_problems([p for error in problems for p in error.problems])
+            batch = self._store.list(user_id=owner, limit=count, after=None)
+            deleted = sum(1 for memory in batch if self._store.delete(user_id=owner, memory_id=memory.id))
+            remaining = self._store.usage(user_id=owner).memories
+        self._emit(events.DELETED_BATCH, started, user_id=owner, deleted=deleted, remaining=remaining)
+        return DeletedBatch(deleted=deleted, remaining=remaining)
+
+    def export(self, principal: Principal) -> Iterator[Memory]:
+        """Every memory of the principal, newest first, read a page per unit of work (for a streamed download).
+
+        The checks run at once, before the first memory is yielded; a memory saved or deleted while
+        the export runs may or may not be in it, and none is repeated.
+
+        Raises:
+            ForbiddenError: the principal lacks `mcp:read`.
+            MemoryDisabledError: an operator switched memory off for the principal.
+        """
+        owner = _authorize(principal, READ_SCOPE)
+        with self.unit_of_work():
+            self._admit(principal, owner, "export")
+            first = self._store.list(user_id=owner, limit=limits.EXPORT_PAGE, after=None)
+        return self._export_from(principal, owner, first)
+
+    def _export_from(self, principal: Principal, owner: str, page: Sequence[Memory]) -> Iterator[Memory]:
+        started = time.perf_counter()
+        exported = 0
+        while True:
+            yield from page
+            exported += len(page)
+            if len(page) < limits.EXPORT_PAGE:
+                break
+            after = ListPosition(created_at=page[-1].created_at, memory_id=page[-1].id)
+            with self.unit_of_work():
+                self._admit(principal, owner, "export")
+                page = self._store.list(user_id=owner, limit=limits.EXPORT_PAGE, after=after)
+        self._emit(events.EXPORTED, started, user_id=owner, exported=exported)
 
     def memory_enabled(self, principal: Principal) -> bool:
         """Whether memory is on for `principal` now (no scope needed): facades hide memory when it is off.

@@ -6,6 +6,7 @@ with microseconds and the owner's ids; the SQL citation column is `citation_ids`
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,6 +43,13 @@ def context_json(context: MemoryContext, *, timespec: str = WIRE_TIMESPEC) -> Js
         "origin": context.origin.value if context.origin is not None else None,
         "created_at": utc_timestamp(context.created_at, timespec=timespec),
     }
+
+
+def export_line(memory: Memory) -> str:
+    """One line of an export (`memorybank export`, the panel's download): the wire's memory object
+    with the owner's ids and microsecond timestamps, which `memorybank import` reads back as exactly `memory`."""
+    line = {**memory_json(memory, timespec=EXPORT_TIMESPEC), "user_id": memory.user_id, "org_id": memory.org_id}
+    return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
 
 
 def memory_json(memory: Memory, *, timespec: str = WIRE_TIMESPEC) -> Json:

@@ -132,6 +132,7 @@ class ControlsContract:
             lambda: bank.list(alice),
             lambda: bank.list(alice, limit="many", cursor="forged"),
             lambda: bank.delete(alice, memory_id=saved.id),
+            lambda: bank.delete_batch(alice, confirm="not the word", limit=0),
         ):
             with pytest.raises(MemoryDisabledError):
                 attempt()
@@ -140,8 +141,8 @@ class ControlsContract:
         controls.set_gate(SubjectKind.USER, alice.user_id, enabled=True)
         assert [m.id for m in bank.list(alice).memories] == [saved.id]
         refusals = [fields for name, fields in events.events if name == "memory.gate_refused"]
-        assert {fields["operation"] for fields in refusals} == {"save", "search", "list", "delete"}
-        assert len(refusals) == 7
+        assert {fields["operation"] for fields in refusals} == {"save", "search", "list", "delete", "delete_all"}
+        assert len(refusals) == 8
         assert all(fields["switch"] == "user" and fields["user_id"] == alice.user_id for fields in refusals)
 
     def test_the_kill_switch_beats_the_organization_which_beats_the_user(

@@ -22,8 +22,10 @@ from memorybank_core import (
     SaveRequest,
     Scope,
     Source,
+    limits,
 )
 from memorybank_core.ids import CONTEXT_PREFIX, MEMORY_PREFIX, is_id, new_id
+from memorybank_core.use_cases import DELETE_ALL_CONFIRMATION
 from memorybank_testing.principals import User
 
 HOSTILE_TEXTS = [
@@ -265,3 +267,60 @@ class MemoryContract:
             bank.save(reader, {"content": ""})
         saved = bank.save(alice, {"content": " from a JSON body ", "scope": "org"})
         assert (saved.content, saved.scope) == ("from a JSON body", Scope.USER)
+
+    def test_usage_counts_only_the_callers_memories_against_their_quota(
+        self, bank: MemoryBank, alice: User, bob: User
+    ) -> None:
+        save(bank, alice, "abc", tags=["de"], contexts=[{"snippet": "fg"}])
+        save(bank, bob, "Bob's memory is not Alice's")
+
+        report = bank.usage(alice)
+
+        assert (report.usage.memories, report.usage.characters) == (1, 7)
+        assert report.quota == bank.default_quota
+        assert bank.usage(bob).usage.memories == 1
+
+    def test_export_yields_every_memory_once_newest_first_across_pages(
+        self, bank: MemoryBank, alice: User, bob: User
+    ) -> None:
+        saved = [save(bank, alice, f"memory {n}") for n in range(limits.EXPORT_PAGE + 3)]
+        save(bank, bob, "Bob's")
+
+        exported = [memory.id for memory in bank.export(alice)]
+
+        assert exported == list(reversed(saved))
+
+    def test_delete_batch_removes_at_most_its_limit_and_only_the_callers(
+        self, bank: MemoryBank, alice: User, bob: User
+    ) -> None:
+        for n in range(3):
+            save(bank, alice, f"alice {n}")
+        bobs = save(bank, bob, "Bob keeps this")
+
+        first = bank.delete_batch(alice, confirm=DELETE_ALL_CONFIRMATION, limit=2)
+        second = bank.delete_batch(alice, confirm=DELETE_ALL_CONFIRMATION, limit=2)
+
+        assert (first.deleted, first.remaining, second.deleted, second.remaining) == (2, 1, 1, 0)
+        assert bank.list(alice).memories == ()
+        assert bank.search(alice, query="alice") == []
+        assert [m.id for m in bank.list(bob).memories] == [bobs]
+
+    def test_delete_batch_without_the_confirmation_deletes_nothing(self, bank: MemoryBank, alice: User) -> None:
+        save(bank, alice, "kept")
+
+        with pytest.raises(InvalidInputError) as refused:
+            bank.delete_batch(alice, confirm="yes", limit=0)
+
+        assert [p.path for p in refused.value.problems] == ["confirm", "limit"]
+        assert len(bank.list(alice).memories) == 1
+
+    def test_the_account_use_cases_need_their_scopes(self, bank: MemoryBank) -> None:
+        reader = User(scopes=frozenset({"mcp:read"}))
+        nobody = User(scopes=frozenset())
+
+        with pytest.raises(ForbiddenError):
+            bank.delete_batch(reader, confirm=DELETE_ALL_CONFIRMATION)
+        with pytest.raises(ForbiddenError):
+            bank.usage(nobody)
+        with pytest.raises(ForbiddenError):
+            bank.export(nobody)  # refused at the call, before any memory is read

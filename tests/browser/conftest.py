@@ -357,6 +357,12 @@ class Panel:
         )
         return texts
 
+    def announced(self) -> str:
+        """What the panel's status region last said to screen readers."""
+        region = self.driver.find_element(By.ID, "announcer")
+        assert region.get_attribute("role") == "status"
+        return str(region.get_attribute("textContent"))
+
     def active(self) -> WebElement:
         return self.driver.switch_to.active_element
 

@@ -45,14 +45,26 @@ def test_a_keyboard_alone_reaches_every_control_sees_focus_and_deletes_and_undoe
     panel.driver.refresh()  # start from the top of a freshly loaded page, as a keyboard user would
     panel.settled()
 
-    names = [_tab(panel) for _ in range(11)]
+    names = [_tab(panel) for _ in range(18)]
 
-    assert names[:4] == ["Skip to content", "Sign out", "Memory features", "Copy prompt"]
-    assert [n if not n.startswith("just now") else "time" for n in names[4:]] == [
+    assert names[:8] == [
+        "Skip to content",
+        "Sign out",
+        "Show memories on this device",
+        "Copy prompt",
+        "Download my memories",
+        "Delete all…",
+        "Search your memories",
+        "Search",
+    ]
+    assert [n if not n.startswith("just now") else "time" for n in names[8:]] == [
         "time",
         "Delete memory: The staging database is read-only on…",
+        "Show memories tagged schedule",
+        "Show memories tagged location",
         "time",
         "Delete memory: Works in the Europe/Lisbon time zone",
+        "Show memories tagged style",
         "time",
         "1 context",
         "Delete memory: Prefers concise answers with code first",
@@ -85,7 +97,7 @@ def test_a_keyboard_alone_reaches_every_control_sees_focus_and_deletes_and_undoe
     assert panel.shown_ids() == [newest, middle, oldest]
 
     # The switch toggles with Space.
-    while panel.active().accessible_name != "Memory features":
+    while panel.active().accessible_name != "Show memories on this device":
         _tab(panel, shift=True)
     panel.active().send_keys(Keys.SPACE)
     assert panel.active().get_attribute("aria-checked") == "false"
@@ -97,25 +109,25 @@ def test_the_memory_switch_hides_the_memory_features_on_this_device_and_survives
     panel: Panel, world: World
 ) -> None:
     panel.sign_in(world.person(["Likes jazz"]))
-    switch = panel.get("switch", "Memory features")
+    switch = panel.get("switch", "Show memories on this device")
     assert switch.get_attribute("aria-checked") == "true"
     assert switch.aria_role == "switch"
 
     panel.click(switch)
 
     assert switch.get_attribute("aria-checked") == "false"
-    panel.heading("Memory features are off on this device")
+    panel.heading("Memories are hidden on this device")
     assert panel.all("button", "Copy prompt") == []
     assert not panel.driver.find_element(By.ID, "memory-list").is_displayed()
     panel.state("memory-features-off")
 
     panel.driver.refresh()
-    panel.heading("Memory features are off on this device")
-    assert panel.get("switch", "Memory features").get_attribute("aria-checked") == "false"
+    panel.heading("Memories are hidden on this device")
+    assert panel.get("switch", "Show memories on this device").get_attribute("aria-checked") == "false"
     assert panel.driver.execute_script("return document.cookie") == ""  # kept in localStorage, never a cookie
     assert panel.driver.execute_script("return localStorage.getItem('memorybank.featureFlags.memory')") == "off"
 
-    panel.press("switch", "Memory features")
+    panel.press("switch", "Show memories on this device")
     panel.settled()
     assert panel.shown_texts() == ["Likes jazz"]
 
@@ -137,5 +149,6 @@ def test_the_panel_fits_a_phone_and_a_desktop_in_light_and_dark(
 
     panel.press("button", "Delete memory: The staging database is read-only on…")
     panel.until(lambda: len(panel.memories()) == 2)
+    ActionChains(panel.driver).move_to_element(panel.driver.find_element(By.CSS_SELECTOR, ".deleted")).perform()
     panel.state(f"undo-toast-{'phone' if size == PHONE else 'desktop'}-{'dark' if dark else 'light'}")
-    panel.press("button", "Undo")
+    panel.press("button", "Undo delete: The staging database is read-only on…")

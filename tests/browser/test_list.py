@@ -70,6 +70,6 @@ def test_a_memory_shows_its_tags_source_time_and_contexts_behind_an_expand_contr
     assert snippet.text == "we always stage before prod"
     assert "conv_42" in article.text
     assert "msg_7" in article.text
-    assert "This conversation" in article.text
-    assert "A searched conversation" in article.text
+    assert "The chat it was saved in" in article.text
+    assert "An earlier chat the agent looked up" in article.text
     panel.state("contexts-open")

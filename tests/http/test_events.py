@@ -64,3 +64,29 @@ def test_save_search_and_delete_are_logged_with_ids_and_counts_but_no_text(
     everything = "\n".join(f"{r.getMessage()} {getattr(r, 'event_fields', '')}" for r in records)
     for secret in (CONTENT, SNIPPET, QUERY, TAG, CONVERSATION, "revenue", "eleven", "xxxxxxxx"):
         assert secret not in everything
+
+
+def test_the_account_routes_log_counts_and_never_the_exported_text(
+    backend_factory: BackendFactory, tokens: TokenService, alice: User, caplog: pytest.LogCaptureFixture
+) -> None:
+    backend = backend_factory.fresh()
+    bank = MemoryBank(
+        store=backend.store, search_engine=backend.search_engine, clock=start_clock(), events=LoggingEventSink()
+    )
+    with TestClient(create_app(bank, bearer_token_resolver(tokens))) as client:
+        caller = caller_for(client, tokens, alice)
+        caller.saved_id(CONTENT, tags=[TAG], contexts=[{"snippet": SNIPPET, "conversation_id": CONVERSATION}])
+        with caplog.at_level(logging.INFO, logger="memorybank"):
+            assert client.get("/v1/memory/usage", headers=caller.headers).status_code == 200
+            assert CONTENT in client.get("/v1/memory/export", headers=caller.headers).text
+            deleted = client.post("/v1/memory/delete-all", json={"confirm": "delete all"}, headers=caller.headers)
+            assert deleted.json() == {"deleted": 1, "remaining": 0}
+
+    records = [r for r in caplog.records if r.name.startswith("memorybank")]
+    events = {getattr(r, "event", None): _event_fields(r) for r in records if r.name == "memorybank.events"}
+    assert events["memory.usage_read"]["memories"] == 1
+    assert events["memory.exported"]["exported"] == 1
+    assert (events["memory.deleted_batch"]["deleted"], events["memory.deleted_batch"]["remaining"]) == (1, 0)
+    logged = " ".join(r.getMessage() + repr(getattr(r, "event_fields", {})) for r in records)
+    for secret in (CONTENT, SNIPPET, TAG, CONVERSATION):
+        assert secret not in logged

@@ -24,7 +24,13 @@ def test_the_served_document_is_the_generated_one(client: TestClient) -> None:
     assert response.json() == build_openapi()
 
 
-def test_every_operation_is_tagged_memory_and_named_by_the_reference_rule() -> None:
+#: The reference host's four routes, an agent's: tagged Memory, exposed over MCP.
+AGENT_OPERATIONS = {"postMemory", "getMemorySearch", "getMemory", "deleteMemoryById"}
+#: The person's own routes (issue 22), additive: tagged Account, never MCP capabilities.
+ACCOUNT_OPERATIONS = {"getMemoryUsage", "getMemoryExport", "postMemoryDeleteAll"}
+
+
+def test_every_operation_is_tagged_memory_or_account_and_named_by_the_reference_rule() -> None:
     document = build_openapi()
 
     found = {
@@ -35,7 +41,8 @@ def test_every_operation_is_tagged_memory_and_named_by_the_reference_rule() -> N
     assert set(found) == {(route.method, route.path) for route in MEMORY_ROUTES}
     for (method, path), operation in found.items():
         assert operation["operationId"] == build_operation_id(method, path)
-        assert operation["tags"] == ["Memory"]
+        expected_tag = "Memory" if operation["operationId"] in AGENT_OPERATIONS else "Account"
+        assert operation["tags"] == [expected_tag]
         assert operation["summary"]
 
 
@@ -88,6 +95,9 @@ def test_scopes_and_documented_errors_per_operation() -> None:
         "getMemorySearch": [{"bearerAuth": ["mcp:read"]}],
         "getMemory": [{"bearerAuth": ["mcp:read"]}],
         "deleteMemoryById": [{"bearerAuth": ["mcp:write"]}],
+        "getMemoryUsage": [{"bearerAuth": ["mcp:read"]}],
+        "getMemoryExport": [{"bearerAuth": ["mcp:read"]}],
+        "postMemoryDeleteAll": [{"bearerAuth": ["mcp:write"]}],
     }
     assert set(operations["postMemory"]["responses"]) == {"201", "400", "401", "403", "413", "415", "422", "429", "503"}
     assert set(operations["deleteMemoryById"]["responses"]) == {"204", "401", "403", "404", "429", "503"}
@@ -125,7 +135,7 @@ def test_a_host_prefix_becomes_the_server_url_and_names_do_not_change() -> None:
     document = build_openapi(server_url="/api")
 
     assert document["servers"] == [{"url": "/api"}]
-    assert set(_operations(document)) == {"postMemory", "getMemorySearch", "getMemory", "deleteMemoryById"}
+    assert set(_operations(document)) == AGENT_OPERATIONS | ACCOUNT_OPERATIONS
 
 
 def test_each_call_returns_an_independent_copy() -> None:
@@ -133,3 +143,17 @@ def test_each_call_returns_an_independent_copy() -> None:
     first["components"]["schemas"]["Memory"]["properties"].clear()
 
     assert build_openapi()["components"]["schemas"]["Memory"]["properties"]
+
+
+def test_the_account_routes_describe_their_bodies_and_the_export_is_json_lines() -> None:
+    operations = _operations(build_openapi())
+
+    usage = operations["getMemoryUsage"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert usage == {"$ref": "#/components/schemas/MemoryUsage"}
+    export = operations["getMemoryExport"]["responses"]["200"]["content"]
+    assert list(export) == ["application/jsonl"]
+    delete_all = operations["postMemoryDeleteAll"]
+    assert delete_all["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/DeleteAllRequest"
+    }
+    assert set(delete_all["responses"]) == {"200", "400", "401", "403", "413", "415", "429", "503"}

@@ -20,7 +20,7 @@ from adapters_http.operation_ids import fnv1a_32_base36
 from memorybank_core import Operation
 
 
-def test_the_four_memory_routes_have_the_reference_names() -> None:
+def test_the_memory_routes_keep_the_reference_names_and_the_account_routes_follow_the_rule() -> None:
     names = {(route.method, route.path): route.operation_id for route in MEMORY_ROUTES}
 
     assert names == {
@@ -28,13 +28,24 @@ def test_the_four_memory_routes_have_the_reference_names() -> None:
         ("GET", "/v1/memory/search"): "getMemorySearch",
         ("GET", "/v1/memory"): "getMemory",
         ("DELETE", "/v1/memory/{id}"): "deleteMemoryById",
+        ("GET", "/v1/memory/usage"): "getMemoryUsage",
+        ("GET", "/v1/memory/export"): "getMemoryExport",
+        ("POST", "/v1/memory/delete-all"): "postMemoryDeleteAll",
     }
 
 
 def test_capability_names_of_the_memory_routes_equal_their_operation_ids() -> None:
     names = check_route_table(MEMORY_ROUTES)
 
-    assert sorted(names.values()) == ["deleteMemoryById", "getMemory", "getMemorySearch", "postMemory"]
+    assert sorted(names.values()) == [
+        "deleteMemoryById",
+        "getMemory",
+        "getMemoryExport",
+        "getMemorySearch",
+        "getMemoryUsage",
+        "postMemory",
+        "postMemoryDeleteAll",
+    ]
     assert all(len(name) <= MAX_NAME_LENGTH for name in names.values())
 
 

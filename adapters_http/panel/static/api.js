@@ -66,8 +66,36 @@ export function createApi({ apiBase }) {
     return payload;
   }
 
+  /** The export as a Blob: fetched with the panel's header (a plain link could not carry it), streamed in. */
+  async function download(url) {
+    let response;
+    try {
+      response = await fetch(url, { headers: { [PANEL_HEADER]: "1" }, credentials: "same-origin", cache: "no-store" });
+    } catch {
+      throw new ApiError("network", 0, "The memory bank server can’t be reached.");
+    }
+    if (!response.ok) {
+      let payload = null;
+      try {
+        payload = await response.json();
+      } catch {
+        payload = null;
+      }
+      throw errorFor(response.status, payload);
+    }
+    try {
+      return await response.blob();
+    } catch {
+      throw new ApiError("network", 0, "The download was cut off; try again.");
+    }
+  }
+
   const memories = `${apiBase}/v1/memory`;
   return {
+    search: (q, limit) => call("GET", `${memories}/search?${new URLSearchParams({ q, limit: String(limit) })}`),
+    usage: () => call("GET", `${memories}/usage`),
+    exportFile: () => download(`${memories}/export`),
+    deleteAllBatch: () => call("POST", `${memories}/delete-all`, { body: { confirm: "delete all" } }),
     list: (limit, cursor) => {
       const query = new URLSearchParams({ limit: String(limit) });
       if (cursor) query.set("cursor", cursor);

@@ -1,13 +1,19 @@
 // The management panel: sign in, list memories page by page, delete with undo, copy the prompt.
 // States are the product: loading, empty, error, offline, signed out; each one is designed below.
 
+import { createAccount } from "./account.js";
 import { createApi } from "./api.js";
-import { memoryCard } from "./memory-card.js";
+import { isFinding, readFind, writeFind } from "./find.js";
+import { deletedPlaceholder, firstWords, memoryCard, refreshTimes } from "./memory-card.js";
 import { createToasts } from "./toasts.js";
+import { undoWindow } from "./undo-window.js";
 
 const PAGE_SIZE = 20;
+const TAG_WALK_PAGE = 100; // the list's largest page: a tag filter reads every page once
+const SEARCH_LIMIT = 50; // the search route's largest answer
 const UNDO_MS = 5000;
 const RECONNECT_MS = 2000;
+const TIME_REFRESH_MS = 30000;
 const FLAG_KEY = "memorybank.featureFlags.memory";
 const WRITE_SCOPE = "mcp:write";
 
@@ -23,6 +29,22 @@ const settings = {
 };
 const api = createApi(settings);
 const toasts = createToasts($("toasts"));
+const account = createAccount({
+  api,
+  toasts,
+  user: () => state.userId,
+  onError: (error) => {
+    if (error.kind === "signed-out") signedOut();
+    else if (error.kind === "network") goOffline("server");
+  },
+  onAllDeleted: async () => {
+    forgetList();
+    state.find = { q: "", tag: "" };
+    writeFind(state.find, { replace: true });
+    await loadFirstPage();
+    $("empty-title").focus();
+  },
+});
 
 const state = {
   memories: [], // shown, newest first
@@ -31,8 +53,12 @@ const state = {
   loading: false,
   canDelete: true,
   offline: false,
-  pending: new Map(), // id -> { memory, toast }: removed from view, DELETE not sent yet
+  pending: new Map(), // id -> { memory, window, sending }: shown as deleted, DELETE not confirmed yet
   reconnectTimer: null,
+  backOnlineToast: null,
+  find: readFind(), // { q, tag }: what the address bar asks for
+  generation: 0, // bumped by every load, so an answer to an older one is dropped
+  userId: null,
 };
 
 // ---- views -------------------------------------------------------------------------------------------------
@@ -62,8 +88,12 @@ function showBank(who) {
     $("who").title = `Signed in as ${who.user_id}`;
     $("account").hidden = false;
     state.canDelete = who.scopes.includes(WRITE_SCOPE);
+    state.userId = who.user_id;
   }
   $("read-only-note").hidden = state.canDelete;
+  $("delete-all-open").hidden = !state.canDelete;
+  $("find-input").value = state.find.q;
+  if (who && state.canDelete) account.resume();
   for (const button of document.querySelectorAll("[data-copy-prompt]")) button.hidden = !settings.prompt;
   applyFlag();
 }
@@ -109,15 +139,21 @@ function setBusy(busy) {
 }
 
 function renderListState() {
-  const empty = state.loaded && state.memories.length === 0 && !state.cursor;
-  $("empty-state").hidden = !empty;
+  const shown = visibleMemories().length;
+  const empty = state.loaded && shown === 0 && !state.cursor;
+  const finding = isFinding(state.find);
+  $("empty-state").hidden = !empty || finding;
+  $("find-empty").hidden = !empty || !finding;
   $("memory-list").hidden = state.memories.length === 0;
   $("more").hidden = !state.loaded || !state.cursor;
-  $("end-note").hidden = !state.loaded || !!state.cursor || state.memories.length === 0;
+  $("end-note").hidden = !state.loaded || !!state.cursor || shown === 0 || finding;
+  renderFind(shown);
 }
 
 function cardFor(memory) {
-  return memoryCard(memory, { canDelete: state.canDelete, onDelete: requestDelete });
+  const item = memoryCard(memory, { canDelete: state.canDelete, onDelete: requestDelete, onTag: filterByTag, find: state.find });
+  item.dataset.itemId = memory.id;
+  return item;
 }
 
 function articleOf(id) {
@@ -131,19 +167,89 @@ async function loadFirstPage() {
   $("memory-list").replaceChildren();
   $("error-state").hidden = true;
   $("disabled-state").hidden = true;
+  const generation = ++state.generation;
+  const current = () => generation === state.generation;
   renderListState();
   setBusy(true);
   try {
-    const page = await api.list(PAGE_SIZE, null);
-    state.loaded = true;
-    append(page);
+    if (state.find.q) {
+      // The API's own owner-scoped search, most relevant first; a tag narrows its answer.
+      const found = await api.search(state.find.q, SEARCH_LIMIT);
+      if (!current()) return;
+      state.loaded = true;
+      append({ memories: found.results.filter(tagged), next_cursor: null });
+    } else if (state.find.tag) {
+      await walkTagged(current);
+    } else {
+      const page = await api.list(PAGE_SIZE, null);
+      if (!current()) return;
+      state.loaded = true;
+      append(page);
+    }
+    account.refreshUsage();
   } catch (error) {
-    failLoading(error);
+    if (current()) failLoading(error);
   } finally {
-    setBusy(false);
-    renderListState();
+    if (current()) {
+      setBusy(false);
+      renderListState();
+    }
   }
 }
+
+const tagged = (memory) => !state.find.tag || memory.tags.includes(state.find.tag);
+
+/** Every memory with the tag, newest first: each page of the list read once, shown as it arrives. */
+async function walkTagged(current) {
+  let cursor = null;
+  do {
+    const page = await api.list(TAG_WALK_PAGE, cursor);
+    if (!current()) return;
+    cursor = page.next_cursor;
+    state.loaded = true;
+    append({ memories: page.memories.filter(tagged), next_cursor: null });
+    renderListState();
+  } while (cursor);
+}
+
+// ---- find: search words and a tag, both in the URL ---------------------------------------------------------
+
+function renderFind(shown) {
+  const finding = isFinding(state.find);
+  $("find-status").hidden = !finding || !state.loaded || shown === 0;
+  const what = [state.find.q && `match “${state.find.q}”`, state.find.tag && `are tagged “${state.find.tag}”`].filter(Boolean);
+  const count = `${shown} ${shown === 1 ? "memory" : "memories"}`;
+  $("find-summary").textContent = finding ? `${count} ${what.join(" and ")}${state.find.q ? ", most relevant first" : ""}.` : "";
+  $("find-empty-title").textContent = state.find.q ? `No memories match “${state.find.q}”` : `No memories are tagged “${state.find.tag}”`;
+}
+
+/** Look for `find` (pushing it to the address bar), then move focus to what it found. */
+async function showFind(find, { push = true } = {}) {
+  state.find = find;
+  $("find-input").value = find.q;
+  if (push) writeFind(find);
+  await loadFirstPage();
+  if (!isFinding(find)) return;
+  ($("find-empty").hidden ? $("find-summary") : $("find-empty-title")).focus();
+}
+
+function filterByTag(tag) {
+  showFind({ q: state.find.q, tag: tag === state.find.tag ? "" : tag });
+}
+
+function showEverything() {
+  showFind({ q: "", tag: "" }).then(() => $("find-input").focus());
+}
+
+$("find-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  showFind({ q: $("find-input").value.trim(), tag: state.find.tag });
+});
+$("find-clear").addEventListener("click", showEverything);
+$("find-empty-clear").addEventListener("click", showEverything);
+window.addEventListener("popstate", () => {
+  if (!$("view-bank").hidden && flagOn()) showFind(readFind(), { push: false });
+});
 
 async function loadMore() {
   if (state.loading || !state.cursor) return;
@@ -203,61 +309,90 @@ $("retry").addEventListener("click", reload);
 $("disabled-retry").addEventListener("click", reload);
 
 // ---- delete with undo --------------------------------------------------------------------------------------
+// A deleted memory leaves the list at once, but its place holds a placeholder that names it with Undo and
+// the Ctrl+Z shortcut, one Shift+Tab from the memory focus moves to. The DELETE is sent when the undo
+// window closes (it waits while the placeholder has focus or the pointer), or when the page is left.
 
-function newestFirst(a, b) {
-  if (a.created_at !== b.created_at) return a.created_at < b.created_at ? 1 : -1;
-  return a.id < b.id ? 1 : -1;
+const SHORTCUT = /Mac|iPhone|iPad/.test(navigator.platform) ? "⌘Z" : "Ctrl+Z";
+
+function visibleMemories() {
+  return state.memories.filter((m) => !state.pending.has(m.id));
 }
 
-function requestDelete(id) {
-  if (state.offline) return;
+function itemOf(id) {
+  return $("memory-list").querySelector(`li[data-item-id="${CSS.escape(id)}"]`);
+}
+
+/** Where focus goes when `id` leaves: the next memory still shown, else the previous, else a heading. */
+function focusAfter(id) {
   const index = state.memories.findIndex((m) => m.id === id);
-  if (index < 0) return;
-  const [memory] = state.memories.splice(index, 1);
-  articleOf(id)?.closest("li").remove();
-  renderListState();
-  const next = state.memories[index] ?? state.memories[index - 1];
+  const later = state.memories.slice(index + 1).find((m) => !state.pending.has(m.id));
+  const earlier = state.memories.slice(0, Math.max(index, 0)).reverse().find((m) => !state.pending.has(m.id));
+  const next = later ?? earlier;
   if (next) articleOf(next.id).focus();
   else if (!$("empty-state").hidden) $("empty-title").focus();
   else $("bank-title").focus();
-  const toast = toasts.show({
-    message: "Memory deleted.",
-    action: { label: "Undo", run: () => undo(id) },
-    duration: UNDO_MS,
-    onExpire: () => commitDelete(id),
-  });
-  state.pending.set(id, { memory, toast });
 }
 
-function restore(memory) {
-  const at = state.memories.findIndex((m) => newestFirst(memory, m) < 0);
-  const index = at < 0 ? state.memories.length : at;
-  state.memories.splice(index, 0, memory);
-  const item = cardFor(memory);
-  const before = state.memories[index + 1] ? articleOf(state.memories[index + 1].id)?.closest("li") : null;
-  $("memory-list").insertBefore(item, before ?? null);
+function requestDelete(id) {
+  if (state.offline || state.pending.has(id)) return;
+  const memory = state.memories.find((m) => m.id === id);
+  const item = itemOf(id);
+  if (!memory || !item) return;
+  const placeholder = deletedPlaceholder(memory, { height: item.getBoundingClientRect().height, shortcut: SHORTCUT, onUndo: undo });
+  state.pending.set(id, { memory, window: undoWindow(placeholder, { ms: UNDO_MS, onExpire: () => commitDelete(id) }) });
+  item.replaceChildren(placeholder);
   renderListState();
-  return item.querySelector("article");
+  focusAfter(id);
+  announce(`Deleted “${firstWords(memory.content)}”. To undo, press ${SHORTCUT} or the Undo button in its place.`);
+}
+
+/** Put a memory's card back in its place (undo, or a DELETE that failed). */
+function putBack(id) {
+  const pending = state.pending.get(id);
+  if (!pending) return null;
+  pending.window.cancel();
+  state.pending.delete(id);
+  const article = cardFor(pending.memory).querySelector("article");
+  itemOf(id)?.replaceChildren(article);
+  renderListState();
+  return article;
 }
 
 function undo(id) {
-  const pending = state.pending.get(id);
-  if (!pending) return;
-  state.pending.delete(id);
-  restore(pending.memory).focus();
-  toasts.show({ message: "Memory restored." });
+  const article = putBack(id);
+  if (!article) return;
+  article.focus();
+  announce(`Restored “${firstWords(article.querySelector(".memory-content").textContent)}”.`);
+}
+
+/** Take a memory out of the list for good (its DELETE succeeded). */
+function drop(id) {
+  const item = itemOf(id);
+  const hadFocus = item?.contains(document.activeElement);
+  if (hadFocus) focusAfter(id);
+  state.memories = state.memories.filter((m) => m.id !== id);
+  item?.remove();
+  renderListState();
+  if (hadFocus && !visibleMemories().length && !$("empty-state").hidden) $("empty-title").focus();
 }
 
 async function commitDelete(id) {
   const pending = state.pending.get(id);
-  if (!pending) return;
+  if (!pending || pending.sending) return;
+  pending.sending = true;
+  pending.window.cancel();
   try {
     await api.remove(id);
     state.pending.delete(id);
+    drop(id);
+    account.refreshUsage();
   } catch (error) {
-    state.pending.delete(id);
-    if (error.status === 404) return; // already gone: what the person wanted
-    restore(pending.memory);
+    if (error.status === 404) {
+      state.pending.delete(id);
+      return drop(id); // already gone: what the person wanted
+    }
+    putBack(id);
     if (error.kind === "network") goOffline("server");
     if (error.kind === "signed-out") return signedOut();
     toasts.show({ message: `Couldn’t delete the memory, so it is back in your list. ${error.message}`, tone: "error" });
@@ -274,17 +409,24 @@ document.addEventListener("keydown", (event) => {
   // Ctrl/Cmd+Z undoes the latest delete while its window is open (outside text fields).
   if (event.key.toLowerCase() !== "z" || !(event.ctrlKey || event.metaKey) || event.shiftKey) return;
   if (event.target instanceof HTMLInputElement) return;
-  const ids = [...state.pending.keys()];
-  if (!ids.length) return;
+  const open = [...state.pending].filter(([, pending]) => !pending.sending);
+  if (!open.length) return;
   event.preventDefault();
-  const id = ids[ids.length - 1];
-  state.pending.get(id).toast.dismiss();
-  undo(id);
+  undo(open[open.length - 1][0]);
 });
+
+/** Say something to screen readers once (the status region re-announces even the same words). */
+function announce(message) {
+  const region = $("announcer");
+  region.textContent = "";
+  requestAnimationFrame(() => (region.textContent = message));
+}
 
 // ---- offline and unreachable -------------------------------------------------------------------------------
 
 function goOffline(reason) {
+  state.backOnlineToast?.dismiss(); // "Back online." must never sit beside the banner that says otherwise
+  state.backOnlineToast = null;
   const browserOffline = reason === "browser" || !navigator.onLine;
   $("connection-text").textContent = browserOffline
     ? "You’re offline. Deleting and loading are paused until the connection returns."
@@ -315,12 +457,12 @@ function backOnline() {
   $("connection-banner").hidden = true;
   document.body.classList.remove("is-offline");
   setActionsEnabled(true);
-  toasts.show({ message: "Back online." });
+  state.backOnlineToast = toasts.show({ message: "Back online." });
   if (!$("view-bank").hidden && flagOn() && (!state.loaded || !$("error-state").hidden)) loadFirstPage();
 }
 
 function setActionsEnabled(enabled) {
-  for (const button of document.querySelectorAll("#memory-list button.danger, #load-more, #sign-out, #retry")) {
+  for (const button of document.querySelectorAll("#memory-list button.danger, #load-more, #sign-out")) {
     button.disabled = !enabled;
   }
 }
@@ -353,13 +495,27 @@ function signedOut(problem = null) {
   const ended = state.loaded ? "Your session has ended. Sign in again to see your memories." : null;
   state.loaded = false;
   showSignIn({ problem: problem ?? ended });
+  // The sign-in page starts at its top, under the sticky header, with focus on its heading.
+  window.scrollTo(0, 0);
+  $("sign-in-title").focus({ preventScroll: true });
 }
 
 async function signInWith(secret) {
   const who = await api.signIn(secret);
+  // A link opened in a tab that already shows the panel: the list was someone's (maybe someone else's).
+  forgetList();
   state.canDelete = who.scopes.includes(WRITE_SCOPE);
   showBank(who);
   $("bank-title").focus();
+}
+
+function forgetList() {
+  for (const pending of state.pending.values()) pending.window.cancel();
+  state.pending.clear();
+  state.memories = [];
+  state.cursor = null;
+  state.loaded = false;
+  $("memory-list").replaceChildren();
 }
 
 // "Sign in with <provider>": a plain form post; the server sends the browser on to the provider.
@@ -428,9 +584,7 @@ $("sign-out").addEventListener("click", async () => {
   } catch {
     // Even if the server is unreachable, forget this view; the cookie expires by itself.
   }
-  state.memories = [];
-  state.loaded = false;
-  $("memory-list").replaceChildren();
+  forgetList();
   showSignIn({ title: "You’re signed out", problem: null });
   $("sign-in-title").focus();
 });
@@ -440,6 +594,8 @@ async function start() {
   if (link) {
     // Take the one-time code out of the address bar and history before anything else.
     history.replaceState(null, "", location.pathname + location.search);
+    // Deletes still in their undo window belong to the session in use now: send them before it changes.
+    await Promise.all([...state.pending.keys()].map((id) => commitDelete(id)));
     try {
       await signInWith({ link });
       return;
@@ -473,5 +629,17 @@ if (!navigator.onLine) goOffline("browser");
 // A sign-in link opened in a tab that already shows the panel changes only the fragment.
 window.addEventListener("hashchange", () => {
   if (location.hash.startsWith("#link=")) start();
+
+// Relative times ("2 minutes ago") stay true while the page stays open.
+setInterval(() => refreshTimes($("memory-list")), TIME_REFRESH_MS);
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible") refreshTimes($("memory-list"));
+});
 });
 start();
+
+// Relative times ("2 minutes ago") stay true while the page stays open.
+setInterval(() => refreshTimes($("memory-list")), TIME_REFRESH_MS);
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible") refreshTimes($("memory-list"));
+});

@@ -2,12 +2,17 @@
 // Every piece of server data goes in as text (dom.h uses textContent), inside bidi-isolated elements.
 
 import { h, icon, ICONS } from "./dom.js";
+import { markMatches } from "./find.js";
 import { exactTime, relativeTime } from "./time.js";
 
 const LONG_MEMORY = 480; // characters; longer memories start folded
 
 const SOURCES = { chat: "Saved from a chat", modal: "Saved from the save dialog" };
-const ORIGINS = { active_conversation: "This conversation", searched_conversation: "A searched conversation" };
+// In the panel there is no "this" conversation: say where the agent was when it saved the memory.
+const ORIGINS = {
+  active_conversation: "The chat it was saved in",
+  searched_conversation: "An earlier chat the agent looked up",
+};
 
 /** The first few words, for the delete button's name: "Delete memory: Prefers dark roast coffee…". */
 export function firstWords(text, words = 6, characters = 60) {
@@ -21,13 +26,13 @@ function contextsOf(memory) {
   if (!memory.contexts.length) return null;
   const items = memory.contexts.map((context) => {
     const facts = h("dl", { className: "context-facts" });
-    const fact = (term, value) => {
+    const fact = (term, value, className = null) => {
       if (!value) return;
-      facts.append(h("div", {}, h("dt", { text: term }), h("dd", { dir: "auto", text: value })));
+      facts.append(h("div", {}, h("dt", { text: term }), h("dd", { dir: "auto", className, text: value })));
     };
-    fact("Where", ORIGINS[context.origin] ?? null);
-    fact("Conversation", context.citation?.conversation_id);
-    fact("Message", context.citation?.message_id);
+    fact("From", ORIGINS[context.origin] ?? null);
+    fact("Conversation", context.citation?.conversation_id, "is-id");
+    fact("Message", context.citation?.message_id, "is-id");
     return h(
       "li",
       { className: "context" },
@@ -44,7 +49,11 @@ function contextsOf(memory) {
   );
 }
 
-export function memoryCard(memory, { canDelete, onDelete }) {
+/**
+ * One memory's card. `find` marks the words a search matched and presses the tag being filtered by;
+ * `onTag` makes each tag a button that filters by it.
+ */
+export function memoryCard(memory, { canDelete, onDelete, onTag = null, find = { q: "", tag: "" } }) {
   const saved = new Date(memory.created_at);
   const contentId = `content-${memory.id}`;
   // Focusable so keyboard users get the exact time too: CSS shows data-exact on hover and focus; screen
@@ -55,9 +64,17 @@ export function memoryCard(memory, { canDelete, onDelete }) {
     relativeTime(saved),
     h("span", { className: "visually-hidden", text: `, ${exactTime(saved)}` }),
   );
-  const tags = memory.tags.length
-    ? h("ul", { className: "tags", "aria-label": "Tags" }, ...memory.tags.map((tag) => h("li", { className: "tag", dir: "auto", text: tag })))
-    : null;
+  const tagItem = (tag) => {
+    if (!onTag) return h("li", { className: "tag", dir: "auto", text: tag });
+    const button = h(
+      "button",
+      { type: "button", className: "tag tag-button", dir: "auto", "aria-label": `Show memories tagged ${tag}`, "aria-pressed": String(tag === find.tag) },
+      tag,
+    );
+    button.addEventListener("click", () => onTag(tag));
+    return h("li", {}, button);
+  };
+  const tags = memory.tags.length ? h("ul", { className: "tags", "aria-label": "Tags" }, ...memory.tags.map(tagItem)) : null;
   const remove = canDelete
     ? h(
         "button",
@@ -65,8 +82,12 @@ export function memoryCard(memory, { canDelete, onDelete }) {
         icon(ICONS.trash),
       )
     : null;
-  remove?.addEventListener("click", () => onDelete(memory.id));
-  const content = h("p", { className: "memory-content", id: contentId, dir: "auto", text: memory.content });
+  remove?.addEventListener("click", (event) => {
+    // The second click of a double click lands on whatever moved under the pointer: never a second delete.
+    if (event.detail > 1) return;
+    onDelete(memory.id);
+  });
+  const content = h("p", { className: "memory-content", id: contentId, dir: "auto" }, ...markMatches(memory.content, find.q));
   let showAll = null;
   if (memory.content.length > LONG_MEMORY) {
     content.classList.add("is-clamped");
@@ -86,10 +107,49 @@ export function memoryCard(memory, { canDelete, onDelete }) {
       content,
       showAll,
       tags,
-      h("p", { className: "memory-meta" }, time, h("span", { className: "meta-sep", "aria-hidden": "true", text: "·" }), h("span", { text: SOURCES[memory.source] ?? memory.source })),
+      // The "·" and the words after it never break apart, so no line ends with a dangling dot.
+      h(
+        "p",
+        { className: "memory-meta" },
+        time,
+        h("span", { className: "meta-source" }, h("span", { className: "meta-sep", "aria-hidden": "true", text: "·" }), SOURCES[memory.source] ?? memory.source),
+      ),
       contextsOf(memory),
     ),
     remove,
   );
   return h("li", { className: "memory-item" }, article);
+}
+
+/**
+ * What stands in a deleted memory's place while it can be undone: which memory, Undo, and its shortcut.
+ * It keeps the card's height, so nothing moves under the pointer (a double click cannot reach the next card).
+ */
+export function deletedPlaceholder(memory, { height, shortcut, onUndo }) {
+  const words = firstWords(memory.content);
+  const undo = h(
+    "button",
+    { type: "button", className: "button undo-button", "aria-label": `Undo delete: ${words}`, "aria-keyshortcuts": "Control+Z Meta+Z" },
+    icon(ICONS.undo),
+    "Undo",
+  );
+  undo.addEventListener("click", (event) => {
+    if (event.detail > 1) return;
+    onUndo(memory.id);
+  });
+  const row = h(
+    "div",
+    { className: "deleted", "data-deleted-id": memory.id },
+    h("p", { className: "deleted-text" }, "Deleted “", h("span", { className: "deleted-name", dir: "auto", text: words }), "”"),
+    h("span", { className: "deleted-actions" }, undo, h("kbd", { className: "shortcut", "aria-hidden": "true", text: shortcut })),
+  );
+  row.style.minHeight = `${Math.round(height)}px`;
+  return row;
+}
+
+/** Bring every relative time under `root` up to date (they are written once, when the card is made). */
+export function refreshTimes(root, now = new Date()) {
+  for (const time of root.querySelectorAll("time[datetime]")) {
+    time.firstChild.textContent = relativeTime(new Date(time.getAttribute("datetime")), now);
+  }
 }

@@ -1,0 +1,112 @@
+"""Finding a memory by a word or a tag, with both in the URL so back, forward and reload keep them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+from tests.browser.conftest import Panel, World
+
+pytestmark = pytest.mark.browser
+
+MEMORIES: list[Mapping[str, Any]] = [
+    {"content": "Drinks oat milk in coffee", "tags": ["food"]},
+    {"content": "The staging cluster lives in eu-west", "tags": ["work"]},
+    {"content": "Prefers black coffee before meetings", "tags": ["food", "work"]},
+    {"content": "Runs on Sunday mornings"},
+]
+
+
+def _marks(panel: Panel) -> list[str]:
+    marks: list[str] = panel.driver.execute_script(
+        "return [...document.querySelectorAll('#memory-list mark')].map(m => m.textContent)"
+    )
+    return marks
+
+
+def _search(panel: Panel, words: str) -> None:
+    field = panel.get("textbox", "Search your memories")
+    field.clear()
+    field.send_keys(words, Keys.ENTER)
+
+
+def test_searching_shows_my_matches_ranked_with_the_matched_words_marked_and_the_url_keeps_it(
+    panel: Panel, world: World
+) -> None:
+    panel.sign_in(world.person(MEMORIES))
+    other = world.person(["Someone else's coffee habit"])
+    assert other.user_id  # another person's memory that would match
+
+    _search(panel, "coffee")
+
+    panel.until(lambda: len(panel.shown_texts()) == 2)
+    assert set(panel.shown_texts()) == {"Drinks oat milk in coffee", "Prefers black coffee before meetings"}
+    assert _marks(panel) == ["coffee", "coffee"]
+    assert panel.driver.find_element(By.ID, "find-summary").text == "2 memories match “coffee”, most relevant first."
+    assert panel.driver.current_url.endswith("/?q=coffee")
+    panel.state("search-results")
+
+    panel.driver.refresh()
+    panel.settled()
+    assert len(panel.shown_texts()) == 2
+    assert panel.get("textbox", "Search your memories").get_attribute("value") == "coffee"
+
+    panel.driver.back()  # before the search: everything
+    panel.until(lambda: len(panel.shown_texts()) == 4)
+    panel.driver.forward()
+    panel.until(lambda: len(panel.shown_texts()) == 2)
+
+
+def test_a_search_with_no_match_says_so_and_offers_the_way_back(panel: Panel, world: World) -> None:
+    panel.sign_in(world.person(MEMORIES))
+
+    _search(panel, "kayak")
+
+    title = panel.heading("No memories match “kayak”")
+    assert panel.active() == title
+    assert not panel.driver.find_element(By.ID, "empty-state").is_displayed()  # not the first-run page
+    panel.state("search-no-match")
+
+    panel.press("button", "Show all memories")
+    panel.until(lambda: len(panel.shown_texts()) == 4)
+    assert "?" not in panel.driver.current_url
+    assert panel.active().accessible_name == "Search your memories"
+
+
+def test_a_tag_chip_filters_by_its_tag_and_pressing_it_again_clears_the_filter(panel: Panel, world: World) -> None:
+    panel.sign_in(world.person(MEMORIES))
+
+    chips = panel.all("button", "Show memories tagged work")
+    panel.click(chips[0])
+
+    panel.until(
+        lambda: panel.shown_texts() == ["Prefers black coffee before meetings", "The staging cluster lives in eu-west"]
+    )
+    assert panel.driver.current_url.endswith("/?tag=work")
+    assert panel.driver.find_element(By.ID, "find-summary").text == "2 memories are tagged “work”."
+    pressed = panel.all("button", "Show memories tagged work")
+    assert [chip.get_attribute("aria-pressed") for chip in pressed] == ["true", "true"]
+    panel.state("tag-filter")
+
+    _search(panel, "coffee")  # a word and a tag together
+    panel.until(lambda: panel.shown_texts() == ["Prefers black coffee before meetings"])
+    assert "tag=work" in panel.driver.current_url
+    assert "q=coffee" in panel.driver.current_url
+
+    panel.click(panel.all("button", "Show memories tagged work")[0])
+    panel.until(lambda: len(panel.shown_texts()) == 2)  # the tag is off; the word stays
+    assert "tag=" not in panel.driver.current_url
+
+
+def test_a_search_never_finds_another_persons_memories(panel: Panel, world: World) -> None:
+    world.person(["Bob's secret kayak trip"])
+    panel.sign_in(world.person(MEMORIES))
+
+    _search(panel, "kayak")
+
+    panel.heading("No memories match “kayak”")
+    assert "Bob" not in panel.driver.find_element(By.ID, "main").text

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 from urllib.parse import urlsplit
 
-from memorybank import listeners, oauth_settings
+from memorybank import listeners, oauth_settings, semantic
 from memorybank.settings import (
     ALLOWED_HOSTS_ENV,
     DATABASE_URL_ENV,
@@ -86,6 +86,8 @@ _OPTION_NAMES = {
     "oauth-introspection-issuer": "--oauth-introspection-issuer",
     **{name: f"--{name}" for name in ("oauth-panel-client-id", "oauth-panel-issuer", "oauth-panel-client-secret-file")},
     "allowed_host": "--allowed-host",
+    "search": "--search",
+    "embedder-model": "--embedder-model",
     "quota-memories": "--quota-memories",
     "quota-characters": "--quota-characters",
     "memories": "--memories",
@@ -198,6 +200,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="where limits are counted: memory:// (each process alone) or redis://host:port/db, shared by every "
         f"worker and host (default: ${RATE_LIMIT_STORAGE_ENV}, else memory://)",
     )
+    semantic.add_search_options(serve)
     _add_oauth_options(serve)
     serve.set_defaults(run=_serve)
 
@@ -211,6 +214,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     mcp.add_argument("--user", metavar="usr_…", required=True, help="the user whose memories the rail acts on")
     mcp.add_argument("--org", metavar="org_…", required=True, help="the user's organization (recorded on saves)")
+    semantic.add_search_options(mcp)
     mcp.set_defaults(run=_mcp)
 
     prompt = commands.add_parser(
@@ -266,6 +270,18 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "scheme (or of all, with --all), in batches of 1,000, with a progress bar. Safe to stop and rerun.",
     )
     reindexing.add_argument("--all", action="store_true", help="re-index every memory, not only stale ones")
+    reindexing.add_argument(
+        "--embeddings",
+        action="store_true",
+        help="instead, write the vector of every memory lacking one of the embedding model (hybrid search), in "
+        "batches of 64, online, with a progress bar; safe to stop and rerun",
+    )
+    reindexing.add_argument(
+        "--embedder-model",
+        metavar="DIR",
+        help=f"with --embeddings: your own model.onnx and tokenizer.json (default: ${semantic.EMBEDDER_MODEL_ENV}, "
+        "else all-MiniLM-L6-v2 int8)",
+    )
     reindexing.set_defaults(run=_reindex)
 
     online = "in batches of 1,000, with a progress bar, while servers keep serving. Safe to stop and rerun."
@@ -661,14 +677,19 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
     options = oauth_options(args)
     oauth = oauth_settings.choose_oauth(options, args.environment, host=args.host, port=args.port)
     panel_sign_in = oauth_settings.choose_panel_sign_in(options, args.environment, oauth)
+    search = semantic.choose_search(args.search, args.embedder_model, args.environment)
+    # Loaded before the database is opened: a missing extra or model is one line, and nothing is held.
+    embedder = semantic.load_embedder(search) if search.hybrid else None
     storage = composition.open_ready_storage(choice, args.keys)
     issuers = composition.connect_issuers(oauth)
     try:
+        semantic.apply_search(storage, search, embedder)
         # Bound here, before saying "serving": a port in use is one clear line, not a log after the banner.
         listener = _listen(args.host, args.port)
         port = listener.getsockname()[1]
         base = f"http://{_url_host(args.host)}:{port}"
         print(f"{PROGRAM}: {storage.describe_mode()}", file=out)
+        print(f"{PROGRAM}: {semantic.describe(storage)}", file=out)
         workers = f", {args.workers} workers" if args.workers > 1 else ""
         print(
             f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}{workers}",
@@ -684,9 +705,11 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
                 flush=True,
             )
         if args.workers > 1:
-            # Each worker opens its own storage and issuers (memorybank.serving); the checks above stand.
+            # Each worker opens its own storage and issuers, and loads its own embedder (memorybank.serving);
+            # the checks above stand.
             listener.close()
             storage.close()
+            embedder = None
             serving.run(
                 serving.ServeOptions(
                     database_url=choice.url,
@@ -699,6 +722,8 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
                     quota_characters=quota.max_characters,
                     rate_limit_storage=limits_choice.storage_url,
                     rate_limits=list(limits_choice.rules),
+                    search=search.mode,
+                    embedder_model=search.embedder_model,
                 ),
                 workers=args.workers,
                 log_format=args.log_format,
@@ -761,8 +786,11 @@ def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None
     # Validate before touching the database, so a typo in a client's config is reported at once.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
+    search = semantic.choose_search(args.search, args.embedder_model, args.environment)
+    embedder = semantic.load_embedder(search) if search.hybrid else None
     storage = composition.open_ready_storage(choice, args.keys)
     try:
+        semantic.apply_search(storage, search, embedder)
         server = composition.build_local_rail(composition.build_services(storage), user_id=args.user, org_id=args.org)
         # stdout is the protocol: every message goes to stderr, which MCP clients keep as the server's log.
         logging.basicConfig(
@@ -875,6 +903,9 @@ def _export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> No
 def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     from memorybank import composition, portability
 
+    if args.embeddings:
+        _reindex_embeddings(args, choice, out)
+        return
     storage = composition.open_ready_storage(choice, args.keys)
     try:
         report = portability.reindex_with_progress(storage, everything=args.all, show_progress=sys.stderr.isatty())
@@ -882,6 +913,30 @@ def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
         storage.close()
     print(f"{PROGRAM}: re-indexed {report.rewritten} memories", file=out)
     _fail_on_broken(report)
+
+
+def _reindex_embeddings(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    from memorybank import composition
+
+    if args.all:
+        raise CommandError("--all re-indexes search terms; --embeddings writes only missing vectors", EXIT_BAD_INPUT)
+    search = semantic.SearchChoice(
+        mode="hybrid",
+        embedder_model=semantic.choose_search("hybrid", args.embedder_model, args.environment).embedder_model,
+    )
+    embedder = semantic.load_embedder(search)
+    storage = composition.open_ready_storage(choice, args.keys)
+    try:
+        semantic.apply_search(storage, search, embedder)
+        report = semantic.embed_with_progress(storage, show_progress=sys.stderr.isatty())
+    finally:
+        storage.close()
+    print(f"{PROGRAM}: embedded {report.embedded} memories with {embedder.model_id}", file=out)
+    if report.skipped:
+        raise CommandError(
+            f"{report.skipped} memories were not embedded: they do not open (logged by id) or were deleted meanwhile",
+            EXIT_FAILURE,
+        )
 
 
 def _encrypt(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:

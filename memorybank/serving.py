@@ -22,9 +22,10 @@ import uvicorn
 from starlette.types import ASGIApp
 from uvicorn.supervisors import Multiprocess
 
-from memorybank import composition, listeners
+from memorybank import composition, listeners, semantic
 from memorybank.logs import logging_config
 from memorybank.oauth_settings import OAuthOptions, choose_oauth, choose_panel_sign_in
+from memorybank.semantic import SearchChoice
 from memorybank.settings import DatabaseChoice, RateLimitChoice, choose_key_ring
 from memorybank_core import Quota, limits
 
@@ -64,6 +65,9 @@ class ServeOptions:
     rate_limit_storage: str = "memory://"
     #: `--rate-limit` rules over the defaults, e.g. `search=300/minute`.
     rate_limits: list[str] = attrs.field(factory=list)
+    #: `--search` and `--embedder-model` as the parent chose them (memorybank.semantic).
+    search: str = "lexical"
+    embedder_model: str | None = None
 
     def to_json(self) -> str:
         """For the environment of the workers."""
@@ -128,7 +132,11 @@ def app_from_environment() -> ASGIApp:
     panel_sign_in = choose_panel_sign_in(options.oauth, os.environ, oauth)
     issuers = composition.connect_issuers(oauth)
     keys = choose_key_ring(Path(options.key_file) if options.key_file else None, os.environ)
+    # The model loads once per worker, before the database is opened.
+    search = SearchChoice(mode=options.search, embedder_model=options.embedder_model)
+    embedder = semantic.load_embedder(search) if search.hybrid else None
     storage = composition.open_ready_storage(DatabaseChoice(url=options.database_url, source="serve"), keys)
+    semantic.apply_search(storage, search, embedder)
     return composition.build_server_app(
         storage,
         bind_host=options.bind_host,

@@ -5,6 +5,7 @@ A host imports its names from here; adapters implement its ports.
 
 from memorybank_core.clock import FixedClock, SystemClock
 from memorybank_core.controls import Effective, MemoryControls, check_quota, clean_subject_id, resolve
+from memorybank_core.embeddings import Embedder, Embedding, VectorStore
 from memorybank_core.entities import (
     EVERYONE,
     ApiToken,
@@ -85,6 +86,8 @@ __all__ = [
     "ControlStore",
     "CredentialsRefusedError",
     "Effective",
+    "Embedder",
+    "Embedding",
     "EventSink",
     "FixedClock",
     "ForbiddenError",
@@ -145,6 +148,7 @@ __all__ = [
     "UnavailableError",
     "UnitOfWork",
     "Usage",
+    "VectorStore",
     "WindowState",
     "charged_characters",
     "check_quota",

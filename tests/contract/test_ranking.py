@@ -1,5 +1,6 @@
 """Ranking contract: every engine (SQLite, MySQL) returns exactly what the in-memory reference
 returns, the same ids with the same scores, and no other user's saves or deletes ever change it.
+A hybrid engine's reference is the in-memory hybrid engine with the same embedder.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typeid import TypeID
 from memorybank_core import MemoryBank, SearchResult
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX
 from tests.conftest import User, start_clock
-from tests.contract.backends import FACTORIES, BackendFactory, InMemoryFactory
+from tests.contract.backends import FACTORIES, BackendFactory
 
 #: Memories with repeated, shared and rare words, tags and snippets, short tokens and CJK.
 CORPUS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
@@ -109,7 +110,7 @@ def test_every_engine_returns_the_references_results_in_the_references_order(
     ranked_factory: BackendFactory, query: str
 ) -> None:
     alice = a_user(1)
-    reference, tested = bank_of(InMemoryFactory()), bank_of(ranked_factory)
+    reference, tested = bank_of(ranked_factory.reference()), bank_of(ranked_factory)
     fill(reference, alice)
     fill(tested, alice)
     expected = ranking(reference.search(alice, query=query, limit=10))

@@ -116,19 +116,27 @@ def save_corpus(
     return Corpus(accounts, turn_of, paraphrase_account, paraphrase_ids)
 
 
-def http_retriever(base_url: str, corpus: Corpus) -> Retriever:
-    """Ask the server at `base_url` as each conversation's user."""
-    sessions: dict[int, httpx2.Client] = {}
+class HttpRetriever:
+    """A `Retriever` asking the server at `base_url` as each conversation's user; `close` ends its connections."""
 
-    def retrieve(conversation: int, question: str) -> list[str]:
-        if conversation not in sessions:
-            account = corpus.accounts[conversation]
-            sessions[conversation] = httpx2.Client(
-                base_url=base_url, headers={"Authorization": f"Bearer {account.secret}"}, timeout=60
+    def __init__(self, base_url: str, corpus: Corpus) -> None:
+        self._base_url = base_url
+        self._corpus = corpus
+        self._sessions: dict[int, httpx2.Client] = {}
+
+    def __call__(self, conversation: int, question: str) -> list[str]:
+        if conversation not in self._sessions:
+            account = self._corpus.accounts[conversation]
+            self._sessions[conversation] = httpx2.Client(
+                base_url=self._base_url, headers={"Authorization": f"Bearer {account.secret}"}, timeout=60
             )
-        return [corpus.turn_of[memory_id] for memory_id in search(sessions[conversation], question, max(KS))]
+        ranked = search(self._sessions[conversation], question, max(KS))
+        return [self._corpus.turn_of[memory_id] for memory_id in ranked]
 
-    return retrieve
+    def close(self) -> None:
+        """Close every connection."""
+        for session in self._sessions.values():
+            session.close()
 
 
 def paraphrase_recall(base_url: str, corpus: Corpus, paraphrases: list[dict[str, str]]) -> dict[int, float]:
@@ -178,9 +186,12 @@ def run_recall(data: Path, conversations_limit: int | None) -> None:
                     print(
                         f"saved {len(corpus.turn_of)} turns in {time.perf_counter() - started:.0f} s", file=sys.stderr
                     )
-                retrieve = http_retriever(server.base_url, corpus)
-                results[name] = evaluate(retrieve, questions)
-                hits[name] = per_question_hits(retrieve, questions, 10)
+                retrieve = HttpRetriever(server.base_url, corpus)
+                try:
+                    results[name] = evaluate(retrieve, questions)
+                    hits[name] = per_question_hits(retrieve, questions, 10)
+                finally:
+                    retrieve.close()
                 paraphrase[name] = paraphrase_recall(server.base_url, corpus, paraphrases)
     print(report(results))
     hybrid, lexical = hits.values()

@@ -8,6 +8,9 @@ one transaction that first locks the batch's memory rows (`FOR UPDATE`): a memor
 it was read gets no vector, and a delete racing the write waits for it. Stop it at any point and
 run it again: it resumes with the memories still without a current vector. A server keeps
 serving beside it; until a memory's batch commits, hybrid search finds it by its words only.
+
+`reseal_vectors` is the part of `encrypt` and `keys rotate` that concerns vectors: it seals them
+under the ring's current key without the model.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory, memory_vector
 from adapters_mysql.sealed_rows import RowCodec
-from memorybank_core import Embedder, Memory, Scope
+from memorybank_core import BrokenSealError, Embedder, Memory, Scope
 from memorybank_search import embedding_text
 
 _log = logging.getLogger("memorybank.storage")
@@ -132,3 +135,54 @@ def _write(connection: sa.Connection, codec: RowCodec, model: str, memories: Seq
         )
         written += 1
     return written
+
+
+def reseal_vectors(engine: sa.Engine, codec: RowCodec, *, batch_size: int = DEFAULT_EMBEDDING_BATCH * 16) -> int:
+    """Re-seal every vector whose seal state is not the one `codec` writes (`encrypt`, `keys rotate`); how many.
+
+    No model is needed: each vector is opened and sealed again, in batches of `batch_size`, one
+    transaction each, in key order. A vector that does not open is logged and left (its memory is
+    then found by its words until `reindex --embeddings` writes it again).
+
+    Raises:
+        UnavailableError: the database cannot be reached; committed batches stay done.
+    """
+    writer = for_writing(engine)
+    stale = memory_vector.c.seal_state.is_distinct_from(codec.state)
+    after_user, after_memory = "", ""
+    resealed = 0
+    while True:
+        with unavailable_on_driver_error("reindex"), writer.begin() as connection:
+            rows = connection.execute(
+                sa.select(memory_vector)
+                .where(
+                    stale,
+                    sa.or_(
+                        memory_vector.c.user_id > after_user,
+                        sa.and_(memory_vector.c.user_id == after_user, memory_vector.c.memory_id > after_memory),
+                    ),
+                )
+                .order_by(memory_vector.c.user_id, memory_vector.c.memory_id)
+                .limit(batch_size)
+            ).all()
+            if not rows:
+                return resealed
+            for row in rows:
+                try:
+                    vector = codec.vector(row)
+                except BrokenSealError as error:
+                    _log.warning("the vector of memory %s does not open (%s): not re-sealed", row.memory_id, error)
+                    continue
+                fresh = codec.vector_row(
+                    user_id=row.user_id, memory_id=row.memory_id, model=row.model, embedding=vector
+                )
+                resealed += connection.execute(
+                    memory_vector.update()
+                    .where(
+                        memory_vector.c.user_id == row.user_id,
+                        memory_vector.c.memory_id == row.memory_id,
+                        memory_vector.c.seal_state.is_not_distinct_from(row.seal_state),
+                    )
+                    .values(vector=fresh["vector"], seal_state=fresh["seal_state"])
+                ).rowcount
+        after_user, after_memory = rows[-1].user_id, rows[-1].memory_id

@@ -21,6 +21,7 @@ from adapters_mysql.embedding_reindex import (
     EmbeddingReport,
     count_to_embed,
     embed_missing,
+    reseal_vectors,
 )
 from adapters_mysql.engines import for_writing, mysql_engine, sqlite_engine
 from adapters_mysql.errors import driver_error_code, unavailable_on_driver_error
@@ -332,7 +333,8 @@ class SqlStorage:
         """Rewrite memories indexed by an older scheme or sealed by other keys (or all) under the current ones.
 
         This is `memorybank reindex`, `encrypt` and `keys rotate`: batches of `batch_size` rows, each
-        its own transaction, beside a live server; `progress` gets each batch's count. At the end,
+        its own transaction, beside a live server; `progress` gets each batch's count. Hybrid search's
+        vectors are re-sealed too (`reseal_vectors`). At the end,
         key-check values of keys no row needs are dropped, and a database whose rows are now all
         sealed refuses plaintext rows from its next start on.
 
@@ -342,6 +344,8 @@ class SqlStorage:
         report = reindex(
             self.engine, self.indexer, self.codec, everything=everything, batch_size=batch_size, progress=progress
         )
+        # Hybrid search's vectors are sealed like the text they come from (no model needed to re-seal them).
+        reseal_vectors(self.engine, self.codec)
         if self.sealer is not None and not report.broken:
             with unavailable_on_driver_error("reindex"), for_writing(self.engine).begin() as connection:
                 policy = read_status(connection).strictest_policy()

@@ -185,3 +185,24 @@ def test_vectors_of_another_model_are_never_compared_and_get_rewritten(tmp_path:
     assert storage.embed_missing().embedded == 1
     assert [row.model for row in _vector_rows(storage)] == ["another-model"]
     storage.close()
+
+
+def test_encrypt_and_key_rotation_seal_the_vectors_too_and_scores_stay_the_same(tmp_path: Path) -> None:
+    plaintext = _storage(tmp_path)
+    alice = User()
+    for number in range(4):
+        _bank(plaintext).save(alice, {"content": f"note {number}: the lighthouse keeper logged the storm"})
+    before = [(r.memory.id, r.score) for r in _bank(plaintext).search(alice, query="lighthouse storm")]
+    plaintext.close()
+
+    ring = new_key_ring()
+    for current in (ring, ring.with_new_primary()):
+        sealed = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}", AesGcmSealer(current))
+        sealed.check_ready()
+        sealed.use_embedder(HashedTermsEmbedder())
+        sealed.reindex()  # `memorybank encrypt`, then `keys rotate`
+        with sealed.engine.connect() as connection:
+            states = set(connection.execute(sa.select(memory_vector.c.seal_state)).scalars())
+        assert states == {sealed.codec.state}
+        assert [(r.memory.id, r.score) for r in _bank(sealed).search(alice, query="lighthouse storm")] == before
+        sealed.close()

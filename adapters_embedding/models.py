@@ -68,6 +68,17 @@ def default_model_path() -> Path:
     return path
 
 
+def check_default_files() -> None:
+    """Check the default model's files against their pinned sha256 without loading them (for a supervisor).
+
+    Raises:
+        ImportError: the `semantic` extra is not installed.
+        ModelFilesError: a file is missing or is not the pinned one.
+    """
+    _checked(default_model_path(), MODEL_SHA256)
+    _checked(_TOKENIZER, TOKENIZER_SHA256)
+
+
 def default_embedder() -> OnnxEmbedder:
     """all-MiniLM-L6-v2 int8, both files checked against their pinned sha256.
 

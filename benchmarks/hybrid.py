@@ -123,8 +123,16 @@ class HttpRetriever:
         self._base_url = base_url
         self._corpus = corpus
         self._sessions: dict[int, httpx2.Client] = {}
+        # Each question is asked once: the recall table and the bootstrap read the same ranking.
+        self._asked: dict[tuple[int, str], list[str]] = {}
 
     def __call__(self, conversation: int, question: str) -> list[str]:
+        key = (conversation, question)
+        if key not in self._asked:
+            self._asked[key] = self._ask(conversation, question)
+        return self._asked[key]
+
+    def _ask(self, conversation: int, question: str) -> list[str]:
         if conversation not in self._sessions:
             account = self._corpus.accounts[conversation]
             self._sessions[conversation] = httpx2.Client(

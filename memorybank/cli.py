@@ -678,18 +678,24 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
     oauth = oauth_settings.choose_oauth(options, args.environment, host=args.host, port=args.port)
     panel_sign_in = oauth_settings.choose_panel_sign_in(options, args.environment, oauth)
     search = semantic.choose_search(args.search, args.embedder_model, args.environment)
-    # Loaded before the database is opened: a missing extra or model is one line, and nothing is held.
-    embedder = semantic.load_embedder(search) if search.hybrid else None
+    # Before the database is opened: a missing extra or model is one line, and nothing is held. A
+    # supervisor of several workers only checks the files; each worker loads its own model.
+    embedder = None
+    if search.hybrid and args.workers > 1:
+        semantic.check_embedder(search)
+    elif search.hybrid:
+        embedder = semantic.load_embedder(search)
     storage = composition.open_ready_storage(choice, args.keys)
     issuers = composition.connect_issuers(oauth)
     try:
-        semantic.apply_search(storage, search, embedder)
+        if embedder is not None:
+            semantic.apply_search(storage, search, embedder)
         # Bound here, before saying "serving": a port in use is one clear line, not a log after the banner.
         listener = _listen(args.host, args.port)
         port = listener.getsockname()[1]
         base = f"http://{_url_host(args.host)}:{port}"
         print(f"{PROGRAM}: {storage.describe_mode()}", file=out)
-        print(f"{PROGRAM}: {semantic.describe(storage)}", file=out)
+        print(f"{PROGRAM}: {semantic.describe(storage, search)}", file=out)
         workers = f", {args.workers} workers" if args.workers > 1 else ""
         print(
             f"{PROGRAM}: serving {base} (MCP: {base}/mcp/agent) on {redacted(choice.url)}{workers}",
@@ -709,7 +715,6 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
             # the checks above stand.
             listener.close()
             storage.close()
-            embedder = None
             serving.run(
                 serving.ServeOptions(
                     database_url=choice.url,

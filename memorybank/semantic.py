@@ -105,6 +105,33 @@ def load_embedder(choice: SearchChoice) -> Embedder:
         raise _unavailable(error) from error
 
 
+def check_embedder(choice: SearchChoice) -> None:
+    """What `load_embedder` checks first (the extra is installed, the files are the pinned ones or present),
+    without loading the model: for a `serve --workers` supervisor, whose workers each load their own.
+
+    Raises:
+        SemanticUnavailableError: the `semantic` extra is not installed.
+        InvalidInputError: ("embedder-model") the model files are missing or altered.
+    """
+    try:
+        import onnxruntime  # noqa: F401 - present, or the workers would fail one by one
+
+        import adapters_embedding
+
+        if choice.embedder_model is None:
+            adapters_embedding.models.check_default_files()
+    except ImportError as error:
+        raise _unavailable(error) from error
+    if choice.embedder_model is not None:
+        directory = Path(choice.embedder_model)
+        for name in ("model.onnx", "tokenizer.json"):
+            if not (directory / name).is_file():
+                raise InvalidInputError(
+                    "embedder-model",
+                    f"must be a directory holding model.onnx and tokenizer.json; {directory / name} is missing",
+                )
+
+
 def _unavailable(error: ImportError) -> SemanticUnavailableError:
     missing = (error.name or "").partition(".")[0]
     if missing not in _SEMANTIC_MODULES:
@@ -123,14 +150,16 @@ def apply_search(storage: SqlStorage, choice: SearchChoice, embedder: Embedder |
         storage.use_embedder(embedder or load_embedder(choice))
 
 
-def describe(storage: SqlStorage) -> str:
+def describe(storage: SqlStorage, choice: SearchChoice) -> str:
     """One line saying which search is served, and how many memories still lack a vector.
 
     Raises:
         UnavailableError: the database cannot be reached.
     """
-    if storage.embedder is None:
+    if not choice.hybrid:
         return "search: lexical (BM25 per user)"
+    if storage.embedder is None:
+        return "search: hybrid (BM25 fused with a local embedding model, loaded by each worker)"
     line = f"search: hybrid (BM25 fused with {storage.embedder.model_id}, {storage.embedder.dimension} dimensions)"
     missing = storage.count_to_embed()
     if missing:

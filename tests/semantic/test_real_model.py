@@ -144,13 +144,15 @@ def test_a_users_own_export_loads_from_a_directory_and_a_broken_one_is_refused(t
         embedder_from_directory(own)
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
 def test_hybrid_without_the_semantic_extra_exits_with_the_install_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], workers: str
 ) -> None:
     for name in [module for module in sys.modules if module.startswith("adapters_embedding")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
-    status = main(["serve", "--search", "hybrid", "--db", f"sqlite:///{tmp_path / 'bank.sqlite3'}"], env={})
+    database = f"sqlite:///{tmp_path / 'bank.sqlite3'}"
+    status = main(["serve", "--search", "hybrid", "--workers", workers, "--db", database], env={})
     assert status == 1
     assert "hybrid search needs the semantic extra (onnxruntime is missing): pip install 'memorybank[semantic]'" in (
         capsys.readouterr().err

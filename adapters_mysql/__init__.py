@@ -6,6 +6,7 @@ search engine and token store are wired into the bank. Nothing connects at impor
 """
 
 from adapters_mysql.control_store import SqlControlStore
+from adapters_mysql.embedding_reindex import EmbeddingReport
 from adapters_mysql.errors import SchemaNotReadyError
 from adapters_mysql.memory_store import SqlMemoryStore
 from adapters_mysql.mysql_search import MysqlOwnerScopedSearch
@@ -26,10 +27,12 @@ from adapters_mysql.storage import (
     open_storage,
 )
 from adapters_mysql.token_store import SqlTokenStore
+from adapters_mysql.vector_store import SqlVectorStore
 
 __all__ = [
     "CreateDatabaseRefusedError",
     "DatabaseMissingError",
+    "EmbeddingReport",
     "KeyRingError",
     "MigrationReport",
     "MysqlOwnerScopedSearch",
@@ -44,6 +47,7 @@ __all__ = [
     "SqlPurgeStore",
     "SqlStorage",
     "SqlTokenStore",
+    "SqlVectorStore",
     "SqliteOwnerScopedSearch",
     "create_database",
     "create_database_statement",

@@ -14,14 +14,15 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.owner import owned_memories, owner_parameter
+from adapters_mysql.owner import owned_memories, owned_vectors, owner_parameter
 from adapters_mysql.schema import memory as memory_table
-from adapters_mysql.schema import memory_context
+from adapters_mysql.schema import memory_context, memory_vector
 from adapters_mysql.sealed_rows import RowCodec
 from adapters_mysql.unit_of_work import reading, writing
 from adapters_mysql.usage import charge, charge_many, credit, read_usage
 from memorybank_core import (
     BrokenSealError,
+    Embedder,
     InvalidInputError,
     ListPosition,
     Memory,
@@ -31,7 +32,7 @@ from memorybank_core import (
     Usage,
 )
 from memorybank_core.sealing import UnknownSealKeyError
-from memorybank_search import OwnerIndexer
+from memorybank_search import OwnerIndexer, embedding_text
 
 _log = logging.getLogger("memorybank.storage")
 
@@ -120,7 +121,8 @@ class SqlMemoryStore(MemoryStore):
     """The `MemoryStore` port over SQLAlchemy Core; see `adapters_mysql.open_storage`.
 
     Every write also stores the memory's owner-scoped search document (`indexer`), in the
-    same transaction, whichever search engine reads it.
+    same transaction, whichever search engine reads it; with an `embedder` (hybrid search), its
+    vector too (`memory_vector`), so a search never sees a saved memory without its vector.
     """
 
     def __init__(self, engine: sa.Engine, indexer: OwnerIndexer, codec: RowCodec | None = None) -> None:
@@ -128,14 +130,18 @@ class SqlMemoryStore(MemoryStore):
         self._indexer = indexer
         self.codec = codec or RowCodec()
         self._reads = _CHECKED_READS if self.codec.reads_search_columns else _PLAIN_READS
+        self.embedder: Embedder | None = None
+        """Set by `SqlStorage.use_embedder`: saves then write each memory's vector too."""
 
     def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
         if memory.user_id != user_id:
             raise ValueError("a memory is added by its own owner")
+        # Embedded before any row is locked (about 20 ms on one core); written in the same transaction.
+        vectors = self._vector_rows([memory])
         with unavailable_on_driver_error("save"), writing(self._engine) as connection:
             # The ledger first: over quota, the transaction rolls back before any row is written.
             charge(connection, memory, quota)
-            self._insert(connection, [memory])
+            self._insert(connection, [memory], vectors)
 
     def add_many(self, memories: Sequence[Memory]) -> None:
         """Store memories of any owners, with their contexts, in one transaction: all or none.
@@ -149,20 +155,34 @@ class SqlMemoryStore(MemoryStore):
         """
         if not memories:
             return
+        vectors = self._vector_rows(memories)
         try:
             with unavailable_on_driver_error("import"), writing(self._engine) as connection:
                 charge_many(connection, memories)
-                self._insert(connection, memories)
+                self._insert(connection, memories, vectors)
         except sa.exc.IntegrityError as error:
             raise InvalidInputError("id", "is already stored") from error
 
-    def _insert(self, connection: sa.Connection, memories: Sequence[Memory]) -> None:
+    def _insert(self, connection: sa.Connection, memories: Sequence[Memory], vectors: Sequence[dict[str, Any]]) -> None:
         connection.execute(memory_table.insert(), [self._memory_row(memory) for memory in memories])
         contexts = [
             self.codec.context_row(context, memory.user_id) for memory in memories for context in memory.contexts
         ]
         if contexts:
             connection.execute(memory_context.insert(), contexts)
+        if vectors:
+            connection.execute(memory_vector.insert(), vectors)
+
+    def _vector_rows(self, memories: Sequence[Memory]) -> list[dict[str, Any]]:
+        """The `memory_vector` rows of `memories` (none without an embedder)."""
+        if self.embedder is None:
+            return []
+        model = self.embedder.model_id
+        embeddings = self.embedder.embed([embedding_text(memory) for memory in memories])
+        return [
+            self.codec.vector_row(user_id=memory.user_id, memory_id=memory.id, model=model, embedding=embedding)
+            for memory, embedding in zip(memories, embeddings, strict=True)
+        ]
 
     def _memory_row(self, saved: Memory) -> dict[str, Any]:
         return self.codec.memory_row(saved, self._indexer.document(saved))
@@ -204,11 +224,7 @@ class SqlMemoryStore(MemoryStore):
             with unavailable_on_driver_error("delete"), writing(self._engine) as connection:
                 # Contexts first, as the reference host does. No read before the writes: the
                 # memory delete's row count says whether the owner had such a memory.
-                connection.execute(
-                    memory_context.delete().where(
-                        memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id
-                    )
-                )
+                delete_dependents(connection, user_id, memory_id)
                 # The ledger before the row goes, reading the row's count in the same statement.
                 counted = (
                     sa.select(memory_table.c.characters)
@@ -228,6 +244,14 @@ class SqlMemoryStore(MemoryStore):
 
     def usage(self, *, user_id: str) -> Usage:
         return read_usage(self._engine, user_id)
+
+
+def delete_dependents(connection: sa.Connection, user_id: str, memory_id: str) -> None:
+    """Delete the owner's memory's contexts and vector: the rows that go before the memory itself."""
+    connection.execute(
+        memory_context.delete().where(memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id)
+    )
+    connection.execute(memory_vector.delete().where(owned_vectors(user_id), memory_vector.c.memory_id == memory_id))
 
 
 class _NothingDeleted(Exception):

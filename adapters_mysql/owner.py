@@ -12,7 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from adapters_mysql.schema import memory
+from adapters_mysql.schema import memory, memory_vector
 from memorybank_core import Scope
 
 OWNER = "owner"
@@ -27,6 +27,11 @@ def owner_parameter() -> sa.BindParameter[str]:
 def owned_memories(owner: str | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:
     """`memory.user_id = :owner AND memory.scope = 'user'`: the user's own, personal memories only."""
     return sa.and_(memory.c.user_id == owner, _personal())
+
+
+def owned_vectors(owner: str | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:
+    """`memory_vector.user_id = :owner`: the vectors of the user's memories (hybrid search), keyed by owner first."""
+    return memory_vector.c.user_id == owner
 
 
 def organization_memories(org: str | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:

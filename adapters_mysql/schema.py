@@ -262,6 +262,23 @@ reindex_generation = sa.Table(
     **MYSQL_TABLE_OPTIONS,
 )
 
+#: Each memory's vector for hybrid search (memorybank_search.hybrid), keyed by owner and memory, so it
+#: shards by `user_id` like the memory tables and every read is one owner's. Written in the save's
+#: transaction when an embedder is configured, deleted with the memory and by a purge; `model` says
+#: which model wrote it (vectors of different models are never compared). `vector` holds
+#: `Embedding.to_bytes()` (388 bytes for 384 dimensions), or on a sealed database that sealed
+#: (`seal_state` names the key; NULL: plaintext).
+memory_vector = sa.Table(
+    "memory_vector",
+    metadata,
+    sa.Column("user_id", id_type(), primary_key=True),
+    sa.Column("memory_id", id_type(), primary_key=True),
+    sa.Column("model", sa.String(limits.ID_MAX_LENGTH), nullable=False),
+    sa.Column("vector", sa.LargeBinary(), nullable=False),
+    sa.Column("seal_state", sa.String(SEAL_STATE_LENGTH), nullable=True),
+    **MYSQL_TABLE_OPTIONS,
+)
+
 #: The tables this package owns, in creation order.
 TABLES: tuple[sa.Table, ...] = (
     memory,
@@ -274,4 +291,5 @@ TABLES: tuple[sa.Table, ...] = (
     memory_control,
     purge_run,
     reindex_generation,
+    memory_vector,
 )

@@ -17,6 +17,7 @@ logs its id, and the other memories keep working.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ import attrs
 from memorybank_core import (
     BrokenSealError,
     Citation,
+    Embedding,
     Memory,
     MemoryContext,
     Origin,
@@ -42,6 +44,7 @@ from memorybank_search import SearchDocument
 
 MEMORY_TABLE = "memory"
 CONTEXT_TABLE = "memory_context"
+VECTOR_TABLE = "memory_vector"
 _SEAL_STATE = re.compile(r"(k[0-9a-z]{8}):(k[0-9a-z]{8})(?::([0-9]{1,3}))?")
 
 
@@ -161,6 +164,40 @@ class RowCodec:
             "created_at": context.created_at,
         }
 
+    def vector_row(self, *, user_id: str, memory_id: str, model: str, embedding: Embedding) -> dict[str, Any]:
+        """The `memory_vector` row of a memory's `embedding` by `model`: sealed when keyed (a vector can be
+        inverted to much of its text), bound to its owner, memory and model."""
+        stored = embedding.to_bytes()
+        if self._sealer is not None:
+            text = base64.b64encode(stored).decode("ascii")
+            stored = self._seal(text, VECTOR_TABLE, "vector", _vector_row_id(memory_id, model), user_id).encode("ascii")
+        return {"user_id": user_id, "memory_id": memory_id, "model": model, "vector": stored, "seal_state": self.state}
+
+    def vector(self, row: Any) -> Embedding:
+        """The embedding of a `memory_vector` row (user_id, memory_id, model, vector, seal_state).
+
+        Raises:
+            BrokenSealError: a sealed vector does not open here, or the row's state is not allowed.
+        """
+        stored = bytes(row.vector)
+        if row.seal_state is not None:
+            if self._sealer is None:
+                raise BrokenSealError("the vector is sealed and no key ring is configured")
+            text = self._open(
+                stored.decode("ascii", "replace"),
+                VECTOR_TABLE,
+                "vector",
+                _vector_row_id(row.memory_id, row.model),
+                row.user_id,
+            )
+            stored = base64.b64decode(text)
+        elif not self.plaintext_allowed:
+            raise BrokenSealError("a plaintext vector in a database whose rows are all sealed")
+        try:
+            return Embedding.from_bytes(stored)
+        except ValueError as error:
+            raise BrokenSealError("a stored vector is malformed") from error
+
     def memory(self, row: Any, context_rows: Sequence[Any]) -> Memory:
         """The entity for a `memory` row and its `memory_context` rows.
 
@@ -247,6 +284,11 @@ class RowCodec:
 
 def _terms_binding(memory_id: str, user_id: str) -> SealBinding:
     return SealBinding(table=MEMORY_TABLE, column="search_terms", row_id=memory_id, user_id=user_id)
+
+
+def _vector_row_id(memory_id: str, model: str) -> str:
+    # Bound to its model too: a vector relabelled as another model's does not open.
+    return f"{memory_id}/{model}"
 
 
 def _context_row_id(memory_id: str, context_id: str) -> str:

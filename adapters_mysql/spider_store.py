@@ -11,9 +11,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.memory_store import SqlMemoryStore
+from adapters_mysql.memory_store import SqlMemoryStore, delete_dependents
 from adapters_mysql.owner import owned_memories
-from adapters_mysql.schema import memory, memory_context
+from adapters_mysql.schema import memory
 from adapters_mysql.unit_of_work import writing
 from adapters_mysql.usage import credit
 
@@ -28,11 +28,7 @@ class SpiderMemoryStore(SqlMemoryStore):
             if found is None:
                 return False
             credit(connection, user_id=user_id, characters=found.characters or 0)
-            # Contexts first, as the plain store does; both statements stay on the user's data node.
-            connection.execute(
-                memory_context.delete().where(
-                    memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id
-                )
-            )
+            # Contexts and vector first, as the plain store does; every statement stays on the user's data node.
+            delete_dependents(connection, user_id, memory_id)
             connection.execute(memory.delete().where(mine))
             return True

@@ -16,6 +16,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
 from adapters_mysql.control_store import SqlControlStore
+from adapters_mysql.embedding_reindex import (
+    DEFAULT_EMBEDDING_BATCH,
+    EmbeddingReport,
+    count_to_embed,
+    embed_missing,
+    reseal_vectors,
+)
 from adapters_mysql.engines import for_writing, mysql_engine, sqlite_engine
 from adapters_mysql.errors import driver_error_code, unavailable_on_driver_error
 from adapters_mysql.failover import Host, HostRing, display_hosts, fail_over_between, split_hosts
@@ -59,7 +66,16 @@ from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch, purge_rewritte
 from adapters_mysql.token_store import SqlTokenStore
 from adapters_mysql.unit_of_work import SqlUnitOfWork
 from adapters_mysql.usage import backfill_characters
-from memorybank_core import BlindIndex, InvalidInputError, MemoryBankError, Sealer, UnavailableError
+from adapters_mysql.vector_store import SqlVectorStore
+from memorybank_core import (
+    BlindIndex,
+    Embedder,
+    InvalidInputError,
+    MemoryBankError,
+    Sealer,
+    SearchEngine,
+    UnavailableError,
+)
 from memorybank_core.distribution import install_command
 from memorybank_core.offboarding import PurgeStore
 from memorybank_search import OwnerIndexer
@@ -185,13 +201,61 @@ class SqlStorage:
         store = (SpiderMemoryStore if spider_head else SqlMemoryStore)(engine, indexer, self.codec)
         # Every port is retried after a lost connection or a conflict (adapters_mysql.retrying).
         self.store = ResilientMemoryStore(store)
-        self.search_engine = ResilientSearch(search_engine(engine, indexer))
+        self.lexical_search: SearchEngine = search_engine(engine, indexer)
+        """The owner-scoped BM25 engine of the dialect (what `search_engine` is, until `use_embedder`)."""
+        self.search_engine = ResilientSearch(self.lexical_search)
+        self.vectors = SqlVectorStore(engine, self.codec)
+        """The owners' memory vectors (`memory_vector`), for hybrid search."""
+        self.embedder: Embedder | None = None
         self.token_store = ResilientTokenStore(SqlTokenStore(engine))
         self.controls = ResilientControlStore(SqlControlStore(engine))
         self.unit_of_work = SqlUnitOfWork(engine)
         self.panel_sessions = SqlPanelSessionStore(engine)
         self._display_url = display_url
         self._spider_head = spider_head
+
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Turn on hybrid search: saves also write each memory's vector, and search fuses BM25 with it.
+
+        `memorybank_search.hybrid` (numpy, the `semantic` extra) is imported here, not with the module:
+        lexical storage needs neither.
+        """
+        from memorybank_search.hybrid import HybridSearch
+
+        self.embedder = embedder
+        self.store.inner.embedder = embedder
+        self.search_engine = ResilientSearch(HybridSearch(self.lexical_search, self.vectors, embedder))
+
+    def count_to_embed(self) -> int:
+        """How many memories lack a vector of the configured embedder's model (under the current seal).
+
+        Raises:
+            UnavailableError: the database cannot be reached.
+        """
+        return count_to_embed(self.engine, self.codec, self._require_embedder())
+
+    def embed_missing(
+        self, *, batch_size: int = DEFAULT_EMBEDDING_BATCH, progress: Callable[[int], None] | None = None
+    ) -> EmbeddingReport:
+        """`memorybank reindex --embeddings`: write the vector of every memory lacking a current one, online.
+
+        Raises:
+            UnavailableError: the database cannot be reached; committed batches stay done.
+        """
+        inner = self.store.inner
+        return embed_missing(
+            self.engine,
+            self.codec,
+            self._require_embedder(),
+            lambda user_id, ids: inner.get_many(user_id=user_id, memory_ids=ids),
+            batch_size=batch_size,
+            progress=progress,
+        )
+
+    def _require_embedder(self) -> Embedder:
+        if self.embedder is None:
+            raise ValueError("no embedder: call use_embedder first")
+        return self.embedder
 
     @property
     def purge_store(self) -> PurgeStore:
@@ -283,7 +347,8 @@ class SqlStorage:
         """Rewrite memories indexed by an older scheme or sealed by other keys (or all) under the current ones.
 
         This is `memorybank reindex`, `encrypt` and `keys rotate`: batches of `batch_size` rows, each
-        its own transaction, beside a live server; `progress` gets each batch's count. At the end,
+        its own transaction, beside a live server; `progress` gets each batch's count. Hybrid search's
+        vectors are re-sealed too (`reseal_vectors`). At the end,
         key-check values of keys no row needs are dropped, and a database whose rows are now all
         sealed refuses plaintext rows from its next start on.
 
@@ -293,6 +358,8 @@ class SqlStorage:
         report = reindex(
             self.engine, self.indexer, self.codec, everything=everything, batch_size=batch_size, progress=progress
         )
+        # Hybrid search's vectors are sealed like the text they come from (no model needed to re-seal them).
+        reseal_vectors(self.engine, self.codec)
         if self.sealer is not None and not report.broken:
             with unavailable_on_driver_error("reindex"), for_writing(self.engine).begin() as connection:
                 policy = read_status(connection).strictest_policy()

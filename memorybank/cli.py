@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 from urllib.parse import urlsplit
 
-from memorybank import listeners, oauth_settings, secret_commands, secret_settings
+from memorybank import listeners, oauth_settings, secret_commands, secret_settings, semantic
 from memorybank.settings import (
     ALLOWED_HOSTS_ENV,
     DATABASE_URL_ENV,
@@ -95,6 +95,8 @@ _OPTION_NAMES = {
     "oauth-introspection-issuer": "--oauth-introspection-issuer",
     **{name: f"--{name}" for name in ("oauth-panel-client-id", "oauth-panel-issuer", "oauth-panel-client-secret-file")},
     "allowed_host": "--allowed-host",
+    "search": "--search",
+    "embedder-model": "--embedder-model",
     "quota-memories": "--quota-memories",
     "quota-characters": "--quota-characters",
     "memories": "--memories",
@@ -244,6 +246,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         help="where limits are counted: memory:// (each process alone) or redis://host:port/db, shared by every "
         f"worker and host (default: ${RATE_LIMIT_STORAGE_ENV}, else memory://)",
     )
+    semantic.add_search_options(serve)
     _add_oauth_options(serve)
     secret_commands.add_secret_screen_option(serve)
     serve.set_defaults(run=_serve)
@@ -258,6 +261,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     mcp.add_argument("--user", metavar="usr_…", required=True, help="the user whose memories the rail acts on")
     mcp.add_argument("--org", metavar="org_…", required=True, help="the user's organization (recorded on saves)")
+    semantic.add_search_options(mcp)
     mcp.set_defaults(run=_mcp)
 
     prompt = commands.add_parser(
@@ -320,6 +324,18 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         "scheme (or of all, with --all), in batches of 1,000, with a progress bar. Safe to stop and rerun.",
     )
     reindexing.add_argument("--all", action="store_true", help="re-index every memory, not only stale ones")
+    reindexing.add_argument(
+        "--embeddings",
+        action="store_true",
+        help="instead, write the vector of every memory lacking one of the embedding model (hybrid search), in "
+        "batches of 64, online, with a progress bar; safe to stop and rerun",
+    )
+    reindexing.add_argument(
+        "--embedder-model",
+        metavar="DIR",
+        help=f"with --embeddings: your own model.onnx and tokenizer.json (default: ${semantic.EMBEDDER_MODEL_ENV}, "
+        "else all-MiniLM-L6-v2 int8)",
+    )
     reindexing.set_defaults(run=_reindex)
 
     online = "in batches of 1,000, with a progress bar, while servers keep serving. Safe to stop and rerun."
@@ -745,14 +761,25 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
     options = oauth_options(args)
     oauth = oauth_settings.choose_oauth(options, args.environment, host=args.host, port=args.port)
     panel_sign_in = oauth_settings.choose_panel_sign_in(options, args.environment, oauth)
+    search = semantic.choose_search(args.search, args.embedder_model, args.environment)
+    # Before the database is opened: a missing extra or model is one line, and nothing is held. A
+    # supervisor of several workers only checks the files; each worker loads its own model.
+    embedder = None
+    if search.hybrid and args.workers > 1:
+        semantic.check_embedder(search)
+    elif search.hybrid:
+        embedder = semantic.load_embedder(search)
     storage = composition.open_ready_storage(choice, args.keys)
     issuers = composition.connect_issuers(oauth)
     try:
+        if embedder is not None:
+            semantic.apply_search(storage, search, embedder)
         # Bound here, before saying "serving": a port in use is one clear line, not a log after the banner.
         listener = _listen(args.host, args.port)
         port = listener.getsockname()[1]
         base = f"http://{_url_host(args.host)}:{port}"
         print(f"{PROGRAM}: {storage.describe_mode()}", file=out)
+        print(f"{PROGRAM}: {semantic.describe(storage, search)}", file=out)
         workers = f", {args.workers} workers" if args.workers > 1 else ""
         print(f"{PROGRAM}: serving {base} ({_rail_at(base)}) on {redacted(choice.url)}{workers}", file=out, flush=True)
         print(_describe_rate_limits(rate_limits, limits_choice, workers=args.workers), file=out, flush=True)
@@ -765,7 +792,8 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
                 flush=True,
             )
         if args.workers > 1:
-            # Each worker opens its own storage and issuers (memorybank.serving); the checks above stand.
+            # Each worker opens its own storage and issuers, and loads its own embedder (memorybank.serving);
+            # the checks above stand.
             listener.close()
             storage.close()
             serving.run(
@@ -781,6 +809,8 @@ def _serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> Non
                     rate_limit_storage=limits_choice.storage_url,
                     rate_limits=list(limits_choice.rules),
                     secret_screen=secret_screen,
+                    search=search.mode,
+                    embedder_model=search.embedder_model,
                 ),
                 workers=args.workers,
                 log_format=args.log_format,
@@ -857,8 +887,11 @@ def _mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
     secret_screen = secret_settings.choose_secret_screen(None, args.environment)
+    search = semantic.choose_search(args.search, args.embedder_model, args.environment)
+    embedder = semantic.load_embedder(search) if search.hybrid else None
     storage = composition.open_ready_storage(choice, args.keys)
     try:
+        semantic.apply_search(storage, search, embedder)
         services = composition.build_services(storage, secret_screen=secret_screen)
         server = composition.build_local_rail(services, user_id=args.user, org_id=args.org)
         # stdout is the protocol: every message goes to stderr, which MCP clients keep as the server's log.
@@ -991,6 +1024,9 @@ def _export_exists(path: Path) -> str:
 def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
     from memorybank import composition, portability
 
+    if args.embeddings:
+        _reindex_embeddings(args, choice, out)
+        return
     storage = composition.open_ready_storage(choice, args.keys)
     try:
         report = portability.reindex_with_progress(storage, everything=args.all, show_progress=sys.stderr.isatty())
@@ -998,6 +1034,30 @@ def _reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
         storage.close()
     print(f"{PROGRAM}: re-indexed {_memories(report.rewritten)}", file=out)
     _fail_on_broken(report)
+
+
+def _reindex_embeddings(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+    from memorybank import composition
+
+    if args.all:
+        raise CommandError("--all re-indexes search terms; --embeddings writes only missing vectors", EXIT_BAD_INPUT)
+    search = semantic.SearchChoice(
+        mode="hybrid",
+        embedder_model=semantic.choose_search("hybrid", args.embedder_model, args.environment).embedder_model,
+    )
+    embedder = semantic.load_embedder(search)
+    storage = composition.open_ready_storage(choice, args.keys)
+    try:
+        semantic.apply_search(storage, search, embedder)
+        report = semantic.embed_with_progress(storage, show_progress=sys.stderr.isatty())
+    finally:
+        storage.close()
+    print(f"{PROGRAM}: embedded {report.embedded} memories with {embedder.model_id}", file=out)
+    if report.skipped:
+        raise CommandError(
+            f"{report.skipped} memories were not embedded: they do not open (logged by id) or were deleted meanwhile",
+            EXIT_FAILURE,
+        )
 
 
 def _encrypt(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:

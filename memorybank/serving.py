@@ -22,9 +22,10 @@ import uvicorn
 from starlette.types import ASGIApp
 from uvicorn.supervisors import Multiprocess
 
-from memorybank import composition, listeners, secret_settings
+from memorybank import composition, listeners, secret_settings, semantic
 from memorybank.logs import logging_config
 from memorybank.oauth_settings import OAuthOptions, choose_oauth, choose_panel_sign_in
+from memorybank.semantic import SearchChoice
 from memorybank.settings import DatabaseChoice, RateLimitChoice, choose_key_ring
 from memorybank_core import Quota, limits
 
@@ -74,6 +75,9 @@ class ServeOptions:
     rate_limits: list[str] = attrs.field(factory=list)
     #: `--secret-screen` as chosen by the parent: `refuse` or `off` (memorybank.secret_settings).
     secret_screen: str = secret_settings.REFUSE
+    #: `--search` and `--embedder-model` as the parent chose them (memorybank.semantic).
+    search: str = "lexical"
+    embedder_model: str | None = None
 
     def to_json(self) -> str:
         """For the environment of the workers."""
@@ -139,7 +143,11 @@ def app_from_environment() -> ASGIApp:
     panel_sign_in = choose_panel_sign_in(options.oauth, os.environ, oauth)
     issuers = composition.connect_issuers(oauth)
     keys = choose_key_ring(Path(options.key_file) if options.key_file else None, os.environ)
+    # The model loads once per worker, before the database is opened.
+    search = SearchChoice(mode=options.search, embedder_model=options.embedder_model)
+    embedder = semantic.load_embedder(search) if search.hybrid else None
     storage = composition.open_ready_storage(DatabaseChoice(url=options.database_url, source="serve"), keys)
+    semantic.apply_search(storage, search, embedder)
     return composition.build_server_app(
         storage,
         bind_host=options.bind_host,

@@ -5,6 +5,7 @@ A host imports its names from here; adapters implement its ports.
 
 from memorybank_core.clock import FixedClock, SystemClock
 from memorybank_core.controls import Effective, MemoryControls, check_quota, clean_subject_id, resolve
+from memorybank_core.embeddings import Embedder, Embedding, VectorStore
 from memorybank_core.entities import (
     EVERYONE,
     ApiToken,
@@ -90,6 +91,8 @@ __all__ = [
     "CredentialsRefusedError",
     "DeletedBatch",
     "Effective",
+    "Embedder",
+    "Embedding",
     "EventSink",
     "FixedClock",
     "ForbiddenError",
@@ -157,6 +160,7 @@ __all__ = [
     "UnitOfWork",
     "Usage",
     "UsageReport",
+    "VectorStore",
     "WindowState",
     "charged_characters",
     "check_quota",

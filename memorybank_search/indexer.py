@@ -91,6 +91,14 @@ def search_fields(memory: Memory) -> list[str]:
     return [memory.content, *memory.tags, *(context.snippet for context in memory.contexts)]
 
 
+def embedding_text(memory: Memory) -> str:
+    """What hybrid search embeds for a memory: its search fields, one per line, content first.
+
+    A model reads a bounded number of tokens (all-MiniLM-L6-v2: 256), so the content is never the part cut.
+    """
+    return "\n".join(search_fields(memory))
+
+
 class OwnerIndexer:
     """Turns memories into search documents and queries into owner-scoped tokens, with the one analyzer.
 

@@ -8,11 +8,11 @@ ranks them with the same `rank_candidates`: same ids, same scores as the SQL eng
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from memorybank_core import InMemoryStore, SearchEngine, SearchHit, SearchHits
+from memorybank_core import Embedder, Embedding, InMemoryStore, SearchEngine, SearchHit, SearchHits, VectorStore
 from memorybank_search.candidates import Candidate, rank_candidates
-from memorybank_search.indexer import OwnerIndexer, SearchDocument
+from memorybank_search.indexer import OwnerIndexer, SearchDocument, embedding_text
 
 
 class InMemorySearch(SearchEngine):
@@ -52,3 +52,27 @@ class InMemorySearch(SearchEngine):
             document_frequency=None,
             limit=limit,
         )
+
+
+class InMemoryVectors(VectorStore):
+    """The vectors of an `InMemoryStore`'s memories, embedded on first use and kept per owner and id."""
+
+    def __init__(self, store: InMemoryStore, embedder: Embedder) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._lock = threading.Lock()
+        self._vectors: dict[str, dict[str, Embedding]] = {}
+
+    def vectors(self, *, user_id: str, model_id: str) -> Mapping[str, Embedding]:
+        if model_id != self._embedder.model_id:
+            return {}
+        owned = self._store.owned(user_id)
+        with self._lock:
+            known = self._vectors.get(user_id, {})
+        missing = [memory_id for memory_id in owned if memory_id not in known]
+        fresh = dict(zip(missing, self._embedder.embed([embedding_text(owned[i]) for i in missing]), strict=True))
+        # Deleted memories leave the cache with this owner's next search.
+        current = {memory_id: known.get(memory_id) or fresh[memory_id] for memory_id in owned}
+        with self._lock:
+            self._vectors[user_id] = current
+        return current

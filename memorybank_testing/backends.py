@@ -11,8 +11,8 @@ from typing import Protocol
 
 import attrs
 
-from memorybank_core import ControlStore, InMemoryControlStore, InMemoryStore, MemoryStore, SearchEngine
-from memorybank_search import InMemorySearch, OwnerIndexer
+from memorybank_core import ControlStore, Embedder, InMemoryControlStore, InMemoryStore, MemoryStore, SearchEngine
+from memorybank_search import InMemorySearch, InMemoryVectors, OwnerIndexer
 
 
 @attrs.frozen
@@ -35,13 +35,32 @@ class BackendFactory(Protocol):
     def close(self) -> None:
         """Release what the factory holds (connections, databases)."""
 
+    def reference(self) -> BackendFactory:
+        """The in-memory backend this one must rank exactly like: the lexical reference, unless overridden
+        (a hybrid engine's reference is the in-memory hybrid engine with the same embedder)."""
+        return InMemoryFactory()
+
 
 class InMemoryFactory(BackendFactory):
-    """The in-memory reference adapters: the model the ranking contract compares every engine with."""
+    """The in-memory reference adapters: the model the ranking contract compares every engine with;
+    with an `embedder`, the reference hybrid search."""
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self.embedder = embedder
 
     def fresh(self) -> Backend:
         store = InMemoryStore()
-        return Backend(store=store, search_engine=InMemorySearch(store, OwnerIndexer()))
+        lexical = InMemorySearch(store, OwnerIndexer())
+        if self.embedder is None:
+            return Backend(store=store, search_engine=lexical)
+        from memorybank_search.hybrid import HybridSearch  # the semantic extra (numpy), only here
+
+        return Backend(
+            store=store, search_engine=HybridSearch(lexical, InMemoryVectors(store, self.embedder), self.embedder)
+        )
+
+    def reference(self) -> BackendFactory:
+        return InMemoryFactory(self.embedder)
 
     def close(self) -> None:
         pass

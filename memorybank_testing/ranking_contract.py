@@ -17,7 +17,7 @@ from typeid import TypeID
 
 from memorybank_core import MemoryBank, SearchResult
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX
-from memorybank_testing.backends import BackendFactory, InMemoryFactory
+from memorybank_testing.backends import BackendFactory
 from memorybank_testing.principals import User, start_clock
 
 #: Memories with repeated, shared and rare words, tags and snippets, short tokens and CJK.
@@ -106,7 +106,7 @@ class RankingContract:
         self, backend_factory: BackendFactory, query: str
     ) -> None:
         alice = a_user(1)
-        reference, tested = bank_of(InMemoryFactory()), bank_of(backend_factory)
+        reference, tested = bank_of(backend_factory.reference()), bank_of(backend_factory)
         fill(reference, alice)
         fill(tested, alice)
         expected = ranking(reference.search(alice, query=query, limit=10))

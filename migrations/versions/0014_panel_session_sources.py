@@ -1,7 +1,7 @@
 """A panel session remembers the credential it was made from, so revoking an API token ends its sessions.
 
 Revision ID: 0014
-Revises: 0011
+Revises: 0012
 Create Date: 2026-12-03
 
 `panel_credential.made_from` is the API token (`tok_…`) or sign-in link (`pnl_…`) a session came from;
@@ -17,7 +17,7 @@ from alembic import op
 from sqlalchemy.dialects import mysql
 
 revision = "0014"
-down_revision = "0011"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 

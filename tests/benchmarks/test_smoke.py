@@ -8,8 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import controls, corpus, purge_impact, rate_limit_flood, recall, scale, secret_screen, write_cost
+from benchmarks import (
+    controls,
+    corpus,
+    hybrid,
+    purge_impact,
+    rate_limit_flood,
+    recall,
+    scale,
+    secret_screen,
+    write_cost,
+)
 from benchmarks.common import SERVER_ENV, Timing, drop_database
+from memorybank_search import TextAnalyzer
 from tests.mysql_server import server_url
 
 
@@ -58,10 +69,7 @@ def test_the_scale_benchmark_loads_and_queries_a_toy_table(
     assert "| 84 % word |" in out
 
 
-@pytest.mark.mysql
-def test_the_recall_benchmark_scores_every_engine_on_a_toy_conversation(
-    bench_server: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _toy_locomo(tmp_path: Path) -> Path:
     # A LoCoMo-shaped toy file: the real data is never copied into the repository.
     data = [
         {
@@ -83,6 +91,14 @@ def test_the_recall_benchmark_scores_every_engine_on_a_toy_conversation(
     ]
     path = tmp_path / "toy.json"
     path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.mysql
+def test_the_recall_benchmark_scores_every_engine_on_a_toy_conversation(
+    bench_server: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _toy_locomo(tmp_path)
     try:
         recall.main(["--data", str(path)])
     finally:
@@ -156,3 +172,36 @@ def test_the_secret_screen_benchmark_counts_false_positives_and_prices_a_save(
     assert "| harmless table (tests/secrets) | 38 | 0 |" in out
     assert "Real-shaped credentials found with their kind: 39 of 39" in out
     assert "The screen adds" in out
+
+
+def test_every_paraphrase_question_shares_no_analyzed_term_with_its_memory() -> None:
+    items = json.loads(hybrid.PARAPHRASES.read_text())["items"]
+    analyzer = TextAnalyzer()
+    assert len(items) >= 50
+    assert len({item["memory"] for item in items}) == len(items)
+    for item in items:
+        shared = set(analyzer.query_terms(item["question"])) & set(analyzer.document_terms(item["memory"]))
+        assert not shared, (item, shared)
+
+
+def test_the_hybrid_recall_benchmark_compares_both_servers_on_a_toy_conversation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recall.main(["--hybrid", "--data", str(_toy_locomo(tmp_path))])
+    out = capsys.readouterr().out
+    assert "| hybrid (serve --search hybrid) |" in out
+    assert "| lexical (serve) | 1.000 | 1.000 | 1.000 |" in out
+    assert "recall@10 hybrid - lexical: " in out
+    assert "paraphrase set (60 questions" in out
+
+
+@pytest.mark.mysql
+def test_the_hybrid_speed_benchmark_prints_both_engines_on_mariadb(
+    bench_server: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hybrid.main(["speed", "--data", str(_toy_locomo(tmp_path)), "--memories", "6", "--searches", "2"])
+    out = capsys.readouterr().out
+    assert "one user with 6 memories" in out
+    assert "hybrid / lexical search p50:" in out
+    assert re.search(r"resident memory per process of the hybrid server \(MB\): \d+", out)
+    assert re.search(r"model load in a fresh process .*: \d+\.\d\d s", out)

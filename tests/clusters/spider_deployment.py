@@ -45,7 +45,15 @@ def migrate_command(cluster: SpiderCluster) -> list[str]:
 def empty_every_node(cluster: SpiderCluster) -> None:
     """Delete every row on the data nodes (the head holds none)."""
     for node in cluster.shards:
-        for table in ("memory_context", "memory", "api_token", "panel_credential", "memory_usage", "memory_control"):
+        for table in (
+            "memory_vector",
+            "memory_context",
+            "memory",
+            "api_token",
+            "panel_credential",
+            "memory_usage",
+            "memory_control",
+        ):
             node.query(f"TRUNCATE TABLE `{DATABASE}`.`{table}`")
 
 

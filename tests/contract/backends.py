@@ -12,6 +12,8 @@ from collections.abc import Callable
 import attrs
 import pytest
 
+from memorybank_core import Embedder
+
 # The shipped contract suite's names, re-exported for the adapter tests that build backends.
 from memorybank_testing.backends import Backend, BackendFactory, InMemoryFactory
 
@@ -29,6 +31,11 @@ class Registration:
 #: Every backend kind the contract suite runs against. Adapters add themselves here.
 FACTORIES: dict[str, Registration] = {
     "memory": Registration(InMemoryFactory),
+    # Hybrid search (BM25 fused with vectors), with a tiny deterministic embedder: same contract, same scores.
+    "memory-hybrid": Registration(lambda: InMemoryFactory(_test_embedder())),
+    "sqlite-hybrid": Registration(lambda: _sql_factory("sqlite", hybrid=True)),
+    "sqlite-sealed-hybrid": Registration(lambda: _sql_factory("sqlite", sealed=True, hybrid=True)),
+    "mysql-hybrid": Registration(lambda: _sql_factory("mysql", hybrid=True), marks=(pytest.mark.mysql,)),
     "sqlite": Registration(lambda: _sql_factory("sqlite")),
     "mysql": Registration(lambda: _sql_factory("mysql"), marks=(pytest.mark.mysql,)),
     # Encryption at rest: sealed text and the blind index must return exactly what plaintext does.
@@ -45,10 +52,19 @@ def _spider_factory() -> BackendFactory:
     return SpiderFactory()
 
 
-def _sql_factory(kind: str, *, sealed: bool = False) -> BackendFactory:
+def _test_embedder() -> Embedder:
+    from tests.contract.embedders import HashedTermsEmbedder
+
+    return HashedTermsEmbedder()
+
+
+def _sql_factory(kind: str, *, sealed: bool = False, hybrid: bool = False) -> BackendFactory:
     # Imported on use: the SQL factories import this module for Backend.
     from adapters_crypto import AesGcmSealer, new_key_ring
     from tests.sql.backends import MysqlFactory, SqliteFactory
 
     sealer = AesGcmSealer(new_key_ring()) if sealed else None
-    return SqliteFactory(sealer=sealer) if kind == "sqlite" else MysqlFactory(sealer=sealer)
+    embedder = _test_embedder() if hybrid else None
+    if kind == "sqlite":
+        return SqliteFactory(sealer=sealer, embedder=embedder)
+    return MysqlFactory(sealer=sealer, embedder=embedder)

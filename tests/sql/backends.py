@@ -13,9 +13,9 @@ import sqlalchemy as sa
 
 from adapters_mysql import SqlStorage, open_storage
 from adapters_mysql.schema import TABLES
-from memorybank_core import Sealer
+from memorybank_core import Embedder, Sealer
 from memorybank_search import OwnerIndexer
-from tests.contract.backends import Backend, BackendFactory
+from tests.contract.backends import Backend, BackendFactory, InMemoryFactory
 from tests.mysql_server import ThrowawayDatabase
 
 
@@ -28,12 +28,15 @@ def storage_at(url: str, sealer: Sealer | None = None) -> SqlStorage:
 class SqliteFactory(BackendFactory):
     """A SQLite file in a temporary directory, created by the fresh-install path (`initialize`)."""
 
-    def __init__(self, *, sealer: Sealer | None = None) -> None:
+    def __init__(self, *, sealer: Sealer | None = None, embedder: Embedder | None = None) -> None:
         self._directory = tempfile.TemporaryDirectory(prefix="memorybank-test-")
         self.path = Path(self._directory.name) / "memorybank.sqlite3"
         self.url = f"sqlite:///{self.path}"
         self.storage: SqlStorage = storage_at(self.url, sealer)
         self.storage.initialize()
+        self.embedder = embedder
+        if embedder is not None:
+            self.storage.use_embedder(embedder)
 
     def fresh(self) -> Backend:
         with self.storage.engine.begin() as connection:
@@ -44,6 +47,9 @@ class SqliteFactory(BackendFactory):
             store=self.storage.store, search_engine=self.storage.search_engine, controls=self.storage.controls
         )
 
+    def reference(self) -> BackendFactory:
+        return InMemoryFactory(self.embedder)
+
     def close(self) -> None:
         self.storage.close()
         self._directory.cleanup()
@@ -52,11 +58,14 @@ class SqliteFactory(BackendFactory):
 class MysqlFactory(BackendFactory):
     """A throwaway MySQL/MariaDB database, created by the migrate path (`migrate`)."""
 
-    def __init__(self, *, sealer: Sealer | None = None) -> None:
+    def __init__(self, *, sealer: Sealer | None = None, embedder: Embedder | None = None) -> None:
         self._database = ThrowawayDatabase()
         self.url = self._database.url
+        self.embedder = embedder
         try:
             self.storage: SqlStorage = storage_at(self.url, sealer)
+            if embedder is not None:
+                self.storage.use_embedder(embedder)
             try:
                 self.storage.migrate()
             except BaseException:
@@ -76,6 +85,9 @@ class MysqlFactory(BackendFactory):
         return Backend(
             store=self.storage.store, search_engine=self.storage.search_engine, controls=self.storage.controls
         )
+
+    def reference(self) -> BackendFactory:
+        return InMemoryFactory(self.embedder)
 
     def close(self) -> None:
         self.storage.close()

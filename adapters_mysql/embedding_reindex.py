@@ -1,0 +1,189 @@
+"""`memorybank reindex --embeddings`: give every memory a vector of the configured model, online.
+
+A memory needs one when it has no `memory_vector` row, or one written by another model, or one
+sealed under another seal state than the storage writes now (after `encrypt` or `keys rotate`).
+The walk reads such memories by primary key in batches, loads them through the store (so sealed
+text opens with the key ring), embeds them outside any transaction, then writes each batch in
+one transaction that first locks the batch's memory rows (`FOR UPDATE`): a memory deleted since
+it was read gets no vector, and a delete racing the write waits for it. Stop it at any point and
+run it again: it resumes with the memories still without a current vector. A server keeps
+serving beside it; until a memory's batch commits, hybrid search finds it by its words only.
+
+`reseal_vectors` is the part of `encrypt` and `keys rotate` that concerns vectors: it seals them
+under the ring's current key without the model.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import sqlalchemy as sa
+
+from adapters_mysql.engines import for_writing
+from adapters_mysql.errors import unavailable_on_driver_error
+from adapters_mysql.owner import owned_vectors
+from adapters_mysql.schema import memory, memory_vector
+from adapters_mysql.sealed_rows import RowCodec
+from memorybank_core import BrokenSealError, Embedder, Memory, Scope
+from memorybank_search import embedding_text
+
+_log = logging.getLogger("memorybank.storage")
+
+#: Memories per batch: one embedding call (about 20 ms each on one core) and one transaction.
+DEFAULT_EMBEDDING_BATCH = 64
+
+LoadMemories = Callable[[str, Sequence[str]], Mapping[str, Memory]]
+"""The store's `get_many(user_id=..., memory_ids=...)`, as a plain function of owner and ids."""
+
+
+@attrs.frozen
+class EmbeddingReport:
+    """What an embedding walk did: vectors written, and memories skipped because they do not open."""
+
+    embedded: int
+    skipped: int
+
+
+def _vector_join(model: str, codec: RowCodec) -> sa.Select[str, str]:
+    current = memory.outerjoin(
+        memory_vector,
+        sa.and_(
+            memory_vector.c.user_id == memory.c.user_id,
+            memory_vector.c.memory_id == memory.c.id,
+            memory_vector.c.model == model,
+            memory_vector.c.seal_state.is_not_distinct_from(codec.state),
+        ),
+    )
+    return (
+        sa.select(memory.c.id, memory.c.user_id)
+        .select_from(current)
+        .where(memory.c.scope == Scope.USER.value, memory_vector.c.memory_id.is_(None))
+    )
+
+
+def count_to_embed(engine: sa.Engine, codec: RowCodec, embedder: Embedder) -> int:
+    """How many memories lack a current vector of `embedder`'s model."""
+    pending = _vector_join(embedder.model_id, codec).subquery()
+    with unavailable_on_driver_error("reindex"), engine.connect() as connection:
+        return int(connection.execute(sa.select(sa.func.count()).select_from(pending)).scalar_one())
+
+
+def embed_missing(
+    engine: sa.Engine,
+    codec: RowCodec,
+    embedder: Embedder,
+    load: LoadMemories,
+    *,
+    batch_size: int = DEFAULT_EMBEDDING_BATCH,
+    progress: Callable[[int], None] | None = None,
+) -> EmbeddingReport:
+    """Write a current vector for every memory lacking one; `progress` gets each committed batch's count.
+
+    Raises:
+        UnavailableError: the database cannot be reached; committed batches stay done.
+    """
+    writer = for_writing(engine)
+    pending = _vector_join(embedder.model_id, codec)
+    after = ""
+    embedded = skipped = 0
+    while True:
+        with unavailable_on_driver_error("reindex"), engine.connect() as connection:
+            rows = connection.execute(pending.where(memory.c.id > after).order_by(memory.c.id).limit(batch_size)).all()
+        if not rows:
+            return EmbeddingReport(embedded=embedded, skipped=skipped)
+        memories = _load(rows, load)
+        skipped += len(rows) - len(memories)
+        vectors = embedder.embed([embedding_text(found) for found in memories])
+        with unavailable_on_driver_error("reindex"), writer.begin() as connection:
+            embedded += _write(connection, codec, embedder.model_id, memories, vectors)
+        after = rows[-1].id
+        if progress is not None:
+            progress(len(rows))
+
+
+def _load(rows: Sequence[Any], load: LoadMemories) -> list[Memory]:
+    by_owner: dict[str, list[str]] = {}
+    for row in rows:
+        by_owner.setdefault(row.user_id, []).append(row.id)
+    loaded: list[Memory] = []
+    for owner, ids in by_owner.items():
+        found = load(owner, ids)
+        for memory_id in ids:
+            if memory_id in found:
+                loaded.append(found[memory_id])
+            else:
+                _log.warning("memory %s does not open or was deleted: not embedded", memory_id)
+    return loaded
+
+
+def _write(connection: sa.Connection, codec: RowCodec, model: str, memories: Sequence[Memory], vectors: Any) -> int:
+    written = 0
+    for found, vector in zip(memories, vectors, strict=True):
+        # Lock the memory: deleted since it was read, it gets no vector; a racing delete waits for us.
+        alive = connection.execute(
+            sa.select(memory.c.id).where(memory.c.user_id == found.user_id, memory.c.id == found.id).with_for_update()
+        ).first()
+        if alive is None:
+            continue
+        mine = sa.and_(owned_vectors(found.user_id), memory_vector.c.memory_id == found.id)
+        connection.execute(memory_vector.delete().where(mine))
+        connection.execute(
+            memory_vector.insert(),
+            codec.vector_row(user_id=found.user_id, memory_id=found.id, model=model, embedding=vector),
+        )
+        written += 1
+    return written
+
+
+def reseal_vectors(engine: sa.Engine, codec: RowCodec, *, batch_size: int = DEFAULT_EMBEDDING_BATCH * 16) -> int:
+    """Re-seal every vector whose seal state is not the one `codec` writes (`encrypt`, `keys rotate`); how many.
+
+    No model is needed: each vector is opened and sealed again, in batches of `batch_size`, one
+    transaction each, in key order. A vector that does not open is logged and left (its memory is
+    then found by its words until `reindex --embeddings` writes it again).
+
+    Raises:
+        UnavailableError: the database cannot be reached; committed batches stay done.
+    """
+    writer = for_writing(engine)
+    stale = memory_vector.c.seal_state.is_distinct_from(codec.state)
+    after_user, after_memory = "", ""
+    resealed = 0
+    while True:
+        with unavailable_on_driver_error("reindex"), writer.begin() as connection:
+            rows = connection.execute(
+                sa.select(memory_vector)
+                .where(
+                    stale,
+                    sa.or_(
+                        memory_vector.c.user_id > after_user,
+                        sa.and_(memory_vector.c.user_id == after_user, memory_vector.c.memory_id > after_memory),
+                    ),
+                )
+                .order_by(memory_vector.c.user_id, memory_vector.c.memory_id)
+                .limit(batch_size)
+            ).all()
+            if not rows:
+                return resealed
+            for row in rows:
+                try:
+                    vector = codec.vector(row)
+                except BrokenSealError as error:
+                    _log.warning("the vector of memory %s does not open (%s): not re-sealed", row.memory_id, error)
+                    continue
+                fresh = codec.vector_row(
+                    user_id=row.user_id, memory_id=row.memory_id, model=row.model, embedding=vector
+                )
+                resealed += connection.execute(
+                    memory_vector.update()
+                    .where(
+                        memory_vector.c.user_id == row.user_id,
+                        memory_vector.c.memory_id == row.memory_id,
+                        memory_vector.c.seal_state.is_not_distinct_from(row.seal_state),
+                    )
+                    .values(vector=fresh["vector"], seal_state=fresh["seal_state"])
+                ).rowcount
+        after_user, after_memory = rows[-1].user_id, rows[-1].memory_id

@@ -1,0 +1,47 @@
+"""`SqlVectorStore`: one owner's memory vectors for hybrid search, read in one owner-scoped statement.
+
+`memory_vector` is keyed by (user_id, memory_id): the read is a primary-key range of the owner's
+rows (one Spider data node), never another owner's. A sealed vector that does not open is logged
+by memory id and left out: that memory is then found by its words only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+import sqlalchemy as sa
+
+from adapters_mysql.errors import unavailable_on_driver_error
+from adapters_mysql.owner import owned_vectors, owner_parameter
+from adapters_mysql.schema import memory_vector
+from adapters_mysql.sealed_rows import RowCodec
+from adapters_mysql.unit_of_work import reading
+from memorybank_core import BrokenSealError, Embedding, VectorStore
+
+_log = logging.getLogger("memorybank.storage")
+
+_OWNER_VECTORS = sa.select(memory_vector).where(
+    owned_vectors(owner_parameter()), memory_vector.c.model == sa.bindparam("model")
+)
+
+
+class SqlVectorStore(VectorStore):
+    """The `VectorStore` port over `memory_vector`, opening sealed vectors with the storage's codec."""
+
+    def __init__(self, engine: sa.Engine, codec: RowCodec) -> None:
+        self._engine = engine
+        self._codec = codec
+
+    def vectors(self, *, user_id: str, model_id: str) -> Mapping[str, Embedding]:
+        with unavailable_on_driver_error("search"), reading(self._engine) as connection:
+            rows = connection.execute(_OWNER_VECTORS, {"owner": user_id, "model": model_id}).all()
+        found: dict[str, Embedding] = {}
+        for row in rows:
+            try:
+                found[row.memory_id] = self._codec.vector(row)
+            except BrokenSealError as error:
+                _log.warning(
+                    "the vector of memory %s does not open (%s): found by its words only", row.memory_id, error
+                )
+        return found

@@ -1,0 +1,203 @@
+"""The real model: all-MiniLM-L6-v2 int8 from the semantic extra, loaded once for this module.
+
+It finds what a person means (a paraphrase sharing no word with the memory) where lexical search
+finds nothing; its files are checked before they load; sealed databases hold no readable vector.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import struct
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+
+import adapters_embedding.models
+from adapters_crypto import AesGcmSealer, new_key_ring
+from adapters_embedding import (
+    DEFAULT_MODEL_ID,
+    ModelFilesError,
+    OnnxEmbedder,
+    default_embedder,
+    embedder_from_directory,
+)
+from adapters_embedding.models import default_model_path
+from adapters_mysql import SqlStorage
+from memorybank.cli import main
+from memorybank_core import Embedding, MemoryBank
+from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from memorybank_search import embedding_text
+from tests.conftest import User, start_clock
+from tests.served import run_memorybank, served
+from tests.sql.backends import storage_at
+
+PARAPHRASED = "Salesforce onboarding was slow and painful"
+QUESTION = "what did I think of the new CRM?"
+OTHERS = [
+    "Grandma's recipe uses cardamom and saffron",
+    "Renewed the passport; it expires in 2034",
+    "The kitchen faucet leaks",
+    "Marathon training: long run every Sunday",
+    "My manager prefers written updates over meetings",
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> OnnxEmbedder:
+    return default_embedder()
+
+
+def _storage(path: Path, embedder: OnnxEmbedder | None, *, sealed: bool = False) -> SqlStorage:
+    storage = storage_at(f"sqlite:///{path}", AesGcmSealer(new_key_ring()) if sealed else None)
+    storage.initialize()
+    if embedder is not None:
+        storage.use_embedder(embedder)
+    return storage
+
+
+def _bank(storage: SqlStorage) -> MemoryBank:
+    return MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=start_clock())
+
+
+def _floats(vector: Embedding) -> list[float]:
+    return [(value - 256 if value > 127 else value) * vector.scale for value in vector.values]
+
+
+def test_the_model_gives_the_same_unit_vector_for_the_same_text(embedder: OnnxEmbedder) -> None:
+    first, again, other = embedder.embed([QUESTION, QUESTION, PARAPHRASED])
+    assert (embedder.model_id, embedder.dimension, first.dimension) == (DEFAULT_MODEL_ID, 384, 384)
+    assert first == again
+    assert first != other
+    assert math.isclose(math.sqrt(sum(x * x for x in _floats(first))), 1.0, abs_tol=0.02)
+
+
+def test_hybrid_search_finds_the_paraphrase_lexical_search_misses(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    lexical = _storage(tmp_path / "lexical.sqlite3", None)
+    hybrid = _storage(tmp_path / "hybrid.sqlite3", embedder)
+    alice = User()
+    for storage in (lexical, hybrid):
+        for text in [*OTHERS, PARAPHRASED]:
+            _bank(storage).save(alice, {"content": text})
+    assert _bank(lexical).search(alice, query=QUESTION) == []
+    found = _bank(hybrid).search(alice, query=QUESTION)
+    assert found[0].memory.content == PARAPHRASED
+    assert all(0 < result.score <= 1 for result in found)
+    # Words still count: a query naming the memory's own word ranks it first with the full lexical half.
+    exact = _bank(hybrid).search(alice, query="saffron")
+    assert exact[0].memory.content == OTHERS[0]
+    lexical.close()
+    hybrid.close()
+
+
+def test_a_sealed_database_holds_no_vector_as_readable_numbers(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    texts = [f"{text} (note {number})" for number, text in enumerate([*OTHERS, PARAPHRASED] * 3)]
+    raw: dict[bool, bytes] = {}
+    vectors: list[Embedding] = []
+    for sealed in (False, True):
+        directory = tmp_path / ("sealed" if sealed else "plain")
+        directory.mkdir()
+        storage = _storage(directory / "bank.sqlite3", embedder, sealed=sealed)
+        bank, alice = _bank(storage), User()
+        saved = [bank.save(alice, {"content": text}) for text in texts]
+        vectors = embedder.embed([embedding_text(memory) for memory in saved])
+        storage.close()
+        raw[sealed] = b"".join(path.read_bytes() for path in directory.iterdir())
+
+    def readable(vector: Embedding, data: bytes) -> bool:
+        as_floats = struct.pack("<16f", *_floats(vector)[:16])
+        return vector.values[:24] in data or as_floats in data or vector.to_bytes() in data
+
+    # The check can fail: a plaintext database holds every vector as it is.
+    assert all(readable(vector, raw[False]) for vector in vectors)
+    assert not any(readable(vector, raw[True]) for vector in vectors)
+
+
+def test_a_model_file_that_is_not_the_pinned_one_is_refused_before_it_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tampered = tmp_path / "tokenizer.json"
+    document = json.loads(adapters_embedding.models._TOKENIZER.read_text())
+    document["model"]["vocab"]["kayak"] = 1
+    tampered.write_text(json.dumps(document))
+    monkeypatch.setattr(adapters_embedding.models, "_TOKENIZER", tampered)
+    with pytest.raises(ModelFilesError, match="not the pinned"):
+        default_embedder()
+
+
+def test_a_users_own_export_loads_from_a_directory_and_a_broken_one_is_refused(tmp_path: Path) -> None:
+    own = tmp_path / "own"
+    own.mkdir()
+    shutil.copy(default_model_path(), own / "model.onnx")
+    shutil.copy(adapters_embedding.models._TOKENIZER, own / "tokenizer.json")
+    loaded = embedder_from_directory(own)
+    assert loaded.model_id.startswith("onnx-")
+    assert loaded.dimension == 384
+    (own / "model.onnx").write_bytes(b"not a model")
+    with pytest.raises(ModelFilesError, match="does not hold a sentence-embedding model"):
+        embedder_from_directory(own)
+    (own / "tokenizer.json").unlink()
+    with pytest.raises(ModelFilesError, match=r"tokenizer\.json is missing"):
+        embedder_from_directory(own)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_hybrid_without_the_semantic_extra_exits_with_the_install_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], workers: str
+) -> None:
+    for name in [module for module in sys.modules if module.startswith("adapters_embedding")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    database = f"sqlite:///{tmp_path / 'bank.sqlite3'}"
+    status = main(["serve", "--search", "hybrid", "--workers", workers, "--db", database], env={})
+    assert status == 1
+    assert "hybrid search needs the semantic extra (onnxruntime is missing): pip install 'memorybank[semantic]'" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "bank.sqlite3").exists()
+
+
+def test_an_unknown_search_mode_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["serve", "--db", f"sqlite:///{tmp_path / 'x.sqlite3'}"], env={"MEMORYBANK_SEARCH": "fuzzy"})
+    assert status == 2
+    assert "--search must be lexical or hybrid, not 'fuzzy'" in capsys.readouterr().err
+
+
+@pytest.fixture
+def imported(tmp_path: Path) -> tuple[str, str, str]:
+    """A SQLite database with memories imported (lexical: no vectors), and their owner and organization."""
+    url = f"sqlite:///{tmp_path / 'bank.sqlite3'}"
+    user, org = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
+    lines = tmp_path / "in.jsonl"
+    lines.write_text(
+        "".join(json.dumps({"user_id": user, "org_id": org, "content": text}) + "\n" for text in [*OTHERS, PARAPHRASED])
+    )
+    assert run_memorybank(["import", str(lines), "--db", url]).returncode == 0
+    return url, user, org
+
+
+def test_serve_hybrid_finds_the_paraphrase_over_http_after_reindex_embeddings(imported: tuple[str, str, str]) -> None:
+    url, user, org = imported
+    backfill = run_memorybank(["reindex", "--embeddings", "--db", url], timeout=120)
+    assert backfill.returncode == 0, backfill.stderr
+    assert backfill.stdout.strip() == f"memorybank: embedded {len(OTHERS) + 1} memories with {DEFAULT_MODEL_ID}"
+    again = run_memorybank(["reindex", "--embeddings", "--db", url], timeout=120)
+    assert again.stdout.strip() == f"memorybank: embedded 0 memories with {DEFAULT_MODEL_ID}"
+    secret = run_memorybank(["token", "create", "--db", url, "--user", user, "--org", org]).stdout.splitlines()[-1]
+    headers = {"Authorization": f"Bearer {secret}"}
+    with served(url, env={"MEMORYBANK_SEARCH": "hybrid"}) as base:
+        answer = httpx2.get(f"{base}/v1/memory/search", params={"q": QUESTION}, headers=headers, timeout=30)
+        saved = httpx2.post(f"{base}/v1/memory", json={"content": "The dentist moved my cleaning"}, headers=headers)
+        teeth = httpx2.get(f"{base}/v1/memory/search", params={"q": "teeth appointment"}, headers=headers)
+    assert answer.status_code == 200, answer.text
+    results = answer.json()["results"]
+    assert results[0]["content"] == PARAPHRASED
+    assert all(0 < result["score"] <= 1 for result in results)
+    assert saved.status_code == 201
+    assert teeth.json()["results"][0]["content"] == "The dentist moved my cleaning"
+    with served(url) as base:
+        lexical = httpx2.get(f"{base}/v1/memory/search", params={"q": QUESTION}, headers=headers, timeout=30)
+    assert lexical.json()["results"] == []

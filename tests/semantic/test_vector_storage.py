@@ -1,0 +1,208 @@
+"""Hybrid search's vectors in SQL: written with the save, gone with the delete and the purge, sealed at rest,
+scored only over their owner's memories, and backfilled online by `reindex --embeddings`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from adapters_crypto import AesGcmSealer, new_key_ring
+from adapters_mysql import SqlStorage
+from adapters_mysql.schema import memory_vector
+from memorybank_core import MemoryBank
+from memorybank_core.offboarding import Offboarding
+from tests.conftest import User, start_clock
+from tests.contract.embedders import HashedTermsEmbedder
+from tests.sql.backends import storage_at
+
+
+def _storage(tmp_path: Path, *, sealed: bool = False, hybrid: bool = True) -> SqlStorage:
+    sealer = AesGcmSealer(new_key_ring()) if sealed else None
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    storage = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}", sealer)
+    storage.initialize()
+    if hybrid:
+        storage.use_embedder(HashedTermsEmbedder())
+    return storage
+
+
+def _bank(storage: SqlStorage) -> MemoryBank:
+    return MemoryBank(
+        store=storage.store, search_engine=storage.search_engine, unit_of_work=storage.unit_of_work, clock=start_clock()
+    )
+
+
+def _vector_rows(storage: SqlStorage) -> list[sa.Row[tuple[str, str, str]]]:
+    with storage.engine.connect() as connection:
+        return list(
+            connection.execute(sa.select(memory_vector.c.user_id, memory_vector.c.memory_id, memory_vector.c.model))
+        )
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> Iterator[SqlStorage]:
+    opened = _storage(tmp_path)
+    yield opened
+    opened.close()
+
+
+def test_a_save_writes_its_vector_in_the_same_transaction_and_a_delete_removes_it(storage: SqlStorage) -> None:
+    bank, alice = _bank(storage), User()
+    kept = bank.save(alice, {"content": "the lighthouse keeper's storm log"})
+    gone = bank.save(alice, {"content": "renew the passport"})
+    assert {(row.user_id, row.memory_id, row.model) for row in _vector_rows(storage)} == {
+        (alice.user_id, kept.id, HashedTermsEmbedder.model_id),
+        (alice.user_id, gone.id, HashedTermsEmbedder.model_id),
+    }
+    bank.delete(alice, memory_id=gone.id)
+    assert [row.memory_id for row in _vector_rows(storage)] == [kept.id]
+
+
+def test_a_save_refused_by_the_quota_writes_no_vector(storage: SqlStorage) -> None:
+    from memorybank_core import Quota, QuotaExceededError
+
+    bank = MemoryBank(
+        store=storage.store,
+        search_engine=storage.search_engine,
+        unit_of_work=storage.unit_of_work,
+        default_quota=Quota(max_memories=1, max_characters=10_000),
+    )
+    alice = User()
+    bank.save(alice, {"content": "the only memory allowed"})
+    with pytest.raises(QuotaExceededError):
+        bank.save(alice, {"content": "one too many"})
+    assert len(_vector_rows(storage)) == 1
+
+
+def test_a_purge_removes_every_vector_of_the_user_and_only_theirs(storage: SqlStorage) -> None:
+    bank, alice, bob = _bank(storage), User(), User()
+    for number in range(5):
+        bank.save(alice, {"content": f"alice note {number} about harbors"})
+    kept = bank.save(bob, {"content": "bob's note about harbors"})
+    Offboarding(store=storage.purge_store, clock=start_clock()).purge_user(alice.user_id, batch_size=2)
+    assert [(row.user_id, row.memory_id) for row in _vector_rows(storage)] == [(bob.user_id, kept.id)]
+
+
+def test_another_users_near_duplicate_never_appears_and_never_shifts_a_score(storage: SqlStorage) -> None:
+    bank, alice, bob = _bank(storage), User(), User()
+    mine = bank.save(alice, {"content": "kayak rental receipt from the lake"})
+    bank.save(alice, {"content": "grandma's cardamom recipe"})
+    before = [(r.memory.id, r.score) for r in bank.search(alice, query="kayak receipt")]
+    # Bob saves near-duplicates of Alice's memory: the same words, and the same vectors.
+    for _ in range(30):
+        bank.save(bob, {"content": "kayak rental receipt from the lake"})
+        bank.save(bob, {"content": "kayak kayak receipt receipt"})
+    after = [(r.memory.id, r.score) for r in bank.search(alice, query="kayak receipt")]
+    assert after == before
+    assert after[0][0] == mine.id
+    assert all(result.memory.user_id == bob.user_id for result in bank.search(bob, query="kayak receipt"))
+
+
+def test_sealed_vectors_are_stored_sealed_and_open_to_the_same_scores(tmp_path: Path) -> None:
+    sealed, plain = _storage(tmp_path / "sealed", sealed=True), _storage(tmp_path / "plain")
+    alice = User()
+    for storage in (sealed, plain):
+        for number in range(5):
+            _bank(storage).save(alice, {"content": f"note {number}: the lighthouse keeper logged the storm"})
+    with sealed.engine.connect() as connection:
+        stored = connection.execute(sa.select(memory_vector.c.vector, memory_vector.c.seal_state)).all()
+    embedder = HashedTermsEmbedder()
+    expected = embedder.embed(["note 0: the lighthouse keeper logged the storm"])[0]
+    assert all(row.seal_state is not None and expected.to_bytes() not in bytes(row.vector) for row in stored)
+    # Opened, the sealed vectors are the plaintext ones: the same search, the same scores.
+    ranked = [
+        [round(r.score, 12) for r in _bank(storage).search(alice, query="lighthouse storm")]
+        for storage in (sealed, plain)
+    ]
+    assert ranked[0] == ranked[1]
+    assert len(ranked[0]) == 5
+    sealed.close()
+    plain.close()
+
+
+def test_a_sealed_vector_moved_to_another_memory_does_not_open_and_the_memory_is_still_found_by_words(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    storage = _storage(tmp_path, sealed=True)
+    bank, alice = _bank(storage), User()
+    source = bank.save(alice, {"content": "orchids need bright indirect light"})
+    target = bank.save(alice, {"content": "the lighthouse keeper logged the storm"})
+    with storage.engine.begin() as connection:
+        stolen = connection.execute(
+            sa.select(memory_vector.c.vector).where(memory_vector.c.memory_id == source.id)
+        ).scalar_one()
+        connection.execute(memory_vector.update().where(memory_vector.c.memory_id == target.id).values(vector=stolen))
+    assert target.id not in storage.vectors.vectors(user_id=alice.user_id, model_id=HashedTermsEmbedder.model_id)
+    assert target.id in caplog.text
+    assert [r.memory.id for r in bank.search(alice, query="lighthouse keeper")] == [target.id]
+    storage.close()
+
+
+def test_reindex_embeddings_backfills_memories_saved_by_lexical_search_and_resumes_after_a_stop(tmp_path: Path) -> None:
+    lexical = _storage(tmp_path, hybrid=False)
+    alice = User()
+    saved = [_bank(lexical).save(alice, {"content": f"note {n} about harbors and ships"}) for n in range(7)]
+    assert _vector_rows(lexical) == []
+    lexical.close()
+
+    hybrid = _storage(tmp_path)
+    assert hybrid.count_to_embed() == 7
+    bank = _bank(hybrid)
+    # Until backfilled, a memory is found by its words only.
+    assert len(bank.search(alice, query="harbors")) == 7
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_first_batch(count: int) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        hybrid.embed_missing(batch_size=3, progress=stop_after_first_batch)
+    assert hybrid.count_to_embed() == 4
+    progress: list[int] = []
+    report = hybrid.embed_missing(batch_size=3, progress=progress.append)
+    assert (report.embedded, report.skipped, progress) == (4, 0, [3, 1])
+    assert hybrid.count_to_embed() == 0
+    assert {row.memory_id for row in _vector_rows(hybrid)} == {memory.id for memory in saved}
+    hybrid.close()
+
+
+def test_vectors_of_another_model_are_never_compared_and_get_rewritten(tmp_path: Path) -> None:
+    storage = _storage(tmp_path)
+    alice = User()
+    _bank(storage).save(alice, {"content": "the harbor master's boat"})
+
+    class OtherModel(HashedTermsEmbedder):
+        model_id = "another-model"
+
+    storage.use_embedder(OtherModel())
+    assert storage.vectors.vectors(user_id=alice.user_id, model_id="another-model") == {}
+    assert storage.count_to_embed() == 1
+    assert storage.embed_missing().embedded == 1
+    assert [row.model for row in _vector_rows(storage)] == ["another-model"]
+    storage.close()
+
+
+def test_encrypt_and_key_rotation_seal_the_vectors_too_and_scores_stay_the_same(tmp_path: Path) -> None:
+    plaintext = _storage(tmp_path)
+    alice = User()
+    for number in range(4):
+        _bank(plaintext).save(alice, {"content": f"note {number}: the lighthouse keeper logged the storm"})
+    before = [(r.memory.id, r.score) for r in _bank(plaintext).search(alice, query="lighthouse storm")]
+    plaintext.close()
+
+    ring = new_key_ring()
+    for current in (ring, ring.with_new_primary()):
+        sealed = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}", AesGcmSealer(current))
+        sealed.check_ready()
+        sealed.use_embedder(HashedTermsEmbedder())
+        sealed.reindex()  # `memorybank encrypt`, then `keys rotate`
+        with sealed.engine.connect() as connection:
+            states = set(connection.execute(sa.select(memory_vector.c.seal_state)).scalars())
+        assert states == {sealed.codec.state}
+        assert [(r.memory.id, r.score) for r in _bank(sealed).search(alice, query="lighthouse storm")] == before
+        sealed.close()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -179,7 +180,7 @@ def run_recall(data: Path, conversations_limit: int | None) -> None:
         conversations = conversations[:conversations_limit]
         questions = [q for q in questions if q.conversation < conversations_limit]
     paraphrases = json.loads(PARAPHRASES.read_text())["items"]
-    print(f"machine: {machine()} (shared with other engineers' work while measured)", file=sys.stderr)
+    print(f"machine: {machine()}, load average {os.getloadavg()[0]:.2f} at the start", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="memorybank-hybrid-") as workdir:
         db_url = f"sqlite:///{Path(workdir) / 'recall.sqlite3'}"
         migrate(db_url)
@@ -236,7 +237,7 @@ def run_speed(memories: int, searches: int, workers: int, data: Path) -> None:
     while len(texts) < memories:
         texts += texts[: memories - len(texts)]
     queries = [q.text for q in questions][:searches]
-    print(f"machine: {machine()} (shared with other engineers' work while measured)", file=sys.stderr)
+    print(f"machine: {machine()}, load average {os.getloadavg()[0]:.2f} at the start", file=sys.stderr)
     drop_database("hybrid_speed")
     db_url = database_url("hybrid_speed")
     try:

@@ -23,6 +23,9 @@ from benchmarks.common import SERVER_ENV, Timing, drop_database
 from memorybank_search import TextAnalyzer
 from tests.mysql_server import server_url
 
+#: Their own tier (`pytest -m benchmarks`, a step of .ci/run): the README's test command stays under 3 minutes.
+pytestmark = pytest.mark.benchmarks
+
 
 @pytest.fixture
 def bench_server(monkeypatch: pytest.MonkeyPatch) -> None:

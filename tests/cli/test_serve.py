@@ -12,6 +12,9 @@ from memorybank import cli
 from tests.rail_users import create_database, new_user
 from tests.served import free_port, run_memorybank, served
 
+#: Real `memorybank serve` processes: the serve_processes tier (its own step in .ci/run).
+pytestmark = pytest.mark.serve_processes
+
 _LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 
 

@@ -30,7 +30,8 @@ from adapters_mcp import MEMORY_BANK_PROMPT
 from tests.rail_users import RailUser, create_database, new_user, sse_data
 from tests.served import REPO_ROOT, served
 
-pytestmark = pytest.mark.anyio
+#: Real processes (stdio and HTTP): the serve_processes tier, so the README's test command stays quick.
+pytestmark = [pytest.mark.anyio, pytest.mark.serve_processes]
 
 FACT = "The production deploy target is a Daytona sandbox in eu-west"
 SNIPPET = "we ship prod to the Daytona sandbox, eu-west region"

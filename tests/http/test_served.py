@@ -16,6 +16,9 @@ from adapters_mysql.mysql_search import OWNER_FULLTEXT_INDEX_NAME
 from tests.mysql_server import ThrowawayDatabase
 from tests.served import run_memorybank, served
 
+#: Real processes: their own tier (`pytest -m serve_processes`), so the README's test command stays quick.
+pytestmark = pytest.mark.serve_processes
+
 
 def _token(db_url: str | None, env: dict[str, str] | None = None, *extra: str) -> str:
     args = ["token", "create", *extra] + (["--db", db_url] if db_url else [])

@@ -179,6 +179,7 @@ def imported(tmp_path: Path) -> tuple[str, str, str]:
     return url, user, org
 
 
+@pytest.mark.serve_processes
 def test_serve_hybrid_finds_the_paraphrase_over_http_after_reindex_embeddings(imported: tuple[str, str, str]) -> None:
     url, user, org = imported
     backfill = run_memorybank(["reindex", "--embeddings", "--db", url], timeout=120)

@@ -248,6 +248,9 @@ $("find-form").addEventListener("submit", (event) => {
 $("find-clear").addEventListener("click", showEverything);
 $("find-empty-clear").addEventListener("click", showEverything);
 window.addEventListener("popstate", () => {
+  // Opening a sign-in link in this tab changes only the fragment, which fires popstate too: that is
+  // start()'s to handle (with the old session's cookie maybe gone), not a find to re-run.
+  if (location.hash.startsWith("#link=")) return;
   if (!$("view-bank").hidden && flagOn()) showFind(readFind(), { push: false });
 });
 
@@ -629,12 +632,12 @@ if (!navigator.onLine) goOffline("browser");
 // A sign-in link opened in a tab that already shows the panel changes only the fragment.
 window.addEventListener("hashchange", () => {
   if (location.hash.startsWith("#link=")) start();
+});
 
 // Relative times ("2 minutes ago") stay true while the page stays open.
 setInterval(() => refreshTimes($("memory-list")), TIME_REFRESH_MS);
 document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "visible") refreshTimes($("memory-list"));
-});
 });
 start();
 

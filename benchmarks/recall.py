@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sqlite3
 import sys
@@ -34,7 +35,14 @@ from benchmarks.seed_search import SeedFulltextSearch, add_seed_index, fts5_quer
 from memorybank_core import InMemoryStore, MemoryBank, RecordingEventSink, ids
 from memorybank_search import InMemorySearch, OwnerIndexer
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
+SHARED_DATA_ENV = "MEMORYBANK_BENCH_SHARED_DATA"
+"""The public data sets' directory (`shared/data`), for a clone that does not sit beside `shared/`."""
+
+DEFAULT_DATA = (
+    Path(os.environ.get(SHARED_DATA_ENV) or Path(__file__).resolve().parents[2] / "shared" / "data")
+    / "locomo"
+    / "locomo10.json"
+)
 #: Category ids as the LoCoMo JSON numbers them (see the data's README).
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (1, 5, 10)

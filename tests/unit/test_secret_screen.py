@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from adapters_secrets import KINDS, DetectSecretsScreen
-from benchmarks.recall import DEFAULT_DATA, load
+from benchmarks.recall import DEFAULT_DATA, SHARED_DATA_ENV, load
 from memorybank_core import (
     SAVE_A_POINTER,
     InMemoryStore,
@@ -181,7 +181,9 @@ def test_no_locomo_turn_is_taken_for_a_credential() -> None:
     # The target: 0 false positives on LoCoMo's 5,882 turns (python -m benchmarks.secret_screen prints it).
     if not DEFAULT_DATA.is_file():
         if os.environ.get("CI"):
-            pytest.fail(f"LoCoMo is missing at {DEFAULT_DATA} (shared/ beside the repository)")
+            pytest.fail(
+                f"LoCoMo is missing at {DEFAULT_DATA}: lay shared/ beside the repository or set {SHARED_DATA_ENV}"
+            )
         pytest.skip(f"LoCoMo is not at {DEFAULT_DATA} (shared/ beside the repository)")
     conversations, _ = load(DEFAULT_DATA)
     turns = [turn for turns in conversations for turn in turns]

@@ -151,3 +151,21 @@ def test_a_bearer_caller_of_the_test_app_is_screened(client: TestClient, tokens:
     )
 
     assert response.status_code == 422
+
+
+def test_a_credentials_range_counts_characters_not_utf16_units_or_bytes(
+    server: tuple[TestClient, dict[str, str]],
+) -> None:
+    client, auth = server
+    case = secrets()[0]
+    # An emoji is one character, two UTF-16 code units and four UTF-8 bytes: the range counts characters.
+    text = "🔑🔑 ключ " + case.text
+
+    response = client.post("/v1/memory", json={"content": text}, headers=auth)
+
+    assert response.status_code == 422
+    start = text.index(case.secret)
+    assert len(text[:start].encode("utf-16-le")) // 2 == start + 2  # so UTF-16 units would say otherwise
+    (detail,) = [d for d in response.json()["details"] if d["path"] == "content"]
+    assert detail["start"] == start
+    assert text[detail["start"] : detail["end"]].startswith(case.secret)

@@ -78,7 +78,7 @@ from memorybank_core import (
 )
 from memorybank_core.distribution import install_command
 from memorybank_core.offboarding import PurgeStore
-from memorybank_search import OwnerIndexer
+from memorybank_search import Fusion, OwnerIndexer
 
 _log = logging.getLogger("memorybank.storage")
 
@@ -214,8 +214,9 @@ class SqlStorage:
         self._display_url = display_url
         self._spider_head = spider_head
 
-    def use_embedder(self, embedder: Embedder) -> None:
-        """Turn on hybrid search: saves also write each memory's vector, and search fuses BM25 with it.
+    def use_embedder(self, embedder: Embedder, *, fusion: Fusion | None = None) -> None:
+        """Turn on hybrid search: saves also write each memory's vector, and search fuses BM25 with it
+        (weighed by `fusion`, default `Fusion()`).
 
         `memorybank_search.hybrid` (numpy, the `semantic` extra) is imported here, not with the module:
         lexical storage needs neither.
@@ -224,7 +225,7 @@ class SqlStorage:
 
         self.embedder = embedder
         self.store.inner.embedder = embedder
-        self.search_engine = ResilientSearch(HybridSearch(self.lexical_search, self.vectors, embedder))
+        self.search_engine = ResilientSearch(HybridSearch(self.lexical_search, self.vectors, embedder, fusion=fusion))
 
     def count_to_embed(self) -> int:
         """How many memories lack a vector of the configured embedder's model (under the current seal).

@@ -105,7 +105,7 @@ def run(
 ) -> None:
     """Serve until SIGTERM or SIGINT: `workers` processes on `options.bind_host:options.port`.
 
-    `serve` without `--workers` runs its one process itself, on a socket it bound (memorybank.cli).
+    `serve` without `--workers` runs its one process itself, on a socket it bound (memorybank.commands.serve).
     """
     os.environ[OPTIONS_ENV] = options.to_json()
     made_metrics_dir = not os.environ.get(METRICS_DIR_ENV)

@@ -47,7 +47,7 @@ def shared_between_processes(database_url: str) -> bool:
 def run(settings: Settings) -> None:
     """Serve until SIGTERM or SIGINT: `settings.http.workers` processes on `settings.http.host:port`.
 
-    `serve` without `--workers` runs its one process itself, on a socket it bound (memorybank.commands).
+    `serve` without `--workers` runs its one process itself, on a socket it bound (memorybank.commands.serve).
     """
     http = settings.http
     os.environ.update(settings.worker_environment())

@@ -150,12 +150,13 @@ def test_a_command_nothing_like_any_gets_no_guess(run: Run) -> None:
 
 
 def test_the_serve_banner_names_the_rail_only_when_it_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from memorybank import cli, composition
+    from memorybank import composition
+    from memorybank.commands import serve
 
-    assert cli._rail_at("http://127.0.0.1:8000") == "MCP: http://127.0.0.1:8000/mcp/agent"
+    assert serve._rail_at("http://127.0.0.1:8000") == "MCP: http://127.0.0.1:8000/mcp/agent"
 
     def without_the_sdk(**_: object) -> None:
         raise composition.McpUnavailableError("the MCP SDK is not installed")
 
     monkeypatch.setattr(composition, "require_mcp", without_the_sdk)
-    assert cli._rail_at("http://127.0.0.1:8000") == f"MCP rail off: {install_command(composition.MCP_EXTRA)}"
+    assert serve._rail_at("http://127.0.0.1:8000") == f"MCP rail off: {install_command(composition.MCP_EXTRA)}"

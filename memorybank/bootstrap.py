@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import composition, semantic
 from memorybank.oauth_settings import choose_oauth, choose_panel_sign_in
@@ -127,7 +127,7 @@ def build(
     events: EventSink | None = None,
     serving: bool = False,
     migrating: bool = False,
-    load_embedder: bool = True,
+    search: Literal["load", "check", "off"] = "load",
     embedder: Embedder | None = None,
 ) -> Runtime:
     """Open what `settings` name and return the `Runtime` over them.
@@ -135,9 +135,10 @@ def build(
     `serving` also checks and builds what the served app needs, before the database is opened (rate
     limits, the OAuth and panel sign-in settings), then connects the identity providers after it.
     `migrating` opens the database without a schema check, creating a missing MySQL one (`migrate`).
-    With hybrid search the model is loaded first (or, with `load_embedder=False`, only its files are
-    checked: a `serve --workers` supervisor, whose workers load their own); `embedder` is one already
-    loaded (tests, benchmarks).
+    With hybrid search the model is loaded first (`search="load"`), or only its files are checked
+    (`"check"`: a `serve --workers` supervisor, whose workers load their own), or search is left
+    lexical (`"off"`: a command that neither searches nor saves through the bank); `embedder` is one
+    already loaded (tests, benchmarks).
 
     Raises:
         InvalidInputError: a malformed setting found only now (a rate-limit rule, an OAuth option, the key
@@ -152,13 +153,12 @@ def build(
         rate_limits = composition.build_rate_limits(settings.rate_limits)
         oauth = choose_oauth(settings.oauth, host=settings.http.host, port=settings.http.port)
         panel_sign_in = choose_panel_sign_in(settings.oauth, oauth)
-    search = settings.search
-    if search.hybrid and embedder is None:
+    if settings.search.hybrid and embedder is None:
         # Before the database is opened: a missing extra or model is one line, and nothing is held.
-        if load_embedder:
-            embedder = semantic.load_embedder(search)
-        else:
-            semantic.check_embedder(search)
+        if search == "load":
+            embedder = semantic.load_embedder(settings.search)
+        elif search == "check":
+            semantic.check_embedder(settings.search)
     with contextlib.ExitStack() as closers:
         created = False
         if migrating:
@@ -166,8 +166,8 @@ def build(
         else:
             storage = composition.open_ready_storage(settings.database, settings.keys)
         closers.callback(storage.close)
-        if embedder is not None:
-            semantic.apply_search(storage, search, embedder)
+        if embedder is not None and settings.search.hybrid:
+            semantic.apply_search(storage, settings.search, embedder)
         issuers = composition.connect_issuers(oauth) if serving else None
         if issuers is not None:
             closers.callback(issuers.close)

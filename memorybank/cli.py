@@ -41,13 +41,12 @@ from memorybank.commands.base import (
     Shared,
     database_options,
 )
-from memorybank.commands.oauth_options import oauth_options
 from memorybank.commands.panel_link import parse_ttl
-from memorybank.settings import choose_database, choose_key_ring, redacted
+from memorybank.settings import Settings, redacted
 from memorybank_core import InvalidInputError, MemoryBankError, UnavailableError
 
 # What tests and the docs import from here, besides `main`.
-__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "PROGRAM", "CommandError", "build_parser", "main", "oauth_options", "parse_ttl"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "PROGRAM", "CommandError", "build_parser", "main", "parse_ttl"]
 
 #: In `memorybank --help` order.
 _COMMANDS = (serve, mcp, migrate, import_export, secrets, reindex, keys, panel_link, controls, tokens, purge)
@@ -112,15 +111,19 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = None) -> int:
-    """Run the command line; return the exit status."""
+    """Run the command line; return the exit status.
+
+    Every error a command can meet gets its exit status and its one line here.
+    """
     environment = os.environ if env is None else env
     args = build_parser(environment).parse_args(argv)
-    choice = choose_database(args.db, environment)
-    args.keys = choose_key_ring(getattr(args, "key_file", None), environment)
-    args.environment = environment
+    args.environment = environment  # for default locations in messages (the XDG directories), not settings
     run: Run = args.run
+    database = "the database"
     try:
-        run(args, choice, sys.stdout)
+        settings = Settings.resolve(args, environment)
+        database = redacted(settings.database.url)
+        run(args, settings, sys.stdout)
     except CommandError as error:
         return _fail(str(error), error.status)
     except InvalidInputError as error:
@@ -129,7 +132,7 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
     except FileExistsError as error:
         return _fail(f"{error.filename} exists already: a key ring is never overwritten", EXIT_FAILURE)
     except UnavailableError as error:
-        return _fail(f"{error} ({redacted(choice.url)})", EXIT_FAILURE)
+        return _fail(f"{error} ({database})", EXIT_FAILURE)
     except MemoryBankError as error:  # e.g. SchemaNotReadyError: its message names the fix
         return _fail(str(error), EXIT_FAILURE)
     except OSError as error:

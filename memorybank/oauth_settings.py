@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from ipaddress import ip_address
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -108,12 +109,24 @@ def choose_panel_sign_in(options: OAuthOptions, oauth: ResourceServerSettings | 
     return SignInSettings(
         issuer=issuer,
         client_id=client_id,
-        client_secret=options.panel_client_secret,
+        client_secret=_panel_client_secret(options),
         display_name=options.panel_name,
         # A person is mapped from the ID token as from access tokens; with claims other than `sub`, ask for
         # `profile`, without which Entra ID leaves `oid` and `tid` out of ID tokens.
         scopes=("openid", "profile") if oauth.person_claim(issuer)[0] != "sub" or oauth.org_claim else ("openid",),
     )
+
+
+def _panel_client_secret(options: OAuthOptions) -> str | None:
+    if options.panel_client_secret_file is None:
+        return options.panel_client_secret
+    try:
+        secret = Path(options.panel_client_secret_file).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise InvalidInputError("oauth-panel-client-secret-file", f"cannot be read: {type(error).__name__}") from error
+    if not secret:
+        raise InvalidInputError("oauth-panel-client-secret-file", "is empty")
+    return secret
 
 
 def scope_map(pairs: Sequence[str]) -> dict[str, frozenset[str]]:

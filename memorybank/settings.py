@@ -304,7 +304,7 @@ def choose_search(
     """
     mode = (cli_mode or env.get(SEARCH_ENV, "").strip() or "lexical").lower()
     if mode not in SEARCH_MODES:
-        raise InvalidInputError("search", f"must be lexical or hybrid, not {mode!r}")
+        raise InvalidInputError("search", f"(or ${SEARCH_ENV}) must be lexical or hybrid, not {mode!r}")
     model = cli_model or env.get(EMBEDDER_MODEL_ENV, "").strip() or None
     raw = cli_min_similarity if cli_min_similarity is not None else env.get(HYBRID_MIN_SIMILARITY_ENV, "").strip()
     return SearchChoice(mode=mode, embedder_model=model, min_similarity=_similarity(raw) if raw else MIN_SIMILARITY)
@@ -392,8 +392,9 @@ class OAuthOptions:
     panel_issuer: str | None = None
     panel_name: str | None = None
     panel_client_secret_file: str | None = None
+    """A path, read where the panel's client is built (`oauth_settings`); its secret wins over the variable's."""
     panel_client_secret: str | None = _secret()
-    """Read from `panel_client_secret_file`, else `$MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET`; None: a public client."""
+    """`$MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET`, when no secret file is named."""
 
 
 def _resolve_oauth(flags: Flags, env: Mapping[str, str]) -> OAuthOptions:
@@ -427,20 +428,8 @@ def _with_oauth_secrets(options: OAuthOptions, env: Mapping[str, str]) -> OAuthO
     return attrs.evolve(
         options,
         client_secret=env.get(CLIENT_SECRET_ENV) or None,
-        panel_client_secret=_panel_client_secret(options, env) if options.panel_client_id else None,
+        panel_client_secret=env.get(PANEL_CLIENT_SECRET_ENV, "").strip() or None,
     )
-
-
-def _panel_client_secret(options: OAuthOptions, env: Mapping[str, str]) -> str | None:
-    if options.panel_client_secret_file is None:
-        return env.get(PANEL_CLIENT_SECRET_ENV, "").strip() or None
-    try:
-        secret = Path(options.panel_client_secret_file).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as error:
-        raise InvalidInputError("oauth-panel-client-secret-file", f"cannot be read: {type(error).__name__}") from error
-    if not secret:
-        raise InvalidInputError("oauth-panel-client-secret-file", "is empty")
-    return secret
 
 
 # --- Serving over HTTP (memorybank.serving, memorybank.bootstrap) ---

@@ -10,20 +10,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO, TypeAlias
 
-from memorybank.settings import DATABASE_URL_ENV, KEY_FILE_ENV, KEYS_ENV, DatabaseChoice, default_database_path
+from memorybank.settings import DATABASE_URL_ENV, KEY_FILE_ENV, KEYS_ENV, Settings, default_database_path
 
 if TYPE_CHECKING:
     from memorybank import composition
-    from memorybank.settings import KeyRingChoice
-    from memorybank_core import Quota
+    from memorybank.bootstrap import Runtime
 
 PROGRAM = "memorybank"
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 
-#: What a command runs: the parsed line, the database chosen, and where its report goes.
-Run = Callable[[argparse.Namespace, DatabaseChoice, TextIO], None]
+#: What a command runs: the parsed line, the settings resolved from it (`Settings.resolve`), and where its
+#: report goes.
+Run = Callable[[argparse.Namespace, Settings, TextIO], None]
 
 
 class CommandError(Exception):
@@ -99,21 +99,18 @@ def actions(parser: argparse.ArgumentParser, dest: str) -> Subcommands:
     return parser.add_subparsers(dest=dest, required=True, metavar="ACTION", parser_class=Parser)
 
 
-def with_services(
-    choice: DatabaseChoice,
-    work: Callable[[composition.Services], None],
-    keys: KeyRingChoice | None,
-    *,
-    default_quota: Quota | None = None,
-) -> None:
-    """Run `work` on the services over the ready database, then close it."""
-    from memorybank import composition
+def runtime(settings: Settings, *, migrating: bool = False) -> Runtime:
+    """`bootstrap.build` for an admin command: the database and the services, without loading an embedding
+    model (admin commands neither search nor embed; `reindex --embeddings` builds its own)."""
+    from memorybank import bootstrap
 
-    storage = composition.open_ready_storage(choice, keys)
-    try:
-        work(composition.build_services(storage, default_quota=default_quota))
-    finally:
-        storage.close()
+    return bootstrap.build(settings, search="off", migrating=migrating)
+
+
+def with_services(settings: Settings, work: Callable[[composition.Services], None]) -> None:
+    """Run `work` on the services over the ready database, then close it."""
+    with runtime(settings) as opened:
+        work(opened.services)
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:

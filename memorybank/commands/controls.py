@@ -11,8 +11,7 @@ from memorybank.commands.base import EXIT_BAD_INPUT, PROGRAM, CommandError, Shar
 from memorybank.settings import (
     QUOTA_CHARACTERS_ENV,
     QUOTA_MEMORIES_ENV,
-    DatabaseChoice,
-    choose_quota,
+    Settings,
     parse_quota_number,
 )
 from memorybank_core import InvalidInputError, MemoryControls, SubjectKind, clean_subject_id
@@ -122,20 +121,17 @@ def _describe_subject(kind: SubjectKind, subject_id: str | None) -> str:
     return "everyone" if kind is SubjectKind.ALL else f"{kind.value} {subject_id}"
 
 
-def _with_controls(args: argparse.Namespace, choice: DatabaseChoice, work: Callable[[MemoryControls], None]) -> None:
-
-    quota = choose_quota(None, None, args.environment)
-
+def _with_controls(settings: Settings, work: Callable[[MemoryControls], None]) -> None:
     def run(services: composition.Services) -> None:
         controls = services.controls
         if controls is None:  # pragma: no cover - build_services always wires them
             raise CommandError("this build has no operator controls")
         work(controls)
 
-    with_services(choice, run, args.keys, default_quota=quota)
+    with_services(settings, run)
 
 
-def run_gate_switch(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+def run_gate_switch(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     kind, subject_id = _subject(args)
 
     def switch(controls: MemoryControls) -> None:
@@ -145,10 +141,10 @@ def run_gate_switch(args: argparse.Namespace, choice: DatabaseChoice, out: TextI
         if args.enabled and kind is not SubjectKind.ALL:
             print("(an organization or the kill switch that is off still keeps it off)", file=out)
 
-    _with_controls(args, choice, switch)
+    _with_controls(settings, switch)
 
 
-def run_quota_set(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+def run_quota_set(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     kind, subject_id = _subject(args)
     if args.memories is None and args.characters is None:
         raise CommandError("give --memories N, --characters N, or both", EXIT_BAD_INPUT)
@@ -161,10 +157,10 @@ def run_quota_set(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO)
             file=out,
         )
 
-    _with_controls(args, choice, set_quota)
+    _with_controls(settings, set_quota)
 
 
-def run_quota_unset(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+def run_quota_unset(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     kind, subject_id = _subject(args)
 
     def unset_quota(controls: MemoryControls) -> None:
@@ -174,14 +170,14 @@ def run_quota_unset(args: argparse.Namespace, choice: DatabaseChoice, out: TextI
         else:
             print(f"{PROGRAM}: no quota was set for {subject}", file=out)
 
-    _with_controls(args, choice, unset_quota)
+    _with_controls(settings, unset_quota)
 
 
 def _limit(value: int | None) -> str:
     return "default" if value is None else f"{value:_}"
 
 
-def run_show(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+def run_show(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     """`gate show` and `quota show` (`args.what`)."""
     if args.user is None and args.org is not None:
         raise CommandError("--org needs --user: it names the organization the user works in", EXIT_BAD_INPUT)
@@ -216,7 +212,7 @@ def run_show(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
             else:
                 print(f"{subject}: {_limit(c.max_memories)} memories, {_limit(c.max_characters)} characters", file=out)
 
-    _with_controls(args, choice, show)
+    _with_controls(settings, show)
 
 
 def _off_by(kind: SubjectKind | None) -> str:

@@ -19,8 +19,9 @@ from memorybank.commands.base import (
     Subcommands,
     counted,
     memories,
+    runtime,
 )
-from memorybank.settings import DatabaseChoice
+from memorybank.settings import Settings
 from memorybank_core import ids
 
 
@@ -53,21 +54,16 @@ def register(commands: Subcommands, shared: Shared) -> None:
     exporting.set_defaults(run=run_export)
 
 
-def run_import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    from memorybank import composition, portability
+def run_import(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
+    from memorybank import portability
 
     if not args.file.is_file():
         raise CommandError(f"{args.file} is not a readable file", EXIT_BAD_INPUT)
-    screen = secret_settings.build_secret_screen(
-        secret_settings.choose_secret_screen(args.secret_screen, args.environment)
-    )
-    storage = composition.open_ready_storage(choice, args.keys)
-    try:
+    screen = secret_settings.build_secret_screen(settings.secret_screen)
+    with runtime(settings) as opened:
         report = portability.import_file(
-            args.file, storage.store, show_progress=sys.stderr.isatty(), screen=screen, on_secret=args.on_secret
+            args.file, opened.storage.store, show_progress=sys.stderr.isatty(), screen=screen, on_secret=args.on_secret
         )
-    finally:
-        storage.close()
     for problem in report.skipped:
         sys.stderr.write(f"{PROGRAM}: skipped {problem.describe()}\n")
     secrets.report_import(report, out)
@@ -83,24 +79,23 @@ def run_import(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) ->
         raise CommandError(f"{counted(left_out, 'line')} {were} left out (listed above)", EXIT_FAILURE)
 
 
-def run_export(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    from memorybank import composition, portability
+def run_export(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
+    from memorybank import portability
 
     # Validate before touching the database.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     if args.out is not None and not args.force and os.path.lexists(args.out):
         raise CommandError(_export_exists(args.out), EXIT_BAD_INPUT)
-    storage = composition.open_ready_storage(choice, args.keys)
-    try:
-        if args.out is None:
-            count = portability.export_user(storage.store, args.user, out)
-        else:
-            with portability.private_output(args.out, replace=args.force) as file:
-                count = portability.export_user(storage.store, args.user, file)
-    except FileExistsError as error:  # created meanwhile: still never overwritten
-        raise CommandError(_export_exists(args.out), EXIT_BAD_INPUT) from error
-    finally:
-        storage.close()
+    with runtime(settings) as opened:
+        store = opened.storage.store
+        try:
+            if args.out is None:
+                count = portability.export_user(store, args.user, out)
+            else:
+                with portability.private_output(args.out, replace=args.force) as file:
+                    count = portability.export_user(store, args.user, file)
+        except FileExistsError as error:  # created meanwhile: still never overwritten
+            raise CommandError(_export_exists(args.out), EXIT_BAD_INPUT) from error
     # stdout may be the export itself: the summary goes to stderr.
     sys.stderr.write(f"{PROGRAM}: exported {memories(count)} of {args.user}\n")
 

@@ -7,12 +7,21 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from memorybank.commands.base import EXIT_BAD_INPUT, PROGRAM, CommandError, Shared, Subcommands, actions, memories
+from memorybank.commands.base import (
+    EXIT_BAD_INPUT,
+    PROGRAM,
+    CommandError,
+    Shared,
+    Subcommands,
+    actions,
+    memories,
+    runtime,
+)
 from memorybank.commands.reindex import fail_on_broken
 from memorybank.settings import (
     KEY_FILE_ENV,
     PRIVATE_DIRECTORY_MODE,
-    DatabaseChoice,
+    Settings,
     default_database_path,
     default_key_file,
 )
@@ -78,33 +87,31 @@ def register(commands: Subcommands, shared: Shared) -> None:
     ).set_defaults(run=run_rotate)
 
 
-def run_encrypt(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    if args.keys is None:
+def run_encrypt(_args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
+    if settings.keys is None:
         raise CommandError(
             f"encrypt needs a key ring: create one with `{PROGRAM} keys create`, then pass --key-file or set "
             f"{KEY_FILE_ENV}",
             EXIT_BAD_INPUT,
         )
-    _reseal(args, choice, out, verb="sealed")
+    _reseal(settings, out, verb="sealed")
 
 
-def run_rotate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    if args.keys is None:
+def run_rotate(_args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
+    if settings.keys is None:
         raise CommandError(f"keys rotate needs the key ring: pass --key-file or set {KEY_FILE_ENV}", EXIT_BAD_INPUT)
-    _reseal(args, choice, out, verb="re-sealed")
+    _reseal(settings, out, verb="re-sealed")
 
 
-def _reseal(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO, *, verb: str) -> None:
-    from memorybank import composition, portability
+def _reseal(settings: Settings, out: TextIO, *, verb: str) -> None:
+    from memorybank import portability
 
-    storage = composition.open_ready_storage(choice, args.keys)
-    try:
+    with runtime(settings) as opened:
+        storage = opened.storage
         registered = set(storage.sealing_status().registered)
         report = portability.reindex_with_progress(storage, show_progress=sys.stderr.isatty())
         status = storage.sealing_status()
         mode = storage.describe_mode()
-    finally:
-        storage.close()
     print(f"{PROGRAM}: {verb} {memories(report.rewritten)}", file=out)
     print(f"{PROGRAM}: {mode}", file=out)
     for key_id in sorted(registered - set(status.registered)):
@@ -112,14 +119,13 @@ def _reseal(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO, *, ve
     fail_on_broken(report)
 
 
-def _key_file(args: argparse.Namespace) -> Path:
-    if args.keys is None or args.keys.path is None:
+def _key_file(settings: Settings) -> Path:
+    if settings.keys is None or settings.keys.path is None:
         raise CommandError(f"name the key ring file with --key-file or {KEY_FILE_ENV}", EXIT_BAD_INPUT)
-    path: Path = args.keys.path
-    return path
+    return settings.keys.path
 
 
-def run_create(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
+def run_create(args: argparse.Namespace, _settings: Settings, out: TextIO) -> None:
     from adapters_crypto import new_key_ring, write_key_ring
 
     path: Path = args.out if args.out is not None else default_key_file(args.environment)
@@ -144,20 +150,20 @@ def run_create(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -
     print(f"Use it: {PROGRAM} serve --key-file {path}   (or {KEY_FILE_ENV}={path})", file=out)
 
 
-def run_add(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
+def run_add(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     from adapters_crypto import load_key_ring, write_key_ring
 
-    path = _key_file(args)
+    path = _key_file(settings)
     ring = load_key_ring(path).with_new_primary(new_index=args.new_index)
     write_key_ring(path, ring, replace=True)
     print(f"{PROGRAM}: key {ring.primary} is now primary in {path}; the older keys still open old rows", file=out)
     print(f"Restart every server with this ring, then run `{PROGRAM} keys rotate`.", file=out)
 
 
-def run_remove(args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
+def run_remove(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     from adapters_crypto import load_key_ring, write_key_ring
 
-    path = _key_file(args)
+    path = _key_file(settings)
     ring = load_key_ring(path).without(args.key_id)
     write_key_ring(path, ring, replace=True)
     print(f"{PROGRAM}: removed key {args.key_id} from {path}", file=out)

@@ -7,9 +7,9 @@ import logging
 import sys
 from typing import TextIO
 
-from memorybank import secret_settings, semantic
+from memorybank import semantic
 from memorybank.commands.base import CommandError, Shared, Subcommands
-from memorybank.settings import DatabaseChoice
+from memorybank.settings import Settings
 from memorybank_core import ids
 from memorybank_core.distribution import install_command
 
@@ -37,10 +37,10 @@ def register(commands: Subcommands, shared: Shared) -> None:
     prompt.set_defaults(run=run_prompt, db=None)
 
 
-def run_mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> None:
+def run_mcp(args: argparse.Namespace, settings: Settings, _out: TextIO) -> None:
     import anyio
 
-    from memorybank import composition
+    from memorybank import bootstrap
 
     _require_mcp()
     from adapters_mcp.stdio_transport import serve_stdio  # see composition.require_mcp
@@ -48,24 +48,16 @@ def run_mcp(args: argparse.Namespace, choice: DatabaseChoice, _out: TextIO) -> N
     # Validate before touching the database, so a typo in a client's config is reported at once.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
-    secret_screen = secret_settings.choose_secret_screen(None, args.environment)
-    search = semantic.choose_search(args.search, args.embedder_model, args.environment)
-    embedder = semantic.load_embedder(search) if search.hybrid else None
-    storage = composition.open_ready_storage(choice, args.keys)
-    try:
-        semantic.apply_search(storage, search, embedder)
-        services = composition.build_services(storage, secret_screen=secret_screen)
-        server = composition.build_local_rail(services, user_id=args.user, org_id=args.org)
+    with bootstrap.build(settings) as runtime:
+        server = runtime.local_rail(user_id=args.user, org_id=args.org)
         # stdout is the protocol: every message goes to stderr, which MCP clients keep as the server's log.
         logging.basicConfig(
             level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
         )
         anyio.run(serve_stdio, server)
-    finally:
-        storage.close()
 
 
-def run_prompt(_args: argparse.Namespace, _choice: DatabaseChoice, out: TextIO) -> None:
+def run_prompt(_args: argparse.Namespace, _settings: Settings, out: TextIO) -> None:
     # Plain text: needs neither the MCP SDK nor the database.
     from adapters_mcp.prompt import MEMORY_BANK_PROMPT
 

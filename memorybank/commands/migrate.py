@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from memorybank.commands.base import EXIT_BAD_INPUT, PROGRAM, CommandError, Shared, Subcommands, memories
-from memorybank.settings import DatabaseChoice, KeyRingChoice, redacted
+from memorybank.commands.base import EXIT_BAD_INPUT, PROGRAM, CommandError, Shared, Subcommands, memories, runtime
+from memorybank.settings import Settings, redacted
 
 
 def register(commands: Subcommands, shared: Shared) -> None:
@@ -27,20 +27,17 @@ def register(commands: Subcommands, shared: Shared) -> None:
     migrate.set_defaults(run=run_migrate)
 
 
-def run_migrate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    from memorybank import composition
-
+def run_migrate(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     if args.shards is not None:
-        _migrate_sharded(args.shards, choice, args.keys, out)
+        _migrate_sharded(args.shards, settings, out)
         return
-    storage, created_database = composition.open_storage_for_migration(choice, args.keys)
-    try:
+    with runtime(settings, migrating=True) as opened:
+        storage = opened.storage
         report = storage.migrate()
         storage.check_ready()
         mode = storage.describe_mode()
-    finally:
-        storage.close()
-    where = redacted(choice.url)
+    created_database = opened.created_database
+    where = redacted(settings.database.url)
     if not created_database and not report.changed:
         print(f"{PROGRAM}: {where} is already up to date (revision {report.revision}); nothing to do", file=out)
         print(f"{PROGRAM}: {mode}", file=out)
@@ -60,14 +57,13 @@ def run_migrate(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -
     print(f"{PROGRAM}: {mode}", file=out)
 
 
-def _migrate_sharded(shards_option: str, choice: DatabaseChoice, keys: KeyRingChoice | None, out: TextIO) -> None:
+def _migrate_sharded(shards_option: str, settings: Settings, out: TextIO) -> None:
     from adapters_mysql import split_shard_urls
     from memorybank import composition
 
-    if choice.embedded_path is not None:
+    if settings.database.embedded_path is not None:
         raise CommandError("--shards needs --db (or $MEMORYBANK_DATABASE_URL) naming the Spider head", EXIT_BAD_INPUT)
     shards = split_shard_urls(shards_option)
-    composition.migrate_sharded(choice, shards, keys)
-    print(
-        f"{PROGRAM}: the schema of {len(shards)} data nodes and the head {redacted(choice.url)} is up to date", file=out
-    )
+    composition.migrate_sharded(settings.database, shards, settings.keys)
+    head = redacted(settings.database.url)
+    print(f"{PROGRAM}: the schema of {len(shards)} data nodes and the head {head} is up to date", file=out)

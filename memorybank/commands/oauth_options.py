@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from memorybank import oauth_settings
+from memorybank import settings as names
 
 
 def add_oauth_options(serve: argparse.ArgumentParser) -> None:
@@ -15,22 +15,21 @@ def add_oauth_options(serve: argparse.ArgumentParser) -> None:
         "--public-url",
         metavar="URL",
         help=f"the server's public base URL (https://bank.example.com); the OAuth resource is URL/mcp/agent; "
-        f"default: ${oauth_settings.PUBLIC_URL_ENV}, else http://HOST:PORT on a loopback bind",
+        f"default: ${names.PUBLIC_URL_ENV}, else http://HOST:PORT on a loopback bind",
     )
     oauth.add_argument(
         "--oauth-issuer",
         metavar="URL",
         action="append",
         default=[],
-        help=f"trust access tokens from this issuer; repeat for several (default: ${oauth_settings.ISSUERS_ENV})",
+        help=f"trust access tokens from this issuer; repeat for several (default: ${names.ISSUERS_ENV})",
     )
     oauth.add_argument(
         "--oauth-audience",
         metavar="AUD",
         action="append",
         default=[],
-        help=f"an accepted token audience; repeat for several (default: ${oauth_settings.AUDIENCES_ENV}, "
-        "else the resource URL)",
+        help=f"an accepted token audience; repeat for several (default: ${names.AUDIENCES_ENV}, else the resource URL)",
     )
     oauth.add_argument(
         "--oauth-scope",
@@ -38,7 +37,7 @@ def add_oauth_options(serve: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         help=f"the issuer scope granting mcp:read or mcp:write, e.g. mcp:read=memory.read; repeatable "
-        f"(default: ${oauth_settings.SCOPES_ENV}, else the same names)",
+        f"(default: ${names.SCOPES_ENV}, else the same names)",
     )
     oauth.add_argument(
         "--oauth-user-claim",
@@ -46,7 +45,7 @@ def add_oauth_options(serve: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         help=f"the claim naming the person instead of sub (e.g. oid), at every issuer or at ISSUER; user ids stay "
-        f"derived from the issuer and the claim; repeatable (default: ${oauth_settings.USER_CLAIM_ENV})",
+        f"derived from the issuer and the claim; repeatable (default: ${names.USER_CLAIM_ENV})",
     )
     oauth.add_argument(
         "--oauth-user-id-claim",
@@ -54,7 +53,7 @@ def add_oauth_options(serve: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         help=f"ISSUER's CLAIM holds this server's usr_ id, used as is: trusts ISSUER with EVERY user id here; "
-        f"repeatable (default: ${oauth_settings.USER_ID_CLAIM_ENV})",
+        f"repeatable (default: ${names.USER_ID_CLAIM_ENV})",
     )
     oauth.add_argument("--oauth-org-claim", metavar="CLAIM", help="the claim naming the person's organization")
     oauth.add_argument("--oauth-default-org", metavar="org_…", help="the organization of people whose token names none")
@@ -62,7 +61,7 @@ def add_oauth_options(serve: argparse.ArgumentParser) -> None:
         "--oauth-introspection-issuer",
         metavar="URL",
         help=f"check opaque tokens with this issuer's introspection endpoint, as the client "
-        f"${oauth_settings.CLIENT_ID_ENV} / ${oauth_settings.CLIENT_SECRET_ENV}",
+        f"${names.CLIENT_ID_ENV} / ${names.CLIENT_SECRET_ENV}",
     )
     panel = serve.add_argument_group(
         "Panel sign-in with the identity provider (OpenID Connect, authorization code + PKCE; docs/auth.md)"
@@ -71,41 +70,22 @@ def add_oauth_options(serve: argparse.ArgumentParser) -> None:
         "--oauth-panel-client-id",
         metavar="ID",
         help=f"the panel's client at the provider; offers 'Sign in with <provider>' "
-        f"(default: ${oauth_settings.PANEL_CLIENT_ID_ENV}); its redirect URI is PUBLIC_URL/panel/oidc/callback",
+        f"(default: ${names.PANEL_CLIENT_ID_ENV}); its redirect URI is PUBLIC_URL/panel/oidc/callback",
     )
     panel.add_argument(
         "--oauth-panel-issuer",
         metavar="URL",
-        help=f"which --oauth-issuer the panel signs people in with (default: ${oauth_settings.PANEL_ISSUER_ENV}, "
+        help=f"which --oauth-issuer the panel signs people in with (default: ${names.PANEL_ISSUER_ENV}, "
         "else the only one)",
     )
     panel.add_argument(
         "--oauth-panel-name",
         metavar="NAME",
-        help=f"the provider's name on the button (default: ${oauth_settings.PANEL_NAME_ENV}, else the issuer's host)",
+        help=f"the provider's name on the button (default: ${names.PANEL_NAME_ENV}, else the issuer's host)",
     )
     panel.add_argument(
         "--oauth-panel-client-secret-file",
         metavar="PATH",
-        help=f"a file holding the panel client's secret (default: ${oauth_settings.PANEL_CLIENT_SECRET_FILE_ENV}, "
-        f"else ${oauth_settings.PANEL_CLIENT_SECRET_ENV}, else a public client); never the secret itself",
-    )
-
-
-def oauth_options(args: argparse.Namespace) -> oauth_settings.OAuthOptions:
-    """The OAuth options of a parsed `serve` command line."""
-    return oauth_settings.OAuthOptions(
-        public_url=args.public_url,
-        issuers=args.oauth_issuer,
-        audiences=args.oauth_audience,
-        scopes=args.oauth_scope,
-        user_claims=args.oauth_user_claim,
-        user_id_claims=args.oauth_user_id_claim,
-        org_claim=args.oauth_org_claim,
-        default_org=args.oauth_default_org,
-        introspection_issuer=args.oauth_introspection_issuer,
-        panel_client_id=args.oauth_panel_client_id,
-        panel_issuer=args.oauth_panel_issuer,
-        panel_name=args.oauth_panel_name,
-        panel_client_secret_file=args.oauth_panel_client_secret_file,
+        help=f"a file holding the panel client's secret (default: ${names.PANEL_CLIENT_SECRET_FILE_ENV}, "
+        f"else ${names.PANEL_CLIENT_SECRET_ENV}, else a public client); never the secret itself",
     )

@@ -6,13 +6,11 @@ import argparse
 import sys
 from datetime import timedelta
 from typing import TYPE_CHECKING, TextIO
-from urllib.parse import urlsplit
 
-from memorybank import oauth_settings
 from memorybank.commands.base import EXIT_BAD_INPUT, PROGRAM, CommandError, Shared, Subcommands, with_services
 from memorybank.commands.serve import DEFAULT_SERVER
 from memorybank.commands.tokens import known_org
-from memorybank.settings import DatabaseChoice
+from memorybank.settings import PUBLIC_URL_ENV, Settings
 from memorybank_core import ids
 from memorybank_core.panel_sessions import check_link_ttl
 
@@ -39,9 +37,9 @@ def register(commands: Subcommands, shared: Shared) -> None:
     panel_link.add_argument(
         "--public-url",
         "--url",
-        dest="url",
+        dest="public_url",
         metavar="URL",
-        help=f"the server's address, as `serve --public-url` (default: ${oauth_settings.PUBLIC_URL_ENV}, else "
+        help=f"the server's address, as `serve --public-url` (default: ${PUBLIC_URL_ENV}, else "
         f"{DEFAULT_SERVER}, where `serve` listens by default)",
     )
     panel_link.add_argument(
@@ -65,7 +63,7 @@ def parse_ttl(text: str) -> timedelta:
     return timedelta(seconds=int(value) * _TTL_UNITS[unit])
 
 
-def run_panel_link(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+def run_panel_link(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     # Validate before touching the database.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     if args.org is not None:
@@ -73,11 +71,8 @@ def run_panel_link(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO
     ttl = parse_ttl(args.ttl)
     check_link_ttl(ttl)
     # The server's address as `serve` itself names it: --public-url, else $MEMORYBANK_PUBLIC_URL, else its default.
-    server = args.url or args.environment.get(oauth_settings.PUBLIC_URL_ENV, "").strip() or None
-    base = urlsplit(server or DEFAULT_SERVER)
-    if base.scheme not in {"http", "https"} or not base.netloc:
-        raise CommandError("--public-url must be the server's http:// or https:// address", EXIT_BAD_INPUT)
-    address = (server or DEFAULT_SERVER).rstrip("/")
+    server = settings.oauth.public_url
+    address = server or DEFAULT_SERVER
 
     def link(services: composition.Services) -> None:
         if args.revoke:
@@ -94,10 +89,10 @@ def run_panel_link(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO
         if server is None:
             sys.stderr.write(
                 f"{PROGRAM}: the link names {DEFAULT_SERVER}, where `serve` listens by default; for another "
-                f"address pass --public-url or set {oauth_settings.PUBLIC_URL_ENV}\n"
+                f"address pass --public-url or set {PUBLIC_URL_ENV}\n"
             )
 
-    with_services(choice, link, args.keys)
+    with_services(settings, link)
 
 
 def _require_known_user(services: composition.Services, user_id: str) -> None:

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from memorybank.commands.base import EXIT_BAD_INPUT, CommandError, Shared, Subcommands
-from memorybank.settings import DatabaseChoice
+from memorybank.commands.base import EXIT_BAD_INPUT, CommandError, Shared, Subcommands, runtime
+from memorybank.settings import Settings
 from memorybank_core import limits
 from memorybank_core.offboarding import PurgeSubject
 
@@ -51,10 +51,9 @@ def register(commands: Subcommands, shared: Shared) -> None:
     purge.set_defaults(run=run_purge)
 
 
-def run_purge(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+def run_purge(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     from tqdm import tqdm
 
-    from memorybank import composition
     from memorybank_core.validation import clean_count
 
     # Everything is checked before the database is opened: a typo or a wildcard touches nothing.
@@ -63,17 +62,14 @@ def run_purge(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> 
     pause_ms = clean_count(args.pause_ms, path="pause_ms", bound=limits.PURGE_PAUSE_MS)
     if args.receipt is not None and args.receipt.exists():
         raise CommandError(f"{args.receipt} exists already: a receipt is never overwritten", EXIT_BAD_INPUT)
-    storage = composition.open_ready_storage(choice, args.keys)
-    try:
-        offboarding = composition.build_offboarding(storage)
+    with runtime(settings) as opened:
+        offboarding = opened.offboarding()
         purge = offboarding.purge_user if args.user is not None else offboarding.purge_organization
         receipt = purge(subject.id, dry_run=True, batch_size=batch_size)
         if not args.dry_run:
             show = sys.stderr.isatty()
             with tqdm(total=receipt.counts.memories, unit="memory", disable=not show, file=sys.stderr) as bar:
                 receipt = purge(subject.id, batch_size=batch_size, pause_ms=pause_ms, progress=bar.update)
-    finally:
-        storage.close()
     text = json.dumps(receipt.to_json(), indent=2)
     if args.receipt is not None:
         args.receipt.write_text(text + "\n", encoding="utf-8")

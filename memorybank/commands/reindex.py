@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+import attrs
+
 from memorybank import semantic
 from memorybank.commands.base import (
     EXIT_BAD_INPUT,
@@ -15,8 +17,9 @@ from memorybank.commands.base import (
     Shared,
     Subcommands,
     memories,
+    runtime,
 )
-from memorybank.settings import DatabaseChoice
+from memorybank.settings import EMBEDDER_MODEL_ENV, Settings
 
 if TYPE_CHECKING:
     from adapters_mysql import ReindexReport
@@ -40,44 +43,38 @@ def register(commands: Subcommands, shared: Shared) -> None:
     reindexing.add_argument(
         "--embedder-model",
         metavar="DIR",
-        help=f"with --embeddings: your own model.onnx and tokenizer.json (default: ${semantic.EMBEDDER_MODEL_ENV}, "
+        help=f"with --embeddings: your own model.onnx and tokenizer.json (default: ${EMBEDDER_MODEL_ENV}, "
         "else all-MiniLM-L6-v2 int8)",
     )
     reindexing.set_defaults(run=run_reindex)
 
 
-def run_reindex(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    from memorybank import composition, portability
+def run_reindex(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
+    from memorybank import portability
 
     if args.embeddings:
-        _reindex_embeddings(args, choice, out)
+        _reindex_embeddings(args, settings, out)
         return
-    storage = composition.open_ready_storage(choice, args.keys)
-    try:
-        report = portability.reindex_with_progress(storage, everything=args.all, show_progress=sys.stderr.isatty())
-    finally:
-        storage.close()
+    with runtime(settings) as opened:
+        report = portability.reindex_with_progress(
+            opened.storage, everything=args.all, show_progress=sys.stderr.isatty()
+        )
     print(f"{PROGRAM}: re-indexed {memories(report.rewritten)}", file=out)
     fail_on_broken(report)
 
 
-def _reindex_embeddings(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
-    from memorybank import composition
+def _reindex_embeddings(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
+    from memorybank import bootstrap
 
     if args.all:
         raise CommandError("--all re-indexes search terms; --embeddings writes only missing vectors", EXIT_BAD_INPUT)
-    search = semantic.SearchChoice(
-        mode="hybrid",
-        embedder_model=semantic.choose_search("hybrid", args.embedder_model, args.environment).embedder_model,
-    )
-    embedder = semantic.load_embedder(search)
-    storage = composition.open_ready_storage(choice, args.keys)
-    try:
-        semantic.apply_search(storage, search, embedder)
-        report = semantic.embed_with_progress(storage, show_progress=sys.stderr.isatty())
-    finally:
-        storage.close()
-    print(f"{PROGRAM}: embedded {report.embedded} memories with {embedder.model_id}", file=out)
+    # The vectors are the hybrid search's, whatever the deployment serves now.
+    hybrid = attrs.evolve(settings, search=attrs.evolve(settings.search, mode="hybrid"))
+    with bootstrap.build(hybrid) as opened:
+        report = semantic.embed_with_progress(opened.storage, show_progress=sys.stderr.isatty())
+        assert opened.storage.embedder is not None  # noqa: S101 - hybrid settings load one
+        model_id = opened.storage.embedder.model_id
+    print(f"{PROGRAM}: embedded {report.embedded} memories with {model_id}", file=out)
     if report.skipped:
         raise CommandError(
             f"{report.skipped} memories were not embedded: they do not open (logged by id) or were deleted meanwhile",

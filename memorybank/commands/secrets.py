@@ -11,8 +11,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, TextIO
 
 from memorybank import secret_settings
-from memorybank.commands.base import PROGRAM, CommandError, Shared, Subcommands, actions
-from memorybank.settings import DatabaseChoice
+from memorybank.commands.base import PROGRAM, CommandError, Shared, Subcommands, actions, runtime
+from memorybank.settings import Settings
 from memorybank_core import scan_owner
 
 if TYPE_CHECKING:  # portability loads SQLAlchemy: only the commands that use it import it
@@ -60,16 +60,14 @@ def register(commands: Subcommands, shared: Shared) -> None:
     scan.set_defaults(run=run_scan)
 
 
-def run_scan(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+def run_scan(_args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     """`memorybank secrets scan`: every stored credential, one line each, then a summary on stderr."""
-    from memorybank import composition
-
     screen = secret_settings.build_secret_screen(secret_settings.REFUSE)
     assert screen is not None  # noqa: S101 - `refuse` always builds one; narrows the type
-    storage = composition.open_ready_storage(choice, args.keys)
     kinds: Counter[str] = Counter()
     memories = 0
-    try:
+    with runtime(settings) as opened:
+        storage = opened.storage
         owners = storage.memory_owners()
         for owner in owners:
             for memory, problems in scan_owner(storage.store, screen, user_id=owner):
@@ -78,8 +76,6 @@ def run_scan(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
                     kinds[problem.kind] += 1
                     where = f"{problem.path}:{problem.start}-{problem.end}"
                     print(f"{problem.kind}\t{memory.id}\t{owner}\t{where}", file=out)
-    finally:
-        storage.close()
     if not memories:
         sys.stderr.write(f"{PROGRAM}: no credentials found in the memories of {len(owners)} owners\n")
         return

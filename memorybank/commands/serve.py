@@ -7,28 +7,26 @@ import errno
 import socket
 from typing import TextIO
 
-from memorybank import listeners, oauth_settings, secret_settings, semantic
+import attrs
+
+from memorybank import listeners, secret_settings, semantic
 from memorybank.commands import secrets
 from memorybank.commands.base import EXIT_BAD_INPUT, PROGRAM, CommandError, Shared, Subcommands
-from memorybank.commands.oauth_options import add_oauth_options, oauth_options
+from memorybank.commands.oauth_options import add_oauth_options
 from memorybank.settings import (
     ALLOWED_HOSTS_ENV,
+    DEFAULT_HOST,
+    DEFAULT_PORT,
     QUOTA_CHARACTERS_ENV,
     QUOTA_MEMORIES_ENV,
     RATE_LIMIT_STORAGE_ENV,
     RATE_LIMITS_ENV,
-    DatabaseChoice,
-    RateLimitChoice,
-    choose_allowed_hosts,
-    choose_quota,
-    choose_rate_limits,
+    Settings,
     redacted,
 )
 from memorybank_core import RateLimits, limits
 from memorybank_core.distribution import install_command
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
 #: Where `serve` listens by default (`panel-link` names it when no public URL is set).
 DEFAULT_SERVER = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 
@@ -104,54 +102,33 @@ def register(commands: Subcommands, shared: Shared) -> None:
     serve.set_defaults(run=run_serve)
 
 
-def run_serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+def run_serve(_args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     import uvicorn
 
-    from memorybank import composition, serving
+    from memorybank import bootstrap, composition, serving
     from memorybank.logs import logging_config
 
-    if not 0 <= args.port <= 65535:
-        raise CommandError("--port must be from 0 to 65535", EXIT_BAD_INPUT)
-    if not 1 <= args.workers <= 64:
-        raise CommandError("--workers must be from 1 to 64", EXIT_BAD_INPUT)
-    if not 0 <= args.shutdown_timeout <= 3600:
-        raise CommandError("--shutdown-timeout must be from 0 to 3600 seconds", EXIT_BAD_INPUT)
-    if args.workers > 1 and not serving.shared_between_processes(choice.url):
+    http = settings.http
+    if http.workers > 1 and not serving.shared_between_processes(settings.database.url):
         raise CommandError(
             "--workers above 1 needs a database file or server: in-memory SQLite lives in one process",
             EXIT_BAD_INPUT,
         )
-    allowed_hosts = choose_allowed_hosts(args.allowed_hosts, args.environment)
-    quota = choose_quota(args.quota_memories, args.quota_characters, args.environment)
-    secret_screen = secret_settings.choose_secret_screen(args.secret_screen, args.environment)
-    limits_choice = choose_rate_limits(args.rate_limit_storage, args.rate_limits, args.environment)
-    rate_limits = composition.build_rate_limits(limits_choice)  # checks the rules and URL before anything starts
-    options = oauth_options(args)
-    oauth = oauth_settings.choose_oauth(options, args.environment, host=args.host, port=args.port)
-    panel_sign_in = oauth_settings.choose_panel_sign_in(options, args.environment, oauth)
-    search = semantic.choose_search(args.search, args.embedder_model, args.environment)
-    # Before the database is opened: a missing extra or model is one line, and nothing is held. A
-    # supervisor of several workers only checks the files; each worker loads its own model.
-    embedder = None
-    if search.hybrid and args.workers > 1:
-        semantic.check_embedder(search)
-    elif search.hybrid:
-        embedder = semantic.load_embedder(search)
-    storage = composition.open_ready_storage(choice, args.keys)
-    issuers = composition.connect_issuers(oauth)
-    try:
-        if embedder is not None:
-            semantic.apply_search(storage, search, embedder)
+    # A supervisor of several workers only checks the model's files; each worker loads its own.
+    with bootstrap.build(settings, serving=True, search="check" if http.workers > 1 else "load") as runtime:
+        storage, oauth, panel_sign_in = runtime.storage, runtime.oauth, runtime.panel_sign_in
         # Bound here, before saying "serving": a port in use is one clear line, not a log after the banner.
-        listener = _listen(args.host, args.port)
+        listener = _listen(http.host, http.port)
         port = listener.getsockname()[1]
-        base = f"http://{_url_host(args.host)}:{port}"
+        base = f"http://{_url_host(http.host)}:{port}"
         print(f"{PROGRAM}: {storage.describe_mode()}", file=out)
-        print(f"{PROGRAM}: {semantic.describe(storage, search)}", file=out)
-        workers = f", {args.workers} workers" if args.workers > 1 else ""
-        print(f"{PROGRAM}: serving {base} ({_rail_at(base)}) on {redacted(choice.url)}{workers}", file=out, flush=True)
-        print(_describe_rate_limits(rate_limits, limits_choice, workers=args.workers), file=out, flush=True)
-        print(f"{PROGRAM}: {secret_settings.describe(secret_screen)}", file=out, flush=True)
+        print(f"{PROGRAM}: {semantic.describe(storage, settings.search)}", file=out)
+        workers = f", {http.workers} workers" if http.workers > 1 else ""
+        where = redacted(settings.database.url)
+        print(f"{PROGRAM}: serving {base} ({_rail_at(base)}) on {where}{workers}", file=out, flush=True)
+        assert runtime.rate_limits is not None  # noqa: S101 - built with serving=True
+        print(_describe_rate_limits(runtime.rate_limits, settings), file=out, flush=True)
+        print(f"{PROGRAM}: {secret_settings.describe(settings.secret_screen)}", file=out, flush=True)
         if oauth is not None and panel_sign_in is not None:
             print(
                 f"{PROGRAM}: panel sign-in with {panel_sign_in.issuer} as client {panel_sign_in.client_id}; "
@@ -159,67 +136,33 @@ def run_serve(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> 
                 file=out,
                 flush=True,
             )
-        if args.workers > 1:
-            # Each worker opens its own storage and issuers, and loads its own embedder (memorybank.serving);
-            # the checks above stand.
+        if http.workers > 1:
+            # Each worker builds its own runtime (memorybank.serving); the checks above stand.
             listener.close()
-            storage.close()
-            serving.run(
-                serving.ServeOptions(
-                    database_url=choice.url,
-                    bind_host=args.host,
-                    port=port,
-                    oauth=options,
-                    allowed_hosts=list(allowed_hosts),
-                    key_file=str(args.key_file) if args.key_file is not None else None,
-                    quota_memories=quota.max_memories,
-                    quota_characters=quota.max_characters,
-                    rate_limit_storage=limits_choice.storage_url,
-                    rate_limits=list(limits_choice.rules),
-                    secret_screen=secret_screen,
-                    search=search.mode,
-                    embedder_model=search.embedder_model,
-                ),
-                workers=args.workers,
-                log_format=args.log_format,
-                shutdown_timeout=args.shutdown_timeout,
-            )
+            runtime.close()
+            serving.run(attrs.evolve(settings, http=attrs.evolve(http, port=port)))
             return
-        app = composition.build_server_app(
-            storage,
-            bind_host=args.host,
-            allowed_hosts=allowed_hosts,
-            metrics_token=args.environment.get(serving.METRICS_TOKEN_ENV) or None,
-            issuers=issuers,
-            default_quota=quota,
-            rate_limits=rate_limits,
-            panel_sign_in=panel_sign_in,
-            secret_screen=secret_screen,
-        )
         # No uvicorn access log: it prints query strings, and search text must never be logged.
         # The app logs its own access event (operationId, status, timing, request id).
         config = uvicorn.Config(
-            app,
+            runtime.app,
             access_log=False,
             http=serving.HTTP_PARSER,
             log_level="info",
-            log_config=logging_config(args.log_format),
-            timeout_graceful_shutdown=args.shutdown_timeout,
+            log_config=logging_config(http.log_format),
+            timeout_graceful_shutdown=http.shutdown_timeout,
         )
         with listener:
             uvicorn.Server(config).run(sockets=[listener])
-    finally:
-        if issuers is not None:
-            issuers.close()
-        storage.close()
 
 
-def _describe_rate_limits(rate_limits: RateLimits, choice: RateLimitChoice, *, workers: int) -> str:
+def _describe_rate_limits(rate_limits: RateLimits, settings: Settings) -> str:
     from adapters_ratelimit import describe_storage  # scheme, host, port and database: never a password
 
     rules = ", ".join(rate_limits.policy.describe()) or "none"
-    line = f"{PROGRAM}: rate limits {rules}; counted in {describe_storage(choice.storage_url)}"
-    if workers > 1 and choice.storage_url.startswith("memory"):
+    storage_url, workers = settings.rate_limits.storage_url, settings.http.workers
+    line = f"{PROGRAM}: rate limits {rules}; counted in {describe_storage(storage_url)}"
+    if workers > 1 and storage_url.startswith("memory"):
         line += f" by each of the {workers} workers alone (--rate-limit-storage redis://... shares them)"
     return line
 

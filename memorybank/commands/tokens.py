@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from memorybank.commands.base import PROGRAM, CommandError, Shared, Subcommands, actions, with_services
-from memorybank.settings import DatabaseChoice, redacted
+from memorybank.settings import Settings, redacted
 from memorybank_core import ApiToken, NotFoundError, ids
 from memorybank_core.tokens import KNOWN_SCOPES
 
@@ -54,7 +54,7 @@ def register(commands: Subcommands, shared: Shared) -> None:
     revoke.set_defaults(run=run_revoke)
 
 
-def run_create(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+def run_create(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     # Validate before touching the database, so a typo never needs a reachable server to be reported.
     user_id = args.user if args.user is not None else ids.new_id(ids.USER_PREFIX)
     ids.parse_id(user_id, prefix=ids.USER_PREFIX, field="user")
@@ -82,15 +82,15 @@ def run_create(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) ->
         print(f"user: {user_id}", file=out)
         print(f"org: {org_id}", file=out)
         # A token in another database than the server's is an unexplained 401: say where it went.
-        print(f"database: {redacted(choice.url)}", file=out)
+        print(f"database: {redacted(settings.database.url)}", file=out)
         print(f"token: {issued.token.id}, scopes: {_scopes(issued.token)}", file=out)
         print("the secret below is shown only now; store it safely:", file=out)
         print(issued.secret, file=out)
 
-    with_services(choice, create, args.keys)
+    with_services(settings, create)
 
 
-def run_list(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+def run_list(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     if args.user is not None:
         ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
 
@@ -115,10 +115,10 @@ def run_list(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
         for row in rows:
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)
 
-    with_services(choice, show, args.keys)
+    with_services(settings, show)
 
 
-def run_revoke(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+def run_revoke(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     def revoke(services: composition.Services) -> None:
         try:
             token = services.tokens.revoke(args.token)
@@ -128,7 +128,7 @@ def run_revoke(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) ->
         ended = services.panel_sessions.end_made_from(token.id)
         print(f"revoked token {token.id} of {token.user_id}; ended {ended} panel sessions made from it", file=out)
 
-    with_services(choice, revoke, args.keys)
+    with_services(settings, revoke)
 
 
 def known_org(services: composition.Services, user_id: str) -> str | None:

@@ -84,5 +84,12 @@ def test_the_search_option_and_environment_variable_are_gone(run: Run, db_url: s
     outcome = run("reindex", "--db", db_url, "--search", "fulltext")
     assert outcome.status == 2
     assert "unrecognized arguments: --search" in outcome.err
+    # MEMORYBANK_SEARCH came back for hybrid search: every command resolves it, and refuses nonsense in one line.
     env["MEMORYBANK_SEARCH"] = "nonsense"
+    refused = run("reindex", "--db", db_url)
+    assert refused.status == 2
+    assert (
+        refused.err == "memorybank: error: --search (or $MEMORYBANK_SEARCH) must be lexical or hybrid, not 'nonsense'\n"
+    )
+    env["MEMORYBANK_SEARCH"] = "lexical"
     assert run("reindex", "--db", db_url).status == 0

@@ -30,8 +30,6 @@ class Case:
     default: object
     flag: tuple[str, object] | None = None
     expected_from_flag: object = None
-    needs: dict[str, str] = attrs.field(factory=dict)
-    """Other variables the setting is only read with (a panel secret is read only for a panel client)."""
 
 
 ISSUER = "https://login.example.com"
@@ -254,7 +252,6 @@ CASES = [
         lambda s: s.oauth.panel_client_secret,
         "panel-s3cret",
         None,
-        needs={"MEMORYBANK_OAUTH_PANEL_CLIENT_ID": "panel"},
     ),
     Case(
         "MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET_FILE",
@@ -288,42 +285,25 @@ def test_every_variable_the_resolver_names_has_a_case() -> None:
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.variable)
 def test_each_variable_sets_its_setting_over_the_default(case: Case) -> None:
     assert case.read(Settings.resolve({}, HOME)) == case.default
-    assert case.read(Settings.resolve({}, {**HOME, **case.needs, case.variable: case.env_value})) == (
-        case.expected_from_env
-    )
+    assert case.read(Settings.resolve({}, {**HOME, case.variable: case.env_value})) == (case.expected_from_env)
 
 
 @pytest.mark.parametrize("case", [case for case in CASES if case.flag is not None], ids=lambda case: case.variable)
 def test_a_flag_beats_its_variable(case: Case) -> None:
     assert case.flag is not None
     dest, value = case.flag
-    resolved = Settings.resolve({dest: value}, {**HOME, **case.needs, case.variable: case.env_value})
+    resolved = Settings.resolve({dest: value}, {**HOME, case.variable: case.env_value})
 
     assert case.read(resolved) == case.expected_from_flag
 
 
-def test_a_panel_secret_file_is_read_and_beats_the_secret_variable(tmp_path: Path) -> None:
-    secret_file = tmp_path / "panel-secret"
-    secret_file.write_text("from-the-file\n", encoding="utf-8")
-    env = {
-        "MEMORYBANK_OAUTH_PANEL_CLIENT_ID": "panel",
-        "MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET": "from-the-variable",
-        "MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET_FILE": str(secret_file),
-    }
-
-    assert Settings.resolve({}, env).oauth.panel_client_secret == "from-the-file"
-
-
-def test_the_settings_cross_to_workers_without_their_secrets(tmp_path: Path) -> None:
-    secret_file = tmp_path / "panel-secret"
-    secret_file.write_text("panel-from-file", encoding="utf-8")
+def test_the_settings_cross_to_workers_without_their_secrets() -> None:
     env = {
         **HOME,
         "MEMORYBANK_KEYS": '{"ring": "k3y"}',
         "MEMORYBANK_METRICS_TOKEN": "m3trics",
         "MEMORYBANK_OAUTH_CLIENT_SECRET": "s3cret",
-        "MEMORYBANK_OAUTH_PANEL_CLIENT_ID": "panel",
-        "MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET_FILE": str(secret_file),
+        "MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET": "panel-from-variable",
         "MEMORYBANK_DATABASE_URL": "mysql://bank@db:3306/bank",
     }
     flags = {
@@ -340,7 +320,7 @@ def test_the_settings_cross_to_workers_without_their_secrets(tmp_path: Path) -> 
     shipped = resolved.worker_environment()
 
     assert list(shipped) == [settings_module.SERVE_SETTINGS_ENV]
-    for secret in ("k3y", "m3trics", "s3cret", "panel-from-file"):
+    for secret in ("k3y", "m3trics", "s3cret", "panel-from-variable"):
         assert secret not in shipped[settings_module.SERVE_SETTINGS_ENV]
         assert secret not in repr(resolved)
     # A worker inherits the same variables and reads its secrets again.
@@ -381,12 +361,6 @@ def test_nothing_given_is_the_documented_default() -> None:
         ({}, {"MEMORYBANK_QUOTA_MEMORIES": "-1"}, "quota-memories", "must be a whole number"),
         ({}, {"MEMORYBANK_ALLOWED_HOSTS": "https://x"}, "allowed_host", "must be a Host header"),
         ({"public_url": "ftp://x"}, {}, "public-url", "must be an http(s) URL"),
-        (
-            {"oauth_panel_client_id": "panel", "oauth_panel_client_secret_file": "/nonexistent/secret"},
-            {},
-            "oauth-panel-client-secret-file",
-            "cannot be read",
-        ),
     ],
 )
 def test_a_malformed_setting_is_one_clear_error(

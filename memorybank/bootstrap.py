@@ -46,6 +46,7 @@ class Runtime:
         panel_sign_in: SignInSettings | None = None,
         issuers: IssuerTokenVerifier | None = None,
         rate_limits: RateLimits | None = None,
+        serving: bool = False,
     ) -> None:
         self.settings = settings
         self.storage = storage
@@ -59,6 +60,7 @@ class Runtime:
         self._clock = clock
         self._events = events
         self._closers = closers
+        self._serving = serving
 
     @functools.cached_property
     def services(self) -> composition.Services:
@@ -77,7 +79,13 @@ class Runtime:
         """The served app (`serve` and each of its workers): REST, panel, MCP rail, health and metrics.
 
         Its lifespan's end closes this runtime, as a worker has nothing else to close it with.
+
+        Raises:
+            RuntimeError: the runtime was not built with `serving=True`, so it has neither the rate
+                limits nor the identity providers the served app needs.
         """
+        if not self._serving:
+            raise RuntimeError("the served app needs build(settings, serving=True)")
         return composition.build_server_app(
             self.storage,
             bind_host=self.settings.http.host,
@@ -183,4 +191,5 @@ def build(
             panel_sign_in=panel_sign_in,
             issuers=issuers,
             rate_limits=rate_limits,
+            serving=serving,
         )

@@ -61,7 +61,6 @@ _OPTION_NAMES = {
     "key-file": "key ring",
     "key": "KEY_ID",
     "ttl": "--ttl",
-    "url": "--public-url",
     **{name: f"--{name}" for name in ("public-url", "oauth-issuer", "oauth-scope", "oauth-default-org")},
     **{name: f"--{name}" for name in ("oauth-user-claim", "oauth-user-id-claim")},
     "oauth-introspection-issuer": "--oauth-introspection-issuer",

@@ -112,6 +112,12 @@ def test_the_served_app_closes_its_runtime_when_it_shuts_down(settings: Settings
     assert closings.closed == ["storage"]
 
 
+def test_only_a_serving_runtime_builds_the_served_app(settings: Settings) -> None:
+    # Without serving=True it has no rate limits and no identity providers: an app from it would drop them.
+    with bootstrap.build(settings) as runtime, pytest.raises(RuntimeError, match="serving=True"):
+        _ = runtime.app
+
+
 @pytest.mark.parametrize("screen", ["refuse", "off"])
 def test_the_services_carry_the_settings(tmp_path: Path, screen: str) -> None:
     flags = {"db": f"sqlite:///{tmp_path / 'bank.sqlite3'}", "quota_memories": "1", "secret_screen": screen}

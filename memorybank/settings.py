@@ -89,7 +89,7 @@ def default_database_path(env: Mapping[str, str]) -> Path:
     return data_home(env) / "memorybank" / DATABASE_FILE_NAME
 
 
-def choose_database(cli_value: str | None, env: Mapping[str, str]) -> DatabaseChoice:
+def _choose_database(cli_value: str | None, env: Mapping[str, str]) -> DatabaseChoice:
     """Pick the database URL: the `--db` value, else the environment variable, else the embedded file."""
     if cli_value is not None:
         return DatabaseChoice(url=cli_value, source="--db")
@@ -136,7 +136,7 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{hosts}"))
 
 
-def choose_allowed_hosts(cli_values: Sequence[str] | None, env: Mapping[str, str]) -> tuple[str, ...]:
+def _choose_allowed_hosts(cli_values: Sequence[str] | None, env: Mapping[str, str]) -> tuple[str, ...]:
     """The rail's extra allowed Host headers: every `--allowed-host`, else `MEMORYBANK_ALLOWED_HOSTS` split on commas.
 
     Raises:
@@ -161,7 +161,7 @@ QUOTA_CHARACTERS_ENV = "MEMORYBANK_QUOTA_CHARACTERS"
 """The deployment's default quota of characters per user when `--quota-characters` is not given."""
 
 
-def choose_quota(memories: str | None, characters: str | None, env: Mapping[str, str]) -> Quota:
+def _choose_quota(memories: str | None, characters: str | None, env: Mapping[str, str]) -> Quota:
     """The deployment's default quota: each option, else its environment variable, else the built-in default.
 
     Raises:
@@ -214,7 +214,7 @@ class KeyRingChoice:
     """The ring itself, from `$MEMORYBANK_KEYS`."""
 
 
-def choose_key_ring(cli_value: Path | None, env: Mapping[str, str]) -> KeyRingChoice | None:
+def _choose_key_ring(cli_value: Path | None, env: Mapping[str, str]) -> KeyRingChoice | None:
     """The key ring: `--key-file`, else `MEMORYBANK_KEY_FILE`, else `MEMORYBANK_KEYS`, else None (plaintext)."""
     if cli_value is not None:
         return KeyRingChoice(source="--key-file", path=cli_value)
@@ -251,7 +251,7 @@ class RateLimitChoice:
     rules: tuple[str, ...] = ()
 
 
-def choose_rate_limits(
+def _choose_rate_limits(
     cli_storage: str | None, cli_rules: Sequence[str] | None, env: Mapping[str, str]
 ) -> RateLimitChoice:
     """`--rate-limit-storage`, else `MEMORYBANK_RATE_LIMIT_STORAGE`, else `memory://`; every `--rate-limit`,
@@ -292,7 +292,7 @@ class SearchChoice:
         return self.mode == "hybrid"
 
 
-def choose_search(
+def _choose_search(
     cli_mode: str | None, cli_model: str | None, env: Mapping[str, str], cli_min_similarity: str | None = None
 ) -> SearchChoice:
     """`--search`, else `MEMORYBANK_SEARCH`, else lexical; `--embedder-model`, else `MEMORYBANK_EMBEDDER_MODEL`;
@@ -335,7 +335,7 @@ OFF = "off"
 SECRET_SCREEN_CHOICES = (REFUSE, OFF)
 
 
-def choose_secret_screen(cli_value: str | None, env: Mapping[str, str]) -> str:
+def _choose_secret_screen(cli_value: str | None, env: Mapping[str, str]) -> str:
     """`--secret-screen`, else `MEMORYBANK_SECRET_SCREEN`, else `refuse`.
 
     Raises:
@@ -475,7 +475,7 @@ def _resolve_http(flags: Flags, env: Mapping[str, str]) -> HttpSettings:
         workers=workers,
         log_format=log_format,
         shutdown_timeout=shutdown_timeout,
-        allowed_hosts=choose_allowed_hosts(_sequence(flags, "allowed_hosts"), env),
+        allowed_hosts=_choose_allowed_hosts(_sequence(flags, "allowed_hosts"), env),
         metrics_token=_metrics_token(env),
     )
 
@@ -516,19 +516,19 @@ class Settings:
         environment: Mapping[str, str] = os.environ if env is None else env
         key_file = _flag(flags, "key_file")
         return cls(
-            database=choose_database(_optional_text(flags, "db"), environment),
-            keys=choose_key_ring(Path(str(key_file)) if key_file is not None else None, environment),
-            search=choose_search(
+            database=_choose_database(_optional_text(flags, "db"), environment),
+            keys=_choose_key_ring(Path(str(key_file)) if key_file is not None else None, environment),
+            search=_choose_search(
                 _optional_text(flags, "search"),
                 _optional_text(flags, "embedder_model"),
                 environment,
                 _optional_text(flags, "hybrid_min_similarity"),
             ),
-            secret_screen=choose_secret_screen(_optional_text(flags, "secret_screen"), environment),
-            quota=choose_quota(
+            secret_screen=_choose_secret_screen(_optional_text(flags, "secret_screen"), environment),
+            quota=_choose_quota(
                 _optional_text(flags, "quota_memories"), _optional_text(flags, "quota_characters"), environment
             ),
-            rate_limits=choose_rate_limits(
+            rate_limits=_choose_rate_limits(
                 _optional_text(flags, "rate_limit_storage"), _sequence(flags, "rate_limits"), environment
             ),
             oauth=_resolve_oauth(flags, environment),

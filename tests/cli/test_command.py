@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memorybank.settings import DATABASE_URL_ENV, choose_database, default_database_path, redacted
+from memorybank.settings import DATABASE_URL_ENV, Settings, default_database_path, redacted
 from memorybank_core.distribution import install_command
 from tests.cli.conftest import Run
 from tests.served import run_memorybank
@@ -85,7 +85,7 @@ def test_the_environment_variable_names_the_database_when_db_is_absent(
 
 
 def test_db_wins_over_the_environment_variable() -> None:
-    choice = choose_database("sqlite:///a.sqlite3", {DATABASE_URL_ENV: "sqlite:///b.sqlite3"})
+    choice = Settings.resolve({"db": "sqlite:///a.sqlite3"}, {DATABASE_URL_ENV: "sqlite:///b.sqlite3"}).database
 
     assert (choice.url, choice.source) == ("sqlite:///a.sqlite3", "--db")
 

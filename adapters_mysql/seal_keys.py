@@ -16,16 +16,21 @@ without the key.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
 import attrs
 import sqlalchemy as sa
 
-from adapters_mysql.errors import SchemaNotReadyError, driver_error_code
+from adapters_mysql.engines import for_writing
+from adapters_mysql.errors import SchemaNotReadyError, driver_error_code, unavailable_on_driver_error
 from adapters_mysql.schema import memory, seal_key
-from adapters_mysql.sealed_rows import SealState
-from memorybank_core import BrokenSealError, SealBinding, Sealer
+from adapters_mysql.sealed_rows import RowCodec, SealState
+from memorybank_core import BlindIndex, BrokenSealError, SealBinding, Sealer
+from memorybank_search import OwnerIndexer
+
+_log = logging.getLogger("memorybank.storage")
 
 _CHECK_TEXT = "memorybank key check"
 _DUPLICATE_KEY = 1062
@@ -227,3 +232,58 @@ def forget_unused(connection: sa.Connection, sealer: Sealer) -> list[str]:
     if unused:
         connection.execute(seal_key.delete().where(seal_key.c.key_id.in_(unused)))
     return unused
+
+
+def sealing_status(engine: sa.Engine) -> SealStatus:
+    """The database's key-check ids and how many memories carry each seal state.
+
+    Raises:
+        UnavailableError: the database cannot be reached.
+    """
+    with unavailable_on_driver_error("sealing status"), engine.connect() as connection:
+        return read_status(connection)
+
+
+def adopt_sealing(engine: sa.Engine, sealer: Sealer | None, indexer: OwnerIndexer, codec: RowCodec) -> None:
+    """Check the key ring against the database, register its primary key, and learn the rows' schemes.
+
+    Queries then also match rows still tokenized under an older scheme (plaintext, an old index
+    key) until they are re-sealed; a plaintext row is refused once every row was sealed.
+
+    Raises:
+        KeyRingError: the database holds sealed memories the key ring (or none) cannot open.
+        UnavailableError: the database cannot be reached.
+    """
+    with unavailable_on_driver_error("key check"), for_writing(engine).begin() as connection:
+        status = read_status(connection)
+        recorded = verify(status, sealer, check_values(connection))
+        # Only ever stricter: what a key check records, or what the rows now allow.
+        policy = max(recorded, status.strictest_policy(), key=POLICIES.index)
+        if sealer is not None:
+            register_primary(connection, sealer, policy=policy)
+    _log.info("database mode: %s", status.describe(codec.state))
+    if sealer is None:
+        return
+    plaintext_allowed = bool(status.plaintext_rows) and policy == "open"
+    schemes: list[BlindIndex | None] = [None] if plaintext_allowed else []
+    schemes += [
+        index
+        for key_id, token_format in status.token_schemes()
+        if (index := sealer.index_for(key_id, token_format)) is not None
+    ]
+    indexer.also_search(schemes)
+    codec.plaintext_allowed = plaintext_allowed
+    codec.unauthenticated_tokens_allowed = bool(status.unauthenticated_rows) and policy != "bound"
+
+
+def settle_keys(engine: sa.Engine, sealer: Sealer) -> None:
+    """After a re-seal that left no broken row: make reads as strict as the rows now allow, drop unneeded keys.
+
+    Raises:
+        UnavailableError: the database cannot be reached.
+    """
+    with unavailable_on_driver_error("reindex"), for_writing(engine).begin() as connection:
+        policy = read_status(connection).strictest_policy()
+        if policy != "open":
+            tighten(connection, sealer, policy)
+        forget_unused(connection, sealer)

@@ -30,10 +30,9 @@ from urllib.parse import urlencode, urlsplit
 import attrs
 import sqlalchemy as sa
 
-from adapters_mysql import open_storage
-from memorybank_core import MemoryBank, SaveRequest, TokenPrincipal, TokenService
+from benchmarks.common import open_bank
+from memorybank_core import SaveRequest, TokenPrincipal
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
-from memorybank_search import OwnerIndexer
 from tests.served import NO_RATE_LIMITS, served
 
 SEED_MEMORIES = 1000
@@ -166,14 +165,10 @@ def _server_side(log: str, operation_id: str, iterations: int) -> Figures:
 def _bench_backend(backend: str, url: str, iterations: int) -> list[Row]:
     user_id, org_id = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
     principal = TokenPrincipal(user_id=user_id, organization_id=org_id, scopes=frozenset({"mcp:read", "mcp:write"}))
-    storage = open_storage(url, indexer=OwnerIndexer())
-    try:
-        if storage.dialect_name == "mysql":
-            storage.migrate()
-        else:
-            storage.initialize()
-        bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
-        secret = TokenService(store=storage.token_store).issue(user_id=user_id, org_id=org_id).secret
+    # The in-process bank is built as the served one is (controls, secret screen), so the difference is HTTP's.
+    with open_bank(url, migrate=url.startswith("mysql")) as runtime:
+        bank = runtime.services.bank
+        secret = runtime.services.tokens.issue(user_id=user_id, org_id=org_id).secret
         for i in range(SEED_MEMORIES):
             bank.save(principal, SaveRequest.parse(_save_body(i)))
         server_log = Path(tempfile.mkdtemp(prefix="memorybank-bench-")) / "serve.log"
@@ -193,8 +188,6 @@ def _bench_backend(backend: str, url: str, iterations: int) -> list[Row]:
             search_in_process, search_http = _measure_pair(
                 lambda _: bank.search(principal, query=QUERY), search_over_http, iterations
             )
-    finally:
-        storage.close()
     log = server_log.read_text()
     return [
         Row(backend, "POST /v1/memory", save_in_process, save_http, _server_side(log, "postMemory", iterations)),

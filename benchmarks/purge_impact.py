@@ -26,9 +26,8 @@ from collections.abc import Iterator, Sequence
 import sqlalchemy as sa
 
 from adapters_mysql.schema import purge_run
-from benchmarks.common import Principal, Timing, database_url, drop_database, machine, table
-from memorybank import composition, portability
-from memorybank.settings import DatabaseChoice
+from benchmarks.common import Principal, Timing, database_url, drop_database, machine, open_bank, table
+from memorybank import portability
 from memorybank_core import MemoryBank, ids
 
 _QUERY = "lighthouse keeper"
@@ -73,9 +72,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     name = f"purge_impact_{os.getpid()}"  # its own, so two runs (or a run and the tests) never meet
     url = database_url(name)
-    storage, _created = composition.open_storage_for_migration(DatabaseChoice(url=url, source="--db"))
+    runtime = open_bank(url, migrate=True)
+    storage = runtime.storage
     try:
-        storage.migrate()
         org = ids.new_id(ids.ORGANIZATION_PREFIX)
         leaving = ids.new_id(ids.USER_PREFIX)
         measured = Principal(user_id=ids.new_id(ids.USER_PREFIX), organization_id=org)
@@ -94,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"in {time.perf_counter() - started:.1f} s",
             flush=True,
         )
-        bank = composition.build_services(storage).bank
+        bank = runtime.services.bank
         idle = _search_timing(bank, measured, until=time.perf_counter() + args.seconds, done=None)
 
         command = [sys.executable, "-m", "memorybank", "purge", "--db", url, "--user", leaving]
@@ -128,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             connection.exec_driver_sql("OPTIMIZE TABLE memory").all()
         optimized = _search_timing(bank, measured, until=time.perf_counter() + args.seconds, done=None)
     finally:
-        storage.close()
+        runtime.close()
         drop_database(name)
 
     removed = receipt["removed"]["memories"]

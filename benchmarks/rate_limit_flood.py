@@ -38,11 +38,9 @@ from urllib.parse import quote
 import attrs
 
 from adapters_ratelimit import LimitsRateLimiter
-from benchmarks.common import Timing
+from benchmarks.common import Timing, open_bank
 from benchmarks.http_overhead import KeepAliveClient
 from benchmarks.processes import children_cpu_seconds, cpu_seconds
-from memorybank import composition
-from memorybank.settings import DatabaseChoice
 from memorybank_core import (
     Operation,
     RateLimitedError,
@@ -98,9 +96,8 @@ def limiter_cost(storage_url: str, *, calls: int) -> tuple[float, float]:
 
 def _seed(db_url: str) -> tuple[str, str]:
     """A quiet user with memories to search, and a flooding user; their tokens."""
-    storage = composition.open_ready_storage(DatabaseChoice(url=db_url, source="benchmark"))
-    try:
-        services = composition.build_services(storage)
+    with open_bank(db_url) as runtime:
+        services = runtime.services
         org = new_id(ORGANIZATION_PREFIX)
         quiet = TokenPrincipal(
             user_id=new_id(USER_PREFIX), organization_id=org, scopes=frozenset({"mcp:read", "mcp:write"})
@@ -111,8 +108,6 @@ def _seed(db_url: str) -> tuple[str, str]:
             services.bank.save(quiet, {"content": content, "tags": [words[n % 8]]})
         quiet_secret = services.tokens.issue(user_id=quiet.user_id, org_id=org).secret
         flood_secret = services.tokens.issue(user_id=new_id(USER_PREFIX), org_id=org).secret
-    finally:
-        storage.close()
     return quiet_secret, flood_secret
 
 

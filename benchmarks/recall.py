@@ -29,8 +29,7 @@ from typing import Any
 
 import attrs
 
-from adapters_mysql import open_storage
-from benchmarks.common import Principal, database_url, drop_database, machine, table
+from benchmarks.common import NO_SCREEN, Principal, database_url, drop_database, machine, open_bank, table
 from benchmarks.seed_search import SeedFulltextSearch, add_seed_index, fts5_query
 from memorybank_core import InMemoryStore, MemoryBank, RecordingEventSink, ids
 from memorybank_search import InMemorySearch, OwnerIndexer
@@ -226,16 +225,18 @@ def retrievers(conversations: list[list[Turn]], *, mysql: bool, workdir: Path) -
     store = InMemoryStore()
     memory_bank = MemoryBank(store=store, search_engine=InMemorySearch(store, indexer), events=RecordingEventSink())
     yield "in-memory reference", searching(memory_bank, save_turns(memory_bank, conversations))
-    sqlite = open_storage(f"sqlite:///{workdir / 'recall.sqlite3'}", indexer=indexer)
-    sqlite.initialize()
-    sqlite_bank = MemoryBank(store=sqlite.store, search_engine=sqlite.search_engine, events=RecordingEventSink())
+    sqlite_bank = open_bank(
+        f"sqlite:///{workdir / 'recall.sqlite3'}", events=RecordingEventSink(), secret_screen=NO_SCREEN
+    ).services.bank
     yield "SQLite owner-scoped", searching(sqlite_bank, save_turns(sqlite_bank, conversations))
     if mysql:
         drop_database("recall")
-        owner = open_storage(database_url("recall"), indexer=indexer)
-        owner.migrate()
+        owner_runtime = open_bank(
+            database_url("recall"), migrate=True, events=RecordingEventSink(), secret_screen=NO_SCREEN
+        )
+        owner = owner_runtime.storage
         add_seed_index(owner.engine)
-        owner_bank = MemoryBank(store=owner.store, search_engine=owner.search_engine, events=RecordingEventSink())
+        owner_bank = owner_runtime.services.bank
         saved = save_turns(owner_bank, conversations)
         yield "MySQL owner-scoped", searching(owner_bank, saved)
         # The same rows, searched by the seed-literal engine.

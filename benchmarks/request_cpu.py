@@ -31,8 +31,8 @@ from adapters_mysql.schema import memory
 from benchmarks.common import time_calls
 from benchmarks.processes import cpu_seconds, listening_pid
 from benchmarks.throughput import MIX_ROWS, SQLITE_HOME, _mix_url
-from memorybank import composition
-from memorybank.settings import DatabaseChoice
+from memorybank import bootstrap
+from memorybank.settings import RateLimitChoice, Settings
 
 WORDS = ("zanzibar", "lighthouse", "deployment", "project")
 
@@ -139,13 +139,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     url = _mix_url(args.backend, MIX_ROWS)
     tokens = (SQLITE_HOME / f"tokens_{args.backend}_{MIX_ROWS}.txt").read_text().split()
-    storage = composition.open_ready_storage(DatabaseChoice(url=url, source="bench"))
+    # Built as a `serve --rate-limit '*=off'` worker builds it: the mix sends far more than a person does.
+    settings = Settings.for_database(url, rate_limits=RateLimitChoice(storage_url="memory://", rules=("*=off",)))
+    runtime = bootstrap.build(settings, serving=True)
+    storage = runtime.storage
     user_id, memory_ids = _twenty(storage.engine)
     with storage.unit_of_work():  # as a request runs it: on the request's one connection
         load = time_calls(
             lambda: storage.store.get_many(user_id=user_id, memory_ids=memory_ids), repeats=500, budget_seconds=10
         )
-    app = composition.build_server_app(storage, bind_host="127.0.0.1", metrics_token=None)
+    app = runtime.app  # its lifespan's end closes the runtime
     database_pid = listening_pid(int(urlsplit(url).port or 3306)) if args.backend == "mariadb" else None
     wall = time.perf_counter()
     if args.profile:

@@ -23,6 +23,7 @@ import argparse
 import hashlib
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from functools import partial
@@ -31,18 +32,19 @@ from pathlib import Path
 import sqlalchemy as sa
 from tqdm import tqdm
 
-from adapters_crypto import AesGcmSealer, KeyRing
-from adapters_mysql import SqlStorage, open_storage
+from adapters_crypto import KeyRing, write_key_ring
+from adapters_mysql import SqlStorage
 from adapters_mysql.mysql_search import OWNER_FULLTEXT_INDEX_NAME, owner_fulltext_index_exists
 from adapters_mysql.schema import memory
 from benchmarks import recall
-from benchmarks.common import Principal, Timing, database_url, drop_database, machine, table
+from benchmarks.common import NO_SCREEN, Principal, Timing, database_url, drop_database, machine, open_bank, table
 from benchmarks.corpus import QUERIES, CorpusSpec, CorpusWriter
 from benchmarks.scale import spec_for
 from benchmarks.write_cost import requests
+from memorybank.bootstrap import Runtime
 from memorybank.portability import import_lines
-from memorybank_core import Memory, MemoryBank, RecordingEventSink
-from memorybank_search import OwnerIndexer
+from memorybank.settings import KeyRingChoice
+from memorybank_core import Memory, RecordingEventSink
 
 MODES = ("plaintext", "sealed")
 #: Public and fixed, so a kept benchmark database can be reopened: never a real key.
@@ -54,10 +56,14 @@ BENCH_RING = KeyRing(
 )
 
 
-def _open(name: str, mode: str) -> SqlStorage:
-    sealer = AesGcmSealer(BENCH_RING) if mode == "sealed" else None
-    indexer = OwnerIndexer(blind_index=sealer.index if sealer is not None else None)
-    return open_storage(database_url(name), indexer=indexer, sealer=sealer)
+def _open(name: str, mode: str) -> Runtime:
+    """The `mode` database `name`, migrated, opened as `serve --key-file` opens it (the benchmark ring's file)."""
+    keys = None
+    if mode == "sealed":
+        ring_file = Path(tempfile.mkdtemp(prefix="memorybank-bench-ring-")) / "keys.json"
+        write_key_ring(ring_file, BENCH_RING)
+        keys = KeyRingChoice(source="benchmark", path=ring_file)
+    return open_bank(database_url(name), migrate=True, events=RecordingEventSink(), secret_screen=NO_SCREEN, keys=keys)
 
 
 #: Memories per multi-row insert transaction while bulk loading.
@@ -98,13 +104,13 @@ def _bulk_import(storage: SqlStorage, rows: int, mode: str) -> None:
     print(f"  {mode} {rows}: FULLTEXT index built in {time.perf_counter() - started:.1f} s", file=sys.stderr)
 
 
-def load(rows: int, mode: str, *, reload: bool) -> SqlStorage:
+def load(rows: int, mode: str, *, reload: bool) -> Runtime:
     """The `mode` database of `rows` memories, filled unless it holds them already."""
     name = f"seal_{mode}_{rows}"
     if reload:
         drop_database(name)
-    storage = _open(name, mode)
-    storage.migrate()
+    runtime = _open(name, mode)
+    storage = runtime.storage
     with storage.engine.connect() as connection:
         present = connection.execute(sa.select(sa.func.count()).select_from(memory)).scalar_one()
     if present != rows:
@@ -114,11 +120,7 @@ def load(rows: int, mode: str, *, reload: bool) -> SqlStorage:
         _bulk_import(storage, rows, mode)
         print(f"  {name}: loaded {rows} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     storage.check_ready()
-    return storage
-
-
-def _bank(storage: SqlStorage) -> MemoryBank:
-    return MemoryBank(store=storage.store, search_engine=storage.search_engine, events=RecordingEventSink())
+    return runtime
 
 
 def _measured(storage: SqlStorage) -> Principal:
@@ -128,10 +130,10 @@ def _measured(storage: SqlStorage) -> Principal:
     return Principal(user_id=user, organization_id=org)
 
 
-def save_p50(storages: dict[str, SqlStorage], saves: int) -> dict[str, float]:
+def save_p50(storages: dict[str, Runtime], saves: int) -> dict[str, float]:
     """Median save latency per mode, in ms, alternating the modes save by save; the saves are deleted after."""
     batch = requests(saves)
-    banks = {mode: (_bank(storage), _measured(storage)) for mode, storage in storages.items()}
+    banks = {mode: (runtime.services.bank, _measured(runtime.storage)) for mode, runtime in storages.items()}
     samples: dict[str, list[float]] = {mode: [] for mode in storages}
     saved: dict[str, list[str]] = {mode: [] for mode in storages}
     for request in batch:
@@ -145,15 +147,15 @@ def save_p50(storages: dict[str, SqlStorage], saves: int) -> dict[str, float]:
     return {mode: statistics.median(values) for mode, values in samples.items()}
 
 
-def search_timings(storages: dict[str, SqlStorage], *, repeats: int, budget: float) -> dict[tuple[str, str], Timing]:
+def search_timings(storages: dict[str, Runtime], *, repeats: int, budget: float) -> dict[tuple[str, str], Timing]:
     """p50/p95 of each query per mode, alternating the modes call by call; results must be identical."""
     timings = {}
     for label, query in QUERIES.items():
         calls = {}
         answers = {}
-        for mode, storage in storages.items():
-            bank = _bank(storage)
-            user = _measured(storage)
+        for mode, runtime in storages.items():
+            bank = runtime.services.bank
+            user = _measured(runtime.storage)
             # Each database minted its own ids for the same corpus: compare what was found, and its score.
             answers[mode] = [(r.memory.content, round(r.score, 9)) for r in bank.search(user, query=query)]
             calls[mode] = partial(bank.search, user, query=query)
@@ -177,15 +179,11 @@ def recall_both(data: Path) -> dict[str, recall.Scores]:
     scores = {}
     for mode in MODES:
         drop_database(f"seal_recall_{mode}")
-        storage = _open(f"seal_recall_{mode}", mode)
-        try:
-            storage.migrate()
-            bank = _bank(storage)
+        with _open(f"seal_recall_{mode}", mode) as runtime:
+            bank = runtime.services.bank
             scores[f"MySQL owner-scoped, {mode}"] = recall.evaluate(
                 recall.searching(bank, recall.save_turns(bank, conversations)), questions
             )
-        finally:
-            storage.close()
     return scores
 
 
@@ -208,8 +206,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             searches = search_timings(storages, repeats=arguments.repeats, budget=arguments.budget)
             saves = save_p50(storages, arguments.saves)
         finally:
-            for storage in storages.values():
-                storage.close()
+            for runtime in storages.values():
+                runtime.close()
         lines = [
             [
                 label,

@@ -23,9 +23,8 @@ from functools import partial
 from itertools import cycle, islice
 from pathlib import Path
 
-from adapters_mysql import open_storage
 from adapters_secrets import DetectSecretsScreen
-from benchmarks.common import Principal, machine, table
+from benchmarks.common import Principal, machine, open_bank, table
 from benchmarks.corpus import CorpusSpec, CorpusWriter
 from benchmarks.recall import DEFAULT_DATA, load
 from memorybank_core import InMemoryStore, MemoryBank, RecordingEventSink, SaveRequest, SecretScreen, ids, limits
@@ -151,15 +150,13 @@ def _paired_saves(
                 secret_screen=wired,
             )
             continue
-        storage = open_storage(f"sqlite:///{workdir / label}.sqlite3", indexer=OwnerIndexer())
-        storage.initialize()
-        banks[label] = MemoryBank(
-            store=storage.store,
-            search_engine=storage.search_engine,
+        # As `serve --secret-screen refuse|off` builds it.
+        runtime = open_bank(
+            f"sqlite:///{workdir / label}.sqlite3",
             events=RecordingEventSink(),
-            unit_of_work=storage.unit_of_work,
-            secret_screen=wired,
+            secret_screen="refuse" if wired is not None else "off",
         )
+        banks[label] = runtime.services.bank
     samples: dict[str, list[float]] = {"screened": [], "unscreened": []}
     for request in requests[:20]:  # warm-up
         for bank in banks.values():

@@ -18,12 +18,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 
-from adapters_mysql import SqlStorage, open_storage
-from benchmarks.common import Principal, Timing, machine, table, time_calls
+from benchmarks.common import NO_SCREEN, Principal, Timing, machine, open_bank, table, time_calls
 from benchmarks.corpus import TEN_PERCENT, CorpusSpec, CorpusWriter
 from memorybank import portability
-from memorybank_core import MemoryBank, SaveRequest, ids
-from memorybank_search import OwnerIndexer
+from memorybank_core import SaveRequest, ids
 from tests.clusters.nodes import galera_cluster, single_server, spider_cluster
 from tests.clusters.spider_deployment import migrate_command
 from tests.served import run_memorybank
@@ -63,13 +61,12 @@ def _migrate(args: list[str]) -> None:
 
 def measure(url: str, spec: CorpusSpec, *, repeats: int, budget: float) -> dict[str, Timing]:
     """Load the corpus into the deployment at `url`, then time each operation of the measured user."""
-    storage: SqlStorage = open_storage(url, indexer=OwnerIndexer())
-    try:
+    with open_bank(url, secret_screen=NO_SCREEN) as runtime:
         writer = CorpusWriter(spec)
-        report = portability.import_lines(writer.lines(), storage.store)
+        report = portability.import_lines(writer.lines(), runtime.storage.store)
         if report.skipped:
             raise SystemExit(f"the corpus import skipped {len(report.skipped)} lines")
-        bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
+        bank = runtime.services.bank
         user = Principal(user_id=writer.measured_user, organization_id=ids.new_id(ids.ORGANIZATION_PREFIX))
         save = SaveRequest.parse(
             {
@@ -82,8 +79,6 @@ def measure(url: str, spec: CorpusSpec, *, repeats: int, budget: float) -> dict[
             "search": time_calls(partial(bank.search, user, query=TEN_PERCENT), repeats=repeats, budget_seconds=budget),
             "list": time_calls(partial(bank.list, user, limit=20), repeats=repeats, budget_seconds=budget),
         }
-    finally:
-        storage.close()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from adapters_mysql import open_storage
-from benchmarks.common import Principal, database_url, drop_database, machine, table
+from benchmarks.common import NO_SCREEN, Principal, database_url, drop_database, machine, open_bank, table
 from benchmarks.corpus import CorpusSpec, CorpusWriter
 from benchmarks.seed_search import add_seed_index
 from memorybank_core import InMemoryStore, MemoryBank, RecordingEventSink, SaveRequest, ids
@@ -68,9 +68,10 @@ def variants(workdir: Path, *, mysql: bool) -> list[tuple[str, Callable[[], Memo
 
     def sqlite() -> MemoryBank:
         workdir.mkdir(parents=True, exist_ok=True)
-        storage = open_storage(f"sqlite:///{workdir / 'writes.sqlite3'}", indexer=indexer)
-        storage.initialize()
-        return MemoryBank(store=storage.store, search_engine=storage.search_engine, events=RecordingEventSink())
+        runtime = open_bank(
+            f"sqlite:///{workdir / 'writes.sqlite3'}", events=RecordingEventSink(), secret_screen=NO_SCREEN
+        )
+        return runtime.services.bank
 
     made.append(("SQLite (owner-scoped FTS5 table)", sqlite))
     if mysql:
@@ -78,13 +79,13 @@ def variants(workdir: Path, *, mysql: bool) -> list[tuple[str, Callable[[], Memo
         def mysql_bank(*, owner_index: bool) -> MemoryBank:
             name = "writes_owner" if owner_index else "writes_seed"
             drop_database(name)
-            storage = open_storage(database_url(name), indexer=indexer)
-            storage.migrate()
+            runtime = open_bank(database_url(name), migrate=True, events=RecordingEventSink(), secret_screen=NO_SCREEN)
+            storage = runtime.storage
             if not owner_index:
                 with storage.engine.begin() as connection:
                     connection.exec_driver_sql("DROP INDEX memory_search_terms_fulltext ON memory")
                 add_seed_index(storage.engine)
-            return MemoryBank(store=storage.store, search_engine=storage.search_engine, events=RecordingEventSink())
+            return runtime.services.bank
 
         made.append(("MySQL, owner-scoped FULLTEXT index", lambda: mysql_bank(owner_index=True)))
         made.append(("MySQL, seed's FULLTEXT index only", lambda: mysql_bank(owner_index=False)))

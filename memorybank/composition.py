@@ -1,6 +1,7 @@
-"""The composition root: indexer -> storage -> MemoryBank -> HTTP app and MCP rail. The only place the parts are wired.
+"""The pieces of the composition root: indexer -> storage -> MemoryBank -> HTTP app and MCP rail.
 
-Every function takes what it needs as arguments; nothing here runs at import time.
+`memorybank.bootstrap.build` is the one caller that wires them from `Settings`; each function here
+builds one kind of object from what it is given, and nothing runs at import time.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -412,6 +413,7 @@ def build_server_app(
     rate_limits: RateLimits | None = None,
     panel_sign_in: SignInSettings | None = None,
     secret_screen: str = secret_settings.REFUSE,
+    on_shutdown: Callable[[], None] | None = None,
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
@@ -421,7 +423,8 @@ def build_server_app(
 
     `/healthz` and `/readyz` are public; `/metrics` is served only with a `metrics_token`. On
     SIGTERM every response closes its connection (`ConnectionDraining`); when the app shuts
-    down it closes `storage` (and `issuers`).
+    down it calls `on_shutdown` (`memorybank.bootstrap.Runtime.close`: whatever was opened for it),
+    else closes `storage` (and `issuers`).
     """
     from adapters_http import SCHEMA_NOT_READY_REASON, system_routes
     from adapters_http.draining import ConnectionDraining
@@ -462,9 +465,12 @@ def build_server_app(
         try:
             yield
         finally:
-            if issuers is not None:
-                issuers.close()
-            storage.close()
+            if on_shutdown is not None:
+                on_shutdown()
+            else:
+                if issuers is not None:
+                    issuers.close()
+                storage.close()
 
     app = build_app(
         services,

@@ -1,20 +1,19 @@
-"""The OAuth resource server's settings, from `serve`'s options and the environment (docs/auth.md).
+"""The OAuth resource server's settings, built from the resolved `OAuthOptions` (docs/auth.md).
 
-Pure functions of their arguments (the environment is passed in), like `memorybank.settings`.
-Option values win over environment variables; a list option given on the command line replaces
-the environment's list. Client secrets are read from the environment only, never from argv.
+`memorybank.settings` reads the options and their environment variables (client secrets from the
+environment only, never argv); this module checks them against each other and builds
+`adapters_oidc`'s settings. Pure functions of their arguments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from ipaddress import ip_address
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import attrs
-
+from memorybank.settings import CLIENT_ID_ENV, CLIENT_SECRET_ENV, OAuthOptions
 from memorybank_core import InvalidInputError
 from memorybank_core.ids import ORGANIZATION_PREFIX, parse_id
 from memorybank_core.tokens import KNOWN_SCOPES
@@ -27,46 +26,7 @@ if TYPE_CHECKING:
 RAIL_PATH = "/mcp/agent"
 """The rail's path; the server's OAuth resource identifier is its URL."""
 
-PUBLIC_URL_ENV = "MEMORYBANK_PUBLIC_URL"
-ISSUERS_ENV = "MEMORYBANK_OAUTH_ISSUERS"
-AUDIENCES_ENV = "MEMORYBANK_OAUTH_AUDIENCES"
-SCOPES_ENV = "MEMORYBANK_OAUTH_SCOPES"
-USER_CLAIM_ENV = "MEMORYBANK_OAUTH_USER_CLAIM"
-USER_ID_CLAIM_ENV = "MEMORYBANK_OAUTH_USER_ID_CLAIM"
-ORG_CLAIM_ENV = "MEMORYBANK_OAUTH_ORG_CLAIM"
-DEFAULT_ORG_ENV = "MEMORYBANK_OAUTH_DEFAULT_ORG"
-INTROSPECTION_ISSUER_ENV = "MEMORYBANK_OAUTH_INTROSPECTION_ISSUER"
-CLIENT_ID_ENV = "MEMORYBANK_OAUTH_CLIENT_ID"
-CLIENT_SECRET_ENV = "MEMORYBANK_OAUTH_CLIENT_SECRET"  # noqa: S105 - the variable's name, not a secret
-PANEL_CLIENT_ID_ENV = "MEMORYBANK_OAUTH_PANEL_CLIENT_ID"
-PANEL_ISSUER_ENV = "MEMORYBANK_OAUTH_PANEL_ISSUER"
-PANEL_NAME_ENV = "MEMORYBANK_OAUTH_PANEL_NAME"
-PANEL_CLIENT_SECRET_ENV = "MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET"  # noqa: S105 - the variable's name, not a secret
-PANEL_CLIENT_SECRET_FILE_ENV = "MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET_FILE"  # noqa: S105 - the variable's name
-
 _LOOPBACK_NAMES = frozenset({"localhost"})
-
-
-@attrs.frozen(kw_only=True)
-class OAuthOptions:
-    """`serve`'s OAuth options as given (None or empty: not given)."""
-
-    public_url: str | None = None
-    issuers: Sequence[str] = ()
-    audiences: Sequence[str] = ()
-    scopes: Sequence[str] = ()
-    user_claims: Sequence[str] = ()
-    """`CLAIM` (every issuer) or `ISSUER=CLAIM`: the claim naming the person; ids stay derived per issuer."""
-    user_id_claims: Sequence[str] = ()
-    """`ISSUER=CLAIM`: that issuer's claim is our `usr_` id as is (trusting it with every user id)."""
-    org_claim: str | None = None
-    default_org: str | None = None
-    introspection_issuer: str | None = None
-    panel_client_id: str | None = None
-    panel_issuer: str | None = None
-    panel_name: str | None = None
-    panel_client_secret_file: str | None = None
-    """A path, never the secret: these options travel to the workers in their environment (`serving`)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -79,64 +39,48 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def public_url(options: OAuthOptions, env: Mapping[str, str], *, host: str, port: int) -> str | None:
-    """The server's public base URL: `--public-url`, else the environment, else `http://host:port` on a loopback bind.
-
-    Raises:
-        InvalidInputError: ("public-url") not an http(s) URL without query or fragment.
-    """
-    value = options.public_url or env.get(PUBLIC_URL_ENV, "").strip() or None
-    if value is None:
+def public_url(options: OAuthOptions, *, host: str, port: int) -> str | None:
+    """The server's public base URL: `--public-url` (or its variable), else `http://host:port` on a loopback bind."""
+    if options.public_url is None:
         return f"http://{'[' + host + ']' if ':' in host else host}:{port}" if is_loopback(host) else None
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise InvalidInputError("public-url", "must be an http(s) URL such as https://bank.example.com")
-    return value.rstrip("/")
+    return options.public_url
 
 
-def choose_oauth(
-    options: OAuthOptions, env: Mapping[str, str], *, host: str, port: int
-) -> ResourceServerSettings | None:
+def choose_oauth(options: OAuthOptions, *, host: str, port: int) -> ResourceServerSettings | None:
     """The resource server's settings, or None when no issuer is configured (built-in tokens only).
 
     Raises:
         InvalidInputError: naming the option (without its dashes) for a malformed value or a missing
             `--public-url` on a non-loopback bind.
     """
-    issuers = tuple(options.issuers) or tuple(_listed(env.get(ISSUERS_ENV, "")))
+    issuers = options.issuers
     if not issuers:
         return None
     for issuer in issuers:
         _check_issuer(issuer)
-    base = public_url(options, env, host=host, port=port)
+    base = public_url(options, host=host, port=port)
     if base is None:
         raise InvalidInputError("public-url", "is required with --oauth-issuer when serving beyond loopback")
-    default_org = options.default_org or env.get(DEFAULT_ORG_ENV, "").strip() or None
+    default_org = options.default_org
     if default_org is not None:
         parse_id(default_org, prefix=ORGANIZATION_PREFIX, field="oauth-default-org")
-    user_claims, user_id_claims = person_claims(
-        tuple(options.user_claims) or tuple(_listed(env.get(USER_CLAIM_ENV, ""))),
-        tuple(options.user_id_claims) or tuple(_listed(env.get(USER_ID_CLAIM_ENV, ""))),
-        issuers,
-    )
+    user_claims, user_id_claims = person_claims(options.user_claims, options.user_id_claims, issuers)
     from adapters_oidc import ResourceServerSettings
 
     return ResourceServerSettings(
         issuers=issuers,
         resource=base + RAIL_PATH,
-        audiences=tuple(options.audiences) or tuple(_listed(env.get(AUDIENCES_ENV, ""))),
-        scope_map=scope_map(tuple(options.scopes) or tuple(_listed(env.get(SCOPES_ENV, "")))),
+        audiences=options.audiences,
+        scope_map=scope_map(options.scopes),
         user_claims=user_claims,
         user_id_claims=user_id_claims,
-        org_claim=options.org_claim or env.get(ORG_CLAIM_ENV, "").strip() or None,
+        org_claim=options.org_claim,
         default_org=default_org,
-        introspection=_introspection(options, env, issuers),
+        introspection=_introspection(options, issuers),
     )
 
 
-def choose_panel_sign_in(
-    options: OAuthOptions, env: Mapping[str, str], oauth: ResourceServerSettings | None
-) -> SignInSettings | None:
+def choose_panel_sign_in(options: OAuthOptions, oauth: ResourceServerSettings | None) -> SignInSettings | None:
     """The panel's "Sign in with <provider>" client, or None when no panel client id is configured.
 
     The client secret comes from `--oauth-panel-client-secret-file` (or its variable), else from
@@ -146,12 +90,12 @@ def choose_panel_sign_in(
         InvalidInputError: naming the option (without its dashes): a panel client without `--oauth-issuer`,
             an issuer that is not one of them (or none named among several), or an unreadable secret file.
     """
-    client_id = options.panel_client_id or env.get(PANEL_CLIENT_ID_ENV, "").strip() or None
+    client_id = options.panel_client_id
     if client_id is None:
         return None
     if oauth is None:
         raise InvalidInputError("oauth-panel-client-id", "needs --oauth-issuer: the provider people sign in with")
-    issuer = options.panel_issuer or env.get(PANEL_ISSUER_ENV, "").strip() or None
+    issuer = options.panel_issuer
     if issuer is None:
         if len(oauth.issuers) != 1:
             raise InvalidInputError(
@@ -165,20 +109,19 @@ def choose_panel_sign_in(
     return SignInSettings(
         issuer=issuer,
         client_id=client_id,
-        client_secret=_panel_client_secret(options, env),
-        display_name=options.panel_name or env.get(PANEL_NAME_ENV, "").strip() or None,
+        client_secret=_panel_client_secret(options),
+        display_name=options.panel_name,
         # A person is mapped from the ID token as from access tokens; with claims other than `sub`, ask for
         # `profile`, without which Entra ID leaves `oid` and `tid` out of ID tokens.
         scopes=("openid", "profile") if oauth.person_claim(issuer)[0] != "sub" or oauth.org_claim else ("openid",),
     )
 
 
-def _panel_client_secret(options: OAuthOptions, env: Mapping[str, str]) -> str | None:
-    path = options.panel_client_secret_file or env.get(PANEL_CLIENT_SECRET_FILE_ENV, "").strip() or None
-    if path is None:
-        return env.get(PANEL_CLIENT_SECRET_ENV, "").strip() or None
+def _panel_client_secret(options: OAuthOptions) -> str | None:
+    if options.panel_client_secret_file is None:
+        return options.panel_client_secret
     try:
-        secret = Path(path).read_text(encoding="utf-8").strip()
+        secret = Path(options.panel_client_secret_file).read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError) as error:
         raise InvalidInputError("oauth-panel-client-secret-file", f"cannot be read: {type(error).__name__}") from error
     if not secret:
@@ -279,16 +222,13 @@ def _check_issuer(issuer: str) -> None:
         )
 
 
-def _introspection(
-    options: OAuthOptions, env: Mapping[str, str], issuers: Sequence[str]
-) -> IntrospectionSettings | None:
-    issuer = options.introspection_issuer or env.get(INTROSPECTION_ISSUER_ENV, "").strip() or None
+def _introspection(options: OAuthOptions, issuers: Sequence[str]) -> IntrospectionSettings | None:
+    issuer = options.introspection_issuer
     if issuer is None:
         return None
     if issuer not in issuers:
         raise InvalidInputError("oauth-introspection-issuer", "must be one of the --oauth-issuer URLs")
-    client_id = env.get(CLIENT_ID_ENV, "").strip()
-    client_secret = env.get(CLIENT_SECRET_ENV, "")
+    client_id, client_secret = options.client_id, options.client_secret
     if not client_id or not client_secret:
         raise InvalidInputError(
             "oauth-introspection-issuer", f"needs ${CLIENT_ID_ENV} and ${CLIENT_SECRET_ENV} (the server's client there)"
@@ -296,7 +236,3 @@ def _introspection(
     from adapters_oidc import IntrospectionSettings
 
     return IntrospectionSettings(issuer=issuer, client_id=client_id, client_secret=client_secret)
-
-
-def _listed(value: str) -> list[str]:
-    return value.replace(",", " ").split()

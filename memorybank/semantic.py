@@ -1,5 +1,6 @@
-"""Hybrid search, wired in one place: its settings (`--search`, `--embedder-model` and their
-environment variables), loading the embedder, and turning it on for a storage.
+"""Hybrid search, wired in one place: its options (`--search`, `--embedder-model`,
+`--hybrid-min-similarity`; `memorybank.settings` resolves them), loading the embedder, and turning it on
+for a storage.
 
 Lexical search is the default and needs nothing here. `--search hybrid` loads the embedding model
 once per process (each `serve --workers` worker loads its own), makes saves write each memory's
@@ -11,24 +12,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import attrs
-
+from memorybank.settings import EMBEDDER_MODEL_ENV, HYBRID_MIN_SIMILARITY_ENV, SEARCH_ENV, SEARCH_MODES, SearchChoice
 from memorybank_core import Embedder, InvalidInputError, MemoryBankError
+from memorybank_search.fusion import MIN_SIMILARITY
 
 if TYPE_CHECKING:
     from adapters_mysql import EmbeddingReport, SqlStorage
 
-SEARCH_ENV = "MEMORYBANK_SEARCH"
-"""`lexical` or `hybrid` when `--search` is not given."""
-
-EMBEDDER_MODEL_ENV = "MEMORYBANK_EMBEDDER_MODEL"
-"""A directory holding a user's own `model.onnx` and `tokenizer.json`, when `--embedder-model` is not given."""
-
-SEARCH_MODES = ("lexical", "hybrid")
 SEMANTIC_INSTALL_HINT = "pip install 'memorybank[semantic]'"
 
 #: The packages of the `semantic` extra; a missing one means the extra is not installed.
@@ -40,20 +33,6 @@ class SemanticUnavailableError(MemoryBankError, RuntimeError):
 
     def __init__(self, missing: str) -> None:
         super().__init__(f"hybrid search needs the semantic extra ({missing} is missing): {SEMANTIC_INSTALL_HINT}")
-
-
-@attrs.frozen(kw_only=True)
-class SearchChoice:
-    """Which search a process serves, and with which embedding model."""
-
-    mode: str = "lexical"
-    embedder_model: str | None = None
-    """A directory with a user's own ONNX export; None: the default all-MiniLM-L6-v2 int8."""
-
-    @property
-    def hybrid(self) -> bool:
-        """True when search fuses BM25 with the memories' vectors."""
-        return self.mode == "hybrid"
 
 
 def add_search_options(parser: argparse.ArgumentParser) -> None:
@@ -71,19 +50,12 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
         help="hybrid search with your own sentence-embedding export: DIR holds model.onnx and tokenizer.json "
         f"(default: ${EMBEDDER_MODEL_ENV}, else all-MiniLM-L6-v2 int8 from the semantic extra)",
     )
-
-
-def choose_search(cli_mode: str | None, cli_model: str | None, env: Mapping[str, str]) -> SearchChoice:
-    """`--search`, else `MEMORYBANK_SEARCH`, else lexical; `--embedder-model`, else `MEMORYBANK_EMBEDDER_MODEL`.
-
-    Raises:
-        InvalidInputError: ("search") a mode other than lexical or hybrid.
-    """
-    mode = (cli_mode or env.get(SEARCH_ENV, "").strip() or "lexical").lower()
-    if mode not in SEARCH_MODES:
-        raise InvalidInputError("search", f"must be lexical or hybrid, not {mode!r}")
-    model = cli_model or env.get(EMBEDDER_MODEL_ENV, "").strip() or None
-    return SearchChoice(mode=mode, embedder_model=model)
+    group.add_argument(
+        "--hybrid-min-similarity",
+        metavar="COSINE",
+        help="hybrid search: the cosine (0 to 1) a memory sharing no word with the query needs to be found; "
+        f"higher finds fewer paraphrases and less noise (default: ${HYBRID_MIN_SIMILARITY_ENV}, else {MIN_SIMILARITY})",
+    )
 
 
 def load_embedder(choice: SearchChoice) -> Embedder:
@@ -147,7 +119,9 @@ def apply_search(storage: SqlStorage, choice: SearchChoice, embedder: Embedder |
         InvalidInputError: ("embedder-model") unusable model files.
     """
     if choice.hybrid:
-        storage.use_embedder(embedder or load_embedder(choice))
+        from memorybank_search import Fusion
+
+        storage.use_embedder(embedder or load_embedder(choice), fusion=Fusion(min_similarity=choice.min_similarity))
 
 
 def describe(storage: SqlStorage, choice: SearchChoice) -> str:

@@ -12,9 +12,9 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import context
 
+from adapters_mysql.connect import open_engine
 from adapters_mysql.revisions import VERSION_TABLE, include_name
 from adapters_mysql.schema import metadata
-from adapters_mysql.storage import open_engine
 
 
 def _run(connection: sa.Connection) -> None:

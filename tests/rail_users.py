@@ -8,8 +8,8 @@ from typing import Any
 
 import attrs
 
-from memorybank import composition
-from memorybank.settings import choose_database
+from memorybank import bootstrap
+from memorybank.settings import Settings
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.served import memorybank_command
 
@@ -31,18 +31,15 @@ class RailUser:
 def create_database(directory: Path) -> str:
     """A fresh SQLite database in `directory`, initialized as `memorybank` does on first use."""
     db_url = f"sqlite:///{directory / 'bank.sqlite3'}"
-    composition.open_ready_storage(choose_database(db_url, {})).close()
+    bootstrap.build(Settings.for_database(db_url)).close()
     return db_url
 
 
 def new_user(db_url: str) -> RailUser:
     """A new user with a token holding both scopes (issued in-process: `token create` has its own tests)."""
     user_id, org_id = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
-    storage = composition.open_ready_storage(choose_database(db_url, {}))
-    try:
-        secret = composition.build_services(storage).tokens.issue(user_id=user_id, org_id=org_id).secret
-    finally:
-        storage.close()
+    with bootstrap.build(Settings.for_database(db_url)) as runtime:
+        secret = runtime.services.tokens.issue(user_id=user_id, org_id=org_id).secret
     return RailUser(db_url=db_url, user_id=user_id, org_id=org_id, secret=secret)
 
 

@@ -30,8 +30,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.wait import WebDriverWait
 
-from adapters_mysql import SqlStorage, open_storage
-from memorybank import composition
+from memorybank import bootstrap, composition
+from memorybank.settings import Settings
 from memorybank_core import (
     ListPosition,
     Memory,
@@ -46,7 +46,6 @@ from memorybank_core import (
     Usage,
 )
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
-from memorybank_search import OwnerIndexer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -233,8 +232,9 @@ class World:
 @contextmanager
 def running_world(database: Path, *, port: int | None = None, **app_options: Any) -> Iterator[World]:
     """The panel's server over an SQLite file: the real composition root, given `app_options` (`build_app`'s)."""
-    storage: SqlStorage = open_storage(f"sqlite:///{database}", indexer=OwnerIndexer())
-    storage.initialize()
+    runtime = bootstrap.build(Settings.for_database(f"sqlite:///{database}"))
+    storage = runtime.storage
+    # The bank over a store that can be made to fail, so it is assembled here; the rest is the runtime's.
     store = FaultyStore(storage.store)
     tokens = TokenService(store=storage.token_store)
     services = composition.Services(
@@ -257,7 +257,7 @@ def running_world(database: Path, *, port: int | None = None, **app_options: Any
         )
     finally:
         server.stop()
-        storage.close()
+        runtime.close()
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memorybank.settings import DATABASE_URL_ENV, choose_database, default_database_path, redacted
+from memorybank.settings import DATABASE_URL_ENV, Settings, default_database_path, redacted
 from memorybank_core.distribution import install_command
 from tests.cli.conftest import Run
 from tests.served import run_memorybank
@@ -85,7 +85,7 @@ def test_the_environment_variable_names_the_database_when_db_is_absent(
 
 
 def test_db_wins_over_the_environment_variable() -> None:
-    choice = choose_database("sqlite:///a.sqlite3", {DATABASE_URL_ENV: "sqlite:///b.sqlite3"})
+    choice = Settings.resolve({"db": "sqlite:///a.sqlite3"}, {DATABASE_URL_ENV: "sqlite:///b.sqlite3"}).database
 
     assert (choice.url, choice.source) == ("sqlite:///a.sqlite3", "--db")
 
@@ -150,12 +150,13 @@ def test_a_command_nothing_like_any_gets_no_guess(run: Run) -> None:
 
 
 def test_the_serve_banner_names_the_rail_only_when_it_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from memorybank import cli, composition
+    from memorybank import composition
+    from memorybank.commands import serve
 
-    assert cli._rail_at("http://127.0.0.1:8000") == "MCP: http://127.0.0.1:8000/mcp/agent"
+    assert serve._rail_at("http://127.0.0.1:8000") == "MCP: http://127.0.0.1:8000/mcp/agent"
 
     def without_the_sdk(**_: object) -> None:
         raise composition.McpUnavailableError("the MCP SDK is not installed")
 
     monkeypatch.setattr(composition, "require_mcp", without_the_sdk)
-    assert cli._rail_at("http://127.0.0.1:8000") == f"MCP rail off: {install_command(composition.MCP_EXTRA)}"
+    assert serve._rail_at("http://127.0.0.1:8000") == f"MCP rail off: {install_command(composition.MCP_EXTRA)}"

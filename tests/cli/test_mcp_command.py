@@ -10,8 +10,8 @@ import pytest
 from mcp import Client
 
 from adapters_mcp import MEMORY_BANK_PROMPT
-from memorybank import composition
-from memorybank.settings import choose_database
+from memorybank import bootstrap, composition
+from memorybank.settings import Settings
 from memorybank_core import SaveRequest
 from memorybank_core.distribution import install_command
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
@@ -79,11 +79,10 @@ def test_serve_and_mcp_are_in_the_help(run: Run) -> None:
 
 def test_the_local_rail_writes_and_reads_as_its_one_user_only(db_url: str) -> None:
     me, someone_else = User(), User()
-    storage = composition.open_ready_storage(choose_database(db_url, {}))
-    try:
-        services = composition.build_services(storage)
+    with bootstrap.build(Settings.for_database(db_url)) as runtime:
+        services = runtime.services
         services.bank.save(someone_else, SaveRequest.parse({"content": "not mine"}))
-        server = composition.build_local_rail(services, user_id=me.user_id, org_id=me.organization_id)
+        server = runtime.local_rail(user_id=me.user_id, org_id=me.organization_id)
 
         async def session() -> tuple[types.CallToolResult, types.CallToolResult]:
             async with Client(server) as client:
@@ -95,8 +94,6 @@ def test_the_local_rail_writes_and_reads_as_its_one_user_only(db_url: str) -> No
 
         saved, listed = anyio.run(session)
         stored = services.bank.list(me, limit=10, cursor=None).memories
-    finally:
-        storage.close()
 
     assert (saved.structured_content or {})["status"] == 201
     assert [m["content"] for m in (listed.structured_content or {})["body"]["memories"]] == ["mine"]
@@ -116,11 +113,8 @@ def without_the_mcp_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_serve_without_the_mcp_extra_serves_rest_alone_and_says_so(
     db_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    storage = composition.open_ready_storage(choose_database(db_url, {}))
-    try:
-        app = composition.build_app(composition.build_services(storage))
-    finally:
-        storage.close()
+    with bootstrap.build(Settings.for_database(db_url)) as runtime:
+        app = composition.build_app(runtime.services)
 
     paths = {getattr(route, "path", None) for route in app.routes}
     assert "/v1/memory" in paths

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from adapters_mcp import RAIL_PATH
-from adapters_oidc import SignInSettings
+from adapters_oidc import ResourceServerSettings, SignInSettings
 from memorybank import oauth_settings
-from memorybank.oauth_settings import OAuthOptions, choose_oauth, choose_panel_sign_in
+from memorybank import settings as settings_module
+from memorybank.oauth_settings import choose_oauth, choose_panel_sign_in
+from memorybank.settings import Settings
 from memorybank_core import InvalidInputError
 from tests.cli.conftest import Run
 
@@ -114,12 +117,12 @@ def test_a_malformed_oauth_option_is_one_line_and_exit_2(run: Run, argv: list[st
 
 
 def test_without_an_issuer_only_built_in_tokens_are_served() -> None:
-    assert choose_oauth(OAuthOptions(), {}, host="127.0.0.1", port=8000) is None
+    assert oauth_of({}, {}, host="127.0.0.1", port=8000) is None
 
 
 def test_the_resource_is_the_rails_url_on_the_public_base() -> None:
-    settings = choose_oauth(
-        OAuthOptions(issuers=["https://login.example.com"], public_url="https://bank.example.com/"),
+    settings = oauth_of(
+        {"oauth_issuer": ["https://login.example.com"], "public_url": "https://bank.example.com/"},
         {},
         host="0.0.0.0",  # noqa: S104 - a bind address under test, not a server
         port=8000,
@@ -131,7 +134,7 @@ def test_the_resource_is_the_rails_url_on_the_public_base() -> None:
 
 
 def test_a_loopback_bind_is_its_own_public_url() -> None:
-    settings = choose_oauth(OAuthOptions(issuers=["http://127.0.0.1:9000"]), {}, host="127.0.0.1", port=8123)
+    settings = oauth_of({"oauth_issuer": ["http://127.0.0.1:9000"]}, {}, host="127.0.0.1", port=8123)
 
     assert settings is not None
     assert settings.resource == "http://127.0.0.1:8123/mcp/agent"
@@ -139,18 +142,18 @@ def test_a_loopback_bind_is_its_own_public_url() -> None:
 
 def test_everything_can_come_from_the_environment() -> None:
     env = {
-        oauth_settings.ISSUERS_ENV: "https://a.example.com, https://b.example.com",
-        oauth_settings.PUBLIC_URL_ENV: "https://bank.example.com",
-        oauth_settings.AUDIENCES_ENV: "api://6e74172b-be56-4843-9ff4-e66a39bb12e3",
-        oauth_settings.SCOPES_ENV: "mcp:read=memory.read mcp:write=memory.write",
-        oauth_settings.USER_CLAIM_ENV: "oid",
-        oauth_settings.ORG_CLAIM_ENV: "tid",
-        oauth_settings.INTROSPECTION_ISSUER_ENV: "https://b.example.com",
-        oauth_settings.CLIENT_ID_ENV: "memorybank",
-        oauth_settings.CLIENT_SECRET_ENV: "s3cret",
+        settings_module.ISSUERS_ENV: "https://a.example.com, https://b.example.com",
+        settings_module.PUBLIC_URL_ENV: "https://bank.example.com",
+        settings_module.AUDIENCES_ENV: "api://6e74172b-be56-4843-9ff4-e66a39bb12e3",
+        settings_module.SCOPES_ENV: "mcp:read=memory.read mcp:write=memory.write",
+        settings_module.USER_CLAIM_ENV: "oid",
+        settings_module.ORG_CLAIM_ENV: "tid",
+        settings_module.INTROSPECTION_ISSUER_ENV: "https://b.example.com",
+        settings_module.CLIENT_ID_ENV: "memorybank",
+        settings_module.CLIENT_SECRET_ENV: "s3cret",
     }
 
-    settings = choose_oauth(OAuthOptions(), env, host="0.0.0.0", port=8000)  # noqa: S104
+    settings = oauth_of({}, env, host="0.0.0.0", port=8000)  # noqa: S104
 
     assert settings is not None
     assert settings.issuers == ("https://a.example.com", "https://b.example.com")
@@ -165,9 +168,9 @@ def test_everything_can_come_from_the_environment() -> None:
 
 
 def test_a_bare_user_claim_names_the_person_at_every_issuer_and_ids_stay_derived() -> None:
-    options = OAuthOptions(issuers=["https://a.example.com", "https://b.example.com"], user_claims=["oid"])
+    options = {"oauth_issuer": ["https://a.example.com", "https://b.example.com"], "oauth_user_claim": ["oid"]}
 
-    settings = choose_oauth(options, {}, host="127.0.0.1", port=8000)
+    settings = oauth_of(options, {}, host="127.0.0.1", port=8000)
 
     assert settings is not None
     assert settings.user_claims == {"https://a.example.com": "oid", "https://b.example.com": "oid"}
@@ -176,12 +179,12 @@ def test_a_bare_user_claim_names_the_person_at_every_issuer_and_ids_stay_derived
 
 def test_user_claims_per_issuer_override_the_bare_one_and_may_be_urls() -> None:
     namespaced = "https://bank.example.com/claims/person"
-    options = OAuthOptions(
-        issuers=["https://a.example.com", "https://b.example.com/", "https://c.example.com"],
-        user_claims=["oid", f"https://b.example.com/={namespaced}", "https://c.example.com=sub"],
-    )
+    options = {
+        "oauth_issuer": ["https://a.example.com", "https://b.example.com/", "https://c.example.com"],
+        "oauth_user_claim": ["oid", f"https://b.example.com/={namespaced}", "https://c.example.com=sub"],
+    }
 
-    settings = choose_oauth(options, {}, host="127.0.0.1", port=8000)
+    settings = oauth_of(options, {}, host="127.0.0.1", port=8000)
 
     assert settings is not None
     assert settings.user_claims == {"https://a.example.com": "oid", "https://b.example.com/": namespaced}
@@ -190,12 +193,12 @@ def test_user_claims_per_issuer_override_the_bare_one_and_may_be_urls() -> None:
 
 def test_only_the_named_issuer_is_trusted_with_user_ids() -> None:
     env = {
-        oauth_settings.ISSUERS_ENV: "https://a.example.com https://b.example.com",
-        oauth_settings.USER_CLAIM_ENV: "oid",
-        oauth_settings.USER_ID_CLAIM_ENV: "https://b.example.com=memorybank_user",
+        settings_module.ISSUERS_ENV: "https://a.example.com https://b.example.com",
+        settings_module.USER_CLAIM_ENV: "oid",
+        settings_module.USER_ID_CLAIM_ENV: "https://b.example.com=memorybank_user",
     }
 
-    settings = choose_oauth(OAuthOptions(), env, host="127.0.0.1", port=8000)
+    settings = oauth_of({}, env, host="127.0.0.1", port=8000)
 
     assert settings is not None
     assert settings.person_claim("https://a.example.com") == ("oid", False)
@@ -203,9 +206,9 @@ def test_only_the_named_issuer_is_trusted_with_user_ids() -> None:
 
 
 def test_options_win_over_the_environment() -> None:
-    env = {oauth_settings.ISSUERS_ENV: "https://env.example.com"}
+    env = {settings_module.ISSUERS_ENV: "https://env.example.com"}
 
-    settings = choose_oauth(OAuthOptions(issuers=["https://flag.example.com"]), env, host="127.0.0.1", port=1)
+    settings = oauth_of({"oauth_issuer": ["https://flag.example.com"]}, env, host="127.0.0.1", port=1)
 
     assert settings is not None
     assert settings.issuers == ("https://flag.example.com",)
@@ -218,16 +221,24 @@ def test_a_scope_map_names_only_our_scopes() -> None:
     assert oauth_settings.scope_map(["mcp:read=a"])["mcp:write"] == frozenset({"mcp:write"})
 
 
-def panel_settings(options: OAuthOptions, env: dict[str, str]) -> SignInSettings | None:
-    return choose_panel_sign_in(options, env, choose_oauth(options, env, host="127.0.0.1", port=8000))
+def oauth_of(
+    flags: Mapping[str, object], env: dict[str, str], *, host: str, port: int
+) -> ResourceServerSettings | None:
+    """The resource server's settings for `serve`'s OAuth options `flags` (argparse's destinations) and `env`."""
+    return choose_oauth(Settings.resolve(flags, env).oauth, host=host, port=port)
+
+
+def panel_settings(flags: Mapping[str, object], env: dict[str, str]) -> SignInSettings | None:
+    options = Settings.resolve(flags, env).oauth
+    return choose_panel_sign_in(options, choose_oauth(options, host="127.0.0.1", port=8000))
 
 
 def test_without_a_panel_client_id_the_panel_offers_no_provider() -> None:
-    assert panel_settings(OAuthOptions(issuers=["https://a.example.com"]), {}) is None
+    assert panel_settings({"oauth_issuer": ["https://a.example.com"]}, {}) is None
 
 
 def test_the_panel_signs_in_with_the_only_issuer_as_a_public_client_by_default() -> None:
-    settings = panel_settings(OAuthOptions(issuers=["https://a.example.com"], panel_client_id="bank-panel"), {})
+    settings = panel_settings({"oauth_issuer": ["https://a.example.com"], "oauth_panel_client_id": "bank-panel"}, {})
 
     assert settings is not None
     assert (settings.issuer, settings.client_id, settings.client_secret) == (
@@ -240,7 +251,12 @@ def test_the_panel_signs_in_with_the_only_issuer_as_a_public_client_by_default()
 
 
 def test_a_panel_mapping_people_by_claims_asks_for_the_profile_scope_that_carries_them() -> None:
-    options = OAuthOptions(issuers=["https://a.example.com"], panel_client_id="p", user_claims=["oid"], org_claim="tid")
+    options = {
+        "oauth_issuer": ["https://a.example.com"],
+        "oauth_panel_client_id": "p",
+        "oauth_user_claim": ["oid"],
+        "oauth_org_claim": "tid",
+    }
 
     settings = panel_settings(options, {})
 
@@ -252,15 +268,15 @@ def test_the_panel_client_can_come_from_the_environment_and_its_secret_file_wins
     secret_file = tmp_path / "secret"
     secret_file.write_text("from-the-file\n")
     env = {
-        oauth_settings.ISSUERS_ENV: "https://a.example.com https://b.example.com",
-        oauth_settings.PANEL_CLIENT_ID_ENV: "bank-panel",
-        oauth_settings.PANEL_ISSUER_ENV: "https://b.example.com",
-        oauth_settings.PANEL_NAME_ENV: "Acme SSO",
-        oauth_settings.PANEL_CLIENT_SECRET_ENV: "from-the-environment",
+        settings_module.ISSUERS_ENV: "https://a.example.com https://b.example.com",
+        settings_module.PANEL_CLIENT_ID_ENV: "bank-panel",
+        settings_module.PANEL_ISSUER_ENV: "https://b.example.com",
+        settings_module.PANEL_NAME_ENV: "Acme SSO",
+        settings_module.PANEL_CLIENT_SECRET_ENV: "from-the-environment",
     }
 
-    from_env = panel_settings(OAuthOptions(), env)
-    from_file = panel_settings(OAuthOptions(panel_client_secret_file=str(secret_file)), env)
+    from_env = panel_settings({}, env)
+    from_file = panel_settings({"oauth_panel_client_secret_file": str(secret_file)}, env)
 
     assert from_env is not None
     assert from_file is not None
@@ -273,7 +289,11 @@ def test_the_panel_client_can_come_from_the_environment_and_its_secret_file_wins
 def test_an_empty_secret_file_is_refused(tmp_path: Path) -> None:
     empty = tmp_path / "secret"
     empty.write_text("\n")
-    options = OAuthOptions(issuers=["https://a.example.com"], panel_client_id="p", panel_client_secret_file=str(empty))
+    options = {
+        "oauth_issuer": ["https://a.example.com"],
+        "oauth_panel_client_id": "p",
+        "oauth_panel_client_secret_file": str(empty),
+    }
 
     with pytest.raises(InvalidInputError, match="is empty"):
         panel_settings(options, {})

@@ -20,8 +20,9 @@ from starlette.testclient import TestClient
 
 from adapters_mysql import SqlStorage
 from adapters_mysql.schema import purge_run
-from memorybank import composition
-from memorybank.settings import DatabaseChoice
+from memorybank import bootstrap
+from memorybank.bootstrap import Runtime
+from memorybank.settings import Settings
 from memorybank_core import SaveRequest
 from memorybank_core.ids import ORGANIZATION_PREFIX, new_id
 from tests.cli.conftest import Run, panel_session_from_token
@@ -51,8 +52,12 @@ def database(request: pytest.FixtureRequest, tmp_path: Path, run: Run) -> Iterat
             made.drop()
 
 
+def _runtime(url: str, *, serving: bool = False) -> Runtime:
+    return bootstrap.build(Settings.for_database(url), serving=serving)
+
+
 def _storage(url: str) -> SqlStorage:
-    return composition.open_ready_storage(DatabaseChoice(url=url, source="--db"))
+    return _runtime(url).storage  # closed by the caller, as the runtime opened nothing else
 
 
 def _fill(url: str, user: User, count: int, *, contexts: int = 1) -> None:
@@ -158,15 +163,12 @@ def test_purge_needs_exactly_one_subject(run: Run, db_url: str) -> None:
 
 def test_an_organization_purge_from_the_command_line(database: str, run: Run) -> None:
     organization = new_id(ORGANIZATION_PREFIX)
-    storage = _storage(database)
-    try:
-        services = composition.build_services(storage)
+    with _runtime(database) as runtime:
+        services = runtime.services
         member, outsider = User(organization_id=organization), User()
         for user in (member, outsider):
             services.bank.save(user, SaveRequest.parse({"content": "the harbor", "contexts": [{"snippet": "s"}]}))
             services.tokens.issue(user_id=user.user_id, org_id=user.organization_id)
-    finally:
-        storage.close()
 
     done = run("purge", "--db", database, "--org", organization)
 
@@ -180,14 +182,13 @@ def test_an_organization_purge_from_the_command_line(database: str, run: Run) ->
 
 def test_the_purged_users_token_gets_401_over_http(database: str, run: Run) -> None:
     alice, bob = User(), User()
-    storage = _storage(database)
-    services = composition.build_services(storage)
+    runtime = _runtime(database, serving=True)
+    services = runtime.services
     secrets = {}
     for user in (alice, bob):
         services.bank.save(user, {"content": "the lighthouse keeper"})
         secrets[user.user_id] = services.tokens.issue(user_id=user.user_id, org_id=user.organization_id).secret
-    app = composition.build_server_app(storage, bind_host="127.0.0.1", metrics_token=None)
-    with TestClient(app) as client:
+    with TestClient(runtime.app) as client:  # its shutdown closes the runtime
 
         def status(user: User) -> int:
             headers = {"Authorization": f"Bearer {secrets[user.user_id]}"}
@@ -214,12 +215,11 @@ def test_the_purged_users_token_gets_401_over_http(database: str, run: Run) -> N
 
 def test_purging_a_user_ends_their_panel_sessions_and_the_receipt_counts_them(database: str, run: Run) -> None:
     alice, bob = User(), User()
-    storage = _storage(database)
-    services = composition.build_services(storage)
+    runtime = _runtime(database, serving=True)
+    services = runtime.services
     alice_token = services.tokens.issue(user_id=alice.user_id, org_id=alice.organization_id).secret
     bob_token = services.tokens.issue(user_id=bob.user_id, org_id=bob.organization_id).secret
-    app = composition.build_server_app(storage, bind_host="127.0.0.1", metrics_token=None)
-    with TestClient(app, base_url="http://127.0.0.1:8000") as client:
+    with TestClient(runtime.app, base_url="http://127.0.0.1:8000") as client:
         alice_panel = panel_session_from_token(client, alice_token)
         bob_panel = panel_session_from_token(client, bob_token)
 
@@ -230,7 +230,6 @@ def test_purging_a_user_ends_their_panel_sessions_and_the_receipt_counts_them(da
         assert client.get("/v1/memory", headers=alice_panel).status_code == 401
         assert client.post("/v1/memory", json={"content": "x"}, headers=alice_panel).status_code == 401
         assert client.get("/v1/memory", headers=bob_panel).status_code == 200
-    storage.close()
 
 
 def _run_row(url: str, user_id: str) -> sa.Row[tuple[int, object]] | None:

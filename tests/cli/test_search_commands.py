@@ -1,15 +1,17 @@
-"""`memorybank import`, `export` and `reindex`."""
+"""`memorybank import`, `export` and `reindex`; the search options."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
 from adapters_mysql.schema import memory
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.cli.conftest import Run
+from tests.conftest import User
 
 USER, ORG = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
 
@@ -84,5 +86,42 @@ def test_the_search_option_and_environment_variable_are_gone(run: Run, db_url: s
     outcome = run("reindex", "--db", db_url, "--search", "fulltext")
     assert outcome.status == 2
     assert "unrecognized arguments: --search" in outcome.err
+    # MEMORYBANK_SEARCH came back for hybrid search: every command resolves it, and refuses nonsense in one line.
     env["MEMORYBANK_SEARCH"] = "nonsense"
+    refused = run("reindex", "--db", db_url)
+    assert refused.status == 2
+    assert (
+        refused.err == "memorybank: error: --search (or $MEMORYBANK_SEARCH) must be lexical or hybrid, not 'nonsense'\n"
+    )
+    env["MEMORYBANK_SEARCH"] = "lexical"
     assert run("reindex", "--db", db_url).status == 0
+
+
+# The last case: the option beats its variable, and it is the option's value that is refused.
+@pytest.mark.parametrize(
+    ("option", "variable", "given"), [("1.5", None, "1.5"), (None, "high", "high"), ("2", "0.3", "2")]
+)
+def test_a_similarity_floor_outside_0_to_1_stops_serve_and_mcp_in_one_line(
+    run: Run, db_url: str, env: dict[str, str], option: str | None, variable: str | None, given: str
+) -> None:
+    if variable is not None:
+        env["MEMORYBANK_HYBRID_MIN_SIMILARITY"] = variable
+    flag = ["--hybrid-min-similarity", option] if option is not None else []
+    commands = [
+        ["serve", "--db", db_url, "--search", "hybrid", *flag],
+        ["mcp", "--db", db_url, "--user", User().user_id, "--org", User().organization_id, *flag],
+    ]
+    for command in commands:
+        outcome = run(*command)
+
+        assert (outcome.status, outcome.out) == (2, "")
+        assert outcome.err == (
+            "memorybank: error: --hybrid-min-similarity (or $MEMORYBANK_HYBRID_MIN_SIMILARITY) must be a number "
+            f"from 0 to 1, such as 0.15; not '{given}'\n"
+        )
+    assert not Path(db_url.removeprefix("sqlite:///")).exists()
+
+
+def test_serve_and_mcp_offer_the_similarity_floor(run: Run) -> None:
+    for command in ("serve", "mcp"):
+        assert "--hybrid-min-similarity COSINE" in run(command, "--help").out

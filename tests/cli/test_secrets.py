@@ -11,8 +11,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from memorybank import composition
-from memorybank.settings import choose_database
+from memorybank import bootstrap
+from memorybank.settings import Settings
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.cli.conftest import Outcome, Run
 from tests.cli.test_search_commands import ORG, USER, write_lines
@@ -209,10 +209,9 @@ def test_serve_refuses_an_unknown_screen_setting_before_serving(tmp_path: Path) 
 def test_the_local_rail_refuses_a_credential_with_advice_for_the_agent(db_url: str) -> None:
     me = User()
     case = secrets()[3]
-    storage = composition.open_ready_storage(choose_database(db_url, {}))
-    try:
-        services = composition.build_services(storage)  # as `memorybank mcp` builds it by default
-        server = composition.build_local_rail(services, user_id=me.user_id, org_id=me.organization_id)
+    with bootstrap.build(Settings.resolve({"db": db_url}, {})) as runtime:  # as `memorybank mcp` builds it
+        services = runtime.services
+        server = runtime.local_rail(user_id=me.user_id, org_id=me.organization_id)
 
         async def session() -> types.CallToolResult:
             async with Client(server) as client:
@@ -222,8 +221,6 @@ def test_the_local_rail_refuses_a_credential_with_advice_for_the_agent(db_url: s
 
         refused = anyio.run(session)
         stored = services.bank.list(me, limit=10, cursor=None).memories
-    finally:
-        storage.close()
 
     assert refused.is_error
     (block,) = refused.content

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from memorybank import cli
+from memorybank.commands import serve
 from tests.rail_users import create_database, new_user
 from tests.served import free_port, run_memorybank, served
 
@@ -83,7 +83,7 @@ def test_an_allowed_host_that_is_not_a_host_name_is_refused_in_one_line(tmp_path
 def test_the_single_worker_listener_hands_out_tcp_sockets_so_asyncio_turns_nagle_off() -> None:
     # asyncio sets TCP_NODELAY only on accepted sockets whose proto is IPPROTO_TCP; with proto 0
     # every keep-alive response waited ~40 ms for the client's delayed ACK.
-    listener = cli._listen("127.0.0.1", 0)
+    listener = serve._listen("127.0.0.1", 0)
     with listener:
         listener.listen()
         with socket.create_connection(listener.getsockname()[:2]):

@@ -8,8 +8,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from adapters_mysql import open_storage
-from memorybank import composition
-from memorybank.settings import DatabaseChoice
+from memorybank import bootstrap
+from memorybank.settings import Settings
 from memorybank_core import READ_SCOPE, TokenService
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_search import OwnerIndexer
@@ -166,9 +166,8 @@ def test_token_revoke_ends_the_panel_sessions_made_from_the_token_and_says_how_m
     user, org = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
     secret = run("token", "create", "--db", db_url, "--user", user, "--org", org).last_line
     kept = run("token", "create", "--db", db_url, "--user", user, "--org", org).last_line
-    storage = composition.open_ready_storage(DatabaseChoice(url=db_url, source="--db"))
-    app = composition.build_server_app(storage, bind_host="127.0.0.1", metrics_token=None)
-    with TestClient(app, base_url="http://127.0.0.1:8000") as client:
+    runtime = bootstrap.build(Settings.for_database(db_url), serving=True)
+    with TestClient(runtime.app, base_url="http://127.0.0.1:8000") as client:  # its shutdown closes the runtime
         sessions = [panel_session_from_token(client, secret) for _ in range(2)]
         other = panel_session_from_token(client, kept)
         assert client.get("/v1/memory", headers=sessions[0]).status_code == 200
@@ -181,7 +180,6 @@ def test_token_revoke_ends_the_panel_sessions_made_from_the_token_and_says_how_m
             assert client.get("/v1/memory", headers=headers).status_code == 401
             assert client.post("/v1/memory", json={"content": "after"}, headers=headers).status_code == 401
         assert client.get("/v1/memory", headers=other).status_code == 200
-    storage.close()
 
 
 @pytest.mark.parametrize("target", ["tok_01h455vb4pex5vsknk084sn02q", "mbk_not-a-token", "garbage"])

@@ -10,9 +10,10 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings
-from memorybank.cli import build_parser, oauth_options
+from memorybank.cli import build_parser
 from memorybank.composition import Services, build_app
-from memorybank.oauth_settings import PANEL_CLIENT_SECRET_FILE_ENV, choose_oauth, choose_panel_sign_in
+from memorybank.oauth_settings import choose_oauth, choose_panel_sign_in
+from memorybank.settings import PANEL_CLIENT_SECRET_FILE_ENV, Settings
 from memorybank_core import (
     InMemoryPanelSessionStore,
     InMemoryStore,
@@ -43,9 +44,13 @@ def serve_commands(text: str = AUTH_DOC) -> list[tuple[list[str], dict[str, str]
     return found
 
 
+def resolved(argv: list[str], env: dict[str, str]) -> Settings:
+    return Settings.resolve(build_parser(env).parse_args(argv), env)
+
+
 def settings_of(argv: list[str], env: dict[str, str]) -> ResourceServerSettings:
-    args = build_parser(env).parse_args(argv)
-    settings = choose_oauth(oauth_options(args), env, host=args.host, port=args.port)
+    served = resolved(argv, env)
+    settings = choose_oauth(served.oauth, host=served.http.host, port=served.http.port)
     assert settings is not None
     return settings
 
@@ -74,8 +79,7 @@ def test_the_documented_panel_sign_ins_configure_what_the_doc_says(tmp_path: Pat
     for argv, env in serve_commands()[5:]:
         assert env.pop(PANEL_CLIENT_SECRET_FILE_ENV) == "/etc/memorybank/panel-client-secret"
         env[PANEL_CLIENT_SECRET_FILE_ENV] = str(secret_file)
-        args = build_parser(env).parse_args(argv)
-        panel = choose_panel_sign_in(oauth_options(args), env, settings_of(argv, env))
+        panel = choose_panel_sign_in(resolved(argv, env).oauth, settings_of(argv, env))
         assert panel is not None
         configured.append((panel.client_id, panel.client_secret, panel.display_name, panel.scopes))
 

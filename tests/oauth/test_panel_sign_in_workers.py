@@ -10,7 +10,7 @@ import pytest
 from adapters_http.panel import PANEL_HEADER, SESSION_COOKIE
 from adapters_http.panel.oidc import PENDING_COOKIE
 from adapters_oidc import user_id_for
-from memorybank.serving import OPTIONS_ENV
+from memorybank.settings import SERVE_SETTINGS_ENV
 from tests.oauth.browser import sign_in_at_provider
 from tests.oauth.idp import CLIENT_SECRETS, running_idp
 from tests.served import free_port, serving
@@ -63,11 +63,11 @@ def test_two_workers_complete_each_others_sign_ins_and_the_secret_stays_in_its_f
                 )
                 assert who.status_code == 200, who.text
                 assert who.json()["user_id"] == user_id_for(idp.issuer, f"person-{n}")
-            # The workers get the options in their environment: the secret's path, never the secret.
+            # The workers get the settings in their environment: the secret's path, never the secret.
             workers = [
                 environment
                 for child in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
-                if OPTIONS_ENV.encode() in (environment := Path(f"/proc/{child}/environ").read_bytes())
+                if SERVE_SETTINGS_ENV.encode() in (environment := Path(f"/proc/{child}/environ").read_bytes())
             ]
             assert len(workers) >= 2  # the two workers (and multiprocessing's helper, spawned alike)
             for environment in workers:

@@ -132,7 +132,7 @@ def test_a_ready_server_answers_readiness_without_the_full_check_and_logs_nothin
 ) -> None:
     storage.check_ready()  # what `serve` does before it listens
     with _client(storage) as client:
-        monkeypatch.setattr(storage, "check_ready", _full_check_must_not_run)
+        monkeypatch.setattr(storage.schema, "check_ready", _full_check_must_not_run)
         caplog.set_level(logging.DEBUG)
         answers = [client.get("/readyz") for _ in range(5)]
     assert [(a.status_code, a.json()) for a in answers] == [(200, {"status": "ready"})] * 5

@@ -27,7 +27,9 @@ from adapters_embedding import (
 )
 from adapters_embedding.models import default_model_path
 from adapters_mysql import SqlStorage
-from memorybank.cli import main
+from memorybank import bootstrap
+from memorybank.cli import build_parser, main
+from memorybank.settings import Settings
 from memorybank_core import Embedding, MemoryBank
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_search import embedding_text
@@ -163,7 +165,24 @@ def test_hybrid_without_the_semantic_extra_exits_with_the_install_line(
 def test_an_unknown_search_mode_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status = main(["serve", "--db", f"sqlite:///{tmp_path / 'x.sqlite3'}"], env={"MEMORYBANK_SEARCH": "fuzzy"})
     assert status == 2
-    assert "--search must be lexical or hybrid, not 'fuzzy'" in capsys.readouterr().err
+    assert "--search (or $MEMORYBANK_SEARCH) must be lexical or hybrid, not 'fuzzy'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("floor", "found"), [((), True), (("--hybrid-min-similarity", "0.95"), False)])
+def test_the_similarity_floor_option_reaches_the_search(
+    tmp_path: Path, embedder: OnnxEmbedder, floor: tuple[str, ...], found: bool
+) -> None:
+    url = f"sqlite:///{tmp_path / 'bank.sqlite3'}"
+    args = build_parser({}).parse_args(["serve", "--db", url, "--search", "hybrid", *floor])
+
+    with bootstrap.build(Settings.resolve(args, {}), embedder=embedder) as runtime:
+        bank, me = runtime.services.bank, User()
+        for text in [*OTHERS, PARAPHRASED]:
+            bank.save(me, {"content": text})
+        results = [result.memory.content for result in bank.search(me, query=QUESTION)]
+
+    # The paraphrase shares no word with the question: only its cosine can let it through the floor.
+    assert (PARAPHRASED in results) is found
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 """The secret screen's command-line surface (ADR 0024): `--secret-screen`, `import --on-secret`, `secrets scan`.
 
-Kept apart from `memorybank.cli` so the screen's options and commands live in one place; the CLI only
-hooks them in.
+The screen's options and commands live in one place; `serve` and `import` only hook them in.
 """
 
 from __future__ import annotations
@@ -9,10 +8,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from memorybank import secret_settings
-from memorybank.settings import DatabaseChoice
+from memorybank.commands.base import PROGRAM, CommandError, Shared, Subcommands, actions, runtime
+from memorybank.settings import Settings
 from memorybank_core import scan_owner
 
 if TYPE_CHECKING:  # portability loads SQLAlchemy: only the commands that use it import it
@@ -41,21 +41,16 @@ def add_on_secret_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_secrets_command(
-    commands: argparse._SubParsersAction[Any],
-    database: argparse.ArgumentParser,
-    parser_class: type[argparse.ArgumentParser],
-) -> None:
+def register(commands: Subcommands, shared: Shared) -> None:
     """`memorybank secrets scan`."""
     secrets = commands.add_parser(
         "secrets",
         help="find credentials in stored memories",
         description="Look for credentials saved before the secret screen (or while it was off).",
     )
-    actions = secrets.add_subparsers(dest="secrets_command", required=True, metavar="ACTION", parser_class=parser_class)
-    scan = actions.add_parser(
+    scan = actions(secrets, "secrets_command").add_parser(
         "scan",
-        parents=[database],
+        parents=[shared.database],
         help="list memories holding credentials: kind, memory id, owner (never the secret)",
         description="Read every memory of every owner through the storage (sealed ones are opened with the key "
         "ring) and print one tab-separated line per credential found: kind, memory id, owner, field and "
@@ -65,17 +60,14 @@ def add_secrets_command(
     scan.set_defaults(run=run_scan)
 
 
-def run_scan(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> None:
+def run_scan(_args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     """`memorybank secrets scan`: every stored credential, one line each, then a summary on stderr."""
-    from memorybank import composition
-    from memorybank.cli import PROGRAM, CommandError
-
     screen = secret_settings.build_secret_screen(secret_settings.REFUSE)
     assert screen is not None  # noqa: S101 - `refuse` always builds one; narrows the type
-    storage = composition.open_ready_storage(choice, args.keys)
     kinds: Counter[str] = Counter()
     memories = 0
-    try:
+    with runtime(settings) as opened:
+        storage = opened.storage
         owners = storage.memory_owners()
         for owner in owners:
             for memory, problems in scan_owner(storage.store, screen, user_id=owner):
@@ -84,8 +76,6 @@ def run_scan(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
                     kinds[problem.kind] += 1
                     where = f"{problem.path}:{problem.start}-{problem.end}"
                     print(f"{problem.kind}\t{memory.id}\t{owner}\t{where}", file=out)
-    finally:
-        storage.close()
     if not memories:
         sys.stderr.write(f"{PROGRAM}: no credentials found in the memories of {len(owners)} owners\n")
         return
@@ -95,8 +85,6 @@ def run_scan(args: argparse.Namespace, choice: DatabaseChoice, out: TextIO) -> N
 
 def report_import(report: ImportReport, out: TextIO) -> None:
     """The import's lines holding credentials, on stderr, and what was done with them on `out`."""
-    from memorybank.cli import PROGRAM
-
     for line in report.secrets:
         sys.stderr.write(f"{PROGRAM}: credential in {line.describe()}\n")
     if report.secrets:

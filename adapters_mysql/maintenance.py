@@ -1,0 +1,126 @@
+"""The operator's walks over every memory of one database: re-index (and re-seal), write missing vectors,
+count quota use saved before it was counted, list the owners.
+
+Each runs in batches of short transactions beside a live server (`memorybank reindex`, `encrypt`,
+`keys rotate`, `migrate`, `secrets scan`); `SqlStorage` hands them its engine and row codec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlalchemy as sa
+
+from adapters_mysql import embedding_reindex, reindex, seal_keys
+from adapters_mysql.embedding_reindex import DEFAULT_EMBEDDING_BATCH, EmbeddingReport
+from adapters_mysql.errors import unavailable_on_driver_error
+from adapters_mysql.memory_store import SqlMemoryStore
+from adapters_mysql.reindex import DEFAULT_BATCH_SIZE, ReindexReport
+from adapters_mysql.schema import memory
+from adapters_mysql.sealed_rows import RowCodec
+from adapters_mysql.sqlite_search import purge_rewritten_text
+from adapters_mysql.usage import backfill_characters
+from memorybank_core import Embedder, Sealer
+from memorybank_search import OwnerIndexer
+
+
+class Maintenance:
+    """The batch jobs over one database's memories, written through its indexer and codec."""
+
+    def __init__(
+        self, *, engine: sa.Engine, indexer: OwnerIndexer, codec: RowCodec, sealer: Sealer | None, store: SqlMemoryStore
+    ) -> None:
+        self._engine = engine
+        self._indexer = indexer
+        self._codec = codec
+        self._sealer = sealer
+        # Reads whole memories (opened through the codec) for the walks that need their text.
+        self._store = store
+
+    def count_to_reindex(self, *, everything: bool = False) -> int:
+        """How many memories `reindex` would rewrite: indexed by an older scheme or sealed by other keys (or all).
+
+        Raises:
+            UnavailableError: the database cannot be reached.
+        """
+        return reindex.count_to_reindex(self._engine, self._codec, everything=everything)
+
+    def reindex(
+        self,
+        *,
+        everything: bool = False,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        progress: Callable[[int], None] | None = None,
+    ) -> ReindexReport:
+        """Rewrite memories indexed by an older scheme or sealed by other keys (or all) under the current ones.
+
+        This is `memorybank reindex`, `encrypt` and `keys rotate`: batches of `batch_size` rows, each
+        its own transaction, beside a live server; `progress` gets each batch's count. Hybrid search's
+        vectors are re-sealed too (`reseal_vectors`). At the end,
+        key-check values of keys no row needs are dropped, and a database whose rows are now all
+        sealed refuses plaintext rows from its next start on.
+
+        Raises:
+            UnavailableError: the database cannot be reached; committed batches stay done.
+        """
+        report = reindex.reindex(
+            self._engine, self._indexer, self._codec, everything=everything, batch_size=batch_size, progress=progress
+        )
+        # Hybrid search's vectors are sealed like the text they come from (no model needed to re-seal them).
+        embedding_reindex.reseal_vectors(self._engine, self._codec)
+        if self._sealer is not None and not report.broken:
+            seal_keys.settle_keys(self._engine, self._sealer)
+        if self._engine.dialect.name == "sqlite":
+            with unavailable_on_driver_error("reindex"):
+                purge_rewritten_text(self._engine)
+        return report
+
+    def count_to_embed(self, embedder: Embedder) -> int:
+        """How many memories lack a vector of `embedder`'s model (under the current seal).
+
+        Raises:
+            UnavailableError: the database cannot be reached.
+        """
+        return embedding_reindex.count_to_embed(self._engine, self._codec, embedder)
+
+    def embed_missing(
+        self,
+        embedder: Embedder,
+        *,
+        batch_size: int = DEFAULT_EMBEDDING_BATCH,
+        progress: Callable[[int], None] | None = None,
+    ) -> EmbeddingReport:
+        """`memorybank reindex --embeddings`: write the vector of every memory lacking a current one, online.
+
+        Raises:
+            UnavailableError: the database cannot be reached; committed batches stay done.
+        """
+        store = self._store
+        return embedding_reindex.embed_missing(
+            self._engine,
+            self._codec,
+            embedder,
+            lambda user_id, ids: store.get_many(user_id=user_id, memory_ids=ids),
+            batch_size=batch_size,
+            progress=progress,
+        )
+
+    def measure_usage(self) -> int:
+        """Count the quota characters of memories saved before revision 0010, through the key ring; how many.
+
+        Raises:
+            UnavailableError: the database cannot be reached; counted batches stay counted.
+        """
+        store = self._store
+        return backfill_characters(self._engine, lambda user_id, ids: store.get_many(user_id=user_id, memory_ids=ids))
+
+    def memory_owners(self) -> list[str]:
+        """Every user id that owns at least one memory, in order: for operator walks across users
+        (`memorybank secrets scan`), which then read each owner's memories through the store.
+
+        Raises:
+            UnavailableError: the database cannot be reached.
+        """
+        with unavailable_on_driver_error("memory owners"), self._engine.connect() as connection:
+            query = sa.select(memory.c.user_id).distinct().order_by(memory.c.user_id)
+            return list(connection.execute(query).scalars())

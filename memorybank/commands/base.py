@@ -1,0 +1,122 @@
+"""What every command shares: the program name, exit statuses, `CommandError`, the parser class, the
+`--db`/`--key-file` options, opening the services, and how counts are worded."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, TextIO, TypeAlias
+
+from memorybank.settings import DATABASE_URL_ENV, KEY_FILE_ENV, KEYS_ENV, Settings, default_database_path
+
+if TYPE_CHECKING:
+    from memorybank import composition
+    from memorybank.bootstrap import Runtime
+
+PROGRAM = "memorybank"
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_BAD_INPUT = 2
+
+#: What a command runs: the parsed line, the settings resolved from it (`Settings.resolve`), and where its
+#: report goes.
+Run = Callable[[argparse.Namespace, Settings, TextIO], None]
+
+
+class CommandError(Exception):
+    """A failure to report as one line, with its exit status."""
+
+    def __init__(self, message: str, status: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming `--help`, not the whole usage block.
+
+    A mistyped command gets a "did you mean" (Python 3.14's `suggest_on_error`, which 3.11 lacks).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{PROGRAM}: error: {message}{_suggestion(message)} (see `{self.prog} --help`)\n")
+
+
+def _suggestion(message: str) -> str:
+    """`; did you mean 'serve'?` for an invalid choice close to a valid one, else nothing."""
+    invalid = _INVALID_CHOICE.search(message)
+    if invalid is None:
+        return ""
+    import difflib  # only for a usage error: `--help` does not pay for it
+
+    choices = [choice.strip().strip("'") for choice in invalid.group(2).split(",")]
+    close = difflib.get_close_matches(invalid.group(1), choices, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+#: Where a command module adds its commands (`commands.add_parser(...)`).
+Subcommands: TypeAlias = "argparse._SubParsersAction[Parser]"
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What a command module's `register` gets besides the subcommands."""
+
+    #: The parent parser of every command that opens the database: `--db` and `--key-file`.
+    database: Parser
+    #: The environment, for help texts naming a default location.
+    env: Mapping[str, str]
+
+
+def database_options(env: Mapping[str, str]) -> Parser:
+    """`--db` and `--key-file`, as a parent parser (`parents=[shared.database]`)."""
+    database = Parser(add_help=False)
+    database.add_argument(
+        "--db",
+        metavar="URL",
+        help=(
+            f"database URL: sqlite:///path/file.sqlite3, mysql://user:password@host:3306/name (mysqlclient) or "
+            f"mysql+pymysql://...; default: ${DATABASE_URL_ENV}, else {default_database_path(env)}"
+        ),
+    )
+    database.add_argument(
+        "--key-file",
+        metavar="FILE",
+        type=Path,
+        help=f"key ring for encryption at rest (`memorybank keys create`); default: ${KEY_FILE_ENV}, else the ring "
+        f"in ${KEYS_ENV}, else none (plaintext)",
+    )
+    return database
+
+
+def actions(parser: argparse.ArgumentParser, dest: str) -> Subcommands:
+    """The ACTION subcommands of a command family (`keys create`, `token list`, ...)."""
+    return parser.add_subparsers(dest=dest, required=True, metavar="ACTION", parser_class=Parser)
+
+
+def runtime(settings: Settings, *, migrating: bool = False) -> Runtime:
+    """`bootstrap.build` for an admin command: the database and the services, without loading an embedding
+    model (admin commands neither search nor embed; `reindex --embeddings` builds its own)."""
+    from memorybank import bootstrap
+
+    return bootstrap.build(settings, search="off", migrating=migrating)
+
+
+def with_services(settings: Settings, work: Callable[[composition.Services], None]) -> None:
+    """Run `work` on the services over the ready database, then close it."""
+    with runtime(settings) as opened:
+        work(opened.services)
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`1 line`, `2 lines`, `0 lines`."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def memories(count: int) -> str:
+    return counted(count, "memory", "memories")

@@ -1,0 +1,104 @@
+"""`memorybank import` and `memorybank export`: memories in and out as JSON Lines (docs/portability.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from memorybank import secret_settings
+from memorybank.commands import secrets
+from memorybank.commands.base import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    PROGRAM,
+    CommandError,
+    Shared,
+    Subcommands,
+    counted,
+    memories,
+    runtime,
+)
+from memorybank.settings import Settings
+from memorybank_core import ids
+
+
+def register(commands: Subcommands, shared: Shared) -> None:
+    importing = commands.add_parser(
+        "import",
+        parents=[shared.database],
+        help="load memories from a JSON Lines file",
+        description="Load memories, one JSON object per line (docs/portability.md), in batches of 1,000 per "
+        "transaction. A bad line is reported by its number and skipped; the exit status is 1 if any was. "
+        "Lines holding credentials are reported and skipped, or refuse the whole file (--on-secret).",
+    )
+    importing.add_argument("file", metavar="FILE.jsonl", type=Path, help="the file to load")
+    secrets.add_on_secret_option(importing)
+    secrets.add_secret_screen_option(importing)
+    importing.set_defaults(run=run_import)
+
+    exporting = commands.add_parser(
+        "export",
+        parents=[shared.database],
+        help="write one user's memories as JSON Lines",
+        description="Write every memory of one user, one JSON object per line, in the format import reads: "
+        "ids and timestamps included, so export then import round-trips.",
+    )
+    exporting.add_argument("--user", metavar="usr_…", required=True, help="whose memories")
+    exporting.add_argument(
+        "--out", metavar="FILE", type=Path, help="write here instead of stdout (mode 0600; never over a file)"
+    )
+    exporting.add_argument("--force", action="store_true", help="replace the --out file if it exists")
+    exporting.set_defaults(run=run_export)
+
+
+def run_import(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
+    from memorybank import portability
+
+    if not args.file.is_file():
+        raise CommandError(f"{args.file} is not a readable file", EXIT_BAD_INPUT)
+    screen = secret_settings.build_secret_screen(settings.secret_screen)
+    with runtime(settings) as opened:
+        report = portability.import_file(
+            args.file, opened.storage.store, show_progress=sys.stderr.isatty(), screen=screen, on_secret=args.on_secret
+        )
+    for problem in report.skipped:
+        sys.stderr.write(f"{PROGRAM}: skipped {problem.describe()}\n")
+    secrets.report_import(report, out)
+    skipped = len(report.skipped)
+    print(f"{PROGRAM}: imported {memories(report.imported)}, skipped {counted(skipped, 'line')}", file=out)
+    if report.refused:
+        held = len(report.secrets)
+        hold = "holds" if held == 1 else "hold"
+        raise CommandError(f"{counted(held, 'line')} {hold} credentials (listed above): nothing was imported")
+    if report.skipped or report.secrets:
+        left_out = skipped + len(report.secrets)
+        were = "was" if left_out == 1 else "were"
+        raise CommandError(f"{counted(left_out, 'line')} {were} left out (listed above)", EXIT_FAILURE)
+
+
+def run_export(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
+    from memorybank import portability
+
+    # Validate before touching the database.
+    ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
+    if args.out is not None and not args.force and os.path.lexists(args.out):
+        raise CommandError(_export_exists(args.out), EXIT_BAD_INPUT)
+    with runtime(settings) as opened:
+        store = opened.storage.store
+        try:
+            if args.out is None:
+                count = portability.export_user(store, args.user, out)
+            else:
+                with portability.private_output(args.out, replace=args.force) as file:
+                    count = portability.export_user(store, args.user, file)
+        except FileExistsError as error:  # created meanwhile: still never overwritten
+            raise CommandError(_export_exists(args.out), EXIT_BAD_INPUT) from error
+    # stdout may be the export itself: the summary goes to stderr.
+    sys.stderr.write(f"{PROGRAM}: exported {memories(count)} of {args.user}\n")
+
+
+def _export_exists(path: Path) -> str:
+    return f"{path} exists already: an export never overwrites a file; pass --force to replace it"

@@ -1,0 +1,92 @@
+"""`memorybank reindex`: rebuild stale search terms, or (`--embeddings`) write the missing vectors."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+import attrs
+
+from memorybank import semantic
+from memorybank.commands.base import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    PROGRAM,
+    CommandError,
+    Shared,
+    Subcommands,
+    memories,
+    runtime,
+)
+from memorybank.settings import EMBEDDER_MODEL_ENV, Settings
+
+if TYPE_CHECKING:
+    from adapters_mysql import ReindexReport
+
+
+def register(commands: Subcommands, shared: Shared) -> None:
+    reindexing = commands.add_parser(
+        "reindex",
+        parents=[shared.database],
+        help="rebuild the search index of memories indexed by an older scheme",
+        description="Recompute the owner-scoped search terms of memories written by an older tokenization "
+        "scheme (or of all, with --all), in batches of 1,000, with a progress bar. Safe to stop and rerun.",
+    )
+    reindexing.add_argument("--all", action="store_true", help="re-index every memory, not only stale ones")
+    reindexing.add_argument(
+        "--embeddings",
+        action="store_true",
+        help="instead, write the vector of every memory lacking one of the embedding model (hybrid search), in "
+        "batches of 64, online, with a progress bar; safe to stop and rerun",
+    )
+    reindexing.add_argument(
+        "--embedder-model",
+        metavar="DIR",
+        help=f"with --embeddings: your own model.onnx and tokenizer.json (default: ${EMBEDDER_MODEL_ENV}, "
+        "else all-MiniLM-L6-v2 int8)",
+    )
+    reindexing.set_defaults(run=run_reindex)
+
+
+def run_reindex(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
+    from memorybank import portability
+
+    if args.embeddings:
+        _reindex_embeddings(args, settings, out)
+        return
+    with runtime(settings) as opened:
+        report = portability.reindex_with_progress(
+            opened.storage, everything=args.all, show_progress=sys.stderr.isatty()
+        )
+    print(f"{PROGRAM}: re-indexed {memories(report.rewritten)}", file=out)
+    fail_on_broken(report)
+
+
+def _reindex_embeddings(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
+    from memorybank import bootstrap
+
+    if args.all:
+        raise CommandError("--all re-indexes search terms; --embeddings writes only missing vectors", EXIT_BAD_INPUT)
+    # The vectors are the hybrid search's, whatever the deployment serves now.
+    hybrid = attrs.evolve(settings, search=attrs.evolve(settings.search, mode="hybrid"))
+    with bootstrap.build(hybrid) as opened:
+        report = semantic.embed_with_progress(opened.storage, show_progress=sys.stderr.isatty())
+        assert opened.storage.embedder is not None  # noqa: S101 - hybrid settings load one
+        model_id = opened.storage.embedder.model_id
+    print(f"{PROGRAM}: embedded {report.embedded} memories with {model_id}", file=out)
+    if report.skipped:
+        raise CommandError(
+            f"{report.skipped} memories were not embedded: they do not open (logged by id) or were deleted meanwhile",
+            EXIT_FAILURE,
+        )
+
+
+def fail_on_broken(report: ReindexReport) -> None:
+    """Exit status 1 when some memories did not open with the key ring (a re-index or re-seal left them)."""
+    if report.broken:
+        raise CommandError(
+            f"{memories(report.broken)} {'does' if report.broken == 1 else 'do'} not open with this key ring and "
+            f"{'was' if report.broken == 1 else 'were'} left as {'it is' if report.broken == 1 else 'they are'} "
+            "(ids in the log)"
+        )

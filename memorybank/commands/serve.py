@@ -1,0 +1,196 @@
+"""`memorybank serve`: the HTTP server (REST, the MCP rail, the panel), in one process or several workers."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import socket
+from typing import TextIO
+
+import attrs
+
+from memorybank import listeners, secret_settings, semantic
+from memorybank.commands import secrets
+from memorybank.commands.base import EXIT_BAD_INPUT, PROGRAM, CommandError, Shared, Subcommands
+from memorybank.commands.oauth_options import add_oauth_options
+from memorybank.settings import (
+    ALLOWED_HOSTS_ENV,
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    QUOTA_CHARACTERS_ENV,
+    QUOTA_MEMORIES_ENV,
+    RATE_LIMIT_STORAGE_ENV,
+    RATE_LIMITS_ENV,
+    Settings,
+    redacted,
+)
+from memorybank_core import RateLimits, limits
+from memorybank_core.distribution import install_command
+
+#: Where `serve` listens by default (`panel-link` names it when no public URL is set).
+DEFAULT_SERVER = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+
+
+def register(commands: Subcommands, shared: Shared) -> None:
+    serve = commands.add_parser(
+        "serve",
+        parents=[shared.database],
+        help="run the HTTP server",
+        description="Run the HTTP API. The embedded SQLite database is created on first start; a MySQL "
+        "database must be migrated first (`memorybank migrate`).",
+    )
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"interface to bind (default: {DEFAULT_HOST})")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default: {DEFAULT_PORT})")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes sharing the port, each with its own connection pool (default: 1)",
+    )
+    serve.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="text lines or JSON lines (default: text)"
+    )
+    serve.add_argument(
+        "--shutdown-timeout",
+        type=int,
+        default=10,
+        metavar="SECONDS",
+        help="on SIGTERM, how long in-flight requests may take to finish (default: 10)",
+    )
+    serve.add_argument(
+        "--allowed-host",
+        metavar="HOST",
+        action="append",
+        dest="allowed_hosts",
+        help="a Host header the MCP rail accepts besides loopback names, e.g. bank.example.com behind a reverse "
+        f"proxy (`name`, `name:port` or `name:*`); repeat for several; default: ${ALLOWED_HOSTS_ENV} "
+        "(comma-separated)",
+    )
+    serve.add_argument(
+        "--quota-memories",
+        metavar="N",
+        help=f"each user's quota of memories unless an operator set theirs (`memorybank quota`); default: "
+        f"${QUOTA_MEMORIES_ENV}, else {limits.QUOTA_MEMORIES_DEFAULT:_}",
+    )
+    serve.add_argument(
+        "--quota-characters",
+        metavar="N",
+        help=f"each user's quota of characters (content, tags and snippets together); default: "
+        f"${QUOTA_CHARACTERS_ENV}, else {limits.QUOTA_CHARACTERS_DEFAULT:_}",
+    )
+    rate_limit_options = serve.add_argument_group(
+        "rate limits", "per user (and optionally per token), per operation; see docs/operations.md#rate-limits"
+    )
+    rate_limit_options.add_argument(
+        "--rate-limit",
+        metavar="RULE",
+        action="append",
+        dest="rate_limits",
+        help="change a limit: OPERATION=N/UNIT with OPERATION save, search, list, delete or * (all), prefixed "
+        "token. for a per-token limit; N/UNIT like 120/minute, or off; repeat for several (default: "
+        f"${RATE_LIMITS_ENV}, comma-separated; else save=60/minute and 120/minute for the others)",
+    )
+    rate_limit_options.add_argument(
+        "--rate-limit-storage",
+        metavar="URL",
+        help="where limits are counted: memory:// (each process alone) or redis://host:port/db, shared by every "
+        f"worker and host (default: ${RATE_LIMIT_STORAGE_ENV}, else memory://)",
+    )
+    semantic.add_search_options(serve)
+    add_oauth_options(serve)
+    secrets.add_secret_screen_option(serve)
+    serve.set_defaults(run=run_serve)
+
+
+def run_serve(_args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
+    import uvicorn
+
+    from memorybank import bootstrap, composition, serving
+    from memorybank.logs import logging_config
+
+    http = settings.http
+    if http.workers > 1 and not serving.shared_between_processes(settings.database.url):
+        raise CommandError(
+            "--workers above 1 needs a database file or server: in-memory SQLite lives in one process",
+            EXIT_BAD_INPUT,
+        )
+    # A supervisor of several workers only checks the model's files; each worker loads its own.
+    with bootstrap.build(settings, serving=True, search="check" if http.workers > 1 else "load") as runtime:
+        storage, oauth, panel_sign_in = runtime.storage, runtime.oauth, runtime.panel_sign_in
+        # Bound here, before saying "serving": a port in use is one clear line, not a log after the banner.
+        listener = _listen(http.host, http.port)
+        port = listener.getsockname()[1]
+        base = f"http://{_url_host(http.host)}:{port}"
+        print(f"{PROGRAM}: {storage.describe_mode()}", file=out)
+        print(f"{PROGRAM}: {semantic.describe(storage, settings.search)}", file=out)
+        workers = f", {http.workers} workers" if http.workers > 1 else ""
+        where = redacted(settings.database.url)
+        print(f"{PROGRAM}: serving {base} ({_rail_at(base)}) on {where}{workers}", file=out, flush=True)
+        assert runtime.rate_limits is not None  # noqa: S101 - built with serving=True
+        print(_describe_rate_limits(runtime.rate_limits, settings), file=out, flush=True)
+        print(f"{PROGRAM}: {secret_settings.describe(settings.secret_screen)}", file=out, flush=True)
+        if oauth is not None and panel_sign_in is not None:
+            print(
+                f"{PROGRAM}: panel sign-in with {panel_sign_in.issuer} as client {panel_sign_in.client_id}; "
+                f"its redirect URI: {composition.panel_callback_url(oauth)}",
+                file=out,
+                flush=True,
+            )
+        if http.workers > 1:
+            # Each worker builds its own runtime (memorybank.serving); the checks above stand.
+            listener.close()
+            runtime.close()
+            serving.run(attrs.evolve(settings, http=attrs.evolve(http, port=port)))
+            return
+        # No uvicorn access log: it prints query strings, and search text must never be logged.
+        # The app logs its own access event (operationId, status, timing, request id).
+        config = uvicorn.Config(
+            runtime.app,
+            access_log=False,
+            http=serving.HTTP_PARSER,
+            log_level="info",
+            log_config=logging_config(http.log_format),
+            timeout_graceful_shutdown=http.shutdown_timeout,
+        )
+        with listener:
+            uvicorn.Server(config).run(sockets=[listener])
+
+
+def _describe_rate_limits(rate_limits: RateLimits, settings: Settings) -> str:
+    from adapters_ratelimit import describe_storage  # scheme, host, port and database: never a password
+
+    rules = ", ".join(rate_limits.policy.describe()) or "none"
+    storage_url, workers = settings.rate_limits.storage_url, settings.http.workers
+    line = f"{PROGRAM}: rate limits {rules}; counted in {describe_storage(storage_url)}"
+    if workers > 1 and storage_url.startswith("memory"):
+        line += f" by each of the {workers} workers alone (--rate-limit-storage redis://... shares them)"
+    return line
+
+
+def _rail_at(base: str) -> str:
+    """Where the MCP rail answers, or that it is off (the `mcp` extra is missing): the banner never promises it."""
+    from memorybank import composition
+
+    try:
+        composition.require_mcp()
+    except composition.McpUnavailableError:
+        return f"MCP rail off: {install_command(composition.MCP_EXTRA)}"
+    return f"MCP: {base}/mcp/agent"
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to `host:port`, as uvicorn would bind it (SO_REUSEADDR, IPv6 for a `:` host)."""
+    try:
+        return listeners.tcp_listener(host, port)
+    except socket.gaierror as error:  # an unknown host name (a subclass of OSError, so first)
+        raise CommandError(f"cannot listen on {host}:{port}: {error.strerror}", EXIT_BAD_INPUT) from error
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise CommandError(
+                f"port {port} on {host} is already in use: stop what listens there or choose another with --port"
+            ) from error
+        raise CommandError(f"cannot listen on {host}:{port}: {error.strerror or error}") from error
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

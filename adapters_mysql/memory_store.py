@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
+from adapters_mysql.compiled_reads import CompiledRead
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.owner import owned_memories, owned_vectors, owner_parameter
 from adapters_mysql.schema import memory as memory_table
@@ -76,9 +77,9 @@ class _ReadStatements(NamedTuple):
     milliseconds for 20 rows); the rows are put in order in Python.
     """
 
-    get_many: sa.Select[Any]
-    list_first: sa.Select[Any]
-    list_after: sa.Select[Any]
+    get_many: CompiledRead
+    list_first: CompiledRead
+    list_after: CompiledRead
 
     @classmethod
     def selecting(cls, columns: Sequence[sa.Column[Any]]) -> _ReadStatements:
@@ -114,7 +115,11 @@ class _ReadStatements(NamedTuple):
             )
             return sa.select(*columns, *_CONTEXT_COLUMNS).select_from(memories).where(owned_memories(owner_parameter()))
 
-        return cls(get_many, page_of(page_first), page_of(page_after))
+        return cls(
+            CompiledRead(get_many, expanding="ids"),
+            CompiledRead(page_of(page_first)),
+            CompiledRead(page_of(page_after)),
+        )
 
 
 #: Plaintext databases read the entity columns; sealed ones also the search columns, to check them.
@@ -198,7 +203,7 @@ class SqlMemoryStore(MemoryStore):
             return {}
         # One round trip: each memory joined with its contexts (search loads its results here).
         with unavailable_on_driver_error("load"), reading(self._engine) as connection:
-            rows = connection.execute(self._reads.get_many, {"owner": user_id, "ids": wanted}).all()
+            rows = self._reads.get_many.all(connection, {"owner": user_id, "ids": wanted})
         return _joined_memories(self.codec, rows)
 
     def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
@@ -207,7 +212,7 @@ class SqlMemoryStore(MemoryStore):
             parameters.update(after_created_at=after.created_at, after_id=after.memory_id)
         with unavailable_on_driver_error("list"), reading(self._engine) as connection:
             statement = self._reads.list_after if after is not None else self._reads.list_first
-            rows = connection.execute(statement, parameters).all()
+            rows = statement.all(connection, parameters)
         page = list(_joined_memories(self.codec, rows).values())
         page.sort(key=_newest_first, reverse=True)
         return page
@@ -251,12 +256,12 @@ class _NothingDeleted(Exception):
     """Rolls back a delete that found no memory of the owner's."""
 
 
-def _joined_memories(codec: RowCodec, rows: Sequence[sa.Row[Any]]) -> dict[str, Memory]:
+def _joined_memories(codec: RowCodec, rows: Sequence[Any]) -> dict[str, Memory]:
     """The memories of rows joined with their contexts (one row per context, or one without), by id.
 
     A memory that does not open is left out (`_open_or_none`).
     """
-    memory_rows: dict[str, sa.Row[Any]] = {}
+    memory_rows: dict[str, Any] = {}
     contexts: dict[str, list[_ContextColumns]] = {}
     for row in rows:
         memory_rows.setdefault(row.id, row)

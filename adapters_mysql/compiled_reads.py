@@ -29,12 +29,14 @@ _PLACEHOLDERS = {"format": "%s", "qmark": "?"}
 """The DBAPI paramstyles compiled here: mysqlclient's and sqlite3's."""
 
 _Processor = Callable[[Any], Any]
+AnySelect = sa.Select[*tuple[Any, ...]]
+"""A SELECT of any columns."""
 
 
 class _Compiled:
     """One statement compiled for one dialect: its SQL, how to bind, how to convert a row."""
 
-    def __init__(self, statement: sa.Select[Any], dialect: sa.Dialect, expanding: str | None) -> None:
+    def __init__(self, statement: AnySelect, dialect: sa.Dialect, expanding: str | None) -> None:
         compiled = statement.compile(dialect=dialect)
         self.sql: str = compiled.string
         self.placeholder = _PLACEHOLDERS[dialect.paramstyle]
@@ -94,7 +96,7 @@ class CompiledRead:
     not be empty when called.
     """
 
-    def __init__(self, statement: sa.Select[Any], *, expanding: str | None = None) -> None:
+    def __init__(self, statement: AnySelect, *, expanding: str | None = None) -> None:
         self.statement = statement
         self._expanding = expanding
         self._compiled: dict[str, _Compiled | None] = {}

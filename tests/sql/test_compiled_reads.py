@@ -10,12 +10,13 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from adapters_mysql import SqlStorage
+from adapters_mysql import SqlStorage, mysql_search
 from adapters_mysql.compiled_reads import CompiledRead
 from adapters_mysql.control_store import _FIND
 from adapters_mysql.memory_store import _CHECKED_READS, _PLAIN_READS
 from adapters_mysql.token_store import _GENERATION
 from memorybank_core import EVERYONE, Control, SubjectKind
+from memorybank_search import OwnerIndexer
 from tests.sql.memories import SAVED_AT, make_memory, new_user
 
 
@@ -59,6 +60,10 @@ def test_the_hot_reads_give_sqlalchemys_rows_on_the_cursor(
                 {"owner": owner, "limit": 3, "after_created_at": newest.created_at, "after_id": newest.id},
             ),
         ]
+    if storage.dialect_name == "mysql":
+        tokens = " ".join(OwnerIndexer().query_tokens(owner, "lighthouse keeper"))
+        reads.append((mysql_search._CANDIDATES, {"owner": owner, "tokens": tokens, "limit": 10}))
+        reads.append((mysql_search._BEST_CANDIDATES, {"owner": owner, "tokens": tokens, "limit": 2}))
     _refuse_sqlalchemy(monkeypatch)
     with storage.engine.connect() as connection:
         for read, parameters in reads:

@@ -8,6 +8,7 @@ of memories also `scope = 'user'`), so each one routes to a single Vitess shard.
 from __future__ import annotations
 
 import logging
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -52,16 +53,8 @@ _MEMORY_WITH_CONTEXTS = memory_table.outerjoin(memory_context, _CONTEXT_OF_MEMOR
 _CONTEXT_COLUMNS = [column.label(f"context_{column.name}") for column in memory_context.c]
 
 
-class _ContextColumns:
-    """A joined row's context columns, under their own names."""
-
-    __slots__ = ("_row",)
-
-    def __init__(self, row: sa.Row[Any]) -> None:
-        self._row = row
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._row, f"context_{name}")
+_ContextRow = namedtuple("_ContextRow", [column.name for column in memory_context.c])  # type: ignore[misc]
+"""A joined row's context columns (its last ones), under their own names."""
 
 
 def _context_order(context: Any) -> tuple[Any, str]:
@@ -80,6 +73,8 @@ class _ReadStatements(NamedTuple):
     get_many: CompiledRead
     list_first: CompiledRead
     list_after: CompiledRead
+    contexts_from: int
+    """Where a row's context columns start."""
 
     @classmethod
     def selecting(cls, columns: Sequence[sa.Column[Any]]) -> _ReadStatements:
@@ -119,6 +114,7 @@ class _ReadStatements(NamedTuple):
             CompiledRead(get_many, expanding="ids"),
             CompiledRead(page_of(page_first)),
             CompiledRead(page_of(page_after)),
+            contexts_from=len(columns),
         )
 
 
@@ -204,7 +200,7 @@ class SqlMemoryStore(MemoryStore):
         # One round trip: each memory joined with its contexts (search loads its results here).
         with unavailable_on_driver_error("load"), reading(self._engine) as connection:
             rows = self._reads.get_many.all(connection, {"owner": user_id, "ids": wanted})
-        return _joined_memories(self.codec, rows)
+        return _joined_memories(self.codec, rows, self._reads.contexts_from)
 
     def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
         parameters: dict[str, Any] = {"owner": user_id, "limit": limit}
@@ -213,7 +209,7 @@ class SqlMemoryStore(MemoryStore):
         with unavailable_on_driver_error("list"), reading(self._engine) as connection:
             statement = self._reads.list_after if after is not None else self._reads.list_first
             rows = statement.all(connection, parameters)
-        page = list(_joined_memories(self.codec, rows).values())
+        page = list(_joined_memories(self.codec, rows, self._reads.contexts_from).values())
         page.sort(key=_newest_first, reverse=True)
         return page
 
@@ -256,17 +252,18 @@ class _NothingDeleted(Exception):
     """Rolls back a delete that found no memory of the owner's."""
 
 
-def _joined_memories(codec: RowCodec, rows: Sequence[Any]) -> dict[str, Memory]:
+def _joined_memories(codec: RowCodec, rows: Sequence[Any], contexts_from: int) -> dict[str, Memory]:
     """The memories of rows joined with their contexts (one row per context, or one without), by id.
 
     A memory that does not open is left out (`_open_or_none`).
     """
     memory_rows: dict[str, Any] = {}
-    contexts: dict[str, list[_ContextColumns]] = {}
+    contexts: dict[str, list[Any]] = {}
+    make_context = _ContextRow._make
     for row in rows:
         memory_rows.setdefault(row.id, row)
         if row.context_id is not None:
-            contexts.setdefault(row.id, []).append(_ContextColumns(row))
+            contexts.setdefault(row.id, []).append(make_context(row[contexts_from:]))
     for found in contexts.values():
         found.sort(key=_context_order)
     opened = {

@@ -47,7 +47,7 @@ from benchmarks.common import Timing, database_url
 from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.counted_serve import COUNT_ENV, read_count
 from benchmarks.http_overhead import KeepAliveClient
-from benchmarks.processes import children_cpu_seconds, descendants, listening_pid, snapshot
+from benchmarks.processes import children_cpu_seconds, cpu_seconds, descendants, listening_pid, snapshot
 from benchmarks.throughput import _header
 from memorybank.portability import import_lines
 from memorybank_core import MemoryBank, TokenPrincipal, TokenService
@@ -61,7 +61,7 @@ LUA_SCRIPT = Path(__file__).with_name("mix.lua")
 #: Rate limits stay on (every request is checked), at a level one benchmark client stays under.
 GENEROUS_LIMITS = ("--rate-limit", "*=1000000/minute")
 COUNTED_SERVE = "benchmarks.counted_serve"
-COUNTED_CALLS = 20
+COUNTED_CALLS = 100
 BARE = "GET /healthz"
 
 
@@ -254,12 +254,25 @@ def print_requests(timings: dict[str, Timing], targets: Sequence[Target]) -> Non
 # --- round trips -------------------------------------------------------------------------------
 
 
-def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict[str, float]:
-    """Database round trips per request, route by route, on a server that counts them."""
+@attrs.frozen
+class RouteCost:
+    """What one request of a route costs the server: database round trips, and the app's CPU."""
+
+    round_trips: float
+    cpu_ms: float
+    """The server process's user + system CPU per request (from /proc; 10 ms ticks over all the calls)."""
+
+
+def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict[str, RouteCost]:
+    """Database round trips and app CPU per request, route by route, on a server that counts round trips.
+
+    CPU time, unlike wall time, hardly moves with what else the machine runs: it says where a
+    request's cost is even on a loaded machine.
+    """
     storage = open_storage(prepared.url, indexer=OwnerIndexer())
     bank = _in_process_bank(storage)
     saved: list[str] = []
-    counts: dict[str, float] = {}
+    counts: dict[str, RouteCost] = {}
     with tempfile.TemporaryDirectory(prefix="memorybank-bench-") as directory:
         count_file = Path(directory) / "count"
         try:
@@ -274,10 +287,13 @@ def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict
                         continue
                     for _ in range(3):
                         call()  # warm: the pool's connection, the token cache
-                    before = read_count(count_file)
+                    before, cpu_before = read_count(count_file), cpu_seconds(server.process.pid)
                     for _ in range(calls):
                         call()
-                    counts[name] = (read_count(count_file) - before) / calls
+                    counts[name] = RouteCost(
+                        round_trips=(read_count(count_file) - before) / calls,
+                        cpu_ms=(cpu_seconds(server.process.pid) - cpu_before) * 1000 / calls,
+                    )
                 for memory_id in saved:
                     client.request("DELETE", f"/v1/memory/{memory_id}", expect=204)
         finally:
@@ -285,13 +301,14 @@ def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict
     return counts
 
 
-def print_round_trips(counts: dict[str, float], backend: str) -> None:
-    """The round-trip table."""
+def print_round_trips(costs: dict[str, RouteCost], backend: str) -> None:
+    """The round-trip and CPU table."""
     unit = "statements (SQLite: in-process, no network)" if backend == "sqlite" else "round trips to MariaDB"
-    print(f"| route | {unit} per request |")
-    print("|---|---|")
-    for name, count in counts.items():
-        print(f"| {name} | {count:g} |")
+    bare = costs[BARE].cpu_ms or float("nan")
+    print(f"| route | {unit} per request | app CPU ms per request | CPU / bare |")
+    print("|---|---|---|---|")
+    for name, cost in costs.items():
+        print(f"| {name} | {cost.round_trips:g} | {cost.cpu_ms:.2f} | {cost.cpu_ms / bare:.1f} x |")
 
 
 # --- mixed load against the bare ceiling --------------------------------------------------------

@@ -47,7 +47,7 @@ from benchmarks.common import Timing, database_url
 from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.counted_serve import COUNT_ENV, read_count
 from benchmarks.http_overhead import KeepAliveClient
-from benchmarks.processes import children_cpu_seconds, cpu_seconds, descendants, listening_pid, snapshot
+from benchmarks.processes import children_cpu_seconds, descendants, listening_pid, snapshot, thread_cpu_seconds
 from benchmarks.throughput import _header
 from memorybank.portability import import_lines
 from memorybank_core import MemoryBank, TokenPrincipal, TokenService
@@ -61,7 +61,7 @@ LUA_SCRIPT = Path(__file__).with_name("mix.lua")
 #: Rate limits stay on (every request is checked), at a level one benchmark client stays under.
 GENEROUS_LIMITS = ("--rate-limit", "*=1000000/minute")
 COUNTED_SERVE = "benchmarks.counted_serve"
-COUNTED_CALLS = 100
+COUNTED_CALLS = 200
 BARE = "GET /healthz"
 
 
@@ -260,7 +260,7 @@ class RouteCost:
 
     round_trips: float
     cpu_ms: float
-    """The server process's user + system CPU per request (from /proc; 10 ms ticks over all the calls)."""
+    """The server process's CPU per request (its threads' run time, from /proc, in nanoseconds)."""
 
 
 def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict[str, RouteCost]:
@@ -287,12 +287,12 @@ def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict
                         continue
                     for _ in range(3):
                         call()  # warm: the pool's connection, the token cache
-                    before, cpu_before = read_count(count_file), cpu_seconds(server.process.pid)
+                    before, cpu_before = read_count(count_file), thread_cpu_seconds(server.process.pid)
                     for _ in range(calls):
                         call()
                     counts[name] = RouteCost(
                         round_trips=(read_count(count_file) - before) / calls,
-                        cpu_ms=(cpu_seconds(server.process.pid) - cpu_before) * 1000 / calls,
+                        cpu_ms=(thread_cpu_seconds(server.process.pid) - cpu_before) * 1000 / calls,
                     )
                 for memory_id in saved:
                     client.request("DELETE", f"/v1/memory/{memory_id}", expect=204)

@@ -19,7 +19,8 @@ client, do not. The command:
 5. puts wrk's mixed load (benchmarks/mix.lua: 60 % search, 20 % list, 20 % save, random users) on
    `--workers 2`, then `GET /healthz` under the same wrk on the same server (its ceiling), and
    prints throughput as a share of that ceiling, p99, and how the CPU split between the app's
-   processes, the database server, wrk and the rest of the machine (from /proc over each run).
+   processes, the database server, wrk and the rest of the machine (from /proc over each run); then
+   deletes what the mix saved, so a second run measures the same corpus.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
@@ -366,6 +368,7 @@ def measure_load(
     """The mix, then the bare request, under the same wrk on one `--workers N` server."""
     database_pid = listening_pid(int(urlsplit(prepared.url).port or 3306)) if backend == "mariadb" else None
     runs = []
+    started_at = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="memorybank-bench-") as directory:
         tokens_file = Path(directory) / "tokens.txt"
         tokens_file.write_text("\n".join(prepared.secrets) + "\n")
@@ -398,7 +401,22 @@ def measure_load(
                         other_cores=max(0.0, machine_cores - app_cores - database_cores - wrk_cores),
                     )
                 )
+    _delete_saved_since(prepared.url, started_at)
     return runs[0], runs[1]
+
+
+def _delete_saved_since(url: str, started_at: datetime) -> None:
+    """Delete what the mix saved, through the store (usage ledger included): the next run sees the same corpus."""
+    storage = open_storage(url, indexer=OwnerIndexer())
+    try:
+        with storage.engine.connect() as connection:
+            saved = connection.execute(
+                sa.select(memory.c.user_id, memory.c.id).where(memory.c.created_at >= started_at)
+            ).all()
+        for user_id, memory_id in saved:
+            storage.store.delete(user_id=user_id, memory_id=memory_id)
+    finally:
+        storage.close()
 
 
 def load_targets(mix: LoadRun, bare: LoadRun) -> list[Target]:

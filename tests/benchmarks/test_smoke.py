@@ -7,7 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
+from adapters_mysql import open_storage
+from adapters_mysql.schema import memory
 from benchmarks import (
     controls,
     corpus,
@@ -21,7 +24,7 @@ from benchmarks import (
     write_cost,
 )
 from benchmarks.common import SERVER_ENV, Timing, drop_database
-from memorybank_search import TextAnalyzer
+from memorybank_search import OwnerIndexer, TextAnalyzer
 from tests.mysql_server import server_url
 
 #: Their own tier (`pytest -m benchmarks`, a step of .ci/run): the README's test command stays under 3 minutes.
@@ -220,6 +223,13 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     monkeypatch.setattr(request_cost, "SQLITE_HOME", tmp_path)
     try:
         request_cost.main(["--backend", backend, "--rows", "200", "--iterations", "3", "--duration", "1"])
+        # What the single requests and the mix saved is gone: a second run measures the same corpus.
+        storage = open_storage(request_cost._url(backend, 200), indexer=OwnerIndexer())
+        try:
+            with storage.engine.connect() as connection:
+                assert connection.execute(sa.select(sa.func.count()).select_from(memory)).scalar_one() == 200
+        finally:
+            storage.close()
     finally:
         if backend == "mariadb":
             drop_database("cost_200")

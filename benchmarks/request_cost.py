@@ -10,12 +10,13 @@ client, do not. The command:
    user (`memorybank_bench_cost_N` on MariaDB, /tmp/memorybank-bench/cost_N.sqlite3), and gives
    every user a fresh token;
 2. starts the real `memorybank serve` (1 worker; rate limits on, at limits this single client stays
-   under; quotas and the gate on) and times, interleaved call by call over one keep-alive
-   connection: `GET /healthz` (the bare request), list (20), search for a rare and a common word
-   (20 results), save with 2 contexts; and in this process the same list use case
-   (`MemoryBank.list` on the same database);
+   under, in memory unless $MEMORYBANK_RATE_LIMIT_STORAGE names Redis; quotas and the gate on) and
+   times, interleaved call by call over one keep-alive connection: `GET /healthz` (the bare
+   request), list (20), search for a rare and a common word (20 results), save with 2 contexts;
+   and in this process the same list use case (`MemoryBank.list` on the same database);
 3. prints the ratio table with each target and PASS/MISS;
-4. counts the database round trips each route costs (a second server, `benchmarks.counted_serve`);
+4. counts the database round trips each route costs, and the app's CPU per request (a second
+   server, `benchmarks.counted_serve`);
 5. puts wrk's mixed load (benchmarks/mix.lua: 60 % search, 20 % list, 20 % save, random users) on
    `--workers 2`, then `GET /healthz` under the same wrk on the same server (its ceiling), and
    prints throughput as a share of that ceiling, p99, and how the CPU split between the app's

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from adapters_http.inputs import (
     MAX_BODY_BYTES,
@@ -24,7 +24,13 @@ from adapters_http.inputs import (
     json_body,
     query_value,
 )
-from adapters_http.serialization import deleted_batch_json, memory_page_json, search_results_json, usage_json
+from adapters_http.serialization import (
+    JsonResponse,
+    deleted_batch_json,
+    memory_page_json,
+    search_results_json,
+    usage_json,
+)
 from memorybank_core.errors import InvalidInputError
 from memorybank_core.ports import Principal
 from memorybank_core.use_cases import MemoryBank
@@ -46,19 +52,19 @@ class MemoryHandlers:
         assert body is not None  # noqa: S101 - the route takes a body, so `endpoint` received one
         # Decoded by the core after its gate: a switched-off caller learns nothing from the body's validation.
         memory = self._bank.save(principal, UndecodedJsonBody(body, self._max_body_bytes))
-        return JSONResponse({"memory": memory_json(memory)}, status_code=201)
+        return JsonResponse({"memory": memory_json(memory)}, status_code=201)
 
     def search(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory/search?q=&limit=` -> 200 `{"results": [...]}`, empty when nothing matches."""
         query = query_value(request, "q")
         limit = integer_or_text(query_value(request, "limit"))
-        return JSONResponse(search_results_json(self._bank.search(principal, query=query, limit=limit)))
+        return JsonResponse(search_results_json(self._bank.search(principal, query=query, limit=limit)))
 
     def list(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory?limit=&cursor=` -> 200 `{"memories": [...], "next_cursor": ...}`."""
         limit = integer_or_text(query_value(request, "limit"))
         cursor = query_value(request, "cursor")
-        return JSONResponse(memory_page_json(self._bank.list(principal, limit=limit, cursor=cursor)))
+        return JsonResponse(memory_page_json(self._bank.list(principal, limit=limit, cursor=cursor)))
 
     def delete(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
         """`DELETE /v1/memory/{id}` -> 204; 404 for any id the caller does not own, well-formed or not."""
@@ -67,7 +73,7 @@ class MemoryHandlers:
 
     def usage(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory/usage` -> 200 `{"memories", "characters", "quota"}`: the caller's own numbers."""
-        return JSONResponse(usage_json(self._bank.usage(principal)))
+        return JsonResponse(usage_json(self._bank.usage(principal)))
 
     def export(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory/export` -> 200 JSON Lines, streamed a page at a time (`memorybank export`'s format)."""
@@ -94,4 +100,4 @@ class MemoryHandlers:
         if isinstance(limit, float) and limit.is_integer():
             limit = int(limit)  # JSON has one number type: 72.0 is the integer 72, as JSON Schema says
         batch = self._bank.delete_batch(principal, confirm=data.get("confirm"), limit=limit)
-        return JSONResponse(deleted_batch_json(batch))
+        return JsonResponse(deleted_batch_json(batch))

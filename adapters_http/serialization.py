@@ -2,8 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+
 from memorybank_core.entities import DeletedBatch, MemoryPage, SearchResult, UsageReport
 from memorybank_core.wire import Json, memory_json
+
+
+class JsonResponse(Response):
+    """A JSON answer encoded by orjson: the bytes Starlette's `JSONResponse` sends, several times faster.
+
+    The same compact UTF-8 (no spaces, non-ASCII as is); a NaN or infinity would be sent as null where
+    the stdlib encoder refuses it, and no body holds one (scores are finite). The stdlib encoder was
+    about 2 % of a list request's CPU (ADR 0029).
+    """
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        """`content` as compact UTF-8 JSON."""
+        return orjson.dumps(content)
 
 
 def search_results_json(results: list[SearchResult]) -> Json:

@@ -13,6 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from adapters_mysql.compiled_reads import CompiledRead
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory_control
 from adapters_mysql.unit_of_work import reading, writing
@@ -28,11 +29,13 @@ def _subject(kind: SubjectKind, subject_id: str | sa.BindParameter[str]) -> sa.C
 
 
 #: What one request reads, built once: the user's, the organization's and everyone's controls.
-_FIND = sa.select(memory_control).where(
-    sa.or_(
-        _subject(SubjectKind.USER, sa.bindparam("user_id")),
-        _subject(SubjectKind.ORG, sa.bindparam("org_id")),
-        _subject(SubjectKind.ALL, EVERYONE),
+_FIND = CompiledRead(
+    sa.select(memory_control).where(
+        sa.or_(
+            _subject(SubjectKind.USER, sa.bindparam("user_id")),
+            _subject(SubjectKind.ORG, sa.bindparam("org_id")),
+            _subject(SubjectKind.ALL, EVERYONE),
+        )
     )
 )
 #: The settings a change may carry; None leaves a stored one as it is.
@@ -50,7 +53,7 @@ class SqlControlStore(ControlStore):
     def find(self, *, user_id: str, org_id: str | None) -> Sequence[Control]:
         parameters = {"user_id": user_id, "org_id": _NO_ORGANIZATION if org_id is None else org_id}
         with unavailable_on_driver_error("controls"), reading(self._engine) as connection:
-            rows = connection.execute(_FIND, parameters).all()
+            rows = _FIND.all(connection, parameters)
         return [_control(row) for row in rows]
 
     def set(self, change: Control) -> Control:
@@ -98,7 +101,7 @@ class SqlControlStore(ControlStore):
         return [_control(row) for row in rows]
 
 
-def _control(row: sa.Row[Any]) -> Control:
+def _control(row: Any) -> Control:
     return Control(
         kind=SubjectKind(row.kind),
         subject_id=row.subject_id,

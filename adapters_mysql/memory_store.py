@@ -8,11 +8,13 @@ of memories also `scope = 'user'`), so each one routes to a single Vitess shard.
 from __future__ import annotations
 
 import logging
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
+from adapters_mysql.compiled_reads import CompiledRead
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.owner import owned_memories, owned_vectors, owner_parameter
 from adapters_mysql.schema import memory as memory_table
@@ -44,23 +46,15 @@ _CHECKED_COLUMNS = [column for column in memory_table.c if column.name != "searc
 
 
 #: Contexts joined to their memory: same owner (the shard key), same memory.
-_MEMORY_WITH_CONTEXTS = memory_table.outerjoin(
-    memory_context,
-    sa.and_(memory_context.c.user_id == memory_table.c.user_id, memory_context.c.memory_id == memory_table.c.id),
+_CONTEXT_OF_MEMORY = sa.and_(
+    memory_context.c.user_id == memory_table.c.user_id, memory_context.c.memory_id == memory_table.c.id
 )
+_MEMORY_WITH_CONTEXTS = memory_table.outerjoin(memory_context, _CONTEXT_OF_MEMORY)
 _CONTEXT_COLUMNS = [column.label(f"context_{column.name}") for column in memory_context.c]
 
 
-class _ContextColumns:
-    """A joined row's context columns, under their own names."""
-
-    __slots__ = ("_row",)
-
-    def __init__(self, row: sa.Row[Any]) -> None:
-        self._row = row
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._row, f"context_{name}")
+_ContextRow = namedtuple("_ContextRow", [column.name for column in memory_context.c])  # type: ignore[misc]
+"""A joined row's context columns (its last ones), under their own names."""
 
 
 def _context_order(context: Any) -> tuple[Any, str]:
@@ -69,33 +63,37 @@ def _context_order(context: Any) -> tuple[Any, str]:
 
 
 class _ReadStatements(NamedTuple):
-    """`get_many`'s and `list`'s statements over one choice of `memory` columns, built once."""
+    """`get_many`'s and `list`'s statements over one choice of `memory` columns, built once.
 
-    get_many: sa.Select[Any]
-    list_first: sa.Select[Any]
-    list_after: sa.Select[Any]
+    Each loads memories joined with their contexts in one round trip. No ORDER BY on the join:
+    sorting a join that carries TEXT columns makes MariaDB build an on-disk temporary table (a few
+    milliseconds for 20 rows); the rows are put in order in Python.
+    """
+
+    get_many: CompiledRead
+    list_first: CompiledRead
+    list_after: CompiledRead
+    contexts_from: int
+    """Where a row's context columns start."""
 
     @classmethod
     def selecting(cls, columns: Sequence[sa.Column[Any]]) -> _ReadStatements:
-        # get_many: the owner's personal memories among `:ids`, each joined with its contexts.
-        get_many = (
-            sa.select(*columns, *_CONTEXT_COLUMNS)
-            .select_from(_MEMORY_WITH_CONTEXTS)
-            .where(
-                owned_memories(owner_parameter()),
-                memory_table.c.id.in_(sa.bindparam("ids", expanding=True)),
-            )
+        joined = sa.select(*columns, *_CONTEXT_COLUMNS).select_from(_MEMORY_WITH_CONTEXTS)
+        # get_many: the owner's personal memories among `:ids`.
+        get_many = joined.where(
+            owned_memories(owner_parameter()), memory_table.c.id.in_(sa.bindparam("ids", expanding=True))
         )
-        # list: a page of the owner's personal memories, newest first, from the start or strictly
-        # after a position (expanded rather than a row comparison, so MySQL can range-scan the
-        # (user_id, created_at, id) index).
-        list_first = (
-            sa.select(*columns)
+        # list: the ids of a page of the owner's personal memories, newest first, from the start or
+        # strictly after a position (expanded rather than a row comparison, so MySQL can range-scan the
+        # (user_id, created_at, id) index); then those memories joined with their contexts. Only the
+        # ids go through the derived table: with the TEXT columns MariaDB would materialize it on disk.
+        page_first = (
+            sa.select(memory_table.c.id)
             .where(owned_memories(owner_parameter()))
             .order_by(memory_table.c.created_at.desc(), memory_table.c.id.desc())
             .limit(sa.bindparam("limit", type_=sa.Integer))
         )
-        list_after = list_first.where(
+        page_after = page_first.where(
             sa.or_(
                 memory_table.c.created_at < sa.bindparam("after_created_at", type_=memory_table.c.created_at.type),
                 sa.and_(
@@ -104,17 +102,25 @@ class _ReadStatements(NamedTuple):
                 ),
             )
         )
-        return cls(get_many, list_first, list_after)
+
+        def page_of(ids: sa.Select[Any]) -> sa.Select[Any]:
+            page = ids.subquery("page")
+            memories = page.join(memory_table, memory_table.c.id == page.c.id).outerjoin(
+                memory_context, _CONTEXT_OF_MEMORY
+            )
+            return sa.select(*columns, *_CONTEXT_COLUMNS).select_from(memories).where(owned_memories(owner_parameter()))
+
+        return cls(
+            CompiledRead(get_many, expanding="ids"),
+            CompiledRead(page_of(page_first)),
+            CompiledRead(page_of(page_after)),
+            contexts_from=len(columns),
+        )
 
 
 #: Plaintext databases read the entity columns; sealed ones also the search columns, to check them.
 _PLAIN_READS = _ReadStatements.selecting(_ENTITY_COLUMNS)
 _CHECKED_READS = _ReadStatements.selecting(_CHECKED_COLUMNS)
-#: The contexts of some of the owner's memories (put in order in Python, see `get_many`).
-_CONTEXTS_OF = sa.select(memory_context).where(
-    memory_context.c.user_id == sa.bindparam("owner"),
-    memory_context.c.memory_id.in_(sa.bindparam("ids", expanding=True)),
-)
 
 
 class SqlMemoryStore(MemoryStore):
@@ -192,23 +198,9 @@ class SqlMemoryStore(MemoryStore):
         if not wanted:
             return {}
         # One round trip: each memory joined with its contexts (search loads its results here).
-        # No ORDER BY: sorting a join that carries TEXT columns makes MariaDB build an on-disk
-        # temporary table (a few milliseconds for 20 rows); the contexts are put in order here.
         with unavailable_on_driver_error("load"), reading(self._engine) as connection:
-            rows = connection.execute(self._reads.get_many, {"owner": user_id, "ids": wanted}).all()
-        memory_rows: dict[str, sa.Row[Any]] = {}
-        contexts: dict[str, list[_ContextColumns]] = {}
-        for row in rows:
-            memory_rows.setdefault(row.id, row)
-            if row.context_id is not None:
-                contexts.setdefault(row.id, []).append(_ContextColumns(row))
-        for found in contexts.values():
-            found.sort(key=_context_order)
-        opened = {
-            memory_id: _open_or_none(self.codec, row, contexts.get(memory_id, []))
-            for memory_id, row in memory_rows.items()
-        }
-        return {memory_id: memory for memory_id, memory in opened.items() if memory is not None}
+            rows = self._reads.get_many.all(connection, {"owner": user_id, "ids": wanted})
+        return _joined_memories(self.codec, rows, self._reads.contexts_from)
 
     def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
         parameters: dict[str, Any] = {"owner": user_id, "limit": limit}
@@ -216,8 +208,10 @@ class SqlMemoryStore(MemoryStore):
             parameters.update(after_created_at=after.created_at, after_id=after.memory_id)
         with unavailable_on_driver_error("list"), reading(self._engine) as connection:
             statement = self._reads.list_after if after is not None else self._reads.list_first
-            rows = connection.execute(statement, parameters).all()
-            return _with_contexts(connection, self.codec, user_id, rows)
+            rows = statement.all(connection, parameters)
+        page = list(_joined_memories(self.codec, rows, self._reads.contexts_from).values())
+        page.sort(key=_newest_first, reverse=True)
+        return page
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:
         try:
@@ -258,20 +252,30 @@ class _NothingDeleted(Exception):
     """Rolls back a delete that found no memory of the owner's."""
 
 
-def _with_contexts(
-    connection: sa.Connection, codec: RowCodec, user_id: str, rows: Sequence[sa.Row[Any]]
-) -> list[Memory]:
-    """Map memory rows to entities, loading all their contexts in one more query (no N+1)."""
-    if not rows:
-        return []
-    context_rows = connection.execute(_CONTEXTS_OF, {"owner": user_id, "ids": [row.id for row in rows]}).all()
-    contexts: dict[str, list[sa.Row[Any]]] = {}
-    for row in context_rows:
-        contexts.setdefault(row.memory_id, []).append(row)
+def _joined_memories(codec: RowCodec, rows: Sequence[Any], contexts_from: int) -> dict[str, Memory]:
+    """The memories of rows joined with their contexts (one row per context, or one without), by id.
+
+    A memory that does not open is left out (`_open_or_none`).
+    """
+    memory_rows: dict[str, Any] = {}
+    contexts: dict[str, list[Any]] = {}
+    make_context = _ContextRow._make
+    for row in rows:
+        memory_rows.setdefault(row.id, row)
+        if row.context_id is not None:
+            contexts.setdefault(row.id, []).append(make_context(row[contexts_from:]))
     for found in contexts.values():
         found.sort(key=_context_order)
-    opened = (_open_or_none(codec, row, contexts.get(row.id, [])) for row in rows)
-    return [memory for memory in opened if memory is not None]
+    opened = {
+        memory_id: _open_or_none(codec, row, contexts.get(memory_id, [])) for memory_id, row in memory_rows.items()
+    }
+    return {memory_id: memory for memory_id, memory in opened.items() if memory is not None}
+
+
+def _newest_first(memory: Memory) -> tuple[Any, str]:
+    # The page's SQL order (created_at, id descending, with reverse=True): ids compare as bytes in Python
+    # and in the database (utf8mb4_bin on MySQL, BINARY on SQLite).
+    return (memory.created_at, memory.id)
 
 
 def _open_or_none(codec: RowCodec, row: Any, context_rows: Sequence[Any]) -> Memory | None:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.dialects.mysql import match
 
+from adapters_mysql.compiled_reads import CompiledRead
 from adapters_mysql.errors import driver_error_code
 from adapters_mysql.owner import OWNER, owned_memories, owner_parameter
 from adapters_mysql.owner_search import CandidateRow, OwnerScopedSearch, select_candidates
@@ -45,13 +46,13 @@ class MysqlOwnerScopedSearch(OwnerScopedSearch):
         self, connection: sa.Connection, user_id: str, tokens: Sequence[str], limit: int
     ) -> Sequence[CandidateRow]:
         # One round trip: every candidate, each carrying the owner's totals (computed once).
-        return connection.execute(_CANDIDATES, _parameters(user_id, tokens, limit)).all()
+        return _CANDIDATES.all(connection, _parameters(user_id, tokens, limit))
 
     def _best_candidates(
         self, connection: sa.Connection, user_id: str, tokens: Sequence[str], rows: Sequence[CandidateRow]
     ) -> Sequence[CandidateRow]:
         # Past the bound, keep the candidates InnoDB ranks highest.
-        return connection.execute(_BEST_CANDIDATES, _parameters(user_id, tokens, len(rows))).all()
+        return _BEST_CANDIDATES.all(connection, _parameters(user_id, tokens, len(rows)))
 
     def _matching_count(self, connection: sa.Connection, user_id: str, token: str) -> int:
         return int(connection.execute(_owner_matches(user_id, token)).scalar_one())
@@ -78,9 +79,10 @@ def _candidates_statement(*, best_first: bool) -> sa.Select[str, str | None, int
     return statement.order_by(relevance.desc(), memory.c.id.desc()) if best_first else statement
 
 
-# Built once: the statements are constant, only their bound values change.
-_CANDIDATES = _candidates_statement(best_first=False)
-_BEST_CANDIDATES = _candidates_statement(best_first=True)
+# Built once: the statements are constant, only their bound values change; every search runs the
+# first, so both take the DBAPI cursor (adapters_mysql.compiled_reads).
+_CANDIDATES = CompiledRead(_candidates_statement(best_first=False))
+_BEST_CANDIDATES = CompiledRead(_candidates_statement(best_first=True))
 
 
 def _owner_matches(user_id: str, token: str) -> sa.Select[int]:

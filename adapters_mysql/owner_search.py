@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from abc import abstractmethod
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -25,8 +26,9 @@ _log = logging.getLogger("memorybank.storage")
 #: walk commits a batch every few milliseconds at most, so a rerun rarely overlaps another one.
 FENCED_ATTEMPTS = 20
 
-CandidateRow = sa.Row[str, str | None, int, int, int]
-"""A candidate as the engines' SQL returns it: id, search_terms, doc_length, owner_count, owner_length."""
+CandidateRow = Any
+"""A candidate as the engines' SQL returns it, read by attribute: id, search_terms, doc_length, owner_count,
+owner_length (a SQLAlchemy row, or a `CompiledRead` row)."""
 
 
 def select_candidates(owned: sa.ColumnElement[bool]) -> sa.Select[str, str | None, int, int, int]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from adapters_mysql.compiled_reads import CompiledRead
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import api_token, api_token_revocations
@@ -64,8 +65,8 @@ class SqlTokenStore(TokenStore):
 
     def revocation_generation(self) -> int:
         with unavailable_on_driver_error("token lookup"), reading(self._engine) as connection:
-            generation = connection.execute(_GENERATION).scalar()
-        return int(generation or 0)
+            rows = _GENERATION.all(connection, {})
+        return int(rows[0].generation or 0) if rows else 0
 
     def _one(self, condition: sa.ColumnElement[bool]) -> ApiToken | None:
         with unavailable_on_driver_error("token lookup"), reading(self._engine) as connection:
@@ -73,7 +74,8 @@ class SqlTokenStore(TokenStore):
         return None if row is None else _token(row)
 
 
-_GENERATION = sa.select(api_token_revocations.c.generation).where(api_token_revocations.c.id == 1)
+#: Read on every request (the token check): on the DBAPI cursor, compiled once.
+_GENERATION = CompiledRead(sa.select(api_token_revocations.c.generation).where(api_token_revocations.c.id == 1))
 
 
 def count_revocation(connection: sa.Connection) -> None:

@@ -1,13 +1,16 @@
 -- wrk script for `python -m benchmarks.throughput`: 60 % search, 20 % list, 20 % save, each request as a
 -- random user of the tokens file (one bearer secret per line). Usage:
 --   wrk -t2 -c16 -d10s -s benchmarks/mix.lua http://127.0.0.1:PORT -- TOKENS_FILE
--- `done` prints one JSON line the benchmark parses.
+-- `done` prints one JSON line the benchmark parses. A second argument `bare` sends `GET /healthz` instead
+-- (the same server's ceiling, `python -m benchmarks.request_cost`):
+--   wrk -t2 -c16 -d10s -s benchmarks/mix.lua http://127.0.0.1:PORT -- TOKENS_FILE bare
 
 local tokens = {}
 local words = { "zanzibar", "lighthouse", "deployment", "project" }
 local counter = 0
 local thread_number = 0
 local threads = {}
+local bare = false
 
 function setup(thread)
   thread_number = thread_number + 1
@@ -22,9 +25,13 @@ function init(args)
     end
   end
   math.randomseed(seed * 7919)
+  bare = args[2] == "bare"
 end
 
 function request()
+  if bare then
+    return wrk.format("GET", "/healthz")
+  end
   counter = counter + 1
   local headers = { ["Authorization"] = "Bearer " .. tokens[math.random(#tokens)] }
   local roll = math.random(100)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -35,7 +34,7 @@ def idf(document_count: int, containing: int) -> float:
 
 def best_matches(
     query_terms: Sequence[str],
-    documents: Mapping[str, Counter[str]],
+    documents: Mapping[str, Mapping[str, int]],
     stats: CorpusStats,
     limit: int,
     *,

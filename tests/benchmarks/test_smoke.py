@@ -7,7 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
+from adapters_mysql import open_storage
+from adapters_mysql.schema import memory
 from benchmarks import (
     controls,
     corpus,
@@ -15,12 +18,13 @@ from benchmarks import (
     purge_impact,
     rate_limit_flood,
     recall,
+    request_cost,
     scale,
     secret_screen,
     write_cost,
 )
 from benchmarks.common import SERVER_ENV, Timing, drop_database
-from memorybank_search import TextAnalyzer
+from memorybank_search import OwnerIndexer, TextAnalyzer
 from tests.mysql_server import server_url
 
 #: Their own tier (`pytest -m benchmarks`, a step of .ci/run): the README's test command stays under 3 minutes.
@@ -208,3 +212,32 @@ def test_the_hybrid_speed_benchmark_prints_both_engines_on_mariadb(
     assert "hybrid / lexical search p50:" in out
     assert re.search(r"resident memory per process of the hybrid server \(MB\): \d+", out)
     assert re.search(r"model load in a fresh process .*: \d+\.\d\d s", out)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
+def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if backend == "mariadb":
+        monkeypatch.setenv(SERVER_ENV, server_url().render_as_string(hide_password=False))
+    monkeypatch.setattr(request_cost, "SQLITE_HOME", tmp_path)
+    try:
+        request_cost.main(["--backend", backend, "--rows", "200", "--iterations", "3", "--duration", "1"])
+        # What the single requests and the mix saved is gone: a second run measures the same corpus.
+        storage = open_storage(request_cost._url(backend, 200), indexer=OwnerIndexer())
+        try:
+            with storage.engine.connect() as connection:
+                assert connection.execute(sa.select(sa.func.count()).select_from(memory)).scalar_one() == 200
+        finally:
+            storage.close()
+    finally:
+        if backend == "mariadb":
+            drop_database("cost_200")
+    out = capsys.readouterr().out
+    assert "| HTTP list (20) p50 / bare p50 |" in out
+    assert re.search(r"\| HTTP list p50 - in-process list p50, in bare p50s \| .* \| (PASS|MISS) \|", out)
+    # Counted, not timed: a list is the token check, the controls and one joined read (and the reset).
+    assert re.search(r"\| GET /healthz \| 0 \|", out)
+    assert re.search(r"\| HTTP list \(20\) \| [1-9][0-9.]* \|", out)
+    assert re.search(r"\| mix 60/20/20 \| [0-9,]+ \|", out)
+    assert "| mix requests/s / bare requests/s |" in out

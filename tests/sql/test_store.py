@@ -49,7 +49,7 @@ def test_every_statement_on_the_memory_tables_carries_the_owner(
     check_every_statement_carries_one_owner(storage, statements)
 
 
-def test_get_many_loads_in_one_query_and_list_in_two(storage: SqlStorage, statements: list[Statement]) -> None:
+def test_get_many_and_list_each_load_in_one_query(storage: SqlStorage, statements: list[Statement]) -> None:
     owner = new_user()
     memories = [
         make_memory(owner, snippets=("a", "b", "c"), created_at=SAVED_AT + timedelta(seconds=n)) for n in range(8)
@@ -62,8 +62,17 @@ def test_get_many_loads_in_one_query_and_list_in_two(storage: SqlStorage, statem
     # Memories joined with their contexts: search loads its results in one round trip.
     assert len(queries(statements)) == 1
     statements.clear()
-    assert len(storage.store.list(user_id=owner, limit=100, after=None)) == 8
-    assert len(queries(statements)) == 2
+    # A page of ids, joined with those memories and their contexts: newest first, contexts in save order.
+    page = storage.store.list(user_id=owner, limit=5, after=None)
+    assert list(page) == sorted(memories, key=lambda m: m.created_at, reverse=True)[:5]
+    assert len(queries(statements)) == 1
+    statements.clear()
+    after = ListPosition(created_at=page[-1].created_at, memory_id=page[-1].id)
+    assert (
+        list(storage.store.list(user_id=owner, limit=5, after=after))
+        == sorted(memories, key=lambda m: m.created_at, reverse=True)[5:]
+    )
+    assert len(queries(statements)) == 1
     statements.clear()
     assert storage.store.get_many(user_id=owner, memory_ids=[]) == {}
     assert queries(statements) == []

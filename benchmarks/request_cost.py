@@ -1,0 +1,507 @@
+"""What a memory request costs beside a bare one, as ratios measured in one run (issue #24).
+
+    python -m benchmarks.request_cost --backend mariadb --rows 10000
+    python -m benchmarks.request_cost --backend sqlite --rows 10000
+
+Absolute milliseconds move 2-3x between machines; ratios taken in one run, on one server and one
+client, do not. The command:
+
+1. loads (once, through the bulk import path, then kept) a database of `--rows` memories, 100 per
+   user (`memorybank_bench_cost_N` on MariaDB, /tmp/memorybank-bench/cost_N.sqlite3), and gives
+   every user a fresh token;
+2. starts the real `memorybank serve` (1 worker; rate limits on, at limits this single client stays
+   under, in memory unless $MEMORYBANK_RATE_LIMIT_STORAGE names Redis; quotas and the gate on) and
+   times, interleaved call by call over one keep-alive connection: `GET /healthz` (the bare
+   request), list (20), search for a rare and a common word (20 results), save with 2 contexts;
+   and in this process the same list use case (`MemoryBank.list` on the same database);
+3. prints the ratio table with each target and PASS/MISS;
+4. counts the database round trips each route costs, and the app's CPU per request (a second
+   server, `benchmarks.counted_serve`);
+5. puts wrk's mixed load (benchmarks/mix.lua: 60 % search, 20 % list, 20 % save, random users) on
+   `--workers 2`, then `GET /healthz` under the same wrk on the same server (its ceiling), and
+   prints throughput as a share of that ceiling, p99, and how the CPU split between the app's
+   processes, the database server, wrk and the rest of the machine (from /proc over each run); then
+   deletes what the mix saved, so a second run measures the same corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+import attrs
+import sqlalchemy as sa
+from tqdm import tqdm
+
+from adapters_mysql import SqlStorage, open_storage
+from adapters_mysql.schema import api_token, memory
+from benchmarks.common import Timing, database_url
+from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
+from benchmarks.counted_serve import COUNT_ENV, read_count
+from benchmarks.http_overhead import KeepAliveClient
+from benchmarks.processes import children_cpu_seconds, descendants, listening_pid, snapshot, thread_cpu_seconds
+from benchmarks.throughput import _header
+from memorybank.portability import import_lines
+from memorybank_core import MemoryBank, TokenPrincipal, TokenService
+from memorybank_search import OwnerIndexer
+from tests.served import REPO_ROOT, serving
+
+MEMORIES_PER_USER = 100
+SEED = 24
+SQLITE_HOME = Path(tempfile.gettempdir()) / "memorybank-bench"
+LUA_SCRIPT = Path(__file__).with_name("mix.lua")
+#: Rate limits stay on (every request is checked), at a level one benchmark client stays under.
+GENEROUS_LIMITS = ("--rate-limit", "*=1000000/minute")
+COUNTED_SERVE = "benchmarks.counted_serve"
+COUNTED_CALLS = 200
+BARE = "GET /healthz"
+
+
+# --- data --------------------------------------------------------------------------------------
+
+
+def _url(backend: str, rows: int) -> str:
+    if backend == "mariadb":
+        return database_url(f"cost_{rows}")
+    SQLITE_HOME.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{SQLITE_HOME / f'cost_{rows}.sqlite3'}"
+
+
+def _spec(rows: int) -> CorpusSpec:
+    return CorpusSpec(users=max(1, rows // MEMORIES_PER_USER), memories_per_user=MEMORIES_PER_USER, seed=SEED)
+
+
+@attrs.frozen
+class Prepared:
+    """The database, every user's bearer secret, and the measured user's."""
+
+    url: str
+    secrets: list[str]
+    measured_secret: str
+    measured: TokenPrincipal
+
+
+def prepare(backend: str, rows: int) -> Prepared:
+    """Make (or keep) the database of `rows` memories and issue every user a fresh token (the old ones go)."""
+    url = _url(backend, rows)
+    storage = open_storage(url, indexer=OwnerIndexer())
+    try:
+        if storage.dialect_name == "mysql":
+            storage.migrate()
+        else:
+            storage.initialize()
+        with storage.engine.connect() as connection:
+            present = connection.execute(sa.select(sa.func.count()).select_from(memory)).scalar_one()
+        spec = _spec(rows)
+        if present < spec.rows:
+            if present:
+                raise SystemExit(f"{url}: holds {present} memories, fewer than {spec.rows}; drop it and rerun")
+            with tqdm(total=spec.rows, unit="memory", mininterval=5, file=sys.stderr) as bar:
+                import_lines(CorpusWriter(spec).lines(), storage.store, batch_size=1000, progress=bar.update)
+        with storage.engine.begin() as connection:
+            connection.execute(api_token.delete())
+            owners = connection.execute(
+                sa.select(memory.c.user_id, sa.func.min(memory.c.org_id))
+                .group_by(memory.c.user_id)
+                .order_by(memory.c.user_id)
+            ).all()
+        tokens = TokenService(store=storage.token_store)
+        secrets = {user_id: tokens.issue(user_id=user_id, org_id=org_id).secret for user_id, org_id in owners}
+    finally:
+        storage.close()
+    measured_user = CorpusWriter(spec).measured_user
+    org_id = next(org for user, org in owners if user == measured_user)
+    principal = TokenPrincipal(
+        user_id=measured_user, organization_id=org_id, scopes=frozenset({"mcp:read", "mcp:write"})
+    )
+    return Prepared(url=url, secrets=list(secrets.values()), measured_secret=secrets[measured_user], measured=principal)
+
+
+# --- single requests, interleaved --------------------------------------------------------------
+
+
+LIST = "HTTP list (20)"
+SEARCH_RARE = f"HTTP search, rare word ({RARE})"
+SEARCH_COMMON = f"HTTP search, common word ({COMMON})"
+SAVE = "HTTP save, 2 contexts"
+IN_PROCESS_LIST = "in-process list (20), MemoryBank.list"
+
+
+def _save_body(number: int) -> bytes:
+    return json.dumps(
+        {
+            "content": f"Cost probe {number} about the lighthouse deployment",
+            "contexts": [{"snippet": "first", "conversation_id": "c1"}, {"snippet": "second"}],
+        }
+    ).encode()
+
+
+def _in_process_bank(storage: SqlStorage) -> MemoryBank:
+    # The server's use case on the same database: its unit of work, the controls (quota and gate) read.
+    return MemoryBank(
+        store=storage.store,
+        search_engine=storage.search_engine,
+        unit_of_work=storage.unit_of_work,
+        controls=storage.controls,
+    )
+
+
+def _calls(
+    client: KeepAliveClient, bank: MemoryBank, principal: TokenPrincipal, saved: list[str]
+) -> dict[str, Callable[[], object]]:
+    def search(word: str) -> Callable[[], object]:
+        path = "/v1/memory/search?" + urlencode({"q": word, "limit": 20})
+        return lambda: client.request("GET", path, expect=200)
+
+    def save() -> None:
+        answer = client.request("POST", "/v1/memory", _save_body(len(saved)), expect=201)
+        saved.append(json.loads(answer)["memory"]["id"])
+
+    return {
+        BARE: lambda: client.request("GET", "/healthz", expect=200),
+        LIST: lambda: client.request("GET", "/v1/memory?limit=20", expect=200),
+        SEARCH_RARE: search(RARE),
+        SEARCH_COMMON: search(COMMON),
+        SAVE: save,
+        IN_PROCESS_LIST: lambda: bank.list(principal, limit=20),
+    }
+
+
+def measure_requests(prepared: Prepared, *, iterations: int, budget_seconds: float) -> dict[str, Timing]:
+    """p50s of the bare request, the memory routes and the in-process list, interleaved call by call."""
+    storage = open_storage(prepared.url, indexer=OwnerIndexer())
+    bank = _in_process_bank(storage)
+    saved: list[str] = []
+    samples: dict[str, list[float]] = {}
+    try:
+        with (
+            serving(prepared.url, args=GENEROUS_LIMITS) as server,
+            KeepAliveClient(server.base_url, prepared.measured_secret) as client,
+        ):
+            calls = _calls(client, bank, prepared.measured, saved)
+            for call in calls.values():
+                for _ in range(5):
+                    call()
+            samples = {name: [] for name in calls}
+            started = time.perf_counter()
+            for _ in range(iterations):
+                # Call by call, so every route sees the same moments of a shared machine's load.
+                for name, call in calls.items():
+                    before = time.perf_counter()
+                    call()
+                    samples[name].append((time.perf_counter() - before) * 1000)
+                if time.perf_counter() - started > budget_seconds:
+                    break
+            # Leave the corpus as it was.
+            for memory_id in saved:
+                client.request("DELETE", f"/v1/memory/{memory_id}", expect=204)
+    finally:
+        storage.close()
+    return {name: Timing(tuple(values)) for name, values in samples.items()}
+
+
+@attrs.frozen
+class Target:
+    """One line of the ratio table."""
+
+    what: str
+    measured: str
+    target: str
+    met: bool
+
+
+def ratio_targets(timings: dict[str, Timing]) -> list[Target]:
+    """The issue's single-request targets, from one run's p50s."""
+    bare = timings[BARE].p50
+    targets = []
+    for name, most in ((LIST, 3.0), (SEARCH_RARE, 4.0), (SEARCH_COMMON, 4.0), (SAVE, 4.0)):
+        ratio = timings[name].p50 / bare
+        targets.append(Target(f"{name} p50 / bare p50", f"{ratio:.2f} x", f"≤ {most:g} x", ratio <= most))
+    added = timings[LIST].p50 - timings[IN_PROCESS_LIST].p50
+    targets.append(
+        Target(
+            "HTTP list p50 - in-process list p50, in bare p50s",
+            f"{added / bare:.2f} x ({added:.2f} ms)",
+            "≤ 1.5 x",
+            added <= 1.5 * bare,
+        )
+    )
+    return targets
+
+
+def print_requests(timings: dict[str, Timing], targets: Sequence[Target]) -> None:
+    """The p50 table and the ratio table."""
+    bare = timings[BARE].p50
+    print("| request | p50 ms | p95 ms | p50 / bare |")
+    print("|---|---|---|---|")
+    for name, timing in timings.items():
+        print(f"| {name} | {timing.p50:.2f} | {timing.p95:.2f} | {timing.p50 / bare:.2f} x |")
+    print()
+    print("| target | measured | target | |")
+    print("|---|---|---|---|")
+    for target in targets:
+        print(f"| {target.what} | {target.measured} | {target.target} | {'PASS' if target.met else 'MISS'} |")
+
+
+# --- round trips -------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class RouteCost:
+    """What one request of a route costs the server: database round trips, and the app's CPU."""
+
+    round_trips: float
+    cpu_ms: float
+    """The server process's CPU per request (its threads' run time, from /proc, in nanoseconds)."""
+
+
+def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict[str, RouteCost]:
+    """Database round trips and app CPU per request, route by route, on a server that counts round trips.
+
+    CPU time, unlike wall time, hardly moves with what else the machine runs: it says where a
+    request's cost is even on a loaded machine.
+    """
+    storage = open_storage(prepared.url, indexer=OwnerIndexer())
+    bank = _in_process_bank(storage)
+    saved: list[str] = []
+    counts: dict[str, RouteCost] = {}
+    with tempfile.TemporaryDirectory(prefix="memorybank-bench-") as directory:
+        count_file = Path(directory) / "count"
+        try:
+            with (
+                serving(
+                    prepared.url, args=GENEROUS_LIMITS, module=COUNTED_SERVE, env={COUNT_ENV: str(count_file)}
+                ) as server,
+                KeepAliveClient(server.base_url, prepared.measured_secret) as client,
+            ):
+                for name, call in _calls(client, bank, prepared.measured, saved).items():
+                    if name == IN_PROCESS_LIST:
+                        continue
+                    for _ in range(3):
+                        call()  # warm: the pool's connection, the token cache
+                    before, cpu_before = read_count(count_file), thread_cpu_seconds(server.process.pid)
+                    for _ in range(calls):
+                        call()
+                    counts[name] = RouteCost(
+                        round_trips=(read_count(count_file) - before) / calls,
+                        cpu_ms=(thread_cpu_seconds(server.process.pid) - cpu_before) * 1000 / calls,
+                    )
+                for memory_id in saved:
+                    client.request("DELETE", f"/v1/memory/{memory_id}", expect=204)
+        finally:
+            storage.close()
+    return counts
+
+
+def print_round_trips(costs: dict[str, RouteCost], backend: str) -> None:
+    """The round-trip and CPU table."""
+    unit = "statements (SQLite: in-process, no network)" if backend == "sqlite" else "round trips to MariaDB"
+    bare = costs[BARE].cpu_ms or float("nan")
+    print(f"| route | {unit} per request | app CPU ms per request | CPU / bare |")
+    print("|---|---|---|---|")
+    for name, cost in costs.items():
+        print(f"| {name} | {cost.round_trips:g} | {cost.cpu_ms:.2f} | {cost.cpu_ms / bare:.1f} x |")
+
+
+# --- mixed load against the bare ceiling --------------------------------------------------------
+
+
+@attrs.frozen
+class LoadRun:
+    """One wrk run: throughput, latency and who used the CPU (cores busy, on average)."""
+
+    what: str
+    per_second: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+    app_cores: float
+    database_cores: float
+    wrk_cores: float
+    other_cores: float
+
+
+def _wrk_run(
+    url: str, tokens_file: Path, *, bare: bool, duration: int, connections: int
+) -> tuple[dict[str, int], float]:
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise SystemExit("wrk is not installed: apt-get install wrk")
+    before = children_cpu_seconds()
+    completed = subprocess.run(  # noqa: S603 - a fixed command on loopback
+        [
+            wrk,
+            "-t2",
+            f"-c{connections}",
+            f"-d{duration}s",
+            "--timeout",
+            "5s",
+            "-s",
+            str(LUA_SCRIPT),
+            url,
+            "--",
+            str(tokens_file),
+        ]
+        + (["bare"] if bare else []),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=duration + 60,
+    )
+    summary_line = next(line for line in completed.stdout.splitlines() if line.startswith("{"))
+    return json.loads(summary_line), children_cpu_seconds() - before
+
+
+def measure_load(
+    prepared: Prepared, backend: str, *, workers: int, duration: int, connections: int
+) -> tuple[LoadRun, LoadRun]:
+    """The mix, then the bare request, under the same wrk on one `--workers N` server."""
+    database_pid = listening_pid(int(urlsplit(prepared.url).port or 3306)) if backend == "mariadb" else None
+    runs = []
+    started_at = datetime.now(UTC)
+    with tempfile.TemporaryDirectory(prefix="memorybank-bench-") as directory:
+        tokens_file = Path(directory) / "tokens.txt"
+        tokens_file.write_text("\n".join(prepared.secrets) + "\n")
+        with serving(prepared.url, args=[*GENEROUS_LIMITS, "--workers", str(workers)]) as server:
+            for bare in (False, True):
+                # Warm every worker's pool and caches first.
+                _wrk_run(server.base_url, tokens_file, bare=bare, duration=2, connections=connections)
+                app = descendants(server.process.pid)
+                start = snapshot(app, database_pid)
+                started = time.monotonic()
+                summary, wrk_seconds = _wrk_run(
+                    server.base_url, tokens_file, bare=bare, duration=duration, connections=connections
+                )
+                elapsed = time.monotonic() - started
+                end = snapshot(app, database_pid)
+                app_cores = (end.app - start.app) / elapsed
+                database_cores = (end.database - start.database) / elapsed
+                wrk_cores = wrk_seconds / elapsed
+                machine_cores = (end.machine - start.machine) / elapsed
+                runs.append(
+                    LoadRun(
+                        what=BARE if bare else "mix 60/20/20",
+                        per_second=summary["requests"] / (summary["duration_us"] / 1e6),
+                        p50_ms=summary["p50_us"] / 1000,
+                        p99_ms=summary["p99_us"] / 1000,
+                        errors=sum(summary[key] for key in ("connect", "read", "write", "status", "timeout")),
+                        app_cores=app_cores,
+                        database_cores=database_cores,
+                        wrk_cores=wrk_cores,
+                        other_cores=max(0.0, machine_cores - app_cores - database_cores - wrk_cores),
+                    )
+                )
+    _delete_saved_since(prepared.url, started_at)
+    return runs[0], runs[1]
+
+
+def _delete_saved_since(url: str, started_at: datetime) -> None:
+    """Delete what the mix saved, through the store (usage ledger included): the next run sees the same corpus."""
+    storage = open_storage(url, indexer=OwnerIndexer())
+    try:
+        with storage.engine.connect() as connection:
+            saved = connection.execute(
+                sa.select(memory.c.user_id, memory.c.id).where(memory.c.created_at >= started_at)
+            ).all()
+        for user_id, memory_id in saved:
+            storage.store.delete(user_id=user_id, memory_id=memory_id)
+    finally:
+        storage.close()
+
+
+def load_targets(mix: LoadRun, bare: LoadRun) -> list[Target]:
+    """The issue's load targets."""
+    share = mix.per_second / bare.per_second
+    return [
+        Target("mix requests/s / bare requests/s", f"{100 * share:.1f} %", "≥ 35 %", share >= 0.35),
+        Target("mix p99", f"{mix.p99_ms:.1f} ms", "≤ 50 ms", mix.p99_ms <= 50),
+    ]
+
+
+def print_load(
+    runs: Sequence[LoadRun], targets: Sequence[Target], *, workers: int, duration: int, connections: int
+) -> None:
+    """The load table and its targets."""
+    print(f"wrk -t2 -c{connections} -d{duration}s, `serve --workers {workers}`; CPU in cores busy over the run")
+    print()
+    print("| load | requests/s | p50 ms | p99 ms | errors | app | database | wrk | other |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in runs:
+        print(
+            f"| {r.what} | {r.per_second:,.0f} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | {r.errors} | {r.app_cores:.2f} "
+            f"| {r.database_cores:.2f} | {r.wrk_cores:.2f} | {r.other_cores:.2f} |"
+        )
+    print()
+    print("| target | measured | target | |")
+    print("|---|---|---|---|")
+    for target in targets:
+        print(f"| {target.what} | {target.measured} | {target.target} | {'PASS' if target.met else 'MISS'} |")
+
+
+# --- command line ----------------------------------------------------------------------------
+
+
+@contextmanager
+def _in_repository() -> Iterator[None]:
+    # `serving` runs `python -m memorybank` from the checkout; wrk's script path is absolute.
+    previous = Path.cwd()
+    os.chdir(REPO_ROOT)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Measure and print the ratio table, the round trips and the load table."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.request_cost", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", choices=("mariadb", "sqlite"), default="mariadb")
+    parser.add_argument("--rows", type=int, default=10_000, help="memories in the database (default: 10000)")
+    parser.add_argument("--iterations", type=int, default=300, help="calls of each request (default: 300)")
+    parser.add_argument("--budget", type=float, default=120, help="seconds at most for the single requests")
+    parser.add_argument("--workers", type=int, default=2, help="workers for the mixed load (default: 2)")
+    parser.add_argument("--duration", type=int, default=10, help="seconds of each wrk run (default: 10)")
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--no-load", action="store_true", help="skip the mixed load (no wrk needed)")
+    args = parser.parse_args(argv)
+    with _in_repository():
+        prepared = prepare(args.backend, args.rows)
+        print(_header(f"request cost, {args.backend}, {args.rows:,} memories ({MEMORIES_PER_USER} per user)"))
+        print(f"command: python -m benchmarks.request_cost --backend {args.backend} --rows {args.rows}")
+        print()
+        timings = measure_requests(prepared, iterations=args.iterations, budget_seconds=args.budget)
+        print(
+            f"single requests, one keep-alive connection, 1 worker, interleaved call by call, "
+            f"{len(timings[BARE].samples)} calls each"
+        )
+        print()
+        print_requests(timings, ratio_targets(timings))
+        print()
+        print_round_trips(count_round_trips(prepared), args.backend)
+        if not args.no_load:
+            print()
+            mix, bare = measure_load(
+                prepared, args.backend, workers=args.workers, duration=args.duration, connections=args.connections
+            )
+            print_load(
+                [mix, bare],
+                load_targets(mix, bare),
+                workers=args.workers,
+                duration=args.duration,
+                connections=args.connections,
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import MySQLdb.connections
 from sqlalchemy import event
 from sqlalchemy.pool import Pool
 
@@ -66,9 +65,15 @@ def _counted(original: Callable[..., Any], counter: Counter) -> Callable[..., An
 
 def install(counter: Counter) -> None:
     """Count every round trip of mysqlclient connections and every SQLite statement from now on."""
-    connection_class = MySQLdb.connections.Connection
-    for name in ("query", "commit", "rollback", "ping"):
-        setattr(connection_class, name, _counted(getattr(connection_class, name), counter))
+    try:
+        # Imported here: an install without the `mysql` extra still counts SQLite (and collects the tests).
+        import MySQLdb.connections
+    except ImportError:
+        pass
+    else:
+        connection_class = MySQLdb.connections.Connection
+        for name in ("query", "commit", "rollback", "ping"):
+            setattr(connection_class, name, _counted(getattr(connection_class, name), counter))
 
     def count_top_level(statement: str) -> None:
         # SQLite reports the statements a virtual table (FTS5) runs inside one of ours with a leading "--".

@@ -29,8 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,12 +44,14 @@ from tqdm import tqdm
 
 from adapters_mysql import SqlStorage, open_storage
 from adapters_mysql.schema import api_token, memory
+from benchmarks import wrk
 from benchmarks.common import Timing, database_url
 from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.counted_serve import COUNT_ENV, read_count
 from benchmarks.http_overhead import KeepAliveClient
-from benchmarks.processes import children_cpu_seconds, descendants, listening_pid, snapshot, thread_cpu_seconds
+from benchmarks.processes import listening_pid, thread_cpu_seconds
 from benchmarks.throughput import _header
+from benchmarks.wrk import WrkLoad
 from memorybank.portability import import_lines
 from memorybank_core import MemoryBank, TokenPrincipal, TokenService
 from memorybank_search import OwnerIndexer
@@ -60,7 +60,6 @@ from tests.served import REPO_ROOT, serving
 MEMORIES_PER_USER = 100
 SEED = 24
 SQLITE_HOME = Path(tempfile.gettempdir()) / "memorybank-bench"
-LUA_SCRIPT = Path(__file__).with_name("mix.lua")
 #: Rate limits stay on (every request is checked), at a level one benchmark client stays under.
 GENEROUS_LIMITS = ("--rate-limit", "*=1000000/minute")
 COUNTED_SERVE = "benchmarks.counted_serve"
@@ -319,48 +318,10 @@ def print_round_trips(costs: dict[str, RouteCost], backend: str) -> None:
 
 @attrs.frozen
 class LoadRun:
-    """One wrk run: throughput, latency and who used the CPU (cores busy, on average)."""
+    """One wrk run (the mix, or the bare request) and what it measured."""
 
     what: str
-    per_second: float
-    p50_ms: float
-    p99_ms: float
-    errors: int
-    app_cores: float
-    database_cores: float
-    wrk_cores: float
-    other_cores: float
-
-
-def _wrk_run(
-    url: str, tokens_file: Path, *, bare: bool, duration: int, connections: int
-) -> tuple[dict[str, int], float]:
-    wrk = shutil.which("wrk")
-    if wrk is None:
-        raise SystemExit("wrk is not installed: apt-get install wrk")
-    before = children_cpu_seconds()
-    completed = subprocess.run(  # noqa: S603 - a fixed command on loopback
-        [
-            wrk,
-            "-t2",
-            f"-c{connections}",
-            f"-d{duration}s",
-            "--timeout",
-            "5s",
-            "-s",
-            str(LUA_SCRIPT),
-            url,
-            "--",
-            str(tokens_file),
-        ]
-        + (["bare"] if bare else []),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=duration + 60,
-    )
-    summary_line = next(line for line in completed.stdout.splitlines() if line.startswith("{"))
-    return json.loads(summary_line), children_cpu_seconds() - before
+    load: WrkLoad
 
 
 def measure_load(
@@ -375,33 +336,16 @@ def measure_load(
         tokens_file.write_text("\n".join(prepared.secrets) + "\n")
         with serving(prepared.url, args=[*GENEROUS_LIMITS, "--workers", str(workers)]) as server:
             for bare in (False, True):
-                # Warm every worker's pool and caches first.
-                _wrk_run(server.base_url, tokens_file, bare=bare, duration=2, connections=connections)
-                app = descendants(server.process.pid)
-                start = snapshot(app, database_pid)
-                started = time.monotonic()
-                summary, wrk_seconds = _wrk_run(
-                    server.base_url, tokens_file, bare=bare, duration=duration, connections=connections
+                load = wrk.measure(
+                    server.base_url,
+                    server.process.pid,
+                    tokens_file,
+                    database_pid=database_pid,
+                    duration=duration,
+                    connections=connections,
+                    bare=bare,
                 )
-                elapsed = time.monotonic() - started
-                end = snapshot(app, database_pid)
-                app_cores = (end.app - start.app) / elapsed
-                database_cores = (end.database - start.database) / elapsed
-                wrk_cores = wrk_seconds / elapsed
-                machine_cores = (end.machine - start.machine) / elapsed
-                runs.append(
-                    LoadRun(
-                        what=BARE if bare else "mix 60/20/20",
-                        per_second=summary["requests"] / (summary["duration_us"] / 1e6),
-                        p50_ms=summary["p50_us"] / 1000,
-                        p99_ms=summary["p99_us"] / 1000,
-                        errors=sum(summary[key] for key in ("connect", "read", "write", "status", "timeout")),
-                        app_cores=app_cores,
-                        database_cores=database_cores,
-                        wrk_cores=wrk_cores,
-                        other_cores=max(0.0, machine_cores - app_cores - database_cores - wrk_cores),
-                    )
-                )
+                runs.append(LoadRun(what=BARE if bare else "mix 60/20/20", load=load))
     _delete_saved_since(prepared.url, started_at)
     return runs[0], runs[1]
 
@@ -422,10 +366,11 @@ def _delete_saved_since(url: str, started_at: datetime) -> None:
 
 def load_targets(mix: LoadRun, bare: LoadRun) -> list[Target]:
     """The issue's load targets."""
-    share = mix.per_second / bare.per_second
+    share = mix.load.per_second / bare.load.per_second
+    p99_ms = mix.load.p99_ms
     return [
         Target("mix requests/s / bare requests/s", f"{100 * share:.1f} %", "≥ 35 %", share >= 0.35),
-        Target("mix p99", f"{mix.p99_ms:.1f} ms", "≤ 50 ms", mix.p99_ms <= 50),
+        Target("mix p99", f"{p99_ms:.1f} ms", "≤ 50 ms", p99_ms <= 50),
     ]
 
 
@@ -438,9 +383,10 @@ def print_load(
     print("| load | requests/s | p50 ms | p99 ms | errors | app | database | wrk | other |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in runs:
+        m = r.load
         print(
-            f"| {r.what} | {r.per_second:,.0f} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | {r.errors} | {r.app_cores:.2f} "
-            f"| {r.database_cores:.2f} | {r.wrk_cores:.2f} | {r.other_cores:.2f} |"
+            f"| {r.what} | {m.per_second:,.0f} | {m.p50_ms:.1f} | {m.p99_ms:.1f} | {m.errors} | {m.app_cores:.2f} "
+            f"| {m.database_cores:.2f} | {m.wrk_cores:.2f} | {m.other_cores:.2f} |"
         )
     print()
     print("| target | measured | target | |")

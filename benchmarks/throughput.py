@@ -27,11 +27,8 @@ import argparse
 import json
 import os
 import platform
-import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -45,10 +42,12 @@ from tqdm import tqdm
 
 from adapters_mysql import SqlStorage, open_storage
 from adapters_mysql.schema import api_token, memory
+from benchmarks import wrk
 from benchmarks.common import database_url, time_calls
 from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.http_overhead import KeepAliveClient
-from benchmarks.processes import CpuSnapshot, children_cpu_seconds, descendants, listening_pid, snapshot
+from benchmarks.processes import listening_pid
+from benchmarks.wrk import WrkLoad
 from memorybank.portability import import_lines
 from memorybank_core import TokenService
 from memorybank_search import OwnerIndexer
@@ -57,7 +56,6 @@ from tests.served import NO_RATE_LIMITS, REPO_ROOT, serving
 MIX_USERS = 1000
 MIX_ROWS = 100_000
 MIX_SEED = 14
-LUA_SCRIPT = Path(__file__).with_name("mix.lua")
 SQLITE_HOME = Path(tempfile.gettempdir()) / "memorybank-bench"
 PROFILED_SERVE = "benchmarks.profiled_serve"
 PROFILE_ENV = "MEMORYBANK_PROFILE_OUT"
@@ -130,54 +128,7 @@ class MixResult:
 
     backend: str
     workers: int
-    requests: int
-    seconds: float
-    p50_ms: float
-    p90_ms: float
-    p99_ms: float
-    errors: int
-    """Socket errors and responses that were not 2xx."""
-    app_cores: float
-    database_cores: float
-    wrk_cores: float
-    other_cores: float
-    """Busy cores not accounted for by the three: other sessions on the shared machine."""
-
-    @property
-    def per_second(self) -> float:
-        """Requests per second."""
-        return self.requests / self.seconds
-
-
-def _wrk(url: str, tokens_file: Path, *, duration: int, connections: int, threads: int) -> tuple[dict[str, int], float]:
-    """Run wrk; its `done` summary and its CPU seconds."""
-    wrk = shutil.which("wrk")
-    if wrk is None:
-        raise SystemExit("wrk is not installed: apt-get install wrk")
-    before = children_cpu_seconds()
-    completed = subprocess.run(  # noqa: S603 - a fixed command on loopback
-        [
-            wrk,
-            f"-t{threads}",
-            f"-c{connections}",
-            f"-d{duration}s",
-            "--timeout",
-            "5s",
-            "-s",
-            str(LUA_SCRIPT),
-            url,
-            "--",
-            str(tokens_file),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=duration + 60,
-    )
-    used = children_cpu_seconds() - before
-    summary_line = next(line for line in completed.stdout.splitlines() if line.startswith("{"))
-    summary: dict[str, int] = json.loads(summary_line)
-    return summary, used
+    load: WrkLoad
 
 
 def run_mix(
@@ -197,33 +148,15 @@ def run_mix(
     log = Path(tempfile.mkdtemp(prefix="memorybank-bench-")) / "serve.log"
     database_pid = listening_pid(int(urlsplit(url).port or 3306)) if backend == "mariadb" else None
     with serving(url, args=args, env=env, log=log, module=module) as server:
-        # Warm every worker's pool and caches before measuring.
-        _wrk(server.base_url, tokens_file, duration=2, connections=connections, threads=2)
-        app = descendants(server.process.pid)
-        start: CpuSnapshot = snapshot(app, database_pid)
-        started = time.monotonic()
-        summary, wrk_seconds = _wrk(server.base_url, tokens_file, duration=duration, connections=connections, threads=2)
-        elapsed = time.monotonic() - started
-        end = snapshot(app, database_pid)
-    app_cores = (end.app - start.app) / elapsed
-    database_cores = (end.database - start.database) / elapsed
-    wrk_cores = wrk_seconds / elapsed
-    machine_cores = (end.machine - start.machine) / elapsed
-    errors = sum(summary[key] for key in ("connect", "read", "write", "status", "timeout"))
-    return MixResult(
-        backend=backend,
-        workers=workers,
-        requests=summary["requests"],
-        seconds=summary["duration_us"] / 1e6,
-        p50_ms=summary["p50_us"] / 1000,
-        p90_ms=summary["p90_us"] / 1000,
-        p99_ms=summary["p99_us"] / 1000,
-        errors=errors,
-        app_cores=app_cores,
-        database_cores=database_cores,
-        wrk_cores=wrk_cores,
-        other_cores=max(0.0, machine_cores - app_cores - database_cores - wrk_cores),
-    )
+        load = wrk.measure(
+            server.base_url,
+            server.process.pid,
+            tokens_file,
+            database_pid=database_pid,
+            duration=duration,
+            connections=connections,
+        )
+    return MixResult(backend=backend, workers=workers, load=load)
 
 
 def print_mix(results: Sequence[MixResult], *, duration: int, connections: int, rows: int) -> None:
@@ -237,9 +170,10 @@ def print_mix(results: Sequence[MixResult], *, duration: int, connections: int, 
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
+        m = r.load
         print(
-            f"| {r.backend} | {r.workers} | {r.per_second:,.0f} | {r.p50_ms:.1f} | {r.p90_ms:.1f} | {r.p99_ms:.1f} "
-            f"| {r.errors} | {r.app_cores:.2f} | {r.database_cores:.2f} | {r.wrk_cores:.2f} | {r.other_cores:.2f} |"
+            f"| {r.backend} | {r.workers} | {m.per_second:,.0f} | {m.p50_ms:.1f} | {m.p90_ms:.1f} | {m.p99_ms:.1f} "
+            f"| {m.errors} | {m.app_cores:.2f} | {m.database_cores:.2f} | {m.wrk_cores:.2f} | {m.other_cores:.2f} |"
         )
 
 

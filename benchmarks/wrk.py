@@ -1,0 +1,101 @@
+"""wrk's load (benchmarks/mix.lua) on a served memorybank, and who used the cores meanwhile.
+
+`measure` warms the server with a short run, then runs wrk for `duration` seconds and reads from /proc
+how the CPU split between the app (every process of the server), the database server, wrk and the rest
+of the machine (other sessions' work on a shared machine).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import attrs
+
+from benchmarks.processes import children_cpu_seconds, descendants, snapshot
+
+LUA_SCRIPT = Path(__file__).with_name("mix.lua")
+_ERRORS = ("connect", "read", "write", "status", "timeout")
+
+
+@attrs.frozen
+class WrkLoad:
+    """One measured wrk run: throughput, latency and cores busy on average over the run."""
+
+    requests: int
+    seconds: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    errors: int
+    """Socket errors and responses that were not 2xx."""
+    app_cores: float
+    database_cores: float
+    wrk_cores: float
+    other_cores: float
+
+    @property
+    def per_second(self) -> float:
+        """Requests per second."""
+        return self.requests / self.seconds
+
+
+def run(
+    url: str, tokens_file: Path, *, duration: int, connections: int, bare: bool = False
+) -> tuple[dict[str, int], float]:
+    """Run wrk with mix.lua (`bare`: only `GET /healthz`); its `done` summary and its CPU seconds."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise SystemExit("wrk is not installed: apt-get install wrk")
+    before = children_cpu_seconds()
+    command = [wrk, "-t2", f"-c{connections}", f"-d{duration}s", "--timeout", "5s", "-s", str(LUA_SCRIPT), url]
+    completed = subprocess.run(  # noqa: S603 - a fixed command on loopback
+        [*command, "--", str(tokens_file), *(["bare"] if bare else [])],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=duration + 60,
+    )
+    used = children_cpu_seconds() - before
+    summary_line = next(line for line in completed.stdout.splitlines() if line.startswith("{"))
+    summary: dict[str, int] = json.loads(summary_line)
+    return summary, used
+
+
+def measure(
+    url: str,
+    server_pid: int,
+    tokens_file: Path,
+    *,
+    database_pid: int | None,
+    duration: int,
+    connections: int,
+    bare: bool = False,
+) -> WrkLoad:
+    """Warm every worker's pool and caches, then measure one run against the server at `url`."""
+    run(url, tokens_file, duration=2, connections=connections, bare=bare)
+    app = descendants(server_pid)
+    start = snapshot(app, database_pid)
+    started = time.monotonic()
+    summary, wrk_seconds = run(url, tokens_file, duration=duration, connections=connections, bare=bare)
+    elapsed = time.monotonic() - started
+    end = snapshot(app, database_pid)
+    app_cores = (end.app - start.app) / elapsed
+    database_cores = (end.database - start.database) / elapsed
+    wrk_cores = wrk_seconds / elapsed
+    machine_cores = (end.machine - start.machine) / elapsed
+    return WrkLoad(
+        requests=summary["requests"],
+        seconds=summary["duration_us"] / 1e6,
+        p50_ms=summary["p50_us"] / 1000,
+        p90_ms=summary["p90_us"] / 1000,
+        p99_ms=summary["p99_us"] / 1000,
+        errors=sum(summary[key] for key in _ERRORS),
+        app_cores=app_cores,
+        database_cores=database_cores,
+        wrk_cores=wrk_cores,
+        other_cores=max(0.0, machine_cores - app_cores - database_cores - wrk_cores),
+    )

@@ -641,8 +641,3 @@ document.addEventListener("visibilitychange", () => {
 });
 start();
 
-// Relative times ("2 minutes ago") stay true while the page stays open.
-setInterval(() => refreshTimes($("memory-list")), TIME_REFRESH_MS);
-document.addEventListener("visibilitychange", () => {
-  if (document.visibilityState === "visible") refreshTimes($("memory-list"));
-});

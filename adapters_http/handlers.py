@@ -21,7 +21,6 @@ from adapters_http.inputs import (
     ReceivedBody,
     UndecodedJsonBody,
     integer_or_text,
-    json_body,
     query_value,
 )
 from adapters_http.serialization import (
@@ -31,7 +30,6 @@ from adapters_http.serialization import (
     search_results_json,
     usage_json,
 )
-from memorybank_core.errors import InvalidInputError
 from memorybank_core.ports import Principal
 from memorybank_core.use_cases import MemoryBank
 from memorybank_core.wire import export_line, memory_json
@@ -92,12 +90,6 @@ class MemoryHandlers:
     def delete_all(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
         """`POST /v1/memory/delete-all` -> 200 `{"deleted", "remaining"}`: one bounded batch; call until 0 remain."""
         assert body is not None  # noqa: S101 - the route takes a body, so `endpoint` received one
-        data = json_body(body, max_bytes=self._max_body_bytes)
-        if not isinstance(data, dict):
-            raise InvalidInputError("body", "must be a JSON object")
-        # An explicit null is not "the default": it is a limit of the wrong type (the core reads None as absent).
-        limit = "null" if "limit" in data and data["limit"] is None else data.get("limit")
-        if isinstance(limit, float) and limit.is_integer():
-            limit = int(limit)  # JSON has one number type: 72.0 is the integer 72, as JSON Schema says
-        batch = self._bank.delete_batch(principal, confirm=data.get("confirm"), limit=limit)
+        # Decoded by the core after its gate: a switched-off account learns nothing from the body's errors.
+        batch = self._bank.delete_batch(principal, body=UndecodedJsonBody(body, self._max_body_bytes))
         return JsonResponse(deleted_batch_json(batch))

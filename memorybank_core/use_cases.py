@@ -234,12 +234,20 @@ class MemoryBank:
         self._emit(events.USAGE_READ, started, user_id=owner, memories=used.memories)
         return UsageReport(usage=used, quota=policy.quota)
 
-    def delete_batch(self, principal: Principal, *, confirm: object, limit: object = None) -> DeletedBatch:
+    def delete_batch(
+        self,
+        principal: Principal,
+        *,
+        confirm: object = None,
+        limit: object = None,
+        body: UndecodedBody | None = None,
+    ) -> DeletedBatch:
         """One bounded step of "delete all": hard-delete up to `limit` of the principal's memories.
 
         `confirm` must be `DELETE_ALL_CONFIRMATION`: a caller cannot delete everything by accident.
         Call again until `remaining` is 0; each call is one unit of work, so a page closed half-way
-        leaves whole memories deleted or kept, and the next call simply carries on.
+        leaves whole memories deleted or kept, and the next call simply carries on. A facade passes its
+        undecoded JSON body (`{"confirm", "limit"?}`) as `body` instead: it is decoded after the gate.
 
         Raises:
             ForbiddenError: the principal lacks `mcp:write`.
@@ -251,6 +259,8 @@ class MemoryBank:
         with self.unit_of_work():
             # The gate before validation, as on every route: a switched-off account learns nothing else.
             self._admit(principal, owner, "delete_all")
+            if body is not None:
+                confirm, limit = _delete_all_fields(body.decoded())
             problems: list[InvalidInputError] = []
             if confirm != DELETE_ALL_CONFIRMATION:
                 problems.append(InvalidInputError("confirm", f'must be "{DELETE_ALL_CONFIRMATION}"'))
@@ -341,3 +351,14 @@ def _authorize(principal: Principal, scope: str | None) -> str:
     if scope is not None and scope not in principal.scopes:
         raise ForbiddenError(scope)
     return user_id
+
+
+def _delete_all_fields(data: object) -> tuple[object, object]:
+    """`confirm` and `limit` of a decoded delete-all body."""
+    if not isinstance(data, dict):
+        raise InvalidInputError("body", "must be a JSON object")
+    # An explicit null is not "the default": it is a limit of the wrong type (None means absent here).
+    limit = "null" if "limit" in data and data["limit"] is None else data.get("limit")
+    if isinstance(limit, float) and limit.is_integer():
+        limit = int(limit)  # JSON has one number type: 72.0 is the integer 72, as JSON Schema says
+    return data.get("confirm"), limit

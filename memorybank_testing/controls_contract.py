@@ -19,6 +19,7 @@ from memorybank_core import (
     QuotaExceededError,
     RecordingEventSink,
     SubjectKind,
+    UndecodedBody,
     Usage,
     charged_characters,
 )
@@ -133,6 +134,8 @@ class ControlsContract:
             lambda: bank.list(alice, limit="many", cursor="forged"),
             lambda: bank.delete(alice, memory_id=saved.id),
             lambda: bank.delete_batch(alice, confirm="not the word", limit=0),
+            lambda: bank.save(alice, _UnreadBody()),
+            lambda: bank.delete_batch(alice, body=_UnreadBody()),
         ):
             with pytest.raises(MemoryDisabledError):
                 attempt()
@@ -142,7 +145,7 @@ class ControlsContract:
         assert [m.id for m in bank.list(alice).memories] == [saved.id]
         refusals = [fields for name, fields in events.events if name == "memory.gate_refused"]
         assert {fields["operation"] for fields in refusals} == {"save", "search", "list", "delete", "delete_all"}
-        assert len(refusals) == 8
+        assert len(refusals) == 10
         assert all(fields["switch"] == "user" and fields["user_id"] == alice.user_id for fields in refusals)
 
     def test_the_kill_switch_beats_the_organization_which_beats_the_user(
@@ -254,3 +257,10 @@ class ControlsContract:
             (SubjectKind.ALL, "*"),
             (SubjectKind.ORG, alice.organization_id),
         ]
+
+
+class _UnreadBody(UndecodedBody):
+    """A facade's body that must not be decoded: the gate comes first."""
+
+    def decoded(self) -> object:
+        raise AssertionError("the body was decoded before the gate")

@@ -73,6 +73,9 @@ def test_every_memory_route_answers_403_memory_disabled_when_switched_off(
         caller.search("switch"),
         caller.list(),
         caller.delete(memory_id or "mem_01h455vb4pex5vsknk084sn02q"),
+        client.post("/v1/memory/delete-all", json={"confirm": "delete all"}, headers=caller.headers),
+        client.get("/v1/memory/usage", headers=caller.headers),
+        client.get("/v1/memory/export", headers=caller.headers),
     ]
 
     assert [(a.status_code, a.json()) for a in answers] == [(403, DISABLED_BODY)] * len(answers)
@@ -103,6 +106,13 @@ def test_a_switched_off_caller_gets_403_before_any_body_or_parameter_is_judged(
         caller.search("x", limit=0),
         caller.list(limit="many"),
         caller.list(cursor="not-a-cursor"),
+        client.post("/v1/memory/delete-all", content=b"{", headers=json_headers),
+        client.post("/v1/memory/delete-all", content=b"[1]", headers=json_headers),
+        client.post(
+            "/v1/memory/delete-all", content=b"DELETE", headers={**caller.headers, "Content-Type": "text/plain"}
+        ),
+        client.post("/v1/memory/delete-all", content=b"x" * (2 * 1024 * 1024), headers=json_headers),
+        client.post("/v1/memory/delete-all", json={"confirm": "no", "limit": 0}, headers=caller.headers),
     ]
 
     assert [(a.status_code, a.json()) for a in answers] == [(403, DISABLED_BODY)] * len(answers)

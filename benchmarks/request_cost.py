@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
@@ -48,6 +49,7 @@ from benchmarks import wrk
 from benchmarks.common import Timing, database_url
 from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.counted_serve import COUNT_ENV, read_count
+from benchmarks.floor_app import floor_server
 from benchmarks.http_overhead import KeepAliveClient
 from benchmarks.processes import listening_pid, thread_cpu_seconds
 from benchmarks.throughput import _header
@@ -177,8 +179,16 @@ def _calls(
     }
 
 
-def measure_requests(prepared: Prepared, *, iterations: int, budget_seconds: float) -> dict[str, Timing]:
-    """p50s of the bare request, the memory routes and the in-process list, interleaved call by call."""
+def floor_name(round_trips: int) -> str:
+    """The floor's row for a route of `round_trips` database round trips."""
+    return f"floor: one hop + {round_trips} round trips"
+
+
+def measure_requests(
+    prepared: Prepared, *, iterations: int, budget_seconds: float, floors: Sequence[int] = ()
+) -> dict[str, Timing]:
+    """p50s of the bare request, the memory routes, the in-process list and the floor with each of
+    `floors` round trips (benchmarks.floor_app), interleaved call by call."""
     storage = open_storage(prepared.url, indexer=OwnerIndexer())
     bank = _in_process_bank(storage)
     saved: list[str] = []
@@ -187,8 +197,13 @@ def measure_requests(prepared: Prepared, *, iterations: int, budget_seconds: flo
         with (
             serving(prepared.url, args=GENEROUS_LIMITS) as server,
             KeepAliveClient(server.base_url, prepared.measured_secret) as client,
+            floor_server(prepared.url) as floor_url,
+            KeepAliveClient(floor_url, "") as floor_client,
         ):
             calls = _calls(client, bank, prepared.measured, saved)
+            for trips in floors:
+                path = f"/floor?trips={trips}"
+                calls[floor_name(trips)] = partial(floor_client.request, "GET", path, expect=200)
             for call in calls.values():
                 for _ in range(5):
                     call()
@@ -251,6 +266,22 @@ def print_requests(timings: dict[str, Timing], targets: Sequence[Target]) -> Non
     print("|---|---|---|---|")
     for target in targets:
         print(f"| {target.what} | {target.measured} | {target.target} | {'PASS' if target.met else 'MISS'} |")
+
+
+def print_floor(timings: dict[str, Timing], costs: dict[str, RouteCost]) -> None:
+    """Each route beside the floor of its round trips: what the stack costs, and what the app adds."""
+    bare = timings[BARE].p50
+    print("| route | round trips | floor p50 / bare | route p50 / bare | route p50 - floor p50 |")
+    print("|---|---|---|---|---|")
+    for name, cost in costs.items():
+        floor = timings.get(floor_name(round(cost.round_trips)))
+        if name == BARE or floor is None:
+            continue
+        route = timings[name].p50
+        print(
+            f"| {name} | {cost.round_trips:.0f} | {floor.p50 / bare:.2f} x | {route / bare:.2f} x "
+            f"| {route - floor.p50:.2f} ms |"
+        )
 
 
 # --- round trips -------------------------------------------------------------------------------
@@ -426,7 +457,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(_header(f"request cost, {args.backend}, {args.rows:,} memories ({MEMORIES_PER_USER} per user)"))
         print(f"command: python -m benchmarks.request_cost --backend {args.backend} --rows {args.rows}")
         print()
-        timings = measure_requests(prepared, iterations=args.iterations, budget_seconds=args.budget)
+        costs = count_round_trips(prepared)
+        floors = sorted({round(cost.round_trips) for cost in costs.values() if cost.round_trips})
+        timings = measure_requests(prepared, iterations=args.iterations, budget_seconds=args.budget, floors=floors)
         print(
             f"single requests, one keep-alive connection, 1 worker, interleaved call by call, "
             f"{len(timings[BARE].samples)} calls each"
@@ -434,7 +467,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         print()
         print_requests(timings, ratio_targets(timings))
         print()
-        print_round_trips(count_round_trips(prepared), args.backend)
+        print(
+            "the floor (benchmarks/floor_app.py): the same uvicorn and Starlette, one thread-pool hop and "
+            "N `SELECT 1` round trips, nothing of memorybank's; timed in the same interleaved loop"
+        )
+        print()
+        print_floor(timings, costs)
+        print()
+        print_round_trips(costs, args.backend)
         if not args.no_load:
             print()
             mix, bare = measure_load(

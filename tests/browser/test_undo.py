@@ -50,7 +50,9 @@ def test_with_20_memories_undo_is_one_key_press_from_where_focus_lands_and_names
     assert "Control+Z" in (undo.get_attribute("aria-keyshortcuts") or "")
     place = panel.driver.find_element(By.CSS_SELECTOR, ".deleted")
     assert place.text.replace("\n", " ") == "Deleted “Memory number 15” Undo Ctrl+Z"  # the shortcut is on screen
-    assert panel.announced() == "Deleted “Memory number 15”. To undo, press Ctrl+Z or the Undo button in its place."
+    # Said on the next animation frame (the region is emptied first so the same words re-announce).
+    said = "Deleted “Memory number 15”. To undo, press Ctrl+Z or the Undo button in its place."
+    panel.until(lambda: panel.announced() == said)
     panel.state("undo-in-place")
 
     _keys(panel, Keys.ENTER)

@@ -8,6 +8,7 @@ import platform
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -127,4 +128,14 @@ def machine() -> str:
     """One line describing where the figures were taken."""
     return (
         f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores, {platform.system()}"
+    )
+
+
+def run_header(what: str) -> str:
+    """A benchmark's first lines: when, on what machine and under what load it ran, then `what`."""
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    return (
+        f"{when}; Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}; "
+        f"load average {load} at the start\n{what}"
     )

@@ -46,13 +46,12 @@ from tqdm import tqdm
 from adapters_mysql import SqlStorage, open_storage
 from adapters_mysql.schema import api_token, memory
 from benchmarks import wrk
-from benchmarks.common import Timing, database_url
+from benchmarks.common import Timing, database_url, run_header
 from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.counted_serve import COUNT_ENV, read_count
 from benchmarks.floor_app import floor_server
 from benchmarks.http_overhead import KeepAliveClient
 from benchmarks.processes import listening_pid, thread_cpu_seconds
-from benchmarks.throughput import _header
 from benchmarks.wrk import WrkLoad
 from memorybank.portability import import_lines
 from memorybank_core import MemoryBank, TokenPrincipal, TokenService
@@ -63,7 +62,9 @@ MEMORIES_PER_USER = 100
 SEED = 24
 SQLITE_HOME = Path(tempfile.gettempdir()) / "memorybank-bench"
 #: Rate limits stay on (every request is checked), at a level one benchmark client stays under.
-GENEROUS_LIMITS = ("--rate-limit", "*=1000000/minute")
+GENEROUS_RULE = "*=1000000/minute"
+"""Rate limits on, at a limit the single client stays under."""
+GENEROUS_LIMITS = ("--rate-limit", GENEROUS_RULE)
 COUNTED_SERVE = "benchmarks.counted_serve"
 COUNTED_CALLS = 200
 BARE = "GET /healthz"
@@ -454,7 +455,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with _in_repository():
         prepared = prepare(args.backend, args.rows)
-        print(_header(f"request cost, {args.backend}, {args.rows:,} memories ({MEMORIES_PER_USER} per user)"))
+        print(run_header(f"request cost, {args.backend}, {args.rows:,} memories ({MEMORIES_PER_USER} per user)"))
         print(f"command: python -m benchmarks.request_cost --backend {args.backend} --rows {args.rows}")
         print()
         costs = count_round_trips(prepared)

@@ -26,12 +26,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -43,7 +41,7 @@ from tqdm import tqdm
 from adapters_mysql import SqlStorage, open_storage
 from adapters_mysql.schema import api_token, memory
 from benchmarks import wrk
-from benchmarks.common import database_url, time_calls
+from benchmarks.common import database_url, run_header, time_calls
 from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.http_overhead import KeepAliveClient
 from benchmarks.processes import listening_pid
@@ -161,7 +159,9 @@ def run_mix(
 
 def print_mix(results: Sequence[MixResult], *, duration: int, connections: int, rows: int) -> None:
     """The mix table."""
-    print(_header(f"wrk -t2 -c{connections} -d{duration}s, benchmarks/mix.lua (60 % search / 20 % list / 20 % save)"))
+    print(
+        run_header(f"wrk -t2 -c{connections} -d{duration}s, benchmarks/mix.lua (60 % search / 20 % list / 20 % save)")
+    )
     print(f"{MIX_USERS} users, {rows // MIX_USERS} memories each ({rows} rows before the run's saves)")
     print()
     print(
@@ -175,15 +175,6 @@ def print_mix(results: Sequence[MixResult], *, duration: int, connections: int, 
             f"| {r.backend} | {r.workers} | {m.per_second:,.0f} | {m.p50_ms:.1f} | {m.p90_ms:.1f} | {m.p99_ms:.1f} "
             f"| {m.errors} | {m.app_cores:.2f} | {m.database_cores:.2f} | {m.wrk_cores:.2f} | {m.other_cores:.2f} |"
         )
-
-
-def _header(what: str) -> str:
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
-    return (
-        f"{when}; Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}; "
-        f"load average {load} at the start\n{what}"
-    )
 
 
 # --- single-request latency at scale ---------------------------------------------------------
@@ -272,7 +263,7 @@ def measure_latency(rows: int, *, iterations: int, mix: bool = False) -> list[La
 
 def print_latency(rows: int, latencies: Sequence[Latency], iterations: int) -> None:
     """The latency table."""
-    print(_header(f"single requests, one keep-alive connection, {iterations} calls each (fewer if slow)"))
+    print(run_header(f"single requests, one keep-alive connection, {iterations} calls each (fewer if slow)"))
     print(f"MariaDB database of {rows:,} memories, its measured user (100 memories)")
     print()
     print("| what | p50 ms | p95 ms |")

@@ -19,6 +19,7 @@ from benchmarks import (
     rate_limit_flood,
     recall,
     request_cost,
+    route_profile,
     scale,
     secret_screen,
     write_cost,
@@ -244,3 +245,31 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     assert re.search(r"\| HTTP save, 2 contexts \| [1-9][0-9]* \| [0-9.]+ x \| [0-9.]+ x \| -?[0-9.]+ ms \|", out)
     assert re.search(r"\| mix 60/20/20 \| [0-9,]+ \|", out)
     assert "| mix requests/s / bare requests/s |" in out
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "mariadb"])
+def test_the_route_profile_splits_each_routes_cpu_into_layers(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if backend == "mariadb":
+        monkeypatch.setenv(SERVER_ENV, server_url().render_as_string(hide_password=False))
+    monkeypatch.setattr(request_cost, "SQLITE_HOME", tmp_path)
+    try:
+        route_profile.main(["--backend", backend, "--rows", "200", "--calls", "20"])
+        storage = open_storage(request_cost._url(backend, 200), indexer=OwnerIndexer())
+        try:
+            with storage.engine.connect() as connection:
+                # What the profiled saves wrote is gone: a second run profiles the same corpus.
+                assert connection.execute(sa.select(sa.func.count()).select_from(memory)).scalar_one() == 200
+        finally:
+            storage.close()
+    finally:
+        if backend == "mariadb":
+            drop_database("cost_200")
+    out = capsys.readouterr().out
+    assert re.search(r"\| \*\*CPU ms per request \(unprofiled\)\*\* \| \*\*[0-9.]+\*\* \|", out)
+    # Every memory route reached the database through the SQL adapter; the bare request never did.
+    row = next(line for line in out.splitlines() if line.startswith("| SQL adapter"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")][1:]
+    assert cells[0] == "", row
+    assert all(cell.endswith("%") for cell in cells[1:]), row

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -207,3 +208,10 @@ def test_no_docs_line_corpus_memory_or_paraphrase_is_taken_for_a_credential() ->
         "harmless table (tests/secrets)",
     }
     assert found == {name: [] for name in found}
+
+
+def test_every_kind_the_screen_reports_is_in_the_security_docs() -> None:
+    # docs/security.md's table is what an operator reads to learn what a refusal's kind means.
+    page = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
+
+    assert [name for name in KINDS if f"`{name}`" not in page] == []

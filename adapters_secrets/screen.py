@@ -13,9 +13,10 @@ Four kinds of test, each chosen so that ordinary memories pass (LoCoMo's 5,882 t
   `!$&'()*+,;=`, which real passwords hold, and refuses documentation placeholders
   (`user:password@`); ours takes any password and leaves obvious placeholders alone.
 - **Unquoted secrets in env files, config and shell** (`POSTGRES_PASSWORD=Winter2024!`, `password: Tr0ub4dor&3`,
-  `mysql -pWinter2024!`): detect-secrets' keyword plugin wants a quoted value (or a code file's extension), so a
-  value after a secret-named NAME and `=` or `: ` is judged here: one word holding a digit or a symbol, not a
-  placeholder (`<password>`, `${VAR}`, `changeme`, `***`) and not code (`request.cookies.get(...)`).
+  `mysql -pWinter2024!`): detect-secrets' keyword plugin takes unquoted values only in files it knows by their
+  extension (YAML, INI), which a memory has not, so a value after a secret-named NAME and `=` or `: ` is judged
+  here: one word holding a digit or a symbol, not a placeholder (`<password>`, `${VAR}`, `changeme`, `***`) and
+  not code (`request.cookies.get(...)`).
 - **Bare random-looking strings** (an AWS secret access key pasted alone): detect-secrets' own Shannon
   entropy over unquoted tokens of 20 or more base64 characters mixing upper case, lower case and
   digits and changing between them often, above a threshold that grows with the token's length (its
@@ -126,8 +127,8 @@ _PLACEHOLDER = re.compile(
 #: A quoted value after a secret-sounding name is a password only if it is not a word or a phrase.
 _PASSWORD_LIKE = re.compile(r"^(?=.*[0-9!#$%&*+/=?@^_~-])\S{6,}$")
 
-#: The unquoted kind (`DB_PASSWORD=s3cret!`): something else than letters, `_`, `-`, `.` and `/` in it, so
-#: words, identifiers and paths (`token: useless`, `api_key=settings.api_key`) are not taken for passwords.
+#: The unquoted kind (`DB_PASSWORD=s3cret!`): six characters or more, a digit or one of `!#$%&*+?@^~` among them,
+#: so words, identifiers and paths (`token: useless`, `api_key=settings.api_key`) are not taken for passwords.
 _UNQUOTED_PASSWORD_LIKE = re.compile(r"^(?=.*[0-9!#$%&*+?@^~]).{6,}$")
 #: Stand-ins that only the unquoted forms meet: `changeme123`, `your_api_key`, masked values (`xxxx-xxxx-1234`,
 #: `****1234`, `ab12...`), `${VAR}`, `$(op read ...)`, `%(pw)s`, `{{ secrets.X }}`, `<password>`, YAML tags (`!vault`,

@@ -3,12 +3,14 @@
     python -m benchmarks.secret_screen [--data ../shared/data/locomo/locomo10.json] [--saves 2000]
 
 False positives: every LoCoMo turn (as `benchmarks.recall` reads them), every non-blank line of README.md
-and docs/, the synthetic corpus of the other benchmarks (`benchmarks.corpus`) and the harmless table of
-tests/secrets/table.py go through `DetectSecretsScreen.find`; each flagged text is printed by its place
-and kind (never its text). The real-shaped credentials of the same table are the other side: how many are
-found. Cost: the screen alone on LoCoMo turns and on 4,000-character memories (the content bound), then
-`MemoryBank.save` of LoCoMo turns into SQLite with the screen and without, interleaved save by save in one
-run, so the difference and the ratio are read on the same machine at the same moment.
+and docs/, the synthetic corpus of the other benchmarks (`benchmarks.corpus`), both sides of the paraphrase
+set (benchmarks/paraphrases.json) and the harmless table of tests/secrets/table.py go through
+`DetectSecretsScreen.find`; each flagged text is printed by its place and kind (never its text). The
+real-shaped credentials of the same table are the other side: how many are found. Cost: the screen alone
+on LoCoMo turns and on memories at the content bound (`limits.CONTENT.max`, 8,000 characters), wall and
+CPU time, then `MemoryBank.save` of LoCoMo turns with the screen and without, into an in-memory store and
+into SQLite files, interleaved save by save in one run, so the difference and the ratio are read on the
+same machine at the same moment.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from adapters_secrets import DetectSecretsScreen
 from benchmarks.common import Principal, machine, open_bank, table
 from benchmarks.corpus import CorpusSpec, CorpusWriter
+from benchmarks.hybrid import PARAPHRASES
 from benchmarks.recall import DEFAULT_DATA, load
 from memorybank_core import InMemoryStore, MemoryBank, RecordingEventSink, SaveRequest, SecretScreen, ids, limits
 from memorybank_search import InMemorySearch, OwnerIndexer
@@ -42,6 +45,30 @@ def docs_lines() -> list[tuple[str, str]]:
         for page in pages
         for number, line in enumerate(page.read_text().splitlines(), start=1)
         if line.strip()
+    ]
+
+
+def corpus_texts() -> list[tuple[str, str]]:
+    """(corpus line n, content) of the synthetic corpus the other benchmarks load (20 users, 2,000 lines)."""
+    return [
+        (f"corpus line {n}", json.loads(line)["content"])
+        for n, line in enumerate(CorpusWriter(CorpusSpec(users=20, seed=5)).lines())
+    ]
+
+
+def paraphrase_texts() -> list[tuple[str, str]]:
+    """(paraphrase n memory|question, text): both sides of each item of benchmarks/paraphrases.json."""
+    items = json.loads(PARAPHRASES.read_text())["items"]
+    return [(f"paraphrase {n} {side}", item[side]) for n, item in enumerate(items) for side in ("memory", "question")]
+
+
+def ordinary_texts() -> list[tuple[str, list[tuple[str, str]]]]:
+    """The sets of ordinary text besides LoCoMo (which needs the shared data), by name: none may be flagged."""
+    return [
+        ("README and docs lines", docs_lines()),
+        ("synthetic corpus (benchmarks.corpus)", corpus_texts()),
+        ("paraphrases (benchmarks/paraphrases.json)", paraphrase_texts()),
+        ("harmless table (tests/secrets)", [(case.name, case.text) for case in harmless()]),
     ]
 
 
@@ -75,16 +102,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     conversations, _ = load(args.data)
     turns = [(f"conversation {n} {turn.dia_id}", turn.text) for n, turns in enumerate(conversations) for turn in turns]
-    corpus = [
-        (f"corpus line {n}", json.loads(line)["content"])
-        for n, line in enumerate(CorpusWriter(CorpusSpec(users=20, seed=5)).lines())
-    ]
-    sets = [
-        ("LoCoMo turns", turns),
-        ("README and docs lines", docs_lines()),
-        ("synthetic corpus (benchmarks.corpus)", corpus),
-        ("harmless table (tests/secrets)", [(case.name, case.text) for case in harmless()]),
-    ]
+    sets = [("LoCoMo turns", turns), *ordinary_texts()]
     print(f"# Secret screen ({machine()})\n")
     print("## False positives (ordinary text flagged)\n")
     rows = []

@@ -27,6 +27,7 @@ from benchmarks import (
 from benchmarks.common import SERVER_ENV, Timing, drop_database
 from memorybank_search import OwnerIndexer, TextAnalyzer
 from tests.mysql_server import server_url
+from tests.secrets.table import harmless, secrets
 
 #: Their own tier (`pytest -m benchmarks`, a step of .ci/run): the README's test command stays under 3 minutes.
 pytestmark = pytest.mark.benchmarks
@@ -174,11 +175,13 @@ def test_the_secret_screen_benchmark_counts_false_positives_and_prices_a_save(
     )
 
     secret_screen.main(["--data", str(path), "--saves", "10"])
+    paraphrases = json.loads(hybrid.PARAPHRASES.read_text())["items"]
 
     out = capsys.readouterr().out
     assert "| LoCoMo turns | 2 | 0 |" in out
-    assert "| harmless table (tests/secrets) | 38 | 0 |" in out
-    assert "Real-shaped credentials found with their kind: 39 of 39" in out
+    assert f"| harmless table (tests/secrets) | {len(harmless())} | 0 |" in out
+    assert f"| paraphrases (benchmarks/paraphrases.json) | {2 * len(paraphrases)} | 0 |" in out
+    assert f"Real-shaped credentials found with their kind: {len(secrets())} of {len(secrets())}" in out
     assert "The screen adds" in out
 
 

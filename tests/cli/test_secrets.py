@@ -181,12 +181,15 @@ def test_serve_screens_saves_and_says_so(tmp_path: Path) -> None:
     assert case.secret not in text
 
 
-def test_serve_with_the_screen_off_says_so_at_start(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_serve_with_the_screen_off_saves_credentials_and_says_so_at_start(tmp_path: Path, how: str) -> None:
     db_url = create_database(tmp_path)
     user = new_user(db_url)
     log = tmp_path / "serve.log"
+    args = ["--secret-screen", "off"] if how == "option" else []
+    env = {"MEMORYBANK_SECRET_SCREEN": "off"} if how == "environment" else {}
 
-    with served(db_url, log=log, env={"MEMORYBANK_SECRET_SCREEN": "off"}) as url:
+    with served(db_url, log=log, args=args, env=env) as url:
         saved = httpx2.post(
             f"{url}/v1/memory", json={"content": secrets()[0].text}, headers={"Authorization": f"Bearer {user.secret}"}
         )

@@ -172,6 +172,55 @@ def secrets() -> list[Case]:
         ),
         _secret("memory bank token", "memorybank_token", "my bank token {}", "mbk" + "_" + r(_URLSAFE, 43, "mb1")),
         _secret("bare random token", "high_entropy_string", "the API key is {}", r(_ALNUM, 32, "he1")),
+        # Unquoted, as env files, YAML and shells write them: no shape but the name before them.
+        _secret(
+            "env file password",
+            "password_assignment",
+            "docker .env: POSTGRES_PASSWORD={}",
+            "Winter" + r(string.digits, 4, "env1") + "!",
+        ),
+        _secret(
+            "env file password of letters and digits",
+            "password_assignment",
+            "DB_PASSWORD={} for the reporting replica",
+            "correcthorse" + r(string.digits, 2, "env2"),
+        ),
+        _secret(
+            "django secret key",
+            "password_assignment",
+            "settings for prod: SECRET_KEY={}",
+            "django-insecure-" + r(string.ascii_lowercase + string.digits, 24, "env3"),
+        ),
+        _secret(
+            "exported token",
+            "password_assignment",
+            "export SENTRY_AUTH_TOKEN={}; then run the release",
+            r(_HEX, 40, "env4"),
+        ),
+        _secret(
+            "yaml password",
+            "password_assignment",
+            "password: {}",
+            "Tr0ub4dor&" + r(string.digits, 3, "yml1") + "xyz!",
+        ),
+        _secret(
+            "command line option password",
+            "password_assignment",
+            "nightly: backup.sh --db-password={} --out /backups",
+            r(_ALNUM, 8, "cli1") + "#" + r(string.digits, 2, "cli2"),
+        ),
+        _secret(
+            "mysql client password",
+            "command_line_password",
+            "connect with mysql -u root -p{} bank",
+            "Winter" + r(string.digits, 4, "my1") + "!",
+        ),
+        _secret(
+            "quoted mysql client password",
+            "command_line_password",
+            "mariadb -h db.internal -u app -p'{}' -e 'select 1'",
+            "Spring " + r(string.digits, 4, "my2") + "?",
+        ),
     ]
 
 
@@ -222,4 +271,17 @@ def harmless() -> list[Case]:
         _harmless("api key env name", "The service reads OPENAI_API_KEY and ANTHROPIC_API_KEY from the environment"),
         _harmless("hook name", "useMemoryBankSearchQuery2024Hook caches results for a minute"),
         _harmless("isbn", "Reading ISBN 978-3-16-148410-0 this month"),
+        # Near misses of the unquoted forms: a name without a value, a placeholder, code, a prompt for the password.
+        _harmless("password set in the vault", "Remember to set DB_PASSWORD in the vault before the deploy"),
+        _harmless("api key pointer", "the API key is in 1Password under prod-aws"),
+        _harmless("env placeholder", "The .env.example has POSTGRES_PASSWORD=<password> and SECRET_KEY=changeme"),
+        _harmless("env from the host", "DB_PASSWORD=${DB_PASSWORD} is read from the host's environment"),
+        _harmless("masked token in a log", "The log prints API_TOKEN=****1234, masked"),
+        _harmless("mysql prompts", "mysql -u root -p asks for the password; -P3306 is the port"),
+        _harmless("mysql from the environment", "mysql -u root -p$MYSQL_PWD reads it from the environment"),
+        _harmless("token rate", "Rate limit token: 60 per minute per user"),
+        _harmless("code reads the password", "token = request.cookies.get(session) and password = get_password()"),
+        _harmless("yaml tag", "password: !vault | encrypted with the team key"),
+        _harmless("ci secret reference", "GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }} in the release workflow"),
+        _harmless("password settings", "password_min_length: 12 and token_ttl=3600 in the auth config"),
     ]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
 import pytest
 
 from adapters_secrets import KINDS, DetectSecretsScreen
 from benchmarks.recall import DEFAULT_DATA, SHARED_DATA_ENV, load
+from benchmarks.secret_screen import flagged, ordinary_texts
 from memorybank_core import (
     SAVE_A_POINTER,
     InMemoryStore,
@@ -192,3 +194,24 @@ def test_no_locomo_turn_is_taken_for_a_credential() -> None:
 
     assert len(turns) == 5882
     assert flagged == []
+
+
+def test_no_docs_line_corpus_memory_or_paraphrase_is_taken_for_a_credential() -> None:
+    # The benchmark's other sets (python -m benchmarks.secret_screen prints the same counts): a docs example or a
+    # recall memory the screen refused would be refused on a user's save too. Places and kinds only, no text.
+    found = {name: flagged(SCREEN, texts) for name, texts in ordinary_texts()}
+
+    assert set(found) == {
+        "README and docs lines",
+        "synthetic corpus (benchmarks.corpus)",
+        "paraphrases (benchmarks/paraphrases.json)",
+        "harmless table (tests/secrets)",
+    }
+    assert found == {name: [] for name in found}
+
+
+def test_every_kind_the_screen_reports_is_in_the_security_docs() -> None:
+    # docs/security.md's table is what an operator reads to learn what a refusal's kind means.
+    page = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
+
+    assert [name for name in KINDS if f"`{name}`" not in page] == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import socket
 import struct
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ from adapters_embedding import (
     default_embedder,
     embedder_from_directory,
 )
-from adapters_embedding.models import default_model_path
+from adapters_embedding.models import check_default_files, default_model_path
 from adapters_mysql import SqlStorage
 from memorybank import bootstrap
 from memorybank.cli import build_parser, main
@@ -128,6 +129,48 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused_before_it_loads(
     monkeypatch.setattr(adapters_embedding.models, "_TOKENIZER", tampered)
     with pytest.raises(ModelFilesError, match="not the pinned"):
         default_embedder()
+
+
+def test_a_model_onnx_that_is_not_the_pinned_one_is_refused_before_onnxruntime_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tampered = tmp_path / "model.onnx"
+    data = bytearray(default_model_path().read_bytes())
+    data[len(data) // 2] ^= 0x01  # one weight bit: a file that still loads, and embeds differently
+    tampered.write_bytes(bytes(data))
+    loaded: list[Path] = []
+    monkeypatch.setattr(adapters_embedding.models, "default_model_path", lambda: tampered)
+    monkeypatch.setattr(adapters_embedding.models, "OnnxEmbedder", lambda **files: loaded.append(files["model_path"]))
+    with pytest.raises(ModelFilesError, match="not the pinned"):
+        default_embedder()
+    with pytest.raises(ModelFilesError, match="not the pinned"):
+        check_default_files()
+    assert loaded == []
+
+
+def test_the_default_model_loads_and_embeds_with_the_network_blocked(monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts: list[object] = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        attempts.append(args)
+        raise OSError("the network is blocked by this test")
+
+    for owner, name in [
+        (socket.socket, "connect"),
+        (socket.socket, "connect_ex"),
+        (socket, "getaddrinfo"),
+        (socket, "create_connection"),
+    ]:
+        monkeypatch.setattr(owner, name, refuse)
+    # The block holds: a download would fail here.
+    with pytest.raises(httpx2.ConnectError, match="blocked"):
+        httpx2.get("https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2", timeout=5)
+    attempts.clear()
+
+    offline = default_embedder()
+    [vector] = offline.embed([QUESTION])
+
+    assert (vector.dimension, attempts) == (384, [])
 
 
 def test_a_users_own_export_loads_from_a_directory_and_a_broken_one_is_refused(tmp_path: Path) -> None:

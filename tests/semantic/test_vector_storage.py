@@ -3,7 +3,7 @@ scored only over their owner's memories, and backfilled online by `reindex --emb
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -11,10 +11,11 @@ import sqlalchemy as sa
 
 from adapters_crypto import AesGcmSealer, KeyRing, new_key_ring
 from adapters_mysql import ReindexReport, SqlStorage, reindex, seal_keys
+from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_vector
 from memorybank.commands.base import CommandError
 from memorybank.commands.reindex import fail_on_broken
-from memorybank_core import MemoryBank
+from memorybank_core import Embedding, MemoryBank
 from memorybank_core.offboarding import Offboarding
 from tests.conftest import User, start_clock
 from tests.contract.embedders import HashedTermsEmbedder
@@ -283,3 +284,33 @@ def test_encrypt_and_keys_rotate_exit_1_when_a_vector_kept_its_old_seal() -> Non
         fail_on_broken(ReindexReport(rewritten=2, broken=0, broken_vectors=1))
     assert raised.value.status == 1
     assert "reindex --embeddings" in str(raised.value)
+
+
+def test_reindex_embeddings_racing_deletes_leaves_no_orphan_vector(tmp_path: Path) -> None:
+    lexical = _storage(tmp_path, hybrid=False)
+    alice = User()
+    saved = [_bank(lexical).save(alice, {"content": f"note {n} about harbors and ships"}) for n in range(6)]
+    lexical.close()
+    storage = _storage(tmp_path, hybrid=False)
+    bank = _bank(storage)
+    deleted: list[str] = []
+
+    class DeletingWhileEmbedding(HashedTermsEmbedder):
+        """Deletes one memory of each batch after the walk loaded it, before its vectors are written."""
+
+        def embed(self, texts: Sequence[str]) -> list[Embedding]:
+            victim = next(m for m in saved if m.id not in deleted and any(m.content in text for text in texts))
+            bank.delete(alice, memory_id=victim.id)
+            deleted.append(victim.id)
+            return super().embed(texts)
+
+    storage.use_embedder(DeletingWhileEmbedding())
+    report = storage.embed_missing(batch_size=3)
+
+    assert len(deleted) == 2
+    assert (report.embedded, report.skipped) == (4, 0)
+    with storage.engine.connect() as connection:
+        remaining = set(connection.execute(sa.select(memory_table.c.id)).scalars())
+    assert {row.memory_id for row in _vector_rows(storage)} == remaining == {m.id for m in saved} - set(deleted)
+    assert storage.count_to_embed() == 0
+    storage.close()

@@ -35,7 +35,7 @@ from memorybank_core import Embedding, MemoryBank
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_search import embedding_text
 from tests.conftest import User, start_clock
-from tests.served import run_memorybank, served
+from tests.served import run_memorybank, served, serving
 from tests.sql.backends import storage_at
 
 PARAPHRASED = "Salesforce onboarding was slow and painful"
@@ -264,3 +264,26 @@ def test_serve_hybrid_finds_the_paraphrase_over_http_after_reindex_embeddings(im
     with served(url) as base:
         lexical = httpx2.get(f"{base}/v1/memory/search", params={"q": QUESTION}, headers=headers, timeout=30)
     assert lexical.json()["results"] == []
+
+
+@pytest.mark.serve_processes
+def test_two_hybrid_workers_each_embed_their_saves_and_find_the_paraphrase(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'bank.sqlite3'}"
+    secret = run_memorybank(["token", "create", "--db", url]).stdout.splitlines()[-1]
+    headers = {"Authorization": f"Bearer {secret}"}
+    log = tmp_path / "serve.log"
+    with serving(url, args=["--workers", "2", "--search", "hybrid"], log=log) as server:
+        # A new connection per request, so the kernel spreads them over both workers.
+        for text in [*OTHERS, PARAPHRASED] * 2:
+            saved = httpx2.post(f"{server.base_url}/v1/memory", json={"content": text}, headers=headers, timeout=30)
+            assert saved.status_code == 201, saved.text
+        answers = [
+            httpx2.get(f"{server.base_url}/v1/memory/search", params={"q": QUESTION}, headers=headers, timeout=30)
+            for _ in range(6)
+        ]
+    # Only a cosine finds the paraphrase (it shares no word with the question): every answer was hybrid.
+    assert all(answer.json()["results"][0]["content"] == PARAPHRASED for answer in answers)
+    assert log.read_text().count("Started server process") == 2
+    # Every save, whichever worker took it, wrote its vector: nothing is left to backfill.
+    backfill = run_memorybank(["reindex", "--embeddings", "--db", url], timeout=120)
+    assert backfill.stdout.strip() == f"memorybank: embedded 0 memories with {DEFAULT_MODEL_ID}"

@@ -241,3 +241,21 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     assert re.search(r"\| HTTP list \(20\) \| [1-9][0-9.]* \|", out)
     assert re.search(r"\| mix 60/20/20 \| [0-9,]+ \|", out)
     assert "| mix requests/s / bare requests/s |" in out
+
+
+@pytest.mark.mysql
+def test_the_hybrid_split_benchmark_times_every_stage_of_a_search(
+    bench_server: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hybrid.main(["split", "--data", str(_toy_locomo(tmp_path)), "--memories", "6", "--searches", "2"])
+    out = capsys.readouterr().out
+    assert "one user with 6 memories, 2 LoCoMo questions; one hybrid search: p50" in out
+    shares = dict(re.findall(r"^\| ([a-z ,()]+) \| [\d.]+ \| [\d.]+ \| (\d+) % \|$", out, re.MULTILINE))
+    assert set(shares) == {
+        "lexical",
+        "read vectors",
+        "embed query",
+        "cosines",
+        "fusion",
+        "the rest (the bank, loading the results)",
+    }

@@ -47,6 +47,14 @@ class EmbeddingReport:
     skipped: int
 
 
+@attrs.frozen
+class ResealReport:
+    """What `reseal_vectors` did: vectors re-sealed, and vectors left as they were because they do not open."""
+
+    resealed: int
+    broken: int
+
+
 def _vector_join(model: str, codec: RowCodec) -> sa.Select[str, str]:
     current = memory.outerjoin(
         memory_vector,
@@ -138,12 +146,15 @@ def _write(connection: sa.Connection, codec: RowCodec, model: str, memories: Seq
     return written
 
 
-def reseal_vectors(engine: sa.Engine, codec: RowCodec, *, batch_size: int = DEFAULT_EMBEDDING_BATCH * 16) -> int:
-    """Re-seal every vector whose seal state is not the one `codec` writes (`encrypt`, `keys rotate`); how many.
+def reseal_vectors(
+    engine: sa.Engine, codec: RowCodec, *, batch_size: int = DEFAULT_EMBEDDING_BATCH * 16
+) -> ResealReport:
+    """Re-seal every vector whose seal state is not the one `codec` writes (`encrypt`, `keys rotate`).
 
     No model is needed: each vector is opened and sealed again, in batches of `batch_size`, one
-    transaction each, in key order. A vector that does not open is logged and left (its memory is
-    then found by its words until `reindex --embeddings` writes it again).
+    transaction each, in key order. A vector that does not open is logged, left and counted (its
+    memory is then found by its words until `reindex --embeddings` writes it again; until then its
+    key stays in use).
 
     Raises:
         UnavailableError: the database cannot be reached; committed batches stay done.
@@ -151,7 +162,7 @@ def reseal_vectors(engine: sa.Engine, codec: RowCodec, *, batch_size: int = DEFA
     writer = for_writing(engine)
     stale = memory_vector.c.seal_state.is_distinct_from(codec.state)
     after_user, after_memory = "", ""
-    resealed = 0
+    resealed = broken = 0
     while True:
         with unavailable_on_driver_error("reindex"), writer.begin() as connection:
             rows = connection.execute(
@@ -167,12 +178,13 @@ def reseal_vectors(engine: sa.Engine, codec: RowCodec, *, batch_size: int = DEFA
                 .limit(batch_size)
             ).all()
             if not rows:
-                return resealed
+                return ResealReport(resealed=resealed, broken=broken)
             for row in rows:
                 try:
                     vector = codec.vector(row)
                 except BrokenSealError as error:
                     _log.warning("the vector of memory %s does not open (%s): not re-sealed", row.memory_id, error)
+                    broken += 1
                     continue
                 fresh = codec.vector_row(
                     user_id=row.user_id, memory_id=row.memory_id, model=row.model, embedding=vector

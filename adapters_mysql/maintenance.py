@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import attrs
 import sqlalchemy as sa
 
 from adapters_mysql import embedding_reindex, reindex, seal_keys
@@ -56,9 +57,10 @@ class Maintenance:
 
         This is `memorybank reindex`, `encrypt` and `keys rotate`: batches of `batch_size` rows, each
         its own transaction, beside a live server; `progress` gets each batch's count. Hybrid search's
-        vectors are re-sealed too (`reseal_vectors`). At the end,
-        key-check values of keys no row needs are dropped, and a database whose rows are now all
-        sealed refuses plaintext rows from its next start on.
+        vectors are re-sealed too (`reseal_vectors`; those that do not open are counted in
+        `broken_vectors`). When nothing was left broken, key-check values of keys no row or vector
+        needs are dropped, and a database whose rows are now all sealed refuses plaintext rows from
+        its next start on.
 
         Raises:
             UnavailableError: the database cannot be reached; committed batches stay done.
@@ -67,8 +69,10 @@ class Maintenance:
             self._engine, self._indexer, self._codec, everything=everything, batch_size=batch_size, progress=progress
         )
         # Hybrid search's vectors are sealed like the text they come from (no model needed to re-seal them).
-        embedding_reindex.reseal_vectors(self._engine, self._codec)
-        if self._sealer is not None and not report.broken:
+        vectors = embedding_reindex.reseal_vectors(self._engine, self._codec)
+        report = attrs.evolve(report, broken_vectors=vectors.broken)
+        # As for a broken row: a vector left under an old key still needs that key, so nothing is settled.
+        if self._sealer is not None and not report.broken and not report.broken_vectors:
             seal_keys.settle_keys(self._engine, self._sealer)
         if self._engine.dialect.name == "sqlite":
             with unavailable_on_driver_error("reindex"):

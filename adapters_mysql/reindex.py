@@ -36,10 +36,14 @@ _log = logging.getLogger("memorybank.storage")
 
 @attrs.frozen
 class ReindexReport:
-    """What a walk did: rows rewritten, and rows left as they were because they do not open."""
+    """What a walk did: rows rewritten, and rows left as they were because they do not open.
+
+    `broken_vectors`: hybrid search's vectors that did not open to be re-sealed (`Maintenance.reindex`).
+    """
 
     rewritten: int
     broken: int
+    broken_vectors: int = 0
 
 
 def _stale(codec: RowCodec, everything: bool) -> sa.ColumnElement[bool]:

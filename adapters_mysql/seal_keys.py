@@ -2,7 +2,7 @@
 
 Every key that becomes primary on a database leaves a key-check value in `seal_key`: a known
 text sealed under that key and bound to its row. Before serving, the configured key ring must
-open every one of them and hold every key a row's `seal_state` names; otherwise the database
+open every one of them and hold every key a memory row's `seal_state` names; otherwise the database
 refuses to start ("the configured key ring does not open this database (key ids seen: …)")
 rather than serve garbage or half the data. A database with no key-check value and no sealed row
 is a plaintext database.
@@ -12,6 +12,12 @@ rows may still be read), `closed` (every row is sealed: a plaintext row fails cl
 (also every row's search tokens carry their authenticator: a row without one fails closed). A
 database only ever moves towards `bound`, and an attacker with write access cannot move it back
 without the key.
+
+Hybrid search's vectors (`memory_vector`) carry a seal state too. The re-seal walks and `keys rotate`'s
+accounting read them (`read_status(..., vectors=True)`): a key a vector still needs is never dropped
+(so `keys remove` cannot strand it), and a vector left plaintext or under an older key is reported.
+The start-up check does not: `memory_vector` has no seal-state index, so counting its states scans every
+vector, and a vector that does not open only makes its memory findable by words alone.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import SchemaNotReadyError, driver_error_code, unavailable_on_driver_error
-from adapters_mysql.schema import memory, seal_key
+from adapters_mysql.schema import memory, memory_vector, seal_key
 from adapters_mysql.sealed_rows import RowCodec, SealState
 from memorybank_core import BlindIndex, BrokenSealError, SealBinding, Sealer
 from memorybank_search import OwnerIndexer
@@ -59,19 +65,32 @@ def _keys_of(state: str) -> tuple[str, ...]:
 
 @attrs.frozen(kw_only=True)
 class SealStatus:
-    """What a database holds: registered key ids and how many memories carry each seal state (None: plaintext)."""
+    """What a database holds: registered key ids and how many memories carry each seal state (None: plaintext).
+
+    `vector_states`: the same count over hybrid search's vectors; empty when they were not read.
+    """
 
     registered: tuple[str, ...]
     states: Mapping[str | None, int]
+    vector_states: Mapping[str | None, int] = attrs.field(factory=dict)
 
     @property
     def key_ids_seen(self) -> list[str]:
-        """Every key id the database names, in the key-check table or in a row's state."""
+        """Every key id the database names, in the key-check table or in a row's (or a vector's) state."""
         seen = set(self.registered)
-        for state in self.states:
+        for state in (*self.states, *self.vector_states):
             if state is not None:
                 seen.update(_keys_of(state))
         return sorted(seen)
+
+    @property
+    def plaintext_vectors(self) -> int:
+        """How many vectors are stored in plaintext (0 when the vectors were not read)."""
+        return self.vector_states.get(None, 0)
+
+    def vectors_behind(self, target_state: str | None) -> int:
+        """How many vectors are not sealed as `target_state` (0 when the vectors were not read)."""
+        return sum(self.vector_states.values()) - self.vector_states.get(target_state, 0)
 
     @property
     def plaintext_rows(self) -> int:
@@ -102,7 +121,8 @@ class SealStatus:
 
     def strictest_policy(self) -> str:
         """The policy these rows allow: `bound` when no row is plaintext or unauthenticated, else `closed` or `open`."""
-        if self.plaintext_rows:
+        # A plaintext vector is a plaintext row too: once reads are `closed` it would fail closed.
+        if self.plaintext_rows or self.plaintext_vectors:
             return "open"
         return "closed" if self.unauthenticated_rows else "bound"
 
@@ -121,14 +141,34 @@ class SealStatus:
                 f"{mode}; {behind} of {total} memories are under older keys or token formats: "
                 "run `memorybank keys rotate`"
             )
+        vectors = self.vectors_behind(target_state)
+        if vectors:
+            return (
+                f"{mode}; all {total} memories sealed, but {vectors} of {sum(self.vector_states.values())} "
+                "hybrid-search vectors are plaintext or under older keys: run `memorybank keys rotate`"
+            )
         return f"{mode}; all {total} memories sealed"
 
 
-def read_status(connection: sa.Connection) -> SealStatus:
-    """The database's key-check ids and seal-state counts (one pass over the seal-state index)."""
+def read_status(connection: sa.Connection, *, vectors: bool = False) -> SealStatus:
+    """The database's key-check ids and seal-state counts (one pass over the seal-state index).
+
+    `vectors`: count the vectors' seal states too (a scan of `memory_vector`; see the module docstring).
+    """
     registered = tuple(connection.execute(sa.select(seal_key.c.key_id).order_by(seal_key.c.key_id)).scalars())
     counts = connection.execute(sa.select(memory.c.seal_state, sa.func.count()).group_by(memory.c.seal_state)).all()
-    return SealStatus(registered=registered, states={state: int(count) for state, count in counts})
+    vector_counts = (
+        connection.execute(
+            sa.select(memory_vector.c.seal_state, sa.func.count()).group_by(memory_vector.c.seal_state)
+        ).all()
+        if vectors
+        else []
+    )
+    return SealStatus(
+        registered=registered,
+        states={state: int(count) for state, count in counts},
+        vector_states={state: int(count) for state, count in vector_counts},
+    )
 
 
 def _format_of(state: str) -> int:
@@ -222,10 +262,10 @@ def tighten(connection: sa.Connection, sealer: Sealer, policy: str) -> None:
 
 
 def forget_unused(connection: sa.Connection, sealer: Sealer) -> list[str]:
-    """Drop the key-check values of keys no row needs any more (not primary, not the index key); their ids."""
-    status = read_status(connection)
+    """Drop the key-check values of keys no row or vector needs any more (not primary, not the index key); their ids."""
+    status = read_status(connection, vectors=True)
     in_use = {sealer.primary_key_id, sealer.index.key_id}
-    for state in status.states:
+    for state in (*status.states, *status.vector_states):
         if state is not None:
             in_use.update(_keys_of(state))
     unused = [key_id for key_id in status.registered if key_id not in in_use]
@@ -234,14 +274,14 @@ def forget_unused(connection: sa.Connection, sealer: Sealer) -> list[str]:
     return unused
 
 
-def sealing_status(engine: sa.Engine) -> SealStatus:
-    """The database's key-check ids and how many memories carry each seal state.
+def sealing_status(engine: sa.Engine, *, vectors: bool = False) -> SealStatus:
+    """The database's key-check ids and how many memories (and, if `vectors`, vectors) carry each seal state.
 
     Raises:
         UnavailableError: the database cannot be reached.
     """
     with unavailable_on_driver_error("sealing status"), engine.connect() as connection:
-        return read_status(connection)
+        return read_status(connection, vectors=vectors)
 
 
 def adopt_sealing(engine: sa.Engine, sealer: Sealer | None, indexer: OwnerIndexer, codec: RowCodec) -> None:
@@ -277,13 +317,13 @@ def adopt_sealing(engine: sa.Engine, sealer: Sealer | None, indexer: OwnerIndexe
 
 
 def settle_keys(engine: sa.Engine, sealer: Sealer) -> None:
-    """After a re-seal that left no broken row: make reads as strict as the rows now allow, drop unneeded keys.
+    """After a re-seal that left no broken row or vector: make reads as strict as the rows allow, drop unused keys.
 
     Raises:
         UnavailableError: the database cannot be reached.
     """
     with unavailable_on_driver_error("reindex"), for_writing(engine).begin() as connection:
-        policy = read_status(connection).strictest_policy()
+        policy = read_status(connection, vectors=True).strictest_policy()
         if policy != "open":
             tighten(connection, sealer, policy)
         forget_unused(connection, sealer)

@@ -211,17 +211,19 @@ class SqlStorage:
 
     # The key ring (adapters_mysql.seal_keys).
 
-    def sealing_status(self) -> SealStatus:
-        """See `seal_keys.sealing_status`: the key-check ids and the rows' seal states."""
-        return seal_keys.sealing_status(self.engine)
+    def sealing_status(self, *, vectors: bool = False) -> SealStatus:
+        """See `seal_keys.sealing_status`: the key-check ids and the rows' (and, if `vectors`, vectors') seal states."""
+        return seal_keys.sealing_status(self.engine, vectors=vectors)
 
-    def describe_mode(self) -> str:
+    def describe_mode(self, *, vectors: bool = False) -> str:
         """One line saying whether this database is plaintext or sealed at rest, and what is left to do.
+
+        `vectors`: also say how many hybrid-search vectors are behind (scans them; `encrypt`, `keys rotate`).
 
         Raises:
             UnavailableError: the database cannot be reached.
         """
-        return self.sealing_status().describe(self.codec.state)
+        return self.sealing_status(vectors=vectors).describe(self.codec.state)
 
     # The batch walks (adapters_mysql.maintenance).
 

@@ -2,6 +2,7 @@
 
     python -m benchmarks.hybrid recall [--data ../shared/data/locomo/locomo10.json] [--conversations N]
     python -m benchmarks.hybrid speed [--memories 1000] [--searches 200] [--workers 2]
+    python -m benchmarks.hybrid split [--memories 1000] [--searches 200]
 
 `recall` saves every LoCoMo turn (one user per conversation) and every memory of
 benchmarks/paraphrases.json (one more user) through `memorybank serve --search hybrid` on a SQLite
@@ -14,6 +15,11 @@ bootstrap over questions), and the paraphrase set's recall@1/5. `python -m bench
 `serve --search hybrid --workers N`, timing each save; times `--searches` searches through it and
 through a lexical server on the same data (ratio in one run); reports each worker's resident
 memory and the model's load time in a fresh process.
+
+`split` fills one user the same way but in-process (the bank and engines `serve --search hybrid`
+builds, no HTTP), then times each stage of every search: the lexical half, reading the owner's
+vectors, embedding the query, the cosines, the fusion, and the rest of the bank's search (loading
+the results). Its shares say where a hybrid search's time goes.
 
 LoCoMo is CC BY-NC 4.0: read from ../shared, never copied here.
 """
@@ -31,6 +37,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, cast
 
 import attrs
 import httpx2
@@ -39,6 +46,7 @@ from benchmarks.common import Timing, database_url, drop_database, machine, tabl
 from benchmarks.processes import descendants
 from benchmarks.recall import DEFAULT_DATA, KS, Question, Retriever, Scores, Turn, evaluate, load, report
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE
 from tests.served import NO_RATE_LIMITS, REPO_ROOT, run_memorybank, serving
 
 PARAPHRASES = Path(__file__).resolve().parent / "paraphrases.json"
@@ -284,18 +292,115 @@ def run_speed(memories: int, searches: int, workers: int, data: Path) -> None:
         drop_database("hybrid_speed")
 
 
+@attrs.frozen
+class _Caller:
+    user_id: str
+    organization_id: str
+    scopes: frozenset[str] = frozenset({READ_SCOPE, WRITE_SCOPE})
+
+
+class _Timed:
+    """`inner` with its method `method` timed into `spent` (milliseconds per call)."""
+
+    def __init__(self, inner: Any, method: str, spent: list[float]) -> None:
+        self._inner, self._method, self._spent = inner, method, spent
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._inner, name)
+        if name != self._method:
+            return found
+        return _timed(found, self._spent)
+
+
+def _timed(function: Any, spent: list[float]) -> Any:
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent.append((time.perf_counter() - started) * 1000)
+
+    return timed
+
+
+def run_split(memories: int, searches: int, data: Path) -> None:
+    """The split of one hybrid search into its stages (see the module)."""
+    from memorybank import bootstrap
+    from memorybank.cli import build_parser
+    from memorybank.settings import Settings
+    from memorybank_search import hybrid as hybrid_module
+
+    conversations, questions = load(data)
+    texts = [turn.text for turns in conversations for turn in turns][:memories]
+    while len(texts) < memories:
+        texts += texts[: memories - len(texts)]
+    queries = [q.text for q in questions][:searches]
+    print(f"machine: {machine()}, load average {os.getloadavg()[0]:.2f} at the start", file=sys.stderr)
+    drop_database("hybrid_split")
+    db_url = database_url("hybrid_split")
+    try:
+        migrate(db_url)
+        settings = Settings.resolve(build_parser({}).parse_args(["serve", "--db", db_url, "--search", "hybrid"]), {})
+        with bootstrap.build(settings) as runtime:
+            bank = runtime.services.bank
+            caller = _Caller(new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX))
+            for text in texts:
+                bank.save(caller, {"content": text})
+            for query in queries[:5]:
+                bank.search(caller, query=query)
+            stages: dict[str, list[float]] = {
+                name: [] for name in ("lexical", "read vectors", "embed query", "cosines", "fusion")
+            }
+            # The engine `serve` built (behind its retrying wrapper), its parts timed in place.
+            engine: Any = cast(Any, runtime.storage.search_engine).inner
+            engine.lexical = _Timed(engine.lexical, "search", stages["lexical"])
+            engine._vectors = _Timed(engine._vectors, "vectors", stages["read vectors"])
+            engine.embedder = _Timed(engine.embedder, "embed", stages["embed query"])
+            engine._fusion = _Timed(engine._fusion, "rank", stages["fusion"])
+            untimed_cosines = hybrid_module.cosines
+            hybrid_module.cosines = _timed(untimed_cosines, stages["cosines"])
+            totals: list[float] = []
+            rest: list[float] = []
+            try:
+                for query in queries:
+                    before = {name: len(spent) for name, spent in stages.items()}
+                    started = time.perf_counter()
+                    bank.search(caller, query=query)
+                    totals.append((time.perf_counter() - started) * 1000)
+                    timed = sum(sum(spent[before[name] :]) for name, spent in stages.items())
+                    rest.append(totals[-1] - timed)
+            finally:
+                hybrid_module.cosines = untimed_cosines
+    finally:
+        drop_database("hybrid_split")
+    mean_total = sum(totals) / len(totals)
+    rows = []
+    for name, spent in [*stages.items(), ("the rest (the bank, loading the results)", rest)]:
+        # A stage's mean over every search (a search that skipped it counts 0), so the shares add up.
+        mean = sum(spent) / len(totals)
+        p50 = Timing(tuple(spent)).p50 if spent else 0.0
+        rows.append([name, f"{p50:.2f}", f"{mean:.2f}", f"{100 * mean / mean_total:.0f} %"])
+    print(
+        f"MariaDB, in-process (no HTTP), one user with {memories} memories, {len(queries)} LoCoMo questions; "
+        f"one hybrid search: p50 {Timing(tuple(totals)).p50:.1f} ms, mean {mean_total:.1f} ms\n"
+    )
+    print(table(["stage", "p50 ms", "mean ms", "share of the mean"], rows))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.hybrid", description=__doc__)
-    parser.add_argument("what", choices=("recall", "speed"))
+    parser.add_argument("what", choices=("recall", "speed", "split"))
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json (read, never copied)")
     parser.add_argument("--conversations", type=int, default=None, help="recall: only the first N conversations")
-    parser.add_argument("--memories", type=int, default=1000, help="speed: memories of the measured user")
-    parser.add_argument("--searches", type=int, default=200, help="speed: searches timed per engine")
+    parser.add_argument("--memories", type=int, default=1000, help="speed, split: memories of the measured user")
+    parser.add_argument("--searches", type=int, default=200, help="speed, split: searches timed (per engine)")
     parser.add_argument("--workers", type=int, default=2, help="speed: serve --workers")
     arguments = parser.parse_args(argv)
     if arguments.what == "recall":
         run_recall(arguments.data, arguments.conversations)
+    elif arguments.what == "split":
+        run_split(arguments.memories, arguments.searches, arguments.data)
     else:
         run_speed(arguments.memories, arguments.searches, arguments.workers, arguments.data)
 

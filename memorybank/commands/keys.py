@@ -110,8 +110,8 @@ def _reseal(settings: Settings, out: TextIO, *, verb: str) -> None:
         storage = opened.storage
         registered = set(storage.sealing_status().registered)
         report = portability.reindex_with_progress(storage, show_progress=sys.stderr.isatty())
-        status = storage.sealing_status()
-        mode = storage.describe_mode()
+        status = storage.sealing_status(vectors=True)
+        mode = status.describe(storage.codec.state)
     print(f"{PROGRAM}: {verb} {memories(report.rewritten)}", file=out)
     print(f"{PROGRAM}: {mode}", file=out)
     for key_id in sorted(registered - set(status.registered)):

@@ -83,10 +83,16 @@ def _reindex_embeddings(args: argparse.Namespace, settings: Settings, out: TextI
 
 
 def fail_on_broken(report: ReindexReport) -> None:
-    """Exit status 1 when some memories did not open with the key ring (a re-index or re-seal left them)."""
+    """Exit status 1 when some memories or vectors did not open with the key ring (a re-index or re-seal left them)."""
     if report.broken:
         raise CommandError(
             f"{memories(report.broken)} {'does' if report.broken == 1 else 'do'} not open with this key ring and "
             f"{'was' if report.broken == 1 else 'were'} left as {'it is' if report.broken == 1 else 'they are'} "
             "(ids in the log)"
+        )
+    if report.broken_vectors:
+        raise CommandError(
+            f"{report.broken_vectors} hybrid-search {'vector does' if report.broken_vectors == 1 else 'vectors do'} "
+            "not open with this key ring and kept its old seal (memory ids in the log; those memories are found "
+            f"by their words): run `{PROGRAM} reindex --embeddings` to write them again, then this command again"
         )

@@ -276,3 +276,21 @@ def test_the_route_profile_splits_each_routes_cpu_into_layers(
     cells = [cell.strip() for cell in row.strip("|").split("|")][1:]
     assert cells[0] == "", row
     assert all(cell.endswith("%") for cell in cells[1:]), row
+
+
+@pytest.mark.mysql
+def test_the_hybrid_split_benchmark_times_every_stage_of_a_search(
+    bench_server: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hybrid.main(["split", "--data", str(_toy_locomo(tmp_path)), "--memories", "6", "--searches", "2"])
+    out = capsys.readouterr().out
+    assert "one user with 6 memories, 2 LoCoMo questions; one hybrid search: p50" in out
+    shares = dict(re.findall(r"^\| ([a-z ,()]+) \| [\d.]+ \| [\d.]+ \| (\d+) % \|$", out, re.MULTILINE))
+    assert set(shares) == {
+        "lexical",
+        "read vectors",
+        "embed query",
+        "cosines",
+        "fusion",
+        "the rest (the bank, loading the results)",
+    }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import socket
 import struct
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ from adapters_embedding import (
     default_embedder,
     embedder_from_directory,
 )
-from adapters_embedding.models import default_model_path
+from adapters_embedding.models import check_default_files, default_model_path
 from adapters_mysql import SqlStorage
 from memorybank import bootstrap
 from memorybank.cli import build_parser, main
@@ -34,7 +35,7 @@ from memorybank_core import Embedding, MemoryBank
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_search import embedding_text
 from tests.conftest import User, start_clock
-from tests.served import run_memorybank, served
+from tests.served import run_memorybank, served, serving
 from tests.sql.backends import storage_at
 
 PARAPHRASED = "Salesforce onboarding was slow and painful"
@@ -130,6 +131,48 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused_before_it_loads(
         default_embedder()
 
 
+def test_a_model_onnx_that_is_not_the_pinned_one_is_refused_before_onnxruntime_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tampered = tmp_path / "model.onnx"
+    data = bytearray(default_model_path().read_bytes())
+    data[len(data) // 2] ^= 0x01  # one weight bit: a file that still loads, and embeds differently
+    tampered.write_bytes(bytes(data))
+    loaded: list[Path] = []
+    monkeypatch.setattr(adapters_embedding.models, "default_model_path", lambda: tampered)
+    monkeypatch.setattr(adapters_embedding.models, "OnnxEmbedder", lambda **files: loaded.append(files["model_path"]))
+    with pytest.raises(ModelFilesError, match="not the pinned"):
+        default_embedder()
+    with pytest.raises(ModelFilesError, match="not the pinned"):
+        check_default_files()
+    assert loaded == []
+
+
+def test_the_default_model_loads_and_embeds_with_the_network_blocked(monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts: list[object] = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        attempts.append(args)
+        raise OSError("the network is blocked by this test")
+
+    for owner, name in [
+        (socket.socket, "connect"),
+        (socket.socket, "connect_ex"),
+        (socket, "getaddrinfo"),
+        (socket, "create_connection"),
+    ]:
+        monkeypatch.setattr(owner, name, refuse)
+    # The block holds: a download would fail here.
+    with pytest.raises(httpx2.ConnectError, match="blocked"):
+        httpx2.get("https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2", timeout=5)
+    attempts.clear()
+
+    offline = default_embedder()
+    [vector] = offline.embed([QUESTION])
+
+    assert (vector.dimension, attempts) == (384, [])
+
+
 def test_a_users_own_export_loads_from_a_directory_and_a_broken_one_is_refused(tmp_path: Path) -> None:
     own = tmp_path / "own"
     own.mkdir()
@@ -221,3 +264,26 @@ def test_serve_hybrid_finds_the_paraphrase_over_http_after_reindex_embeddings(im
     with served(url) as base:
         lexical = httpx2.get(f"{base}/v1/memory/search", params={"q": QUESTION}, headers=headers, timeout=30)
     assert lexical.json()["results"] == []
+
+
+@pytest.mark.serve_processes
+def test_two_hybrid_workers_each_embed_their_saves_and_find_the_paraphrase(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'bank.sqlite3'}"
+    secret = run_memorybank(["token", "create", "--db", url]).stdout.splitlines()[-1]
+    headers = {"Authorization": f"Bearer {secret}"}
+    log = tmp_path / "serve.log"
+    with serving(url, args=["--workers", "2", "--search", "hybrid"], log=log) as server:
+        # A new connection per request, so the kernel spreads them over both workers.
+        for text in [*OTHERS, PARAPHRASED] * 2:
+            saved = httpx2.post(f"{server.base_url}/v1/memory", json={"content": text}, headers=headers, timeout=30)
+            assert saved.status_code == 201, saved.text
+        answers = [
+            httpx2.get(f"{server.base_url}/v1/memory/search", params={"q": QUESTION}, headers=headers, timeout=30)
+            for _ in range(6)
+        ]
+    # Only a cosine finds the paraphrase (it shares no word with the question): every answer was hybrid.
+    assert all(answer.json()["results"][0]["content"] == PARAPHRASED for answer in answers)
+    assert log.read_text().count("Started server process") == 2
+    # Every save, whichever worker took it, wrote its vector: nothing is left to backfill.
+    backfill = run_memorybank(["reindex", "--embeddings", "--db", url], timeout=120)
+    assert backfill.stdout.strip() == f"memorybank: embedded 0 memories with {DEFAULT_MODEL_ID}"

@@ -3,16 +3,19 @@ scored only over their owner's memories, and backfilled online by `reindex --emb
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from adapters_crypto import AesGcmSealer, new_key_ring
-from adapters_mysql import SqlStorage
+from adapters_crypto import AesGcmSealer, KeyRing, new_key_ring
+from adapters_mysql import ReindexReport, SqlStorage, reindex, seal_keys
+from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_vector
-from memorybank_core import MemoryBank
+from memorybank.commands.base import CommandError
+from memorybank.commands.reindex import fail_on_broken
+from memorybank_core import Embedding, MemoryBank
 from memorybank_core.offboarding import Offboarding
 from tests.conftest import User, start_clock
 from tests.contract.embedders import HashedTermsEmbedder
@@ -206,3 +209,108 @@ def test_encrypt_and_key_rotation_seal_the_vectors_too_and_scores_stay_the_same(
         assert states == {sealed.codec.state}
         assert [(r.memory.id, r.score) for r in _bank(sealed).search(alice, query="lighthouse storm")] == before
         sealed.close()
+
+
+def _rotated(tmp_path: Path, ring: KeyRing, *, fresh: bool = False) -> SqlStorage:
+    storage = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}", AesGcmSealer(ring))
+    if fresh:
+        storage.initialize()
+    else:
+        storage.check_ready()
+    storage.use_embedder(HashedTermsEmbedder())
+    return storage
+
+
+def test_a_vector_that_does_not_reseal_fails_the_rotation_and_keeps_its_key_in_use(tmp_path: Path) -> None:
+    ring = new_key_ring()
+    first = _rotated(tmp_path, ring, fresh=True)
+    bank, alice = _bank(first), User()
+    source = bank.save(alice, {"content": "orchids need bright indirect light"})
+    target = bank.save(alice, {"content": "the lighthouse keeper logged the storm"})
+    with first.engine.begin() as connection:
+        stolen = connection.execute(
+            sa.select(memory_vector.c.vector).where(memory_vector.c.memory_id == source.id)
+        ).scalar_one()
+        connection.execute(memory_vector.update().where(memory_vector.c.memory_id == target.id).values(vector=stolen))
+    first.close()
+
+    rotated = ring.with_new_primary(new_index=True)
+    second = _rotated(tmp_path, rotated)
+    report = second.reindex()  # `memorybank keys rotate`
+    assert (report.rewritten, report.broken, report.broken_vectors) == (2, 0, 1)
+    # The old key still seals that vector: it is not reported unused, so `keys remove` is not advised.
+    status = second.sealing_status(vectors=True)
+    assert ring.primary in status.registered
+    assert ring.primary in status.key_ids_seen
+    assert "1 of 2 hybrid-search vectors are plaintext or under older keys" in second.describe_mode(vectors=True)
+
+    # Written again from its text, the vector no longer needs the old key: the next rotation drops it.
+    assert second.embed_missing().embedded == 1
+    report = second.reindex()
+    assert report.broken_vectors == 0
+    assert ring.primary not in second.sealing_status(vectors=True).registered
+    assert second.describe_mode(vectors=True).endswith("all 2 memories sealed")
+    second.close()
+
+
+def test_a_key_only_a_vector_still_uses_is_never_dropped(tmp_path: Path) -> None:
+    ring = new_key_ring()
+    first = _rotated(tmp_path, ring, fresh=True)
+    _bank(first).save(User(), {"content": "the lighthouse keeper logged the storm"})
+    first.close()
+    rotated = ring.with_new_primary(new_index=True)
+    second = _rotated(tmp_path, rotated)
+    # The memory rows move to the new key but the vector does not (say a server still on the old
+    # ring wrote it after the vectors' pass): settling must keep the old key.
+    reindex.reindex(second.engine, second.indexer, second.codec)
+    seal_keys.settle_keys(second.engine, AesGcmSealer(rotated))
+    assert ring.primary in second.sealing_status().registered
+    second.close()
+
+
+def test_a_plaintext_vector_keeps_a_database_open_to_plaintext_reads(tmp_path: Path) -> None:
+    plaintext = _storage(tmp_path)
+    _bank(plaintext).save(User(), {"content": "the lighthouse keeper logged the storm"})
+    plaintext.close()
+    sealed = _rotated(tmp_path, new_key_ring())
+    reindex.reindex(sealed.engine, sealed.indexer, sealed.codec)  # the rows only, not the vector
+    assert seal_keys.sealing_status(sealed.engine, vectors=True).strictest_policy() == "open"
+    assert seal_keys.sealing_status(sealed.engine).strictest_policy() == "bound"
+    sealed.close()
+
+
+def test_encrypt_and_keys_rotate_exit_1_when_a_vector_kept_its_old_seal() -> None:
+    with pytest.raises(CommandError, match="1 hybrid-search vector does not open") as raised:
+        fail_on_broken(ReindexReport(rewritten=2, broken=0, broken_vectors=1))
+    assert raised.value.status == 1
+    assert "reindex --embeddings" in str(raised.value)
+
+
+def test_reindex_embeddings_racing_deletes_leaves_no_orphan_vector(tmp_path: Path) -> None:
+    lexical = _storage(tmp_path, hybrid=False)
+    alice = User()
+    saved = [_bank(lexical).save(alice, {"content": f"note {n} about harbors and ships"}) for n in range(6)]
+    lexical.close()
+    storage = _storage(tmp_path, hybrid=False)
+    bank = _bank(storage)
+    deleted: list[str] = []
+
+    class DeletingWhileEmbedding(HashedTermsEmbedder):
+        """Deletes one memory of each batch after the walk loaded it, before its vectors are written."""
+
+        def embed(self, texts: Sequence[str]) -> list[Embedding]:
+            victim = next(m for m in saved if m.id not in deleted and any(m.content in text for text in texts))
+            bank.delete(alice, memory_id=victim.id)
+            deleted.append(victim.id)
+            return super().embed(texts)
+
+    storage.use_embedder(DeletingWhileEmbedding())
+    report = storage.embed_missing(batch_size=3)
+
+    assert len(deleted) == 2
+    assert (report.embedded, report.skipped) == (4, 0)
+    with storage.engine.connect() as connection:
+        remaining = set(connection.execute(sa.select(memory_table.c.id)).scalars())
+    assert {row.memory_id for row in _vector_rows(storage)} == remaining == {m.id for m in saved} - set(deleted)
+    assert storage.count_to_embed() == 0
+    storage.close()

@@ -4,7 +4,8 @@ The sharded tables are derived from the schema (every table with a `user_id`, ex
 unsharded ones named in `adapters_mysql.spider`), so a table a later revision adds is covered
 without touching this file. The cycle drives every statement the bank sends on them: the use
 cases (save, search, list, delete, a refused delete of someone else's memory), and the admin
-paths that write or read per user (import, export). It runs on SQLite, MariaDB and a Spider head.
+paths that write or read per user (import, export). It runs on SQLite, MariaDB and a Spider head,
+with lexical search and with hybrid search (`searching`), whose vectors live in `memory_vector`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -21,6 +24,7 @@ from adapters_mysql.spider import is_sharded
 from memorybank import composition, portability
 from memorybank_core import MemoryBank, NotFoundError, SaveRequest
 from tests.conftest import User, start_clock
+from tests.contract.embedders import HashedTermsEmbedder
 from tests.sql.conftest import Statement
 
 #: Every table sharded by user_id, from the schema.
@@ -34,6 +38,27 @@ _TOUCHES_SHARDED = re.compile(rf"\b({_NAMES})\b")
 _OWNER_PREDICATE = re.compile(rf"\b({_NAMES})\.user_id = (%s|\?)")
 _SCOPE_PREDICATE = re.compile(r"\bmemory\.scope = (%s|\?)")
 _INSERT = re.compile(rf"^INSERT INTO ({_NAMES}) \(([^)]*)\)")
+
+
+#: The search modes the owner checks run under (`searching`).
+SEARCH_MODES = ("lexical", "hybrid")
+
+
+@contextmanager
+def searching(storage: SqlStorage, mode: str) -> Iterator[None]:
+    """Run the block with `mode` search on the session's shared storage, then put lexical search back."""
+    saved = storage.embedder, storage.store.inner.embedder, storage.search_engine
+    if mode == "hybrid":
+        storage.use_embedder(HashedTermsEmbedder())
+    try:
+        yield
+    finally:
+        storage.embedder, storage.store.inner.embedder, storage.search_engine = saved
+
+
+def vector_statement_kinds(statements: list[Statement]) -> set[str]:
+    """The kinds of statement (INSERT, SELECT, ...) sent on hybrid search's vectors: what the check covered."""
+    return {s.sql.split()[0] for s in statements if re.search(r"\bmemory_vector\b", s.sql)}
 
 
 def queries(statements: list[Statement]) -> list[Statement]:

@@ -35,7 +35,12 @@ from memorybank_core.panel_sessions import PanelSessions
 from memorybank_search import OwnerIndexer
 from tests.conftest import User, start_clock
 from tests.sql.conftest import Statement
-from tests.sql.owner_statements import check_purge_statements_carry_one_owner
+from tests.sql.owner_statements import (
+    SEARCH_MODES,
+    check_purge_statements_carry_one_owner,
+    searching,
+    vector_statement_kinds,
+)
 from tests.sql.test_retrying import CERTIFICATION_CONFLICT, LOST_DURING_COMMIT, driver_failure
 
 ORG_A = new_id(ORGANIZATION_PREFIX)
@@ -305,8 +310,12 @@ def test_the_digest_chains_the_sorted_ids_of_each_batch(population: Population) 
     assert receipt.digest == expected
 
 
-def test_every_purge_statement_binds_one_owner(storage: SqlStorage, statements: list[Statement]) -> None:
-    check_purge_statements_carry_one_owner(storage, statements)
+@pytest.mark.parametrize("search", SEARCH_MODES)
+def test_every_purge_statement_binds_one_owner(storage: SqlStorage, statements: list[Statement], search: str) -> None:
+    with searching(storage, search):
+        check_purge_statements_carry_one_owner(storage, statements)
+    # The purge deleted the vectors under the same check (in either mode: a lexical server may purge vectors).
+    assert "DELETE" in vector_statement_kinds(statements)
 
 
 def test_panel_sessions_of_the_purged_user_stop_working(storage: SqlStorage) -> None:

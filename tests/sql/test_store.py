@@ -24,7 +24,13 @@ from memorybank_search import OwnerIndexer
 from tests.sql.backends import MysqlFactory
 from tests.sql.conftest import Statement
 from tests.sql.memories import SAVED_AT, make_memory, new_user
-from tests.sql.owner_statements import check_every_statement_carries_one_owner, queries
+from tests.sql.owner_statements import (
+    SEARCH_MODES,
+    check_every_statement_carries_one_owner,
+    queries,
+    searching,
+    vector_statement_kinds,
+)
 
 
 class InjectedFault(Exception):
@@ -43,10 +49,15 @@ def rows_of(storage: SqlStorage, user_id: str) -> tuple[int, int]:
     return memories, contexts
 
 
+@pytest.mark.parametrize("search", SEARCH_MODES)
 def test_every_statement_on_the_memory_tables_carries_the_owner(
-    storage: SqlStorage, statements: list[Statement]
+    storage: SqlStorage, statements: list[Statement], search: str
 ) -> None:
-    check_every_statement_carries_one_owner(storage, statements)
+    with searching(storage, search):
+        check_every_statement_carries_one_owner(storage, statements)
+    if search == "hybrid":
+        # Hybrid search's vectors were written, read and deleted under the same check.
+        assert {"INSERT", "SELECT", "DELETE"} <= vector_statement_kinds(statements)
 
 
 def test_get_many_and_list_each_load_in_one_query(storage: SqlStorage, statements: list[Statement]) -> None:

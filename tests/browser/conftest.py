@@ -404,7 +404,7 @@ class Panel:
         return path
 
     def check_accessibility(self, state: str) -> None:
-        """Run axe-core on the page as it is; no serious or critical violation. Results go to build/panel/axe/."""
+        """Run axe-core on the page as it is; no violation of any impact. Results go to build/panel/axe/."""
         self.driver.execute_script(AXE_SCRIPT.read_text(encoding="utf-8"))
         results = self.driver.execute_async_script(
             "const done = arguments[arguments.length - 1];"
@@ -417,8 +417,8 @@ class Panel:
         ]
         (ARTIFACTS / "axe").mkdir(exist_ok=True)
         (ARTIFACTS / "axe" / f"{state}.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-        serious = [v for v in summary if v["impact"] in {"serious", "critical"}]
-        assert serious == [], f"axe-core found serious or critical violations in state {state!r}: {serious}"
+        # Every impact counts: a "moderate" or "minor" finding is still something a person meets.
+        assert summary == [], f"axe-core found violations in state {state!r}: {summary}"
 
     def state(self, name: str) -> None:
         """Record one designed state: its screenshot and its accessibility check."""

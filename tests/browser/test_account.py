@@ -10,8 +10,9 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from memorybank_core import SubjectKind, TokenPrincipal
+from memorybank_core.ids import USER_PREFIX, new_id
 from memorybank_core.wire import export_line
-from tests.browser.conftest import Panel, World
+from tests.browser.conftest import LiveServer, Panel, World
 
 pytestmark = pytest.mark.browser
 
@@ -118,3 +119,49 @@ def test_a_delete_all_interrupted_by_closing_the_page_carries_on_when_the_panel_
     panel.heading("Your memory bank is empty", timeout=30)
     assert world.memory_ids(person) == []
     assert panel.driver.execute_script("return localStorage.getItem('memorybank.deleteAll')") is None
+
+
+def test_in_a_host_a_leftover_delete_all_note_never_skips_the_typed_confirmation(
+    panel: Panel, host_server: LiveServer
+) -> None:
+    # A host signs people in itself, so the panel cannot tell whose half-finished "delete all" a note was.
+    panel.driver.get(host_server.url + "/memory/")
+    assert panel.call("POST", f"/login?user={new_id(USER_PREFIX)}") == 200
+    for n in range(3):
+        assert panel.call("POST", "/api/v1/memory", {"content": f"Kept unless I confirm {n}"}) == 201
+    panel.driver.execute_script("localStorage.setItem('memorybank.deleteAll', JSON.stringify({user: null, total: 3}))")
+    panel.driver.get(host_server.url + "/memory/")
+    panel.heading("Your memories")
+    panel.settled()
+
+    panel.press("button", "Delete all…")
+    panel.heading("Delete all 3 memories?")
+    panel.press("button", "Delete all 3 memories")  # nothing typed
+
+    error = panel.driver.find_element(By.ID, "delete-all-error")
+    panel.until(error.is_displayed)
+    assert error.text == "Type “delete all” (or the number 3) to confirm."
+    time.sleep(0.5)  # a deletion, had one started, would have sent its first batch by now
+    assert len(panel.shown_texts()) == 3
+    panel.driver.get(host_server.url + "/memory/")
+    panel.heading("Your memories")
+    panel.settled()
+    assert len(panel.shown_texts()) == 3
+
+
+def test_a_delete_all_paused_by_a_failure_carries_on_without_asking_again(panel: Panel, world: World) -> None:
+    person = world.person([f"Memory number {n:03d}" for n in range(450)])
+    panel.sign_in(person)
+    panel.press("button", "Delete all…")
+    panel.get("textbox", "Type delete all to confirm").send_keys("delete all")
+    world.store.list_delay = 1.0
+    panel.press("button", "Delete all 450 memories")
+    status = panel.driver.find_element(By.ID, "delete-all-status")
+    panel.until(lambda: status.text == "Deleted 200 of 450…", timeout=10)
+    world.store.fail_list = True  # the next batch fails
+    panel.heading("Deleting paused", timeout=10)
+    world.store.reset()
+
+    panel.press("button", "Carry on deleting")
+    panel.heading("Your memory bank is empty", timeout=30)
+    assert world.memory_ids(person) == []

@@ -26,7 +26,7 @@ def test_undo_brings_the_memory_back_and_nothing_is_deleted_on_the_server(panel:
     panel.until(lambda: panel.announced().startswith("Deleted “Drinks oat milk”."))
     # Resting the pointer on the deleted line holds the window open while the page is recorded.
     ActionChains(panel.driver).move_to_element(panel.driver.find_element(By.CSS_SELECTOR, ".deleted")).perform()
-    panel.state("undo-toast")
+    panel.state("undo-held-by-pointer")
 
     panel.press("button", "Undo delete: Drinks oat milk")
     panel.until(lambda: panel.shown_texts() == ["Runs on Sundays", "Drinks oat milk"])

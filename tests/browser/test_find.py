@@ -28,6 +28,10 @@ def _marks(panel: Panel) -> list[str]:
     return marks
 
 
+def _summary(panel: Panel) -> str:
+    return str(panel.driver.find_element(By.ID, "find-summary").text)
+
+
 def _search(panel: Panel, words: str) -> None:
     field = panel.get("textbox", "Search your memories")
     field.clear()
@@ -110,3 +114,41 @@ def test_a_search_never_finds_another_persons_memories(panel: Panel, world: Worl
 
     panel.heading("No memories match “kayak”")
     assert "Bob" not in panel.driver.find_element(By.ID, "main").text
+
+
+def test_a_search_that_fills_its_answer_says_it_shows_the_most_relevant_and_a_tag_says_what_it_narrowed(
+    panel: Panel, world: World
+) -> None:
+    # 60 matches, more than the search answers at most; the tagged ones rank low (a tag is searched too), except
+    # the one that says "coffee" twice.
+    memories: list[Mapping[str, Any]] = [
+        {"content": f"Coffee note {n:03d}", "tags": ["old"] if n < 5 else ["beans"] if n == 5 else []}
+        for n in range(59)
+    ]
+    memories.append({"content": "Coffee note 059, strong coffee", "tags": ["beans"]})
+    panel.sign_in(world.person(memories))
+
+    _search(panel, "coffee")
+    panel.until(lambda: len(panel.shown_texts()) == 50)
+    assert _summary(panel) == (
+        "The 50 most relevant memories that match “coffee”. More may match further down. Try rarer words."
+    )
+    panel.state("search-more-match")
+
+    panel.click(panel.all("button", "Show memories tagged beans")[0])  # one in the answer, one beyond it
+    panel.until(lambda: panel.shown_texts() == ["Coffee note 059, strong coffee"])
+    assert _summary(panel) == (
+        "1 of the 50 most relevant memories that match “coffee” is tagged “beans”."
+        " More may match further down. Try rarer words, or no words to see every memory tagged “beans”."
+    )
+
+    panel.open("/?q=coffee&tag=old")  # every memory tagged "old" matches, none among the 50
+    title = panel.heading("None of the 50 most relevant memories that match “coffee” is tagged “old”")
+    assert panel.driver.find_element(By.ID, "find-empty-text").text.startswith("More may match further down.")
+    assert title.is_displayed()
+    _search(panel, "")  # no words, as it advises: every memory with the tag
+    panel.until(lambda: len(panel.shown_texts()) == 5)
+
+    _search(panel, "003")  # other words, with fewer matches: all of them come, and the tag filters them all
+    panel.until(lambda: panel.shown_texts() == ["Coffee note 003"])
+    assert _summary(panel) == "1 memory matches “003” and is tagged “old”, most relevant first."

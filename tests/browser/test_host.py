@@ -2,43 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-import sqlalchemy as sa
 from selenium.webdriver.common.by import By
 
 from memorybank_core.ids import USER_PREFIX, new_id
 from tests.browser.conftest import LiveServer, Panel
-from tests.http.test_embedding import build_host, host_metadata
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def host_server(tmp_path: Path) -> Iterator[LiveServer]:
-    engine = sa.create_engine(f"sqlite:///{tmp_path / 'host.sqlite3'}")
-    host_metadata.create_all(engine)
-    server = LiveServer(build_host(engine))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        engine.dispose()
-
-
-def _call(panel: Panel, method: str, path: str, body: object = None) -> int:
-    status: int = panel.driver.execute_async_script(
-        "const [method, path, body, done] = arguments;"
-        "fetch(path, {method, headers: {'X-Memorybank-Panel': '1', 'Content-Type': 'application/json'},"
-        " body: body === null ? undefined : JSON.stringify(body)}).then(r => done(r.status), e => done(0));",
-        method,
-        path,
-        body,
-    )
-    return status
 
 
 def test_a_host_serves_the_panel_behind_its_own_sign_in_and_it_works_end_to_end(
@@ -51,8 +21,8 @@ def test_a_host_serves_the_panel_behind_its_own_sign_in_and_it_works_end_to_end(
     panel.state("host-signed-out")
 
     # The host's own sign-in (a POST here), then a memory saved through the host's API mount.
-    assert _call(panel, "POST", f"/login?user={new_id(USER_PREFIX)}") == 200
-    assert _call(panel, "POST", "/api/v1/memory", {"content": "Seen through the host", "tags": ["host"]}) == 201
+    assert panel.call("POST", f"/login?user={new_id(USER_PREFIX)}") == 200
+    assert panel.call("POST", "/api/v1/memory", {"content": "Seen through the host", "tags": ["host"]}) == 201
     panel.driver.get(host_server.url + "/memory/")
     panel.heading("Your memories")
     panel.settled()

@@ -150,5 +150,5 @@ def test_the_panel_fits_a_phone_and_a_desktop_in_light_and_dark(
     panel.press("button", "Delete memory: The staging database is read-only on…")
     panel.until(lambda: len(panel.memories()) == 2)
     ActionChains(panel.driver).move_to_element(panel.driver.find_element(By.CSS_SELECTOR, ".deleted")).perform()
-    panel.state(f"undo-toast-{'phone' if size == PHONE else 'desktop'}-{'dark' if dark else 'light'}")
+    panel.state(f"undo-in-place-{'phone' if size == PHONE else 'desktop'}-{'dark' if dark else 'light'}")
     panel.press("button", "Undo delete: The staging database is read-only on…")

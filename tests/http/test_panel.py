@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from http.cookies import SimpleCookie
+from importlib import resources
 
 import httpx2
 import pytest
@@ -77,6 +79,24 @@ def test_the_page_has_no_inline_script_or_style_and_carries_the_prompt_as_text(c
     assert '<script type="module" src="panel/assets/app.js"></script>' in page
     assert "## Memory Bank" in page
     assert TEST_PROMPT.splitlines()[2] in page
+
+
+#: The panel's whole script, every module together: its size when this was set (52.7 kB), plus about 15 %.
+PANEL_SCRIPT_BUDGET = 60_000
+
+
+def test_the_panels_script_stays_small_and_imports_only_its_own_modules() -> None:
+    # Served as written (no build step, no framework): what grows here is what every visitor downloads.
+    scripts = list(resources.files("adapters_http.panel").joinpath("static").iterdir())
+    modules = {entry.name: entry.read_text(encoding="utf-8") for entry in scripts if entry.name.endswith(".js")}
+
+    assert "app.js" in modules
+    total = sum(len(text.encode("utf-8")) for text in modules.values())
+    assert total <= PANEL_SCRIPT_BUDGET, f"the panel's script is {total} bytes, over its {PANEL_SCRIPT_BUDGET}"
+    for name, text in modules.items():
+        imported = re.findall(r"^\s*(?:import|export)\b[^;]*?\bfrom\s+[\"']([^\"']+)[\"']", text, flags=re.MULTILINE)
+        imported += re.findall(r"\bimport\s*\(\s*[\"']([^\"']+)[\"']", text)
+        assert all(path.startswith("./") and path[2:] in modules for path in imported), (name, imported)
 
 
 @pytest.mark.parametrize("name", ["nope.js", "..%2Fapp.py", "index.html", "__init__.py"])

@@ -10,6 +10,7 @@ from memorybank.cli import build_parser
 from memorybank_core import limits
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
+BROWSER_TESTS = Path(__file__).resolve().parents[1] / "browser"
 PANEL_DOC = (DOCS / "panel.md").read_text(encoding="utf-8")
 MAX_PICTURE_BYTES = 200_000
 
@@ -46,3 +47,21 @@ def test_every_picture_exists_and_stays_small() -> None:
         path = DOCS / picture
         assert path.is_file(), picture
         assert path.stat().st_size <= MAX_PICTURE_BYTES, picture
+
+
+def _recorded_states() -> list[re.Pattern[str]]:
+    """Each name a browser test gives `panel.state`, as a pattern (an f-string's fields match any word)."""
+    patterns = []
+    for test in BROWSER_TESTS.glob("test_*.py"):
+        for name in re.findall(r"(?:panel\.state\(|name = )f?\"([^\"]+)\"", test.read_text(encoding="utf-8")):
+            fields = re.split(r"\{[^}]*\}", name)
+            patterns.append(re.compile("[a-z0-9]+".join(re.escape(part) for part in fields)))
+    return patterns
+
+
+def test_every_picture_is_named_after_a_state_the_browser_tests_record() -> None:
+    # So a picture is remade by the command the docs give, and a renamed state cannot leave a stale one.
+    states = _recorded_states()
+    assert len(states) >= 30
+    for picture in re.findall(r"\]\(panel/([^)]+)\.png\)", PANEL_DOC):
+        assert any(state.fullmatch(picture) for state in states), picture

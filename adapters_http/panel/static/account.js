@@ -1,6 +1,7 @@
 // The person's own account: how many memories and how much of the quota, download them all, delete them all.
-// "Delete all" runs in bounded batches (one server call each) with progress; the page remembers that it was
-// asked, so a page closed half-way carries on where it stopped the next time the panel opens.
+// "Delete all" runs in bounded batches (one server call each) with progress; the page remembers, for the signed-in
+// person, that it was asked, so a page closed half-way carries on where it stopped the next time the panel opens.
+// Only that resume, or "Carry on" after a pause in this page, skips the typed confirmation.
 
 import { h } from "./dom.js";
 
@@ -70,17 +71,23 @@ export function createAccount({ api, toasts, user, onError, onAllDeleted }) {
 
   const dialog = $("delete-all");
   let running = false;
+  let paused = null; // the deletion this page paused: "Carry on deleting" runs it without asking again
 
+  /** This person's unfinished "delete all", noted by this browser. None when the panel cannot tell who is
+   * signed in (mounted in a host): a note there could be anyone's. */
   function remembered() {
+    const me = user();
+    if (!me) return null;
     try {
       const asked = JSON.parse(localStorage.getItem(DELETE_ALL_KEY) ?? "null");
-      return asked && asked.user === user() ? asked : null;
+      return asked && asked.user === me ? asked : null;
     } catch {
       return null;
     }
   }
 
   function remember(asked) {
+    if (asked && !asked.user) return; // nobody to resume it for: see remembered()
     try {
       if (asked) localStorage.setItem(DELETE_ALL_KEY, JSON.stringify(asked));
       else localStorage.removeItem(DELETE_ALL_KEY);
@@ -97,6 +104,10 @@ export function createAccount({ api, toasts, user, onError, onAllDeleted }) {
   }
 
   async function open() {
+    if (running) return;
+    if (remembered()) return resume(); // this person's own delete-all, interrupted: carry on, as on sign-in
+    paused = null;
+    if (!user()) remember(null); // a note nobody can resume must not outlive a new question
     await refreshUsage();
     const count = usage?.memories ?? 0;
     $("delete-all-title").textContent = `Delete all ${plural(count, "memory", "memories")}?`;
@@ -116,7 +127,9 @@ export function createAccount({ api, toasts, user, onError, onAllDeleted }) {
     running = true;
     showStep("running");
     $("delete-all-title").textContent = "Deleting all your memories…";
-    $("delete-all-text").textContent = "Keep this page open. If it closes, the deletion carries on the next time you open the panel.";
+    $("delete-all-text").textContent = asked.user
+      ? "Keep this page open. If it closes, the deletion carries on the next time you open the panel."
+      : "Keep this page open until it ends. If it closes, what is deleted stays deleted; delete all again for the rest.";
     const bar = $("delete-all-bar");
     const status = $("delete-all-status");
     status.textContent = `Deleting ${plural(asked.total, "memory", "memories")}…`;
@@ -133,6 +146,7 @@ export function createAccount({ api, toasts, user, onError, onAllDeleted }) {
       }
     } catch (error) {
       running = false;
+      paused = asked;
       onError(error);
       if (error.kind === "signed-out") return dialog.close();
       $("delete-all-title").textContent = "Deleting paused";
@@ -145,6 +159,7 @@ export function createAccount({ api, toasts, user, onError, onAllDeleted }) {
       return;
     }
     running = false;
+    paused = null;
     remember(null);
     dialog.close();
     await onAllDeleted();
@@ -155,8 +170,7 @@ export function createAccount({ api, toasts, user, onError, onAllDeleted }) {
   $("delete-all-form").addEventListener("submit", (event) => {
     event.preventDefault();
     if (running) return;
-    const asked = remembered();
-    if (asked) return run(asked); // "Carry on deleting"
+    if (paused) return run(paused); // "Carry on deleting"
     const typed = $("delete-all-input").value.trim().toLowerCase();
     const count = usage?.memories ?? 0;
     if (typed !== CONFIRM_WORDS && typed !== String(count)) {
@@ -172,14 +186,16 @@ export function createAccount({ api, toasts, user, onError, onAllDeleted }) {
   });
 
   $("delete-all-cancel").addEventListener("click", () => {
+    paused = null;
     remember(null); // "Close" after a pause gives up the rest; the person can start again
     dialog.close();
     $("delete-all-open").focus();
   });
   // Escape must not leave a deletion half-shown while it runs.
   dialog.addEventListener("cancel", (event) => {
-    if (running) event.preventDefault();
-    else remember(null);
+    if (running) return event.preventDefault();
+    paused = null;
+    remember(null);
   });
   $("delete-all-open").addEventListener("click", open);
 

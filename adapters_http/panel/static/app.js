@@ -57,6 +57,7 @@ const state = {
   reconnectTimer: null,
   backOnlineToast: null,
   find: readFind(), // { q, tag }: what the address bar asks for
+  searchFull: false, // the search answered its largest page: more may match than are shown
   generation: 0, // bumped by every load, so an answer to an older one is dropped
   userId: null,
 };
@@ -164,6 +165,7 @@ async function loadFirstPage() {
   state.memories = [];
   state.cursor = null;
   state.loaded = false;
+  state.searchFull = false;
   $("memory-list").replaceChildren();
   $("error-state").hidden = true;
   $("disabled-state").hidden = true;
@@ -177,6 +179,8 @@ async function loadFirstPage() {
       const found = await api.search(state.find.q, SEARCH_LIMIT);
       if (!current()) return;
       state.loaded = true;
+      // A full answer may leave matches out: the summary says so, and that a tag narrows only this answer.
+      state.searchFull = found.results.length >= SEARCH_LIMIT;
       append({ memories: found.results.filter(tagged), next_cursor: null });
     } else if (state.find.tag) {
       await walkTagged(current);
@@ -215,12 +219,27 @@ async function walkTagged(current) {
 // ---- find: search words and a tag, both in the URL ---------------------------------------------------------
 
 function renderFind(shown) {
-  const finding = isFinding(state.find);
-  $("find-status").hidden = !finding || !state.loaded || shown === 0;
-  const what = [state.find.q && `match “${state.find.q}”`, state.find.tag && `are tagged “${state.find.tag}”`].filter(Boolean);
-  const count = `${shown} ${shown === 1 ? "memory" : "memories"}`;
-  $("find-summary").textContent = finding ? `${count} ${what.join(" and ")}${state.find.q ? ", most relevant first" : ""}.` : "";
-  $("find-empty-title").textContent = state.find.q ? `No memories match “${state.find.q}”` : `No memories are tagged “${state.find.tag}”`;
+  const { q, tag } = state.find;
+  $("find-status").hidden = !isFinding(state.find) || !state.loaded || shown === 0;
+  const one = shown === 1;
+  const matches = `match${one ? "es" : ""} “${q}”`;
+  const tagged = `${one ? "is" : "are"} tagged “${tag}”`;
+  const best = `the ${SEARCH_LIMIT} most relevant memories that match “${q}”`;
+  // Any one of the words matches, so rarer words, not more of them, narrow a search.
+  const further = `More may match further down. Try rarer words${tag ? `, or no words to see every memory tagged “${tag}”` : ""}.`;
+  let summary = `${shown} ${one ? "memory" : "memories"} ${[q && matches, tag && tagged].filter(Boolean).join(" and ")}${q ? ", most relevant first" : ""}.`;
+  if (state.searchFull) {
+    summary = tag ? `${shown} of ${best} ${tagged}. ${further}` : `The ${shown} most relevant ${one ? "memory" : "memories"} that ${matches}. ${further}`;
+  }
+  $("find-summary").textContent = isFinding(state.find) ? summary : "";
+  $("find-empty-title").textContent = !q
+    ? `No memories are tagged “${tag}”`
+    : state.searchFull
+      ? `None of ${best} is tagged “${tag}”`
+      : `No memories match “${q}”${tag ? ` and are tagged “${tag}”` : ""}`;
+  $("find-empty-text").textContent = state.searchFull
+    ? further
+    : "Try other words, or fewer of them. Search looks for whole words in your memories, their tags and contexts.";
 }
 
 /** Look for `find` (pushing it to the address bar), then move focus to what it found. */
@@ -518,6 +537,7 @@ function forgetList() {
   state.memories = [];
   state.cursor = null;
   state.loaded = false;
+  state.searchFull = false;
   $("memory-list").replaceChildren();
 }
 

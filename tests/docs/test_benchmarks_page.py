@@ -1,4 +1,4 @@
-"""docs/benchmarks.md stays readable: today's request figure first, one unbroken table of current figures, live links."""
+"""docs/benchmarks.md stays readable: the request figure first, one unbroken table of current figures, live links."""
 
 from __future__ import annotations
 

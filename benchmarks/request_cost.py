@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 import attrs
 import sqlalchemy as sa
@@ -51,7 +51,7 @@ from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.counted_serve import COUNT_ENV, read_count
 from benchmarks.floor_app import floor_server
 from benchmarks.http_overhead import KeepAliveClient
-from benchmarks.processes import listening_pid, thread_cpu_seconds
+from benchmarks.processes import thread_cpu_seconds
 from benchmarks.wrk import WrkLoad
 from memorybank.portability import import_lines
 from memorybank_core import MemoryBank, TokenPrincipal, TokenService
@@ -356,11 +356,8 @@ class LoadRun:
     load: WrkLoad
 
 
-def measure_load(
-    prepared: Prepared, backend: str, *, workers: int, duration: int, connections: int
-) -> tuple[LoadRun, LoadRun]:
+def measure_load(prepared: Prepared, *, workers: int, duration: int, connections: int) -> tuple[LoadRun, LoadRun]:
     """The mix, then the bare request, under the same wrk on one `--workers N` server."""
-    database_pid = listening_pid(int(urlsplit(prepared.url).port or 3306)) if backend == "mariadb" else None
     runs = []
     started_at = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="memorybank-bench-") as directory:
@@ -372,7 +369,7 @@ def measure_load(
                     server.base_url,
                     server.process.pid,
                     tokens_file,
-                    database_pid=database_pid,
+                    database_url=prepared.url,
                     duration=duration,
                     connections=connections,
                     bare=bare,
@@ -479,7 +476,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not args.no_load:
             print()
             mix, bare = measure_load(
-                prepared, args.backend, workers=args.workers, duration=args.duration, connections=args.connections
+                prepared, workers=args.workers, duration=args.duration, connections=args.connections
             )
             print_load(
                 [mix, bare],

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 import attrs
 import sqlalchemy as sa
@@ -44,7 +44,6 @@ from benchmarks import wrk
 from benchmarks.common import database_url, run_header, time_calls
 from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.http_overhead import KeepAliveClient
-from benchmarks.processes import listening_pid
 from benchmarks.wrk import WrkLoad
 from memorybank.portability import import_lines
 from memorybank_core import TokenService
@@ -144,13 +143,12 @@ def run_mix(
     env = {PROFILE_ENV: str(profile.resolve())} if profile is not None else {}
     module = PROFILED_SERVE if profile is not None else "memorybank"
     log = Path(tempfile.mkdtemp(prefix="memorybank-bench-")) / "serve.log"
-    database_pid = listening_pid(int(urlsplit(url).port or 3306)) if backend == "mariadb" else None
     with serving(url, args=args, env=env, log=log, module=module) as server:
         load = wrk.measure(
             server.base_url,
             server.process.pid,
             tokens_file,
-            database_pid=database_pid,
+            database_url=url,
             duration=duration,
             connections=connections,
         )

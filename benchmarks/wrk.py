@@ -12,10 +12,11 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import attrs
 
-from benchmarks.processes import children_cpu_seconds, descendants, snapshot
+from benchmarks.processes import children_cpu_seconds, descendants, listening_pid, snapshot
 
 LUA_SCRIPT = Path(__file__).with_name("mix.lua")
 _ERRORS = ("connect", "read", "write", "status", "timeout")
@@ -70,12 +71,18 @@ def measure(
     server_pid: int,
     tokens_file: Path,
     *,
-    database_pid: int | None,
+    database_url: str,
     duration: int,
     connections: int,
     bare: bool = False,
 ) -> WrkLoad:
-    """Warm every worker's pool and caches, then measure one run against the server at `url`."""
+    """Warm every worker's pool and caches, then measure one run against the server at `url`.
+
+    `database_url` is the server's database: a MySQL server on this machine is found by its port and
+    its CPU counted; SQLite runs inside the app.
+    """
+    parts = urlsplit(database_url)
+    database_pid = listening_pid(parts.port or 3306) if parts.scheme.startswith("mysql") else None
     run(url, tokens_file, duration=2, connections=connections, bare=bare)
     app = descendants(server_pid)
     start = snapshot(app, database_pid)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -218,16 +220,15 @@ def test_the_hybrid_speed_benchmark_prints_both_engines_on_mariadb(
     assert re.search(r"model load in a fresh process .*: \d+\.\d\d s", out)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
-def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
-    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+@contextmanager
+def _cost_corpus(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """request_cost's 200-row corpus for the block; after it the corpus must be as it was, then it is dropped."""
     if backend == "mariadb":
         monkeypatch.setenv(SERVER_ENV, server_url().render_as_string(hide_password=False))
     monkeypatch.setattr(request_cost, "SQLITE_HOME", tmp_path)
     try:
-        request_cost.main(["--backend", backend, "--rows", "200", "--iterations", "3", "--duration", "1"])
-        # What the single requests and the mix saved is gone: a second run measures the same corpus.
+        yield
+        # What the run saved is gone: a second run measures the same corpus.
         storage = open_storage(request_cost._url(backend, 200), indexer=OwnerIndexer())
         try:
             with storage.engine.connect() as connection:
@@ -237,6 +238,14 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     finally:
         if backend == "mariadb":
             drop_database("cost_200")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
+def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with _cost_corpus(backend, tmp_path, monkeypatch):
+        request_cost.main(["--backend", backend, "--rows", "200", "--iterations", "3", "--duration", "1"])
     out = capsys.readouterr().out
     assert "| HTTP list (20) p50 / bare p50 |" in out
     assert re.search(r"\| HTTP list p50 - in-process list p50, in bare p50s \| .* \| (PASS|MISS) \|", out)
@@ -250,25 +259,12 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     assert "| mix requests/s / bare requests/s |" in out
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "mariadb"])
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
 def test_the_route_profile_splits_each_routes_cpu_into_layers(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if backend == "mariadb":
-        monkeypatch.setenv(SERVER_ENV, server_url().render_as_string(hide_password=False))
-    monkeypatch.setattr(request_cost, "SQLITE_HOME", tmp_path)
-    try:
+    with _cost_corpus(backend, tmp_path, monkeypatch):
         route_profile.main(["--backend", backend, "--rows", "200", "--calls", "20"])
-        storage = open_storage(request_cost._url(backend, 200), indexer=OwnerIndexer())
-        try:
-            with storage.engine.connect() as connection:
-                # What the profiled saves wrote is gone: a second run profiles the same corpus.
-                assert connection.execute(sa.select(sa.func.count()).select_from(memory)).scalar_one() == 200
-        finally:
-            storage.close()
-    finally:
-        if backend == "mariadb":
-            drop_database("cost_200")
     out = capsys.readouterr().out
     assert re.search(r"\| \*\*CPU ms per request \(unprofiled\)\*\* \| \*\*[0-9.]+\*\* \|", out)
     # Every memory route reached the database through the SQL adapter; the bare request never did.

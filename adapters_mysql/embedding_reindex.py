@@ -24,10 +24,10 @@ import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.owner import owned_vectors
+from adapters_mysql.owner import memory_row, owned_vectors, personal_memories
 from adapters_mysql.schema import memory, memory_vector
 from adapters_mysql.sealed_rows import RowCodec
-from memorybank_core import BrokenSealError, Embedder, Memory, Scope
+from memorybank_core import BrokenSealError, Embedder, Memory
 from memorybank_search import embedding_text
 
 _log = logging.getLogger("memorybank.storage")
@@ -59,7 +59,7 @@ def _vector_join(model: str, codec: RowCodec) -> sa.Select[str, str]:
     current = memory.outerjoin(
         memory_vector,
         sa.and_(
-            memory_vector.c.user_id == memory.c.user_id,
+            owned_vectors(memory.c.user_id),
             memory_vector.c.memory_id == memory.c.id,
             memory_vector.c.model == model,
             memory_vector.c.seal_state.is_not_distinct_from(codec.state),
@@ -68,7 +68,7 @@ def _vector_join(model: str, codec: RowCodec) -> sa.Select[str, str]:
     return (
         sa.select(memory.c.id, memory.c.user_id)
         .select_from(current)
-        .where(memory.c.scope == Scope.USER.value, memory_vector.c.memory_id.is_(None))
+        .where(personal_memories(), memory_vector.c.memory_id.is_(None))
     )
 
 
@@ -132,7 +132,7 @@ def _write(connection: sa.Connection, codec: RowCodec, model: str, memories: Seq
     for found, vector in zip(memories, vectors, strict=True):
         # Lock the memory: deleted since it was read, it gets no vector; a racing delete waits for us.
         alive = connection.execute(
-            sa.select(memory.c.id).where(memory.c.user_id == found.user_id, memory.c.id == found.id).with_for_update()
+            sa.select(memory.c.id).where(memory_row(found.user_id, found.id)).with_for_update()
         ).first()
         if alive is None:
             continue

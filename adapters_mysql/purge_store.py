@@ -18,7 +18,7 @@ import attrs
 import sqlalchemy as sa
 
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.owner import organization_memories, owned_memories, owned_vectors
+from adapters_mysql.owner import memory_row, organization_memories, owned_memories, owned_vectors
 from adapters_mysql.schema import api_token, memory, memory_context, memory_vector, panel_credential, purge_run
 from adapters_mysql.sqlite_search import purge_rewritten_text
 from adapters_mysql.token_store import count_revocation
@@ -139,7 +139,7 @@ class SqlPurgeStore(PurgeStore):
         owner = _bound(user_id, "user")
         mine = owned_memories(owner)
         if org_id is not None:
-            mine = sa.and_(mine, memory.c.org_id == _bound(org_id, "organization"))
+            mine = sa.and_(mine, organization_memories(_bound(org_id, "organization")))
         with unavailable_on_driver_error("purge"), writing(self._engine) as connection:
             current = _locked(connection, run.id)
             # In index order (user_id, created_at, id): MySQL reads and locks just these rows. An empty
@@ -231,12 +231,7 @@ class SqlPurgeStore(PurgeStore):
             contexts = (
                 sa.select(sa.func.count())
                 .select_from(
-                    memory_context.join(
-                        memory,
-                        sa.and_(
-                            memory.c.user_id == memory_context.c.user_id, memory.c.id == memory_context.c.memory_id
-                        ),
-                    )
+                    memory_context.join(memory, memory_row(memory_context.c.user_id, memory_context.c.memory_id))
                 )
                 .where(in_org)
             )

@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from adapters_mysql import rewrite_fence
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
+from adapters_mysql.owner import memory_row
 from adapters_mysql.schema import memory, memory_context
 from adapters_mysql.sealed_rows import RowCodec, SealState
 from memorybank_core import BrokenSealError
@@ -60,8 +61,7 @@ def count_to_reindex(engine: sa.Engine, codec: RowCodec, *, everything: bool = F
 
 
 _UNCHANGED_ROW = sa.and_(
-    memory.c.id == sa.bindparam("b_id"),
-    memory.c.user_id == sa.bindparam("b_user_id"),
+    memory_row(sa.bindparam("b_user_id"), sa.bindparam("b_id")),
     # Untouched since we read it: a concurrent delete makes this update a no-op.
     memory.c.seal_state.is_not_distinct_from(sa.bindparam("b_old_state")),
     memory.c.search_version == sa.bindparam("b_old_version"),

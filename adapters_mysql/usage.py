@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.owner import owned_memories
+from adapters_mysql.owner import memory_row, owned_memories
 from adapters_mysql.schema import memory, memory_usage
 from adapters_mysql.unit_of_work import reading
 from memorybank_core import Memory, Quota, Usage, charged_characters, check_quota
@@ -192,11 +192,7 @@ def backfill_characters(
                 counts.append((user_id, memory_id, charged_characters(found) if found is not None else 0))
         with unavailable_on_driver_error("usage backfill"), for_writing(engine).begin() as connection:
             for user_id, memory_id, characters in counts:
-                connection.execute(
-                    memory.update()
-                    .where(memory.c.user_id == user_id, memory.c.id == memory_id)
-                    .values(characters=characters)
-                )
+                connection.execute(memory.update().where(memory_row(user_id, memory_id)).values(characters=characters))
             for user_id in sorted(by_owner):
                 forget_usage(connection, user_id)
         measured += len(rows)

@@ -32,7 +32,7 @@ DEFAULT_STORAGE = "memory://"
 """In-process counters: nothing to run, nothing shared."""
 
 KEY_PREFIX = "memorybank"
-"""Every Redis key the limiter writes starts with this (then `:LIMITER/ratelimit/<operation>:...`)."""
+"""Every Redis key the limiter writes starts with this (then `:ratelimit/<operation>:...`, docs/operations.md)."""
 
 NAMESPACE = "ratelimit"
 

@@ -17,27 +17,25 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from adapters_mysql import SqlStorage, open_storage
 from adapters_mysql.schema import memory_usage
-from benchmarks.common import Principal, Timing, database_url, drop_database, machine, table
+from benchmarks.common import NO_SCREEN, Principal, Timing, database_url, drop_database, machine, open_bank, table
 from memorybank_core import MemoryBank
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
-from memorybank_search import OwnerIndexer
+
+if TYPE_CHECKING:
+    from memorybank.bootstrap import Runtime
 
 MEMORIES = 40
 
 
-def _banks(storage: SqlStorage) -> dict[str, MemoryBank]:
-    def bank(with_controls: bool) -> MemoryBank:
-        return MemoryBank(
-            store=storage.store,
-            search_engine=storage.search_engine,
-            unit_of_work=storage.unit_of_work,
-            controls=storage.controls if with_controls else None,
-        )
-
-    return {"with controls": bank(True), "without": bank(False)}
+def _banks(runtime: Runtime) -> dict[str, MemoryBank]:
+    storage = runtime.storage
+    # The deliberate variant, by hand: the runtime's bank without the controls, and nothing else different
+    # (the screen is off in both, so the ratio is the controls' alone).
+    without = MemoryBank(store=storage.store, search_engine=storage.search_engine, unit_of_work=storage.unit_of_work)
+    return {"with controls": runtime.services.bank, "without": without}
 
 
 def interleaved(
@@ -58,9 +56,9 @@ def interleaved(
     return Timing(tuple(samples[0])), Timing(tuple(samples[1]))
 
 
-def measure(storage: SqlStorage, *, repeats: int, budget: float) -> list[list[object]]:
+def measure(runtime: Runtime, *, repeats: int, budget: float) -> list[list[object]]:
     """Rows of (operation, p50 with, p50 without, ratio) in milliseconds."""
-    banks = _banks(storage)
+    banks = _banks(runtime)
     who = Principal(user_id=new_id(USER_PREFIX), organization_id=new_id(ORGANIZATION_PREFIX))
     for n in range(MEMORIES):
         banks["without"].save(who, {"content": f"benchmark memory {n} about harbours and ferries"})
@@ -71,7 +69,7 @@ def measure(storage: SqlStorage, *, repeats: int, budget: float) -> list[list[ob
     ):
         with_p50, without_p50 = (t.p50 for t in interleaved(call, banks, repeats=repeats, budget=budget))
         rows.append([operation, f"{with_p50:.2f}", f"{without_p50:.2f}", f"{with_p50 / without_p50:.2f}"])
-    with storage.engine.begin() as connection:
+    with runtime.storage.engine.begin() as connection:
         connection.execute(memory_usage.delete())
     return rows
 
@@ -84,21 +82,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--mysql", action="store_true", help="also on $MEMORYBANK_BENCH_MYSQL_URL")
     args = parser.parse_args(argv)
     rows: list[list[object]] = []
-    with tempfile.TemporaryDirectory(prefix="memorybank-bench-") as directory:
-        storage = open_storage(f"sqlite:///{Path(directory) / 'bench.sqlite3'}", indexer=OwnerIndexer())
-        try:
-            storage.initialize()
-            rows += [["SQLite file", *row] for row in measure(storage, repeats=args.repeats, budget=args.budget)]
-        finally:
-            storage.close()
+    with (
+        tempfile.TemporaryDirectory(prefix="memorybank-bench-") as directory,
+        open_bank(f"sqlite:///{Path(directory) / 'bench.sqlite3'}", secret_screen=NO_SCREEN) as runtime,
+    ):
+        rows += [["SQLite file", *row] for row in measure(runtime, repeats=args.repeats, budget=args.budget)]
     if args.mysql:
         name = f"controls_{uuid.uuid4().hex[:8]}"
-        storage = open_storage(database_url(name), indexer=OwnerIndexer())
         try:
-            storage.migrate()
-            rows += [["MariaDB", *row] for row in measure(storage, repeats=args.repeats, budget=args.budget)]
+            with open_bank(database_url(name), migrate=True, secret_screen=NO_SCREEN) as runtime:
+                rows += [["MariaDB", *row] for row in measure(runtime, repeats=args.repeats, budget=args.budget)]
         finally:
-            storage.close()
             drop_database(name)
     print(f"per-call median, ms ({machine()})")
     print(table(["database", "operation", "with controls", "without", "ratio"], rows))

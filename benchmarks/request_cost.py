@@ -43,10 +43,9 @@ import attrs
 import sqlalchemy as sa
 from tqdm import tqdm
 
-from adapters_mysql import SqlStorage, open_storage
 from adapters_mysql.schema import api_token, memory
 from benchmarks import wrk
-from benchmarks.common import Timing, database_url, run_header
+from benchmarks.common import Timing, database_url, open_bank, run_header
 from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.counted_serve import COUNT_ENV, read_count
 from benchmarks.floor_app import floor_server
@@ -54,8 +53,7 @@ from benchmarks.http_overhead import KeepAliveClient
 from benchmarks.processes import thread_cpu_seconds
 from benchmarks.wrk import WrkLoad
 from memorybank.portability import import_lines
-from memorybank_core import MemoryBank, TokenPrincipal, TokenService
-from memorybank_search import OwnerIndexer
+from memorybank_core import MemoryBank, TokenPrincipal
 from tests.served import REPO_ROOT, serving
 
 MEMORIES_PER_USER = 100
@@ -97,12 +95,9 @@ class Prepared:
 def prepare(backend: str, rows: int) -> Prepared:
     """Make (or keep) the database of `rows` memories and issue every user a fresh token (the old ones go)."""
     url = _url(backend, rows)
-    storage = open_storage(url, indexer=OwnerIndexer())
-    try:
-        if storage.dialect_name == "mysql":
-            storage.migrate()
-        else:
-            storage.initialize()
+    # An SQLite file is created ready; a MariaDB database is migrated (a no-op when it is at head).
+    with open_bank(url, migrate=backend == "mariadb") as runtime:
+        storage = runtime.storage
         with storage.engine.connect() as connection:
             present = connection.execute(sa.select(sa.func.count()).select_from(memory)).scalar_one()
         spec = _spec(rows)
@@ -118,10 +113,8 @@ def prepare(backend: str, rows: int) -> Prepared:
                 .group_by(memory.c.user_id)
                 .order_by(memory.c.user_id)
             ).all()
-        tokens = TokenService(store=storage.token_store)
+        tokens = runtime.services.tokens
         secrets = {user_id: tokens.issue(user_id=user_id, org_id=org_id).secret for user_id, org_id in owners}
-    finally:
-        storage.close()
     measured_user = CorpusWriter(spec).measured_user
     org_id = next(org for user, org in owners if user == measured_user)
     principal = TokenPrincipal(
@@ -147,16 +140,6 @@ def _save_body(number: int) -> bytes:
             "contexts": [{"snippet": "first", "conversation_id": "c1"}, {"snippet": "second"}],
         }
     ).encode()
-
-
-def _in_process_bank(storage: SqlStorage) -> MemoryBank:
-    # The server's use case on the same database: its unit of work, the controls (quota and gate) read.
-    return MemoryBank(
-        store=storage.store,
-        search_engine=storage.search_engine,
-        unit_of_work=storage.unit_of_work,
-        controls=storage.controls,
-    )
 
 
 def _calls(
@@ -190,39 +173,36 @@ def measure_requests(
 ) -> dict[str, Timing]:
     """p50s of the bare request, the memory routes, the in-process list and the floor with each of
     `floors` round trips (benchmarks.floor_app), interleaved call by call."""
-    storage = open_storage(prepared.url, indexer=OwnerIndexer())
-    bank = _in_process_bank(storage)
     saved: list[str] = []
     samples: dict[str, list[float]] = {}
-    try:
-        with (
-            serving(prepared.url, args=GENEROUS_LIMITS) as server,
-            KeepAliveClient(server.base_url, prepared.measured_secret) as client,
-            floor_server(prepared.url) as floor_url,
-            KeepAliveClient(floor_url, "") as floor_client,
-        ):
-            calls = _calls(client, bank, prepared.measured, saved)
-            for trips in floors:
-                path = f"/floor?trips={trips}"
-                calls[floor_name(trips)] = partial(floor_client.request, "GET", path, expect=200)
-            for call in calls.values():
-                for _ in range(5):
-                    call()
-            samples = {name: [] for name in calls}
-            started = time.perf_counter()
-            for _ in range(iterations):
-                # Call by call, so every route sees the same moments of a shared machine's load.
-                for name, call in calls.items():
-                    before = time.perf_counter()
-                    call()
-                    samples[name].append((time.perf_counter() - before) * 1000)
-                if time.perf_counter() - started > budget_seconds:
-                    break
-            # Leave the corpus as it was.
-            for memory_id in saved:
-                client.request("DELETE", f"/v1/memory/{memory_id}", expect=204)
-    finally:
-        storage.close()
+    with (
+        # The in-process list is the server's use case on the same database, built as `serve` builds it.
+        open_bank(prepared.url) as runtime,
+        serving(prepared.url, args=GENEROUS_LIMITS) as server,
+        KeepAliveClient(server.base_url, prepared.measured_secret) as client,
+        floor_server(prepared.url) as floor_url,
+        KeepAliveClient(floor_url, "") as floor_client,
+    ):
+        calls = _calls(client, runtime.services.bank, prepared.measured, saved)
+        for trips in floors:
+            path = f"/floor?trips={trips}"
+            calls[floor_name(trips)] = partial(floor_client.request, "GET", path, expect=200)
+        for call in calls.values():
+            for _ in range(5):
+                call()
+        samples = {name: [] for name in calls}
+        started = time.perf_counter()
+        for _ in range(iterations):
+            # Call by call, so every route sees the same moments of a shared machine's load.
+            for name, call in calls.items():
+                before = time.perf_counter()
+                call()
+                samples[name].append((time.perf_counter() - before) * 1000)
+            if time.perf_counter() - started > budget_seconds:
+                break
+        # Leave the corpus as it was.
+        for memory_id in saved:
+            client.request("DELETE", f"/v1/memory/{memory_id}", expect=204)
     return {name: Timing(tuple(values)) for name, values in samples.items()}
 
 
@@ -303,35 +283,31 @@ def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict
     CPU time, unlike wall time, hardly moves with what else the machine runs: it says where a
     request's cost is even on a loaded machine.
     """
-    storage = open_storage(prepared.url, indexer=OwnerIndexer())
-    bank = _in_process_bank(storage)
     saved: list[str] = []
     counts: dict[str, RouteCost] = {}
     with tempfile.TemporaryDirectory(prefix="memorybank-bench-") as directory:
         count_file = Path(directory) / "count"
-        try:
-            with (
-                serving(
-                    prepared.url, args=GENEROUS_LIMITS, module=COUNTED_SERVE, env={COUNT_ENV: str(count_file)}
-                ) as server,
-                KeepAliveClient(server.base_url, prepared.measured_secret) as client,
-            ):
-                for name, call in _calls(client, bank, prepared.measured, saved).items():
-                    if name == IN_PROCESS_LIST:
-                        continue
-                    for _ in range(3):
-                        call()  # warm: the pool's connection, the token cache
-                    before, cpu_before = read_count(count_file), thread_cpu_seconds(server.process.pid)
-                    for _ in range(calls):
-                        call()
-                    counts[name] = RouteCost(
-                        round_trips=(read_count(count_file) - before) / calls,
-                        cpu_ms=(thread_cpu_seconds(server.process.pid) - cpu_before) * 1000 / calls,
-                    )
-                for memory_id in saved:
-                    client.request("DELETE", f"/v1/memory/{memory_id}", expect=204)
-        finally:
-            storage.close()
+        with (
+            open_bank(prepared.url) as runtime,
+            serving(
+                prepared.url, args=GENEROUS_LIMITS, module=COUNTED_SERVE, env={COUNT_ENV: str(count_file)}
+            ) as server,
+            KeepAliveClient(server.base_url, prepared.measured_secret) as client,
+        ):
+            for name, call in _calls(client, runtime.services.bank, prepared.measured, saved).items():
+                if name == IN_PROCESS_LIST:
+                    continue
+                for _ in range(3):
+                    call()  # warm: the pool's connection, the token cache
+                before, cpu_before = read_count(count_file), thread_cpu_seconds(server.process.pid)
+                for _ in range(calls):
+                    call()
+                counts[name] = RouteCost(
+                    round_trips=(read_count(count_file) - before) / calls,
+                    cpu_ms=(thread_cpu_seconds(server.process.pid) - cpu_before) * 1000 / calls,
+                )
+            for memory_id in saved:
+                client.request("DELETE", f"/v1/memory/{memory_id}", expect=204)
     return counts
 
 
@@ -381,16 +357,13 @@ def measure_load(prepared: Prepared, *, workers: int, duration: int, connections
 
 def _delete_saved_since(url: str, started_at: datetime) -> None:
     """Delete what the mix saved, through the store (usage ledger included): the next run sees the same corpus."""
-    storage = open_storage(url, indexer=OwnerIndexer())
-    try:
-        with storage.engine.connect() as connection:
+    with open_bank(url) as runtime:
+        with runtime.storage.engine.connect() as connection:
             saved = connection.execute(
                 sa.select(memory.c.user_id, memory.c.id).where(memory.c.created_at >= started_at)
             ).all()
         for user_id, memory_id in saved:
-            storage.store.delete(user_id=user_id, memory_id=memory_id)
-    finally:
-        storage.close()
+            runtime.storage.store.delete(user_id=user_id, memory_id=memory_id)
 
 
 def load_targets(mix: LoadRun, bare: LoadRun) -> list[Target]:

@@ -3,6 +3,9 @@
 - Every ```python block runs. The blocks of one page run in order in one namespace, as a reader
   follows them; a page whose example continues another page's says so on the line before its
   first block: `<!-- docs-test: after docs/embedding.md -->` (that page's blocks run first).
+- A page whose blocks each claim to work alone (a reader copies any one of them) says
+  `<!-- docs-test: blocks stand alone -->` anywhere in it: then every block runs in a fresh
+  namespace, on a fresh database, so one that leans on an earlier block fails.
 - A `# prints: TEXT` comment states one line the block prints; the printed lines must be exactly
   these, in order. A block that prints without saying what is a failure: output nobody checks drifts.
 - A block that opens a database by URL is marked `<!-- docs-test: database -->` on the line before
@@ -36,6 +39,7 @@ _FILE_MARK = re.compile(r"<!-- docs-test: (file|pytest) ([\w.]+\.py) -->")
 _ALL_PASSED = re.compile(r"^=* ?(\d+) passed in [\d.]+s", re.MULTILINE)
 PYTEST_TIMEOUT_SECONDS = 300
 _AFTER_MARK = re.compile(r"<!-- docs-test: after (\S+) -->")
+STANDALONE_MARK = "<!-- docs-test: blocks stand alone -->"
 _FENCE = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _PRINTS = re.compile(r"#\s*prints:\s?(.*)$", re.MULTILINE)
 #: A database URL as the docs write them, in quotes: `mysql://…`, `mysql+mysqldb://…`, `sqlite:///…`.
@@ -95,6 +99,11 @@ def prerequisite(page: str, root: Path = REPO_ROOT) -> str | None:
     return match.group(1) if match else None
 
 
+def stands_alone(page: str, root: Path = REPO_ROOT) -> bool:
+    """Whether each of the page's blocks must run on its own (`STANDALONE_MARK`)."""
+    return STANDALONE_MARK in (root / page).read_text()
+
+
 def fence_count(page: str) -> int:
     """How many ```python fences the page opens (to check that none escapes `examples`)."""
     return len(re.findall(r"^```python$", (REPO_ROOT / page).read_text(), flags=re.MULTILINE))
@@ -105,13 +114,17 @@ def run_page(
 ) -> dict[str, Any]:
     """Run the page's examples (after its prerequisite's) in one namespace; return it.
 
-    `database_url` is called once per page that needs a database, for a fresh, migrated one.
+    `database_url` is called once per page that needs a database, for a fresh, migrated one. On a page
+    whose blocks stand alone, each block runs in a namespace and on a database of its own instead; the
+    namespace returned then holds what every block defined, for the checks that follow (embeddings.py).
 
     Raises:
         AssertionError: a block printed something else than its `# prints:` comments say.
     """
     names: dict[str, Any] = {"__name__": "__docs__"} if namespace is None else namespace
     before = prerequisite(page, root)
+    alone = stands_alone(page, root)
+    assert not (alone and before is not None), f"{page}: blocks that stand alone continue no other page"
     if before is not None:
         run_page(before, database_url, root=root, namespace=names)
     url: str | None = None
@@ -120,7 +133,12 @@ def run_page(
             if example.saved_as is not None:
                 _save_and_test(example, Path(folder))
                 continue
-            url = _run_block(example, names, database_url, url)
+            if alone:
+                own: dict[str, Any] = {"__name__": "__docs__"}
+                _run_block(example, own, database_url, None)
+                names.update(own)
+            else:
+                url = _run_block(example, names, database_url, url)
     return names
 
 

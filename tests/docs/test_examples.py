@@ -10,7 +10,16 @@ import pytest
 from adapters_mysql import open_storage
 from memorybank_search import OwnerIndexer
 from tests.docs.embeddings import REQUESTS, apps
-from tests.docs.examples import database_pages, examples, fence_count, pages, python_pages, run_page
+from tests.docs.examples import (
+    STANDALONE_MARK,
+    database_pages,
+    examples,
+    fence_count,
+    pages,
+    python_pages,
+    run_page,
+    stands_alone,
+)
 from tests.mysql_server import ThrowawayDatabase
 
 
@@ -78,6 +87,23 @@ def test_an_example_that_prints_something_else_than_its_page_says_fails(
     for page in ("wrong.md", "unsaid.md"):
         with pytest.raises(AssertionError, match=f"{page}:2 printed"):
             run_page(page, sqlite_databases, root=tmp_path)
+
+
+def test_on_a_page_whose_blocks_stand_alone_a_block_that_leans_on_an_earlier_one_fails(
+    tmp_path: Path, sqlite_databases: Callable[[], str]
+) -> None:
+    leaning = "```python\nanswer = 42\n```\n\n```python\nprint(answer)  # prints: 42\n```\n"
+    (tmp_path / "followed.md").write_text(leaning)
+    (tmp_path / "alone.md").write_text(f"{STANDALONE_MARK}\n\n{leaning}")
+
+    run_page("followed.md", sqlite_databases, root=tmp_path)  # read in order, the second block may lean
+    with pytest.raises(NameError, match="answer"):
+        run_page("alone.md", sqlite_databases, root=tmp_path)
+
+
+def test_the_readmes_python_blocks_each_stand_alone() -> None:
+    # A reader copies any one of them: README.md says so, and the docs test then runs each on its own.
+    assert stands_alone("README.md")
 
 
 def test_a_documented_test_module_runs_under_pytest_beside_the_pages_files(

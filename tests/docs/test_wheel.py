@@ -1,5 +1,6 @@
 """The wheel a user installs: built from the sdist, installed (not editable) into a clean virtualenv,
-it migrates, serves, saves, searches and serves the panel page, and its install hint works as printed.
+it migrates, serves, saves, searches and serves the panel page, and its install hint works as printed;
+with its `testing` extra, a host's own store passes the shipped contract suite (docs/embedding.md).
 
 Slow (a build and a pip install), so it is in the install tier: `python -m pytest -m install`.
 """
@@ -20,11 +21,14 @@ import httpx2
 import pytest
 
 from adapters_mysql.revisions import SCRIPTS_PACKAGE
+from tests.docs.examples import examples
 from tests.served import REPO_ROOT, serving
 
 pytestmark = pytest.mark.install
 
 STEP_TIMEOUT_SECONDS = 600
+#: The page whose toy store and test module a host copies to prove its own store.
+CONTRACT_PAGE = "docs/embedding.md"
 #: Every top-level package the wheel ships (pyproject.toml lists them): each carries a py.typed marker.
 TYPED = [
     package
@@ -140,3 +144,26 @@ def test_the_wheel_installs_in_a_clean_virtualenv_and_serves_saves_searches_and_
         for asset in assets:
             answered = httpx2.get(f"{server.base_url}/{asset}")
             assert (asset, answered.status_code) == (asset, 200)
+
+    _check_the_contract_suite_runs_from_the_wheel(wheel, python, in_venv, elsewhere / "host")
+
+
+def _check_the_contract_suite_runs_from_the_wheel(wheel: Path, python: Path, env: dict[str, str], host: Path) -> None:
+    """docs/embedding.md's toy store and its test module, run by the venv's pytest with `[testing]` installed."""
+    testing = _run([python, "-m", "pip", "install", "-q", f"{wheel}[testing]"], cwd=host.parent, env=env)
+    assert testing.returncode == 0, testing.stderr[-3000:]
+    where = _run([python, "-c", "import memorybank_testing as m; print(m.__file__)"], cwd=host.parent, env=env)
+    assert where.stdout.startswith(env["VIRTUAL_ENV"]), where.stdout + where.stderr
+    host.mkdir()
+    module = ""
+    for example in examples(CONTRACT_PAGE):
+        if example.saved_as is not None:
+            (host / example.saved_as).write_text(example.source)
+            module = example.saved_as if example.runs_pytest else module
+    assert module, f"{CONTRACT_PAGE} no longer holds the contract suite's test module"
+    # An empty ini file pins pytest's rootdir to the host's folder: none of this checkout's settings apply.
+    (host / "pytest.ini").write_text("[pytest]\n")
+    ran = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", module], cwd=host, env=env)
+    assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-2000:]
+    # Every contract passed: nothing skipped, nothing failed beside them.
+    assert re.search(r"^=* ?\d+ passed in [\d.]+s", ran.stdout, re.MULTILINE), ran.stdout[-2000:]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import re
 import socket
 from collections.abc import Iterator
 
@@ -14,7 +16,7 @@ from memorybank_core import InvalidInputError, RateLimit
 from memorybank_core.ids import TOKEN_PREFIX, USER_PREFIX, new_id
 from memorybank_core.rate_limits import Operation, rate_limit_key
 from tests.redis_server import PrivateRedis, shared_redis_url
-from tests.served import free_port
+from tests.served import REPO_ROOT, free_port
 
 THREE_PER_MINUTE = RateLimit(3, 60)
 
@@ -79,20 +81,32 @@ def test_two_limiters_in_memory_count_alone() -> None:
     assert state.allowed
 
 
-def test_redis_keys_name_the_user_and_operation_but_never_a_credential() -> None:
+def _documented_key() -> str:
+    """The key docs/operations.md shows an operator, e.g. `memorybank:ratelimit/search:u:usr_…/120/60/second`."""
+    match = re.search(r"Keys look like\s+`([^`]+)`", (REPO_ROOT / "docs" / "operations.md").read_text())
+    assert match, "docs/operations.md no longer shows a rate-limit key"
+    return match.group(1)
+
+
+def test_redis_keys_are_the_documented_ones_naming_the_user_but_never_a_credential() -> None:
+    # An operator finds and clears a user's counters by the key docs/operations.md shows.
+    documented = _documented_key()
+    # memorybank:ratelimit / <operation>:u:usr_… / <amount> / <seconds> / second
+    _, operation_and_user, amount, seconds, _ = documented.split("/")
+    operation = operation_and_user.split(":")[0]
     url = shared_redis_url()
     user_id, token_id = new_id(USER_PREFIX), new_id(TOKEN_PREFIX)
+    limit = RateLimit(int(amount), int(seconds))
     limiter = LimitsRateLimiter(url)
-    limiter.hit(key=rate_limit_key(Operation.SAVE, user_id=user_id), limit=THREE_PER_MINUTE)
-    limiter.hit(key=rate_limit_key(Operation.SAVE, credential_id=token_id), limit=THREE_PER_MINUTE)
+    limiter.hit(key=rate_limit_key(Operation(operation), user_id=user_id), limit=limit)
+    limiter.hit(key=rate_limit_key(Operation(operation), credential_id=token_id), limit=limit)
 
+    token_digest = hashlib.sha256(token_id.encode()).hexdigest()
     with redis.Redis.from_url(url) as client:
-        keys = [key.decode() for key in client.scan_iter(match="memorybank:*ratelimit/save:*")]
-    mine = [key for key in keys if user_id in key or "save:t:" in key]
-
-    assert any(user_id in key for key in mine)
+        assert client.exists(documented.replace("usr_…", user_id))
+        assert client.exists(documented.replace("u:usr_…", f"t:{token_digest}"))
+        keys = [key.decode() for key in client.scan_iter(match="memorybank:*")]
     assert all(token_id not in key for key in keys)
-    assert any(key.startswith("memorybank:") and ":t:" in key for key in mine)
 
 
 @pytest.mark.parametrize(

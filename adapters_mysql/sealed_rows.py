@@ -37,6 +37,7 @@ from memorybank_core import (
     Sealer,
     Source,
 )
+from memorybank_core.embeddings import SCALE_SIZE
 from memorybank_core.entities import charged_characters
 from memorybank_core.sealing import UnknownSealKeyError
 from memorybank_core.wire import citation_ids
@@ -179,6 +180,15 @@ class RowCodec:
         Raises:
             BrokenSealError: a sealed vector does not open here, or the row's state is not allowed.
         """
+        return Embedding.from_bytes(self.vector_bytes(row))
+
+    def vector_bytes(self, row: Any) -> bytes:
+        """The stored form (`Embedding.to_bytes()`) of a `memory_vector` row's embedding, opened when sealed.
+
+        Raises:
+            BrokenSealError: a sealed vector does not open here, the row's state is not allowed, or the
+                opened bytes do not hold a scale and at least one value.
+        """
         stored = bytes(row.vector)
         if row.seal_state is not None:
             if self._sealer is None:
@@ -193,10 +203,9 @@ class RowCodec:
             stored = base64.b64decode(text)
         elif not self.plaintext_allowed:
             raise BrokenSealError("a plaintext vector in a database whose rows are all sealed")
-        try:
-            return Embedding.from_bytes(stored)
-        except ValueError as error:
-            raise BrokenSealError("a stored vector is malformed") from error
+        if len(stored) <= SCALE_SIZE:
+            raise BrokenSealError("a stored vector is malformed")
+        return stored
 
     def memory(self, row: Any, context_rows: Sequence[Any]) -> Memory:
         """The entity for a `memory` row and its `memory_context` rows.

@@ -5,7 +5,7 @@ A host imports its names from here; adapters implement its ports.
 
 from memorybank_core.clock import FixedClock, SystemClock
 from memorybank_core.controls import Effective, MemoryControls, check_quota, clean_subject_id, resolve
-from memorybank_core.embeddings import Embedder, Embedding, VectorStore
+from memorybank_core.embeddings import Embedder, Embedding, PackedVectors, VectorStore
 from memorybank_core.entities import (
     EVERYONE,
     ApiToken,
@@ -118,6 +118,7 @@ __all__ = [
     "NotFoundError",
     "Operation",
     "Origin",
+    "PackedVectors",
     "PanelCredential",
     "PanelCredentialKind",
     "PanelSessionStore",

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import struct
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
 import attrs
 
 #: The scale's encoding in front of the values: one little-endian float32.
 _SCALE = struct.Struct("<f")
+SCALE_SIZE = _SCALE.size
+"""The bytes of the scale in front of a stored embedding's values."""
 _INT8_MAX = 127
 
 
@@ -52,10 +54,10 @@ class Embedding:
         Raises:
             ValueError: `data` is too short to hold a scale and one value.
         """
-        if len(data) <= _SCALE.size:
+        if len(data) <= SCALE_SIZE:
             raise ValueError("a stored embedding holds a scale and at least one value")
         (scale,) = _SCALE.unpack_from(data)
-        return cls(bytes(data[_SCALE.size :]), scale)
+        return cls(bytes(data[SCALE_SIZE:]), scale)
 
     @classmethod
     def quantize(cls, vector: Sequence[float]) -> Embedding:
@@ -66,6 +68,49 @@ class Embedding:
         scale = largest / _INT8_MAX
         values = bytes(round(component / scale) & 0xFF for component in vector)
         return cls(values, scale)
+
+
+class PackedVectors(Mapping[str, Embedding]):
+    """One owner's vectors of one dimension as a `Mapping[str, Embedding]` kept in their stored form.
+
+    `records` joins each vector's `Embedding.to_bytes()` in the order of `ids` (a scale, then
+    `dimension` int8 values, per record), so a scorer can view them all as one matrix without an
+    object per vector; `Embedding`s are built only when an item is read.
+    """
+
+    __slots__ = ("_index", "dimension", "ids", "records")
+
+    def __init__(self, ids: Sequence[str], records: bytes, dimension: int) -> None:
+        """Raises ValueError when `records` is not one record of `dimension` values per id."""
+        if dimension < 1 or len(records) != len(ids) * (SCALE_SIZE + dimension):
+            raise ValueError("packed vectors hold one record of a scale and `dimension` values per id")
+        self.ids: tuple[str, ...] = tuple(ids)
+        self.records = records
+        self.dimension = dimension
+        self._index = {memory_id: position for position, memory_id in enumerate(self.ids)}
+        if len(self._index) != len(self.ids):
+            raise ValueError("packed vectors hold each memory id once")
+
+    @property
+    def record_size(self) -> int:
+        """The bytes of one record: the float32 scale and the values."""
+        return SCALE_SIZE + self.dimension
+
+    def __getitem__(self, memory_id: str) -> Embedding:
+        start = self._index[memory_id] * self.record_size
+        return Embedding.from_bytes(self.records[start : start + self.record_size])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self._index
+
+    def __repr__(self) -> str:
+        return f"PackedVectors(<{len(self.ids)} vectors of {self.dimension} int8>)"
 
 
 class Embedder(Protocol):
@@ -93,7 +138,9 @@ class VectorStore(Protocol):
     def vectors(self, *, user_id: str, model_id: str) -> Mapping[str, Embedding]:
         """Every vector of the owner's memories written by `model_id`, keyed by memory id.
 
-        Memories without one (saved before hybrid search was on, not yet re-indexed) are absent.
+        A store may answer with `PackedVectors` (still this mapping), which hybrid search scores
+        without an object per vector. Memories without one (saved before hybrid search was on, not
+        yet re-indexed) are absent.
 
         Raises:
             UnavailableError: storage cannot be reached.

@@ -10,10 +10,12 @@ this module needs the `semantic` extra; nothing else in `memorybank_search` impo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from memorybank_core import Embedder, Embedding, SearchEngine, SearchHit, SearchHits, VectorStore
+from memorybank_core import Embedder, Embedding, PackedVectors, SearchEngine, SearchHit, SearchHits, VectorStore
+from memorybank_core.embeddings import SCALE_SIZE
 from memorybank_search.analyzer import TextAnalyzer
 from memorybank_search.candidates import DEFAULT_CANDIDATE_LIMIT
 from memorybank_search.fusion import Fusion
@@ -57,12 +59,22 @@ def cosines(query: Embedding, stored: Mapping[str, Embedding]) -> dict[str, floa
     then scaled.
     """
     dimension = query.dimension
+    if isinstance(stored, PackedVectors):
+        if stored.dimension != dimension:
+            return {}
+        # The stored records viewed in place: a float32 scale, then the int8 values, per row.
+        record = np.dtype([("scale", "<f4"), ("values", np.int8, (dimension,))])
+        assert record.itemsize == SCALE_SIZE + dimension  # noqa: S101 - the stored format, packed
+        rows = np.frombuffer(stored.records, dtype=record)
+        return _scored(stored.ids, rows["values"], rows["scale"], query)
     ids = [memory_id for memory_id, vector in stored.items() if vector.dimension == dimension]
     if not ids:
         return {}
     matrix = np.frombuffer(b"".join(stored[memory_id].values for memory_id in ids), dtype=np.int8)
-    products = matrix.reshape(len(ids), dimension).astype(np.int32) @ np.frombuffer(query.values, dtype=np.int8).astype(
-        np.int32
-    )
-    scales = np.array([stored[memory_id].scale for memory_id in ids], dtype=np.float64) * query.scale
-    return dict(zip(ids, (products * scales).tolist(), strict=True))
+    scales = np.array([stored[memory_id].scale for memory_id in ids], dtype=np.float64)
+    return _scored(ids, matrix.reshape(len(ids), dimension), scales, query)
+
+
+def _scored(ids: Sequence[str], matrix: Any, scales: Any, query: Embedding) -> dict[str, float]:
+    products = matrix.astype(np.int32) @ np.frombuffer(query.values, dtype=np.int8).astype(np.int32)
+    return dict(zip(ids, (products * (scales.astype(np.float64) * query.scale)).tolist(), strict=True))

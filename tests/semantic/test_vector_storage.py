@@ -15,8 +15,9 @@ from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_vector
 from memorybank.commands.base import CommandError
 from memorybank.commands.reindex import fail_on_broken
-from memorybank_core import Embedding, MemoryBank
+from memorybank_core import Embedding, MemoryBank, PackedVectors
 from memorybank_core.offboarding import Offboarding
+from memorybank_search.hybrid import cosines
 from tests.conftest import User, start_clock
 from tests.contract.embedders import HashedTermsEmbedder
 from tests.sql.backends import storage_at
@@ -124,6 +125,23 @@ def test_sealed_vectors_are_stored_sealed_and_open_to_the_same_scores(tmp_path: 
     assert len(ranked[0]) == 5
     sealed.close()
     plain.close()
+
+
+@pytest.mark.parametrize("sealed", [False, True], ids=["plaintext", "sealed"])
+def test_an_owners_vectors_are_read_packed_and_score_as_the_vectors_one_by_one(tmp_path: Path, sealed: bool) -> None:
+    storage = _storage(tmp_path, sealed=sealed)
+    bank, alice, bob = _bank(storage), User(), User()
+    saved = [bank.save(alice, {"content": f"note {n}: the lighthouse keeper logged the storm"}) for n in range(6)]
+    bank.save(bob, {"content": "note 0: the lighthouse keeper logged the storm"})
+    embedder = HashedTermsEmbedder()
+    read = storage.vectors.vectors(user_id=alice.user_id, model_id=embedder.model_id)
+    # One buffer for the scorer, still the mapping of the port: each memory's own vector, only Alice's.
+    assert isinstance(read, PackedVectors)
+    one_by_one = {memory.id: embedder.embed([memory.content])[0] for memory in saved}
+    assert dict(read) == one_by_one
+    query = embedder.embed(["lighthouse storm"])[0]
+    assert cosines(query, read) == cosines(query, one_by_one)
+    storage.close()
 
 
 def test_a_sealed_vector_moved_to_another_memory_does_not_open_and_the_memory_is_still_found_by_words(

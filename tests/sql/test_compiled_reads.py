@@ -10,12 +10,13 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from adapters_mysql import SqlStorage, mysql_search
+from adapters_mysql import SqlStorage, mysql_search, vector_store
 from adapters_mysql.compiled_reads import CompiledRead
 from adapters_mysql.control_store import _FIND
 from adapters_mysql.memory_store import _CHECKED_READS, _PLAIN_READS
+from adapters_mysql.schema import memory_vector
 from adapters_mysql.token_store import _GENERATION
-from memorybank_core import EVERYONE, Control, SubjectKind
+from memorybank_core import EVERYONE, Control, Embedding, SubjectKind
 from memorybank_search import OwnerIndexer
 from tests.sql.memories import SAVED_AT, make_memory, new_user
 
@@ -46,10 +47,18 @@ def test_the_hot_reads_give_sqlalchemys_rows_on_the_cursor(
     storage.controls.set(Control(kind=SubjectKind.USER, subject_id=owner, max_memories=9, updated_at=now))
     storage.controls.set(Control(kind=SubjectKind.ALL, subject_id=EVERYONE, enabled=True, updated_at=now))
     storage.token_store.revoke("no such token", at=now)  # the generation row may be absent: both say so
+    with storage.engine.begin() as connection:
+        for number, memory in enumerate(memories):
+            embedding = Embedding.quantize([1.0, -0.5, number / 4])
+            connection.execute(
+                memory_vector.insert(),
+                storage.codec.vector_row(user_id=owner, memory_id=memory.id, model="m", embedding=embedding),
+            )
     newest = max(memories, key=lambda m: m.created_at)
     reads: list[tuple[CompiledRead, dict[str, Any]]] = [
         (_GENERATION, {}),
         (_FIND, {"user_id": owner, "org_id": "org_none"}),
+        (vector_store._OWNER_VECTORS, {"owner": owner, "model": "m"}),
     ]
     for statements in (_PLAIN_READS, _CHECKED_READS):
         reads += [

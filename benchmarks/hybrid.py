@@ -238,13 +238,18 @@ def model_load_seconds() -> float:
     return float(done.stdout.strip())
 
 
-def run_speed(memories: int, searches: int, workers: int, data: Path) -> None:
-    """The speed half (see the module)."""
+def _speed_inputs(data: Path, memories: int, searches: int) -> tuple[list[str], list[str]]:
+    """`memories` LoCoMo turns for the one user (repeated when there are fewer) and `searches` questions."""
     conversations, questions = load(data)
     texts = [turn.text for turns in conversations for turn in turns][:memories]
     while len(texts) < memories:
         texts += texts[: memories - len(texts)]
-    queries = [q.text for q in questions][:searches]
+    return texts, [q.text for q in questions][:searches]
+
+
+def run_speed(memories: int, searches: int, workers: int, data: Path) -> None:
+    """The speed half (see the module)."""
+    texts, queries = _speed_inputs(data, memories, searches)
     print(f"machine: {machine()}, load average {os.getloadavg()[0]:.2f} at the start", file=sys.stderr)
     drop_database("hybrid_speed")
     db_url = database_url("hybrid_speed")
@@ -330,11 +335,7 @@ def run_split(memories: int, searches: int, data: Path) -> None:
     from memorybank.settings import Settings
     from memorybank_search import hybrid as hybrid_module
 
-    conversations, questions = load(data)
-    texts = [turn.text for turns in conversations for turn in turns][:memories]
-    while len(texts) < memories:
-        texts += texts[: memories - len(texts)]
-    queries = [q.text for q in questions][:searches]
+    texts, queries = _speed_inputs(data, memories, searches)
     print(f"machine: {machine()}, load average {os.getloadavg()[0]:.2f} at the start", file=sys.stderr)
     drop_database("hybrid_split")
     db_url = database_url("hybrid_split")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -192,9 +193,14 @@ def measure_requests(
                 call()
         samples = {name: [] for name in calls}
         started = time.perf_counter()
+        order = list(calls.items())
+        shuffler = random.Random(SEED)
         for _ in range(iterations):
-            # Call by call, so every route sees the same moments of a shared machine's load.
-            for name, call in calls.items():
+            # Call by call, so every route sees the same moments of a shared machine's load; in a new
+            # order each round, so no route always follows the same one (a server idle since its last
+            # call wakes slower than one that just answered).
+            shuffler.shuffle(order)
+            for name, call in order:
                 before = time.perf_counter()
                 call()
                 samples[name].append((time.perf_counter() - before) * 1000)

@@ -164,6 +164,10 @@ def _calls(
     }
 
 
+FLOOR_BARE = "floor: GET /healthz"
+"""The floor app's own bare request: beside ours, what memorybank's middleware adds to a bare request."""
+
+
 def floor_name(round_trips: int) -> str:
     """The floor's row for a route of `round_trips` database round trips."""
     return f"floor: one hop + {round_trips} round trips"
@@ -188,6 +192,8 @@ def measure_requests(
         for trips in floors:
             path = f"/floor?trips={trips}"
             calls[floor_name(trips)] = partial(floor_client.request, "GET", path, expect=200)
+        if floors:
+            calls[FLOOR_BARE] = partial(floor_client.request, "GET", "/healthz", expect=200)
         for call in calls.values():
             for _ in range(5):
                 call()

@@ -254,6 +254,7 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     assert re.search(r"\| HTTP list \(20\) \| [1-9][0-9.]* \|", out)
     # The floor ran with the round trips each route was counted to make, beside the routes.
     assert re.search(r"\| floor: one hop \+ [1-9][0-9]* round trips \| [0-9.]+ \|", out)
+    assert re.search(r"\| floor: GET /healthz \| [0-9.]+ \|", out)
     assert re.search(r"\| HTTP save, 2 contexts \| [1-9][0-9]* \| [0-9.]+ x \| [0-9.]+ x \| -?[0-9.]+ ms \|", out)
     assert re.search(r"\| mix 60/20/20 \| [0-9,]+ \|", out)
     assert "| mix requests/s / bare requests/s |" in out

@@ -61,6 +61,8 @@ MEMORIES_PER_USER = 100
 SEED = 24
 SQLITE_HOME = Path(tempfile.gettempdir()) / "memorybank-bench"
 #: Rate limits stay on (every request is checked), at a level one benchmark client stays under.
+LOAD_SLICES = 3
+"""The mix and the bare request alternate in this many slices: a VM's speed drifts over minutes."""
 GENEROUS_RULE = "*=1000000/minute"
 """Rate limits on, at a limit the single client stays under."""
 GENEROUS_LIMITS = ("--rate-limit", GENEROUS_RULE)
@@ -344,27 +346,33 @@ class LoadRun:
     load: WrkLoad
 
 
-def measure_load(prepared: Prepared, *, workers: int, duration: int, connections: int) -> tuple[LoadRun, LoadRun]:
-    """The mix, then the bare request, under the same wrk on one `--workers N` server."""
-    runs = []
+def measure_load(
+    prepared: Prepared, *, workers: int, duration: int, connections: int, slices: int = LOAD_SLICES
+) -> tuple[LoadRun, LoadRun]:
+    """The mix and the bare request under the same wrk on one `--workers N` server, alternating in
+    `slices` slices of `duration / slices` seconds each, so both see the same moments of the machine."""
+    seconds = max(1, round(duration / slices))
+    taken: dict[bool, list[WrkLoad]] = {False: [], True: []}
     started_at = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="memorybank-bench-") as directory:
         tokens_file = Path(directory) / "tokens.txt"
         tokens_file.write_text("\n".join(prepared.secrets) + "\n")
         with serving(prepared.url, args=[*GENEROUS_LIMITS, "--workers", str(workers)]) as server:
-            for bare in (False, True):
-                load = wrk.measure(
-                    server.base_url,
-                    server.process.pid,
-                    tokens_file,
-                    database_url=prepared.url,
-                    duration=duration,
-                    connections=connections,
-                    bare=bare,
-                )
-                runs.append(LoadRun(what=BARE if bare else "mix 60/20/20", load=load))
+            for number in range(slices):
+                for bare in (False, True):
+                    load = wrk.measure(
+                        server.base_url,
+                        server.process.pid,
+                        tokens_file,
+                        database_url=prepared.url,
+                        duration=seconds,
+                        connections=connections,
+                        bare=bare,
+                        warm=number == 0,
+                    )
+                    taken[bare].append(load)
     _delete_saved_since(prepared.url, started_at)
-    return runs[0], runs[1]
+    return LoadRun("mix 60/20/20", wrk.combined(taken[False])), LoadRun(BARE, wrk.combined(taken[True]))
 
 
 def _delete_saved_since(url: str, started_at: datetime) -> None:
@@ -392,7 +400,11 @@ def print_load(
     runs: Sequence[LoadRun], targets: Sequence[Target], *, workers: int, duration: int, connections: int
 ) -> None:
     """The load table and its targets."""
-    print(f"wrk -t2 -c{connections} -d{duration}s, `serve --workers {workers}`; CPU in cores busy over the run")
+    print(
+        f"wrk -t2 -c{connections}, `serve --workers {workers}`, the mix and the bare request alternating in "
+        f"{LOAD_SLICES} slices, {duration} s of each in all; CPU in cores busy over the runs; p50 and p99 the "
+        "median of the slices'"
+    )
     print()
     print("| load | requests/s | p50 ms | p99 ms | errors | app | database | wrk | other |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -431,7 +443,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--iterations", type=int, default=300, help="calls of each request (default: 300)")
     parser.add_argument("--budget", type=float, default=120, help="seconds at most for the single requests")
     parser.add_argument("--workers", type=int, default=2, help="workers for the mixed load (default: 2)")
-    parser.add_argument("--duration", type=int, default=10, help="seconds of each wrk run (default: 10)")
+    parser.add_argument(
+        "--duration",
+        type=int,
+        default=12,
+        help="seconds of wrk load for the mix, and again for the bare request (default: 12)",
+    )
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--no-load", action="store_true", help="skip the mixed load (no wrk needed)")
     args = parser.parse_args(argv)

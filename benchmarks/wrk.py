@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -75,15 +77,17 @@ def measure(
     duration: int,
     connections: int,
     bare: bool = False,
+    warm: bool = True,
 ) -> WrkLoad:
-    """Warm every worker's pool and caches, then measure one run against the server at `url`.
+    """Warm every worker's pool and caches (unless `warm` is off), then measure one run against the server at `url`.
 
     `database_url` is the server's database: a MySQL server on this machine is found by its port and
     its CPU counted; SQLite runs inside the app.
     """
     parts = urlsplit(database_url)
     database_pid = listening_pid(parts.port or 3306) if parts.scheme.startswith("mysql") else None
-    run(url, tokens_file, duration=2, connections=connections, bare=bare)
+    if warm:
+        run(url, tokens_file, duration=2, connections=connections, bare=bare)
     app = descendants(server_pid)
     start = snapshot(app, database_pid)
     started = time.monotonic()
@@ -105,4 +109,26 @@ def measure(
         database_cores=database_cores,
         wrk_cores=wrk_cores,
         other_cores=max(0.0, machine_cores - app_cores - database_cores - wrk_cores),
+    )
+
+
+def combined(loads: Sequence[WrkLoad]) -> WrkLoad:
+    """Runs taken in slices, as one: requests and seconds summed, cores averaged over the time, and
+    each percentile the median of the slices' (wrk reports percentiles, not the latencies behind them)."""
+    seconds = sum(load.seconds for load in loads)
+
+    def cores(field: str) -> float:
+        return sum(float(getattr(load, field)) * load.seconds for load in loads) / seconds
+
+    return WrkLoad(
+        requests=sum(load.requests for load in loads),
+        seconds=seconds,
+        p50_ms=statistics.median(load.p50_ms for load in loads),
+        p90_ms=statistics.median(load.p90_ms for load in loads),
+        p99_ms=statistics.median(load.p99_ms for load in loads),
+        errors=sum(load.errors for load in loads),
+        app_cores=cores("app_cores"),
+        database_cores=cores("database_cores"),
+        wrk_cores=cores("wrk_cores"),
+        other_cores=cores("other_cores"),
     )

@@ -221,30 +221,33 @@ def test_the_hybrid_speed_benchmark_prints_both_engines_on_mariadb(
 
 
 @contextmanager
-def _cost_corpus(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """request_cost's 200-row corpus for the block; after it the corpus must be as it was, then it is dropped."""
+def _cost_corpus(backend: str, rows: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """request_cost's corpus of `rows` for the block; after it the corpus must be as it was, then it is dropped.
+
+    Each test takes its own size, so its own MariaDB database: xdist runs them side by side.
+    """
     if backend == "mariadb":
         monkeypatch.setenv(SERVER_ENV, server_url().render_as_string(hide_password=False))
     monkeypatch.setattr(request_cost, "SQLITE_HOME", tmp_path)
     try:
         yield
         # What the run saved is gone: a second run measures the same corpus.
-        storage = open_storage(request_cost._url(backend, 200), indexer=OwnerIndexer())
+        storage = open_storage(request_cost._url(backend, rows), indexer=OwnerIndexer())
         try:
             with storage.engine.connect() as connection:
-                assert connection.execute(sa.select(sa.func.count()).select_from(memory)).scalar_one() == 200
+                assert connection.execute(sa.select(sa.func.count()).select_from(memory)).scalar_one() == rows
         finally:
             storage.close()
     finally:
         if backend == "mariadb":
-            drop_database("cost_200")
+            drop_database(f"cost_{rows}")
 
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
 def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with _cost_corpus(backend, tmp_path, monkeypatch):
+    with _cost_corpus(backend, 200, tmp_path, monkeypatch):
         request_cost.main(["--backend", backend, "--rows", "200", "--iterations", "3", "--duration", "1"])
     out = capsys.readouterr().out
     assert "| HTTP list (20) p50 / bare p50 |" in out
@@ -264,8 +267,8 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
 def test_the_route_profile_splits_each_routes_cpu_into_layers(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with _cost_corpus(backend, tmp_path, monkeypatch):
-        route_profile.main(["--backend", backend, "--rows", "200", "--calls", "20"])
+    with _cost_corpus(backend, 300, tmp_path, monkeypatch):
+        route_profile.main(["--backend", backend, "--rows", "300", "--calls", "20"])
     out = capsys.readouterr().out
     assert re.search(r"\| \*\*CPU ms per request \(unprofiled\)\*\* \| \*\*[0-9.]+\*\* \|", out)
     # Every memory route reached the database through the SQL adapter; the bare request never did.

@@ -131,13 +131,20 @@ class SqlMemoryStore(MemoryStore):
     vector too (`memory_vector`), so a search never sees a saved memory without its vector.
     """
 
-    def __init__(self, engine: sa.Engine, indexer: OwnerIndexer, codec: RowCodec | None = None) -> None:
+    def __init__(
+        self,
+        engine: sa.Engine,
+        indexer: OwnerIndexer,
+        codec: RowCodec | None = None,
+        *,
+        embedder: Embedder | None = None,
+    ) -> None:
         self._engine = engine
         self._indexer = indexer
         self.codec = codec or RowCodec()
         self._reads = _CHECKED_READS if self.codec.reads_search_columns else _PLAIN_READS
-        self.embedder: Embedder | None = None
-        """Set by `SqlStorage.use_embedder`: saves then write each memory's vector too."""
+        self.embedder = embedder
+        """Hybrid search's model: saves then write each memory's vector too; None: lexical storage."""
 
     def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
         if memory.user_id != user_id:

@@ -1,7 +1,8 @@
-"""The pieces of the composition root: indexer -> storage -> MemoryBank -> HTTP app and MCP rail.
+"""The pieces of the composition root: indexer -> storage -> ports -> services -> HTTP app and MCP rail.
 
-`memorybank.bootstrap.build` is the one caller that wires them from `Settings`; each function here
-builds one kind of object from what it is given, and nothing runs at import time.
+`memorybank.bootstrap.build` is the one caller that wires them from `Settings` (and its overrides); each
+function here builds one kind of object from the objects it is given (`Opening`, `Ports`, `Policy`, `Web`),
+and nothing runs at import time.
 """
 
 from __future__ import annotations
@@ -24,27 +25,39 @@ from adapters_mysql import (
     create_database,
     open_storage,
 )
-from memorybank import secret_settings
 from memorybank.settings import DatabaseChoice, KeyRingChoice, RateLimitChoice, prepare_embedded_directory
 from memorybank_core import (
     Clock,
+    ControlStore,
+    Embedder,
     EventSink,
+    InMemoryControlStore,
+    InMemoryPanelSessionStore,
+    InMemoryStore,
+    InMemoryTokenStore,
     MemoryBank,
     MemoryControls,
+    MemoryStore,
+    NoUnitOfWork,
     PanelSessions,
+    PanelSessionStore,
     Principal,
     Quota,
     RateLimitPolicy,
     RateLimits,
     Sealer,
+    SearchEngine,
+    SecretScreen,
     TokenService,
+    TokenStore,
     UnavailableError,
+    UnitOfWork,
 )
 from memorybank_core.distribution import install_command
 from memorybank_core.events import LoggingEventSink
 from memorybank_core.offboarding import Offboarding
 from memorybank_core.tokens import SECRET_PREFIX
-from memorybank_search import OwnerIndexer
+from memorybank_search import Fusion, InMemorySearch, InMemoryVectors, OwnerIndexer
 
 # The web stack, the OAuth client and the cipher are imported by the functions that build with them, not
 # here: an admin command (`token create`, `migrate`) needs none of them and answers in well under a second
@@ -86,13 +99,27 @@ def load_sealer(keys: KeyRingChoice | None) -> Sealer | None:
     return AesGcmSealer(parse_key_ring(keys.text or "", origin=f"${keys.source}"))
 
 
-def open_ready_storage(choice: DatabaseChoice, keys: KeyRingChoice | None = None) -> SqlStorage:
+@attrs.frozen(kw_only=True)
+class Opening:
+    """How to open a database besides its URL: sealed (a key ring, or a sealer already built) and hybrid or not."""
+
+    keys: KeyRingChoice | None = None
+    """The key ring for encryption at rest; None (and no `sealer`): plaintext."""
+    sealer: Sealer | None = None
+    """A sealer already built (a test's fresh ring); wins over `keys`."""
+    embedder: Embedder | None = None
+    """Hybrid search's model; None: lexical."""
+    fusion: Fusion | None = None
+    """How hybrid search weighs BM25 against the vectors (default `Fusion()`)."""
+
+
+def open_ready_storage(choice: DatabaseChoice, opening: Opening | None = None) -> SqlStorage:
     """Open the chosen database and make sure its schema is the one this version serves.
 
     SQLite is embedded, so it is initialized in place (created on first use). A MySQL
     schema is never changed here: a missing, behind or index-less schema is refused
-    with a message naming `memorybank migrate`. `keys` is the key ring for encryption at rest
-    (None: plaintext); a database holding sealed memories is refused unless the ring opens them.
+    with a message naming `memorybank migrate`. `opening` says whether it is sealed (a database holding
+    sealed memories is refused unless the key ring opens them) and whether search is hybrid.
 
     Raises:
         InvalidInputError: ("db") a malformed or unsupported URL; ("key-file") a bad key ring.
@@ -101,7 +128,7 @@ def open_ready_storage(choice: DatabaseChoice, keys: KeyRingChoice | None = None
             ring does not open the database (`KeyRingError`).
         OSError: the embedded database's directory cannot be created.
     """
-    storage = _open_storage(choice, keys)
+    storage = _open_storage(choice, opening or Opening())
     try:
         if storage.dialect_name == "sqlite":
             storage.initialize()
@@ -112,7 +139,7 @@ def open_ready_storage(choice: DatabaseChoice, keys: KeyRingChoice | None = None
     return storage
 
 
-def open_storage_for_migration(choice: DatabaseChoice, keys: KeyRingChoice | None = None) -> tuple[SqlStorage, bool]:
+def open_storage_for_migration(choice: DatabaseChoice, opening: Opening | None = None) -> tuple[SqlStorage, bool]:
     """Open the chosen database without any schema check, for `memorybank migrate`; True if it was created.
 
     A MySQL database the server lacks is created (utf8mb4), as migrate is the install step.
@@ -124,11 +151,12 @@ def open_storage_for_migration(choice: DatabaseChoice, keys: KeyRingChoice | Non
         UnavailableError: the database cannot be reached.
         OSError: the embedded database's directory cannot be created.
     """
+    opening = opening or Opening()
     try:
-        return _open_storage(choice, keys), False
+        return _open_storage(choice, opening), False
     except DatabaseMissingError:
         create_database(choice.url)
-        return _open_storage(choice, keys), True
+        return _open_storage(choice, opening), True
 
 
 def migrate_sharded(choice: DatabaseChoice, shard_urls: Sequence[str], keys: KeyRingChoice | None) -> None:
@@ -145,12 +173,73 @@ def migrate_sharded(choice: DatabaseChoice, shard_urls: Sequence[str], keys: Key
     adapters_mysql.migrate_sharded(choice.url, shard_urls, indexer=OwnerIndexer())
 
 
-def _open_storage(choice: DatabaseChoice, keys: KeyRingChoice | None) -> SqlStorage:
-    sealer = load_sealer(keys)
+def _open_storage(choice: DatabaseChoice, opening: Opening) -> SqlStorage:
+    sealer = opening.sealer or load_sealer(opening.keys)
     prepare_embedded_directory(choice)
     # The one indexer of the process: the store writes its documents and the engine reads them.
     indexer = OwnerIndexer(blind_index=sealer.index if sealer is not None else None)
-    return open_storage(choice.url, indexer=indexer, sealer=sealer)
+    return open_storage(choice.url, indexer=indexer, sealer=sealer, embedder=opening.embedder, fusion=opening.fusion)
+
+
+@attrs.frozen(kw_only=True)
+class Ports:
+    """The storage ports the use cases run on: a database's (`of`), the core's in-memory ones (`in_memory`), or a
+    host's or a test's own. `attrs.evolve(ports, store=…)` swaps one."""
+
+    store: MemoryStore
+    search_engine: SearchEngine
+    controls: ControlStore
+    token_store: TokenStore
+    panel_sessions: PanelSessionStore
+    unit_of_work: UnitOfWork
+
+    @classmethod
+    def of(cls, storage: SqlStorage) -> Ports:
+        """The SQL database's ports (each retried after a lost connection, `adapters_mysql.retrying`)."""
+        return cls(
+            store=storage.store,
+            search_engine=storage.search_engine,
+            controls=storage.controls,
+            token_store=storage.token_store,
+            panel_sessions=storage.panel_sessions,
+            unit_of_work=storage.unit_of_work,
+        )
+
+    @classmethod
+    def in_memory(
+        cls, store: InMemoryStore | None = None, *, embedder: Embedder | None = None, fusion: Fusion | None = None
+    ) -> Ports:
+        """The core's in-memory ports over `store` (default: a new one), searched by the reference engine, hybrid
+        with `embedder`."""
+        memories = store if store is not None else InMemoryStore()
+        search: SearchEngine = InMemorySearch(memories, OwnerIndexer())
+        if embedder is not None:
+            from memorybank_search.hybrid import HybridSearch  # the semantic extra (numpy), only here
+
+            search = HybridSearch(search, InMemoryVectors(memories, embedder), embedder, fusion=fusion)
+        return cls(
+            store=memories,
+            search_engine=search,
+            controls=InMemoryControlStore(),
+            token_store=InMemoryTokenStore(),
+            panel_sessions=InMemoryPanelSessionStore(),
+            unit_of_work=NoUnitOfWork(),
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Policy:
+    """How the use cases behave over their ports: the deployment's rules, and the clock, events and ids they use."""
+
+    clock: Clock | None = None
+    events: EventSink | None = None
+    new_id: Callable[[str], str] | None = None
+    default_quota: Quota | None = None
+    """Where no operator set one (default: `Quota()`)."""
+    secret_screen: SecretScreen | None = None
+    """Screens every save for credentials; None: off."""
+    rate_limits: RateLimits | None = None
+    """Checked on every memory route (REST, the MCP rail, the panel); None: no limits."""
 
 
 @attrs.frozen(kw_only=True)
@@ -179,44 +268,33 @@ def build_rate_limits(choice: RateLimitChoice) -> RateLimits:
     return RateLimits(limiter=LimitsRateLimiter(choice.storage_url), policy=policy)
 
 
-def build_services(
-    storage: SqlStorage,
-    *,
-    clock: Clock | None = None,
-    events: EventSink | None = None,
-    default_quota: Quota | None = None,
-    rate_limits: RateLimits | None = None,
-    secret_screen: str = secret_settings.REFUSE,
-) -> Services:
-    """The bank, the token service, the panel's sessions and the operator's controls over `storage`.
-
-    `default_quota` is the deployment's quota where no operator set one (default: `Quota()`);
-    `rate_limits` apply on the memory routes. `secret_screen` is `refuse` (every save is screened for
-    credentials) or `off` (`memorybank.secret_settings`).
-    """
-    tokens = TokenService(store=storage.token_store, clock=clock)
+def build_services(ports: Ports, policy: Policy) -> Services:
+    """The bank, the token service, the panel's sessions and the operator's controls over `ports`, as `policy` says."""
+    clock, events = policy.clock, policy.events
+    tokens = TokenService(store=ports.token_store, clock=clock)
     return Services(
         bank=MemoryBank(
-            store=storage.store,
-            search_engine=storage.search_engine,
+            store=ports.store,
+            search_engine=ports.search_engine,
             clock=clock,
             events=events,
-            unit_of_work=storage.unit_of_work,
-            controls=storage.controls,
-            default_quota=default_quota,
-            secret_screen=secret_settings.build_secret_screen(secret_screen),
+            unit_of_work=ports.unit_of_work,
+            controls=ports.controls,
+            default_quota=policy.default_quota,
+            secret_screen=policy.secret_screen,
+            **({"new_id": policy.new_id} if policy.new_id is not None else {}),
         ),
         tokens=tokens,
-        panel_sessions=PanelSessions(store=storage.panel_sessions, tokens=tokens, clock=clock),
+        panel_sessions=PanelSessions(store=ports.panel_sessions, tokens=tokens, clock=clock),
         controls=MemoryControls(
-            controls=storage.controls,
-            store=storage.store,
-            default_quota=default_quota,
+            controls=ports.controls,
+            store=ports.store,
+            default_quota=policy.default_quota,
             clock=clock,
             events=events,
-            unit_of_work=storage.unit_of_work,
+            unit_of_work=ports.unit_of_work,
         ),
-        rate_limits=rate_limits,
+        rate_limits=policy.rate_limits,
     )
 
 
@@ -292,32 +370,44 @@ def panel_callback_url(oauth: ResourceServerSettings) -> str:
     return oauth.resource.removesuffix(RAIL_PATH) + OIDC_CALLBACK_PATH
 
 
+@attrs.frozen(kw_only=True)
+class Web:
+    """How the apps are reached and who vouches for their callers (`HttpSettings` and the OAuth settings, built)."""
+
+    bind_host: str = "127.0.0.1"
+    """Sets the rail's DNS-rebinding protection: a loopback bind serves loopback host names only."""
+    allowed_hosts: Sequence[str] = ()
+    """The host names a reverse proxy forwards (`adapters_mcp.transport_security`)."""
+    metrics_token: str | None = None
+    """The bearer token `/metrics` requires; None: no `/metrics`."""
+    issuers: IssuerTokenVerifier | None = None
+    """The OAuth issuers whose access tokens are accepted beside our own (`credential_check`)."""
+    panel_sign_in: SignInSettings | None = None
+    """The panel's "Sign in with <provider>" through one of the issuers."""
+
+
 def build_app(
     services: Services,
+    web: Web | None = None,
     *,
-    bind_host: str = "127.0.0.1",
-    allowed_hosts: Sequence[str] = (),
-    issuers: IssuerTokenVerifier | None = None,
-    panel_sign_in: SignInSettings | None = None,
     observer: RequestObserver | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     lifespan: Any = None,
 ) -> Starlette:
     """The standalone app: the REST API, the management panel at `/` and the MCP rail at `/mcp/agent`.
 
-    Bearer tokens from the same database authenticate every request, and with `issuers`
+    Bearer tokens from the same database authenticate every request, and with `web.issuers`
     access tokens from the configured OAuth issuers too (see `credential_check`); the
     protected-resource metadata then lists those issuers, and every bearer challenge names it.
-    With `panel_sign_in` the panel offers "Sign in with <provider>" through one of them.
-    `bind_host` sets the rail's DNS-rebinding protection (a loopback bind serves loopback
-    host names only); `allowed_hosts` adds the names a reverse proxy forwards
-    (`adapters_mcp.transport_security`). The panel's session cookie authenticates the REST API too, on the
-    panel's own same-origin calls only (`build_rest_app`). Without the `mcp` extra the REST
-    API and the panel (without its copy-prompt button) are served alone, with a warning
-    naming the install.
+    With `web.panel_sign_in` the panel offers "Sign in with <provider>" through one of them.
+    The panel's session cookie authenticates the REST API too, on the panel's own same-origin calls only
+    (`build_rest_app`). Without the `mcp` extra the REST API and the panel (without its copy-prompt button)
+    are served alone, with a warning naming the install.
     """
+    web = web or Web()
+    issuers = web.issuers
     authenticate = credential_check(services.tokens, issuers)
-    provider = panel_identity_provider(issuers, panel_sign_in)
+    provider = panel_identity_provider(issuers, web.panel_sign_in)
     try:
         require_mcp()
     except McpUnavailableError as error:
@@ -358,8 +448,8 @@ def build_app(
         rest,
         authenticate,
         catalog=default_catalog(),
-        bind_host=bind_host,
-        allowed_hosts=allowed_hosts,
+        bind_host=web.bind_host,
+        allowed_hosts=web.allowed_hosts,
         public_url=public_url,
         authorization_servers=issuers.settings.issuers if issuers else (),
         scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
@@ -403,28 +493,20 @@ def build_rest_app(
 
 
 def build_server_app(
-    storage: SqlStorage,
+    services_with: Callable[[EventSink], Services],
+    web: Web,
     *,
-    bind_host: str,
-    metrics_token: str | None,
-    allowed_hosts: Sequence[str] = (),
-    issuers: IssuerTokenVerifier | None = None,
-    default_quota: Quota | None = None,
-    rate_limits: RateLimits | None = None,
-    panel_sign_in: SignInSettings | None = None,
-    secret_screen: str = secret_settings.REFUSE,
-    on_shutdown: Callable[[], None] | None = None,
+    probe_ready: Callable[[], None],
+    on_shutdown: Callable[[], None],
+    forward: EventSink | None = None,
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
-    `default_quota` is the deployment's storage quota (`--quota-memories`, `--quota-characters`).
-    `rate_limits` (see `build_rate_limits`) applies to every memory route: REST, MCP rail and panel.
-    `secret_screen` (`refuse` or `off`) screens every save for credentials.
-
-    `/healthz` and `/readyz` are public; `/metrics` is served only with a `metrics_token`. On
-    SIGTERM every response closes its connection (`ConnectionDraining`); when the app shuts
-    down it calls `on_shutdown` (`memorybank.bootstrap.Runtime.close`: whatever was opened for it),
-    else closes `storage` (and `issuers`).
+    `services_with(events)` builds the services reporting to the app's metrics, which pass every event on to
+    `forward` (default: the log). `probe_ready` raises `SchemaNotReadyError` or `UnavailableError` when the
+    database cannot serve (`/readyz`). `/healthz` and `/readyz` are public; `/metrics` is served only with a
+    `web.metrics_token`. On SIGTERM every response closes its connection (`ConnectionDraining`); when the app
+    shuts down it calls `on_shutdown` (`memorybank.bootstrap.Runtime.close`: whatever was opened for it).
     """
     from adapters_http import SCHEMA_NOT_READY_REASON, system_routes
     from adapters_http.draining import ConnectionDraining
@@ -433,14 +515,12 @@ def build_server_app(
     # `memorybank serve` has set PROMETHEUS_MULTIPROC_DIR.
     from adapters_metrics import PrometheusMetrics
 
-    metrics = PrometheusMetrics(forward=LoggingEventSink())
-    services = build_services(
-        storage, events=metrics, default_quota=default_quota, rate_limits=rate_limits, secret_screen=secret_screen
-    )
+    metrics = PrometheusMetrics(forward=forward or LoggingEventSink())
+    services = services_with(metrics)
 
     def readiness() -> str | None:
         try:
-            storage.probe_ready()
+            probe_ready()
         except SchemaNotReadyError:
             return SCHEMA_NOT_READY_REASON
         except UnavailableError:
@@ -465,21 +545,13 @@ def build_server_app(
         try:
             yield
         finally:
-            if on_shutdown is not None:
-                on_shutdown()
-            else:
-                if issuers is not None:
-                    issuers.close()
-                storage.close()
+            on_shutdown()
 
     app = build_app(
         services,
-        bind_host=bind_host,
-        allowed_hosts=allowed_hosts,
-        issuers=issuers,
-        panel_sign_in=panel_sign_in,
+        web,
         observer=metrics,
-        extra_routes=system_routes(readiness=readiness, metrics=metrics.render, metrics_token=metrics_token),
+        extra_routes=system_routes(readiness=readiness, metrics=metrics.render, metrics_token=web.metrics_token),
         lifespan=drain_then_close,
     )
     draining = ConnectionDraining(app)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from memorybank.settings import EMBEDDER_MODEL_ENV, HYBRID_MIN_SIMILARITY_ENV, SEARCH_ENV, SEARCH_MODES, SearchChoice
 from memorybank_core import Embedder, InvalidInputError, MemoryBankError
-from memorybank_search.fusion import MIN_SIMILARITY
+from memorybank_search.fusion import MIN_SIMILARITY, Fusion
 
 if TYPE_CHECKING:
     from adapters_mysql import EmbeddingReport, SqlStorage
@@ -111,17 +111,9 @@ def _unavailable(error: ImportError) -> SemanticUnavailableError:
     return SemanticUnavailableError(missing)
 
 
-def apply_search(storage: SqlStorage, choice: SearchChoice, embedder: Embedder | None = None) -> None:
-    """Turn on `choice`'s search for `storage` (nothing to do for lexical); `embedder` if already loaded.
-
-    Raises:
-        SemanticUnavailableError: hybrid without the `semantic` extra.
-        InvalidInputError: ("embedder-model") unusable model files.
-    """
-    if choice.hybrid:
-        from memorybank_search import Fusion
-
-        storage.use_embedder(embedder or load_embedder(choice), fusion=Fusion(min_similarity=choice.min_similarity))
+def fusion(choice: SearchChoice) -> Fusion:
+    """How `choice`'s hybrid search weighs BM25 against the vectors (its similarity floor)."""
+    return Fusion(min_similarity=choice.min_similarity)
 
 
 def describe(storage: SqlStorage, choice: SearchChoice) -> str:

@@ -24,7 +24,7 @@ from memorybank_core import (
     charged_characters,
 )
 from memorybank_testing.backends import Backend
-from memorybank_testing.principals import User
+from memorybank_testing.principals import User, bank_over
 
 
 class ControlsContract:
@@ -85,12 +85,7 @@ class ControlsContract:
     def test_a_users_quota_wins_over_the_organizations_which_wins_over_the_default(
         self, backend: Backend, controls: MemoryControls, alice: User
     ) -> None:
-        bank = MemoryBank(
-            store=backend.store,
-            search_engine=backend.search_engine,
-            controls=backend.controls,
-            default_quota=Quota(max_memories=1),
-        )
+        bank = bank_over(backend, default_quota=Quota(max_memories=1))
         colleague = User(organization_id=alice.organization_id)
         bank.save(alice, {"content": "one"})
         with pytest.raises(QuotaExceededError):

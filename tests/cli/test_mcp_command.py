@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from adapters_mcp import MEMORY_BANK_PROMPT
-from memorybank import bootstrap, composition
+from memorybank import bootstrap
 from memorybank.settings import Settings
 from memorybank_core import SaveRequest
 from memorybank_core.distribution import install_command
@@ -114,7 +114,7 @@ def test_serve_without_the_mcp_extra_serves_rest_alone_and_says_so(
     db_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     with bootstrap.build(Settings.for_database(db_url)) as runtime:
-        app = composition.build_app(runtime.services)
+        app = runtime.web_app()
 
     paths = {getattr(route, "path", None) for route in app.routes}
     assert "/v1/memory" in paths

@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 
 from adapters_mysql import SqlStorage
 from memorybank import bootstrap, composition
-from memorybank.settings import DatabaseChoice, KeyRingChoice, Settings
+from memorybank.settings import DatabaseChoice, Settings
 from memorybank_core import InvalidInputError, QuotaExceededError, SecretDetectedError
 from tests.conftest import User
 from tests.contract.embedders import HashedTermsEmbedder
@@ -29,8 +29,8 @@ class Closings:
         self.closed: list[str] = []
         real_open = composition.open_ready_storage
 
-        def open_ready_storage(choice: DatabaseChoice, keys: KeyRingChoice | None = None) -> SqlStorage:
-            storage = real_open(choice, keys)
+        def open_ready_storage(choice: DatabaseChoice, opening: composition.Opening | None = None) -> SqlStorage:
+            storage = real_open(choice, opening)
             real_close = storage.close
 
             def close() -> None:

@@ -34,9 +34,9 @@ from memorybank.settings import Settings
 from memorybank_core import Embedding, MemoryBank
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_search import embedding_text
-from tests.conftest import User, start_clock
+from tests.conftest import User
 from tests.served import run_memorybank, served, serving
-from tests.sql.backends import storage_at
+from tests.sql.backends import bank_on, storage_at
 
 PARAPHRASED = "Salesforce onboarding was slow and painful"
 QUESTION = "what did I think of the new CRM?"
@@ -55,15 +55,13 @@ def embedder() -> OnnxEmbedder:
 
 
 def _storage(path: Path, embedder: OnnxEmbedder | None, *, sealed: bool = False) -> SqlStorage:
-    storage = storage_at(f"sqlite:///{path}", AesGcmSealer(new_key_ring()) if sealed else None)
+    storage = storage_at(f"sqlite:///{path}", AesGcmSealer(new_key_ring()) if sealed else None, embedder=embedder)
     storage.initialize()
-    if embedder is not None:
-        storage.use_embedder(embedder)
     return storage
 
 
 def _bank(storage: SqlStorage) -> MemoryBank:
-    return MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=start_clock())
+    return bank_on(storage)
 
 
 def _floats(vector: Embedding) -> list[float]:

@@ -34,6 +34,7 @@ from memorybank_core.offboarding import (
 from memorybank_core.panel_sessions import PanelSessions
 from memorybank_search import OwnerIndexer
 from tests.conftest import User, start_clock
+from tests.sql.backends import services_on
 from tests.sql.conftest import Statement
 from tests.sql.owner_statements import (
     SEARCH_MODES,
@@ -59,7 +60,7 @@ class Population:
         self.alice_in_b = User(user_id=self.alice.user_id, organization_id=ORG_B)
         self.bob = User(organization_id=ORG_A)
         self.carol = User(organization_id=ORG_B)
-        services = composition.build_services(storage, clock=start_clock())
+        services = services_on(storage)
         self.bank: MemoryBank = services.bank
         self.tokens: TokenService = services.tokens
         self.sessions: PanelSessions = services.panel_sessions
@@ -312,14 +313,14 @@ def test_the_digest_chains_the_sorted_ids_of_each_batch(population: Population) 
 
 @pytest.mark.parametrize("search", SEARCH_MODES)
 def test_every_purge_statement_binds_one_owner(storage: SqlStorage, statements: list[Statement], search: str) -> None:
-    with searching(storage, search):
-        check_purge_statements_carry_one_owner(storage, statements)
+    with searching(storage, search) as searched:
+        check_purge_statements_carry_one_owner(searched, statements)
     # The purge deleted the vectors under the same check (in either mode: a lexical server may purge vectors).
     assert "DELETE" in vector_statement_kinds(statements)
 
 
 def test_panel_sessions_of_the_purged_user_stop_working(storage: SqlStorage) -> None:
-    services = composition.build_services(storage, clock=start_clock())
+    services = services_on(storage)
     user = User()
     session = services.panel_sessions.start(user)
     link = services.panel_sessions.issue_link(user_id=user.user_id, org_id=user.organization_id, ttl=timedelta(hours=1))
@@ -411,7 +412,7 @@ def test_a_pause_rests_between_batches_and_a_bad_one_is_refused(population: Popu
 
 
 def test_on_sqlite_no_token_of_a_purged_memory_stays_in_the_file(sqlite_storage: SqlStorage) -> None:
-    services = composition.build_services(sqlite_storage, clock=start_clock())
+    services = services_on(sqlite_storage)
     leaving, staying = User(), User()
     for n in range(50):
         services.bank.save(staying, {"content": f"harbor note {n}"})

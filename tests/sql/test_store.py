@@ -53,8 +53,8 @@ def rows_of(storage: SqlStorage, user_id: str) -> tuple[int, int]:
 def test_every_statement_on_the_memory_tables_carries_the_owner(
     storage: SqlStorage, statements: list[Statement], search: str
 ) -> None:
-    with searching(storage, search):
-        check_every_statement_carries_one_owner(storage, statements)
+    with searching(storage, search) as searched:
+        check_every_statement_carries_one_owner(searched, statements)
     if search == "hybrid":
         # Hybrid search's vectors were written, read and deleted under the same check.
         assert {"INSERT", "SELECT", "DELETE"} <= vector_statement_kinds(statements)

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from adapters_mysql import open_storage
 from adapters_mysql.schema import memory
 from benchmarks import (
     controls,
@@ -27,9 +26,10 @@ from benchmarks import (
     write_cost,
 )
 from benchmarks.common import SERVER_ENV, Timing, drop_database
-from memorybank_search import OwnerIndexer, TextAnalyzer
+from memorybank_search import TextAnalyzer
 from tests.mysql_server import server_url
 from tests.secrets.table import harmless, secrets
+from tests.sql.backends import storage_at
 
 #: Their own tier (`pytest -m benchmarks`, a step of .ci/run): the README's test command stays under 3 minutes.
 pytestmark = pytest.mark.benchmarks
@@ -232,7 +232,7 @@ def _cost_corpus(backend: str, rows: int, tmp_path: Path, monkeypatch: pytest.Mo
     try:
         yield
         # What the run saved is gone: a second run measures the same corpus.
-        storage = open_storage(request_cost._url(backend, rows), indexer=OwnerIndexer())
+        storage = storage_at(request_cost._url(backend, rows))
         try:
             with storage.engine.connect() as connection:
                 assert connection.execute(sa.select(sa.func.count()).select_from(memory)).scalar_one() == rows

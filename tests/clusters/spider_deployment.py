@@ -9,11 +9,11 @@ from __future__ import annotations
 import atexit
 from contextlib import ExitStack
 
-from adapters_mysql import SqlStorage, open_storage
-from memorybank_search import OwnerIndexer
+from adapters_mysql import SqlStorage
 from tests.clusters.nodes import DATABASE, SpiderCluster, require_cluster_tools, spider_cluster
 from tests.contract.backends import Backend, BackendFactory
 from tests.served import run_memorybank
+from tests.sql.backends import storage_at
 
 _shared: tuple[ExitStack, SpiderCluster] | None = None
 
@@ -62,7 +62,7 @@ class SpiderFactory(BackendFactory):
 
     def __init__(self) -> None:
         self.cluster = shared_spider()
-        self.storage: SqlStorage = open_storage(self.cluster.head.url(), indexer=OwnerIndexer())
+        self.storage: SqlStorage = storage_at(self.cluster.head.url())
 
     def fresh(self) -> Backend:
         empty_every_node(self.cluster)

@@ -22,6 +22,7 @@ from adapters_mysql.seal_keys import register_primary
 from adapters_mysql.sealed_rows import SealState
 from adapters_mysql.usage import backfill_characters
 from memorybank import portability
+from memorybank.settings import Settings
 from memorybank_core import (
     Memory,
     MemoryBank,
@@ -35,20 +36,14 @@ from memorybank_core import (
 )
 from memorybank_search import OwnerIndexer
 from tests.conftest import User
-from tests.sql.backends import storage_at
+from tests.sql.backends import bank_on, storage_at
 from tests.sql.memories import make_memory
 
 SAVERS = 20
 
 
 def _bank(storage: SqlStorage, quota: Quota | None = None) -> MemoryBank:
-    return MemoryBank(
-        store=storage.store,
-        search_engine=storage.search_engine,
-        unit_of_work=storage.unit_of_work,
-        controls=storage.controls,
-        default_quota=quota,
-    )
+    return bank_on(storage, Settings.for_database("sqlite://", quota=quota or Quota()))
 
 
 def _stored(storage: SqlStorage, user_id: str) -> int:

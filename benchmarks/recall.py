@@ -29,10 +29,18 @@ from typing import Any
 
 import attrs
 
-from benchmarks.common import NO_SCREEN, Principal, database_url, drop_database, machine, open_bank, table
+from benchmarks.common import (
+    NO_SCREEN,
+    Principal,
+    bank_with,
+    database_url,
+    drop_database,
+    machine,
+    open_bank,
+    table,
+)
 from benchmarks.seed_search import SeedFulltextSearch, add_seed_index, fts5_query
-from memorybank_core import InMemoryStore, MemoryBank, RecordingEventSink, ids
-from memorybank_search import InMemorySearch, OwnerIndexer
+from memorybank_core import MemoryBank, RecordingEventSink, ids
 
 SHARED_DATA_ENV = "MEMORYBANK_BENCH_SHARED_DATA"
 """The public data sets' directory (`shared/data`), for a clone that does not sit beside `shared/`."""
@@ -221,9 +229,7 @@ def _ndcg(ranked: Sequence[str], relevant: frozenset[str]) -> float:
 
 def retrievers(conversations: list[list[Turn]], *, mysql: bool, workdir: Path) -> Iterator[tuple[str, Retriever]]:
     """Each engine and baseline, built over the same turns."""
-    indexer = OwnerIndexer()
-    store = InMemoryStore()
-    memory_bank = MemoryBank(store=store, search_engine=InMemorySearch(store, indexer), events=RecordingEventSink())
+    memory_bank = bank_with(events=RecordingEventSink())
     yield "in-memory reference", searching(memory_bank, save_turns(memory_bank, conversations))
     sqlite_bank = open_bank(
         f"sqlite:///{workdir / 'recall.sqlite3'}", events=RecordingEventSink(), secret_screen=NO_SCREEN
@@ -240,8 +246,8 @@ def retrievers(conversations: list[list[Turn]], *, mysql: bool, workdir: Path) -
         saved = save_turns(owner_bank, conversations)
         yield "MySQL owner-scoped", searching(owner_bank, saved)
         # The same rows, searched by the seed-literal engine.
-        fulltext_bank = MemoryBank(
-            store=owner.store, search_engine=SeedFulltextSearch(owner.engine), events=RecordingEventSink()
+        fulltext_bank = bank_with(
+            owner_runtime, search_engine=SeedFulltextSearch(owner.engine), events=RecordingEventSink()
         )
         yield "MySQL seed-literal FULLTEXT", searching(fulltext_bank, saved)
     yield "baseline: bm25s", bm25s_retriever(conversations)

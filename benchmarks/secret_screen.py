@@ -26,12 +26,11 @@ from itertools import cycle, islice
 from pathlib import Path
 
 from adapters_secrets import DetectSecretsScreen
-from benchmarks.common import Principal, machine, open_bank, table
+from benchmarks.common import Principal, bank_with, machine, open_bank, table
 from benchmarks.corpus import CorpusSpec, CorpusWriter
 from benchmarks.hybrid import PARAPHRASES
 from benchmarks.recall import DEFAULT_DATA, load
-from memorybank_core import InMemoryStore, MemoryBank, RecordingEventSink, SaveRequest, SecretScreen, ids, limits
-from memorybank_search import InMemorySearch, OwnerIndexer
+from memorybank_core import RecordingEventSink, SaveRequest, SecretScreen, ids, limits
 from tests.secrets.table import harmless, secrets
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -160,13 +159,7 @@ def _paired_saves(
     banks = {}
     for label, wired in (("screened", screen), ("unscreened", None)):
         if store_name == "in-memory":
-            store = InMemoryStore()
-            banks[label] = MemoryBank(
-                store=store,
-                search_engine=InMemorySearch(store, OwnerIndexer()),
-                events=RecordingEventSink(),
-                secret_screen=wired,
-            )
+            banks[label] = bank_with(events=RecordingEventSink(), secret_screen=wired)  # None: the setting's (off)
             continue
         # As `serve --secret-screen refuse|off` builds it.
         runtime = open_bank(

@@ -402,9 +402,9 @@ def test_checking_a_database_imports_no_alembic(tmp_path: Path) -> None:
     storage = storage_at(url)
     storage.initialize()
     storage.close()
-    probe = (
-        "import sys; from adapters_mysql import open_storage; from memorybank_search import OwnerIndexer\n"
-        f"storage = open_storage({url!r}, indexer=OwnerIndexer()); storage.check_ready(); storage.close()\n"
+    probe = (  # as every command opens it: through the composition root, which checks the schema
+        "import sys; from memorybank import bootstrap; from memorybank.settings import Settings\n"
+        f"bootstrap.build(Settings.for_database({url!r}), search='off').close()\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))"
     )
     done = subprocess.run(  # noqa: S603 - our own interpreter and code

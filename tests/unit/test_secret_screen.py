@@ -11,6 +11,8 @@ import pytest
 from adapters_secrets import KINDS, DetectSecretsScreen
 from benchmarks.recall import DEFAULT_DATA, SHARED_DATA_ENV, load
 from benchmarks.secret_screen import flagged, ordinary_texts
+from memorybank import bootstrap
+from memorybank.settings import OFF, Settings
 from memorybank_core import (
     SAVE_A_POINTER,
     InMemoryStore,
@@ -23,7 +25,6 @@ from memorybank_core import (
     SecretScreen,
     events,
 )
-from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.conftest import User, start_clock
 from tests.secrets.table import Case, harmless, secrets
 
@@ -98,15 +99,11 @@ def test_the_screen_is_safe_to_share_between_threads() -> None:
 
 
 def _bank(screen: SecretScreen | None, sink: RecordingEventSink) -> tuple[MemoryBank, InMemoryStore]:
+    """The bank as the composition root wires it over an in-memory store, screened by `screen` (None: off)."""
     store = InMemoryStore()
-    bank = MemoryBank(
-        store=store,
-        search_engine=InMemorySearch(store, OwnerIndexer()),
-        clock=start_clock(),
-        events=sink,
-        secret_screen=screen,
-    )
-    return bank, store
+    settings = Settings.for_database("sqlite://", secret_screen=OFF) if screen is None else None
+    built = bootstrap.build(settings, store=store, clock=start_clock(), events=sink, secret_screen=screen)
+    return built.services.bank, store
 
 
 def test_a_save_with_a_credential_in_content_tags_or_snippets_is_refused_and_writes_nothing() -> None:

@@ -4,7 +4,7 @@
 
 False positives: every LoCoMo turn (as `benchmarks.recall` reads them), every non-blank line of README.md
 and docs/, the synthetic corpus of the other benchmarks (`benchmarks.corpus`), both sides of the paraphrase
-set (benchmarks/paraphrases.json) and the harmless table of tests/secrets/table.py go through
+set (benchmarks/paraphrases.json) and the harmless table of harness/secret_cases.py go through
 `DetectSecretsScreen.find`; each flagged text is printed by its place and kind (never its text). The
 real-shaped credentials of the same table are the other side: how many are found. Cost: the screen alone
 on LoCoMo turns and on memories at the content bound (`limits.CONTENT.max`, 8,000 characters), wall and
@@ -29,9 +29,9 @@ from adapters_secrets import DetectSecretsScreen
 from benchmarks.common import Principal, bank_with, machine, open_bank, table
 from benchmarks.corpus import CorpusSpec, CorpusWriter
 from benchmarks.hybrid import PARAPHRASES
-from benchmarks.recall import DEFAULT_DATA, load
+from benchmarks.locomo import DEFAULT_DATA, load
+from harness.secret_cases import harmless, secrets
 from memorybank_core import RecordingEventSink, SaveRequest, SecretScreen, ids, limits
-from tests.secrets.table import harmless, secrets
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

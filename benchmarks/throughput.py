@@ -45,9 +45,9 @@ from benchmarks.common import database_url, open_bank, run_header, time_calls
 from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.http_overhead import KeepAliveClient
 from benchmarks.wrk import WrkLoad
+from harness.served import NO_RATE_LIMITS, REPO_ROOT, serving
 from memorybank.portability import import_lines
 from memorybank_core import TokenService
-from tests.served import NO_RATE_LIMITS, REPO_ROOT, serving
 
 MIX_USERS = 1000
 MIX_ROWS = 100_000

@@ -26,9 +26,9 @@ from benchmarks import (
     write_cost,
 )
 from benchmarks.common import SERVER_ENV, Timing, drop_database
+from harness.secret_cases import harmless, secrets
 from memorybank_search import TextAnalyzer
 from tests.mysql_server import server_url
-from tests.secrets.table import harmless, secrets
 from tests.sql.backends import storage_at
 
 #: Their own tier (`pytest -m benchmarks`, a step of .ci/run): the README's test command stays under 3 minutes.

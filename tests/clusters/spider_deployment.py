@@ -10,9 +10,9 @@ import atexit
 from contextlib import ExitStack
 
 from adapters_mysql import SqlStorage
-from tests.clusters.nodes import DATABASE, SpiderCluster, require_cluster_tools, spider_cluster
+from harness.clusters import DATABASE, SpiderCluster, migrate_command, require_cluster_tools, spider_cluster
+from harness.served import run_memorybank
 from tests.contract.backends import Backend, BackendFactory
-from tests.served import run_memorybank
 from tests.sql.backends import storage_at
 
 _shared: tuple[ExitStack, SpiderCluster] | None = None
@@ -35,11 +35,6 @@ def shared_spider() -> SpiderCluster:
         atexit.register(stack.close)
         _shared = (stack, cluster)
     return _shared[1]
-
-
-def migrate_command(cluster: SpiderCluster) -> list[str]:
-    """`memorybank migrate` for the whole deployment: data nodes first, then the head."""
-    return ["migrate", "--db", cluster.head.url(), "--shards", ",".join(cluster.shard_urls())]
 
 
 def empty_every_node(cluster: SpiderCluster) -> None:

@@ -16,13 +16,13 @@ import httpx2
 import pytest
 
 from adapters_mysql import SqlStorage
+from harness.clusters import DATABASE, Node, SpiderCluster, migrate_command
+from harness.served import NO_RATE_LIMITS, run_memorybank, served
 from memorybank_core import SaveRequest
 from memorybank_core.ids import new_id
-from tests.clusters.nodes import DATABASE, Node, SpiderCluster
-from tests.clusters.spider_deployment import empty_every_node, migrate_command, shared_spider
+from tests.clusters.spider_deployment import empty_every_node, shared_spider
 from tests.conftest import User
 from tests.http.test_served import _walk_every_route
-from tests.served import NO_RATE_LIMITS, run_memorybank, served
 from tests.sql.backends import bank_on, storage_at
 from tests.sql.conftest import Statement
 from tests.sql.owner_statements import check_every_statement_carries_one_owner

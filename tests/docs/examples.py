@@ -31,7 +31,7 @@ from typing import Any
 
 import attrs
 
-from tests.served import REPO_ROOT
+from harness.served import REPO_ROOT
 
 DATABASE_MARK = "<!-- docs-test: database -->"
 _FILE_MARK = re.compile(r"<!-- docs-test: (file|pytest) ([\w.]+\.py) -->")

@@ -21,8 +21,8 @@ import httpx2
 import pytest
 
 from adapters_mysql.revisions import SCRIPTS_PACKAGE
+from harness.served import REPO_ROOT, serving
 from tests.docs.examples import examples
-from tests.served import REPO_ROOT, serving
 
 pytestmark = pytest.mark.install
 

@@ -12,13 +12,13 @@ from starlette.testclient import TestClient
 
 from adapters_http.openapi import build_openapi
 from adapters_ratelimit import LimitsRateLimiter
+from harness.served import free_port
 from memorybank import bootstrap
 from memorybank.settings import HttpSettings, Settings
 from memorybank_core import PanelSessions, RateLimitPolicy, RateLimits, TokenService
 from tests.conftest import User
 from tests.http.conftest import Caller, caller_for, panel_caller_for
 from tests.mcp.conftest import rpc_caller
-from tests.served import free_port
 
 LIMIT = 3
 RATE_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy")

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from harness.secret_cases import Case, harmless, secrets
 from memorybank import bootstrap, secret_settings
 from memorybank.settings import HttpSettings, RateLimitChoice, Settings
 from memorybank_core import PanelSessions, TokenService
 from tests.conftest import User
 from tests.http.conftest import panel_caller_for
-from tests.secrets.table import Case, harmless, secrets
 
 METRICS_TOKEN = "metrics-token-for-the-screen-tests"
 USER = "usr_01h455vb4pex5vsknk084sn02q"

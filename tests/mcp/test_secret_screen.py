@@ -9,8 +9,8 @@ import mcp_types as types
 import pytest
 
 from adapters_mcp import EXECUTE_TOOL, MEMORY_BANK_PROMPT, CapabilityRail
+from harness.secret_cases import Case, harmless, secrets
 from tests.conftest import User
-from tests.secrets.table import Case, harmless, secrets
 
 pytestmark = pytest.mark.anyio
 

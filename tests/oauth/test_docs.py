@@ -10,6 +10,7 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings
+from harness.served import REPO_ROOT
 from memorybank import bootstrap
 from memorybank.cli import build_parser
 from memorybank.oauth_settings import choose_oauth, choose_panel_sign_in
@@ -17,7 +18,6 @@ from memorybank.settings import PANEL_CLIENT_SECRET_FILE_ENV, Settings
 from memorybank_core import (
     InMemoryStore,
 )
-from tests.served import REPO_ROOT
 
 AUTH_DOC = (REPO_ROOT / "docs" / "auth.md").read_text()
 README = (REPO_ROOT / "README.md").read_text()

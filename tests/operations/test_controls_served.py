@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tests.served import run_memorybank, serving
+from harness.served import run_memorybank, serving
 
 pytestmark = pytest.mark.serve_processes
 

@@ -9,12 +9,12 @@ import pytest
 from starlette.testclient import TestClient
 
 from adapters_mysql import SqlStorage
+from harness.secret_cases import secrets
 from memorybank import bootstrap, composition
 from memorybank.settings import DatabaseChoice, Settings
 from memorybank_core import InvalidInputError, QuotaExceededError, SecretDetectedError
 from tests.conftest import User
 from tests.contract.embedders import HashedTermsEmbedder
-from tests.secrets.table import secrets
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from adapters_http.panel import PANEL_HEADER, SESSION_COOKIE
 from adapters_mysql.schema import memory, memory_context
-from tests.served import NO_RATE_LIMITS, run_memorybank, serving
+from harness.served import NO_RATE_LIMITS, run_memorybank, serving
 from tests.sql.backends import storage_at
 
 #: Each test starts real server processes with workers: a tier of its own (`pytest -m serve_processes`).

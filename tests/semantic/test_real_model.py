@@ -28,6 +28,7 @@ from adapters_embedding import (
 )
 from adapters_embedding.models import check_default_files, default_model_path
 from adapters_mysql import SqlStorage
+from harness.served import run_memorybank, served, serving
 from memorybank import bootstrap
 from memorybank.cli import build_parser, main
 from memorybank.settings import Settings
@@ -35,7 +36,6 @@ from memorybank_core import Embedding, MemoryBank
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_search import embedding_text
 from tests.conftest import User
-from tests.served import run_memorybank, served, serving
 from tests.sql.backends import bank_on, storage_at
 
 PARAPHRASED = "Salesforce onboarding was slow and painful"

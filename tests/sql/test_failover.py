@@ -6,9 +6,9 @@ import pytest
 import sqlalchemy as sa
 
 from adapters_mysql.failover import Host, split_hosts
+from harness.served import free_port
 from memorybank_core import InvalidInputError
 from tests.mysql_server import ThrowawayDatabase
-from tests.served import free_port
 from tests.sql.backends import storage_at
 from tests.sql.memories import make_memory, new_user
 

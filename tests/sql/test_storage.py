@@ -11,10 +11,11 @@ import pytest
 import sqlalchemy as sa
 
 from adapters_mysql import MysqlOwnerScopedSearch, SqliteOwnerScopedSearch, SqlStorage
+from harness.ci import in_ci
 from memorybank_core import InvalidInputError, UnavailableError
 from memorybank_core.distribution import install_command
 from tests.conftest import User
-from tests.mysql_server import ThrowawayDatabase, in_ci
+from tests.mysql_server import ThrowawayDatabase
 from tests.sql.backends import bank_on, storage_at
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from adapters_secrets import KINDS, DetectSecretsScreen
-from benchmarks.recall import DEFAULT_DATA, SHARED_DATA_ENV, load
+from benchmarks.locomo import DEFAULT_DATA, SHARED_DATA_ENV, load
 from benchmarks.secret_screen import flagged, ordinary_texts
+from harness.secret_cases import Case, harmless, secrets
 from memorybank import bootstrap
 from memorybank.settings import OFF, Settings
 from memorybank_core import (
@@ -26,7 +27,6 @@ from memorybank_core import (
     events,
 )
 from tests.conftest import User, start_clock
-from tests.secrets.table import Case, harmless, secrets
 
 SCREEN = DetectSecretsScreen()
 

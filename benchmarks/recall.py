@@ -1,6 +1,8 @@
 """Recall on LoCoMo: does a question's evidence turn come back in the top 1 / 5 / 10?
 
-    python -m benchmarks.recall [--data ../shared/data/locomo/locomo10.json] [--no-mysql] [--hybrid]
+    python -m benchmarks.recall [--data ../shared/data/locomo/locomo10.json] [--no-mysql]
+
+(Lexical against hybrid search, served: `python -m benchmarks.hybrid recall`.)
 
 One user per conversation; every dialogue turn is saved as one memory (`"Speaker: text"`, plus
 the shared photo's caption when there is one). Each question with resolvable evidence is asked
@@ -146,17 +148,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json (read, never copied)")
     parser.add_argument("--no-mysql", action="store_true", help="skip the two MySQL engines")
     parser.add_argument("--conversations", type=int, default=None, help="use only the first N conversations")
-    parser.add_argument(
-        "--hybrid",
-        action="store_true",
-        help="instead, lexical against hybrid search through `memorybank serve` (benchmarks.hybrid recall)",
-    )
     arguments = parser.parse_args(argv)
-    if arguments.hybrid:
-        from benchmarks.hybrid import run_recall  # only then: it serves real processes
-
-        run_recall(arguments.data, arguments.conversations)
-        return
     conversations, questions = load(arguments.data)
     if arguments.conversations is not None:
         conversations = conversations[: arguments.conversations]

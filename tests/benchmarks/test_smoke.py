@@ -200,7 +200,7 @@ def test_every_paraphrase_question_shares_no_analyzed_term_with_its_memory() -> 
 def test_the_hybrid_recall_benchmark_compares_both_servers_on_a_toy_conversation(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    recall.main(["--hybrid", "--data", str(_toy_locomo(tmp_path))])
+    hybrid.main(["recall", "--data", str(_toy_locomo(tmp_path))])
     out = capsys.readouterr().out
     assert "| hybrid (serve --search hybrid) |" in out
     assert "| lexical (serve) | 1.000 | 1.000 | 1.000 |" in out

@@ -172,7 +172,7 @@ class Runtime:
         screen = overrides.secret_screen or secret_settings.build_secret_screen(self.settings.secret_screen)
         return composition.build_services(
             self.ports,
-            composition.Policy(
+            composition.ServiceOptions(
                 clock=overrides.clock,
                 events=events,
                 new_id=overrides.new_id,

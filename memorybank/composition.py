@@ -1,7 +1,7 @@
 """The pieces of the composition root: indexer -> storage -> ports -> services -> HTTP app and MCP rail.
 
 `memorybank.bootstrap.build` is the one caller that wires them from `Settings` (and its overrides); each
-function here builds one kind of object from the objects it is given (`Opening`, `Ports`, `Policy`, `Web`),
+function here builds one kind of object from the objects it is given (`Opening`, `Ports`, `ServiceOptions`, `Web`),
 and nothing runs at import time.
 """
 
@@ -228,7 +228,7 @@ class Ports:
 
 
 @attrs.frozen(kw_only=True)
-class Policy:
+class ServiceOptions:
     """How the use cases behave over their ports: the deployment's rules, and the clock, events and ids they use."""
 
     clock: Clock | None = None
@@ -268,9 +268,9 @@ def build_rate_limits(choice: RateLimitChoice) -> RateLimits:
     return RateLimits(limiter=LimitsRateLimiter(choice.storage_url), policy=policy)
 
 
-def build_services(ports: Ports, policy: Policy) -> Services:
-    """The bank, the token service, the panel's sessions and the operator's controls over `ports`, as `policy` says."""
-    clock, events = policy.clock, policy.events
+def build_services(ports: Ports, options: ServiceOptions) -> Services:
+    """The bank, the token service, the panel's sessions and the operator's controls over `ports`, as `options` say."""
+    clock, events = options.clock, options.events
     tokens = TokenService(store=ports.token_store, clock=clock)
     return Services(
         bank=MemoryBank(
@@ -280,21 +280,21 @@ def build_services(ports: Ports, policy: Policy) -> Services:
             events=events,
             unit_of_work=ports.unit_of_work,
             controls=ports.controls,
-            default_quota=policy.default_quota,
-            secret_screen=policy.secret_screen,
-            **({"new_id": policy.new_id} if policy.new_id is not None else {}),
+            default_quota=options.default_quota,
+            secret_screen=options.secret_screen,
+            **({"new_id": options.new_id} if options.new_id is not None else {}),
         ),
         tokens=tokens,
         panel_sessions=PanelSessions(store=ports.panel_sessions, tokens=tokens, clock=clock),
         controls=MemoryControls(
             controls=ports.controls,
             store=ports.store,
-            default_quota=policy.default_quota,
+            default_quota=options.default_quota,
             clock=clock,
             events=events,
             unit_of_work=ports.unit_of_work,
         ),
-        rate_limits=policy.rate_limits,
+        rate_limits=options.rate_limits,
     )
 
 

@@ -38,7 +38,6 @@ import attrs
 import sqlalchemy as sa
 from tqdm import tqdm
 
-from adapters_mysql import SqlStorage
 from adapters_mysql.schema import api_token, memory
 from benchmarks import wrk
 from benchmarks.common import database_url, open_bank, run_header, time_calls
@@ -47,7 +46,6 @@ from benchmarks.http_overhead import KeepAliveClient
 from benchmarks.wrk import WrkLoad
 from harness.served import NO_RATE_LIMITS, REPO_ROOT, serving
 from memorybank.portability import import_lines
-from memorybank_core import TokenService
 
 MIX_USERS = 1000
 MIX_ROWS = 100_000
@@ -67,15 +65,12 @@ def _mix_url(backend: str, rows: int) -> str:
     return f"sqlite:///{SQLITE_HOME / f'mix_{rows}.sqlite3'}"
 
 
-def _open_schema(url: str) -> SqlStorage:
-    # A MySQL database is migrated; an SQLite file is created ready. Closing the storage closes all it opened.
-    return open_bank(url, migrate=url.startswith("mysql")).storage
-
-
 def prepare_mix(backend: str, rows: int, tokens_file: Path) -> str:
     """Make (or keep) the mix database, give each user a fresh token, write the secrets; its URL."""
     url = _mix_url(backend, rows)
-    storage = _open_schema(url)
+    # A MySQL database is migrated; an SQLite file is created ready.
+    runtime = open_bank(url, migrate=url.startswith("mysql"))
+    storage, tokens = runtime.storage, runtime.services.tokens
     try:
         with storage.engine.connect() as connection:
             present = connection.execute(sa.select(sa.func.count()).select_from(memory)).scalar_one()
@@ -88,7 +83,6 @@ def prepare_mix(backend: str, rows: int, tokens_file: Path) -> str:
         kept = SQLITE_HOME / f"tokens_{backend}_{rows}.txt"
         if kept.is_file():
             secrets = kept.read_text().split()
-            tokens = TokenService(store=storage.token_store)
             if len(secrets) == MIX_USERS and all(tokens.authenticate(secret) for secret in secrets[:5]):
                 tokens_file.write_text(kept.read_text())
                 return url
@@ -101,10 +95,9 @@ def prepare_mix(backend: str, rows: int, tokens_file: Path) -> str:
                 .order_by(memory.c.user_id)
                 .limit(MIX_USERS)
             ).all()
-        tokens = TokenService(store=storage.token_store)
         secrets = [tokens.issue(user_id=user_id, org_id=org_id).secret for user_id, org_id in owners]
     finally:
-        storage.close()
+        runtime.close()
     tokens_file.write_text("\n".join(secrets) + "\n")
     SQLITE_HOME.mkdir(exist_ok=True)
     (SQLITE_HOME / f"tokens_{backend}_{rows}.txt").write_text(tokens_file.read_text())
@@ -202,7 +195,7 @@ def _measured_user_token(url: str, seed: int) -> Iterator[tuple[str, str, list[s
         finally:
             tokens.revoke(issued.token.id)
     finally:
-        storage.close()
+        runtime.close()
 
 
 def measure_latency(rows: int, *, iterations: int, mix: bool = False) -> list[Latency]:

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Overrides", "Ports", "Runtime", "Services", "build"]
 
-#: The settings of a runtime that opens no database (every port given): the defaults over in-memory SQLite.
+#: The database of `build()` without settings: in-memory SQLite, opened only when no storage ports are given.
 IN_MEMORY_DATABASE = "sqlite://"
 
 
@@ -316,7 +316,8 @@ def build(
             oauth,
             panel_sign_in or choose_panel_sign_in(settings.oauth, oauth),
         )
-    if embedder is None and settings.search.hybrid and not (ports or store):
+    # Ports given bring their own search; a store given is searched as the settings say, as a database would be.
+    if embedder is None and settings.search.hybrid and ports is None and search_engine is None:
         # Before the database is opened: a missing extra or model is one line, and nothing is held.
         if search == "load":
             embedder = semantic.load_embedder(settings.search)

@@ -51,6 +51,8 @@ _AGENT_ADVICE: dict[object, str] = {
     "kind and character range). Never save the secret itself. Tell the person, then offer to save a pointer to "
     "where it is kept instead, e.g. \"the AWS key is in 1Password under 'prod-aws'\", and save that only after they "
     "confirm.",
+    "screen_budget_exceeded": "This memory was NOT saved: its text is too costly to check for credentials (a long "
+    "run of assignments, keys or quotes). Save a shorter summary in plain words instead.",
     "memory_disabled": "Memory is switched off for this person's account by the operator of this memory bank; "
     "nothing was read or written. Tell the person; only the people who run the bank can switch it back on.",
 }

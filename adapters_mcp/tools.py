@@ -23,6 +23,7 @@ from adapters_mcp.inprocess import HttpAnswer, call_app, fill_path, query_string
 from adapters_mcp.memory_switch import memory_on
 from adapters_mcp.ranking import rank
 from memorybank_core import Principal
+from memorybank_core.strict_json import strict_json
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -389,8 +390,8 @@ def _decoded(arguments: Mapping[str, Any]) -> JsonObject:
         value = decoded.get(key)
         if isinstance(value, str):
             try:
-                parsed = json.loads(value)
-            except ValueError as error:
+                parsed = strict_json(value)
+            except (ValueError, RecursionError) as error:
                 message = f"Invalid arguments for {EXECUTE_TOOL}: {key} must be {_OBJECT_OR_JSON}"
                 raise ToolInputError(message, [{"path": key, "message": f"must be {_OBJECT_OR_JSON}"}]) from error
             if parsed is not None:

@@ -385,8 +385,8 @@ def _delete_all_fields(data: object) -> tuple[object, object]:
         raise InvalidInputError("body", "must be a JSON object")
     # An explicit null is not "the default": it is a limit of the wrong type (None means absent here).
     limit = "null" if "limit" in data and data["limit"] is None else data.get("limit")
-    if isinstance(limit, float) and limit.is_integer():
-        limit = int(limit)  # JSON has one number type: 72.0 is the integer 72, as JSON Schema says
+    # `1.0` is refused like any other non-integer (issue 27): a proxy that reads it as a float must not judge a
+    # different request than the server does. Only a JSON integer literal is an integer here.
     return data.get("confirm"), limit
 
 

@@ -12,7 +12,11 @@ from tests.secrets.table import Case, harmless, secrets
 SCREEN = DetectSecretsScreen()
 AWS = next(case for case in secrets() if case.name == "aws key id").secret  # AKIA + 16 characters
 PASSWORD = "Winter2024!"
-ENCRYPTED = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQI\n-----END ENCRYPTED PRIVATE KEY-----"
+ENCRYPTED = (
+    "-----BEGIN ENCRYPTED PRIVATE KEY-----\n"
+    "MIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQI\n"
+    "-----END ENCRYPTED PRIVATE KEY-----"
+)
 
 
 def _fullwidth(text: str) -> str:

@@ -311,4 +311,3 @@ def test_the_adversarial_benchmark_prints_each_routes_worst_input_beside_its_typ
     assert "| REST save | issue 27: pwd=` (one backtick) |" in out
     assert out.count("422 screen_budget_exceeded") >= 2
     assert "worst save / typical save at the bounds:" in out
-

@@ -316,8 +316,8 @@ def build_app(
     (`adapters_mcp.transport_security`). The panel's session cookie authenticates the REST API too, on the
     panel's own same-origin calls only (`build_rest_app`). Without the `mcp` extra the REST
     API and the panel (without its copy-prompt button) are served alone, with a warning
-    naming the install. The panel answers to pages of `public_url`'s origin only (`--public-url`), else to pages of
-    the host names the rail serves (`adapters_http.panel.PanelOrigin`).
+    naming the install. The panel answers to pages of `public_url`'s origin only (`--public-url`), else to pages
+    of the host names the rail serves (`adapters_http.panel.PanelOrigin`).
     """
     from adapters_http.panel import LOOPBACK_NAMES, PanelOrigin
 

@@ -300,6 +300,14 @@ class UnitOfWork(Protocol):
         Each thread (each request) has its own: blocks in two threads never share a session.
         """
 
+    def released(self) -> AbstractContextManager[None]:
+        """A block of CPU work (the secret screen) during which an open unit holds no connection.
+
+        A unit that already checked one out hands it back to its pool for the block (ending its read snapshot);
+        the next storage call checks one out again. Storage without sessions has nothing to release.
+        """
+        return nullcontext()
+
 
 class StoragePorts(Protocol):
     """The storage ports the bank's services are built over (`memorybank.composition.build_services`, and
@@ -334,14 +342,6 @@ class StoragePorts(Protocol):
     @abstractmethod
     def unit_of_work(self) -> UnitOfWork:
         """One session per use case over all of the above."""
-
-    def released(self) -> AbstractContextManager[None]:
-        """A block of CPU work (the secret screen) during which an open unit holds no connection.
-
-        A unit that already checked one out hands it back to its pool for the block (ending its read snapshot);
-        the next storage call checks one out again. Storage without sessions has nothing to release.
-        """
-        return nullcontext()
 
 
 class NoUnitOfWork(UnitOfWork):

@@ -39,6 +39,7 @@ from memorybank_core.errors import (
     NotFoundError,
     QuotaExceededError,
     SchemaUnavailableError,
+    ScreenBudgetExceededError,
     SecretDetectedError,
     UnavailableError,
 )
@@ -181,6 +182,18 @@ ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
             "secret_detected",
             f"The memory holds what looks like a credential, so nothing was saved; see details. {SAVE_A_POINTER}",
             refine=_secrets,
+        ),
+    ),
+    # Never stored unscreened: a text built to be costly to screen is refused as a whole (ADR 0031).
+    (
+        ScreenBudgetExceededError,
+        ErrorSpec(
+            422,
+            "screen_budget_exceeded",
+            "The memory's text would cost more than the secret screen's budget to check for credentials, so nothing "
+            "was saved; see details. Save shorter or plainer text (thousands of assignments, keys or quotes in a row "
+            "are what cost).",
+            refine=_problems,
         ),
     ),
     # The memory routes (and whatever else reaches the core through them).

@@ -97,6 +97,7 @@ class Runtime:
             panel_sign_in=self.panel_sign_in,
             secret_screen=self.settings.secret_screen,
             on_shutdown=self.close,
+            public_url=self.settings.oauth.public_url,
         )
 
     def offboarding(self) -> Offboarding:

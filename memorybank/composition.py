@@ -25,6 +25,7 @@ from adapters_mysql import (
     open_storage,
 )
 from memorybank import secret_settings
+from memorybank.oauth_settings import is_loopback
 from memorybank.settings import DatabaseChoice, KeyRingChoice, RateLimitChoice, prepare_embedded_directory
 from memorybank_core import (
     Clock,
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
 
     from adapters_http import Authenticate, RequestObserver
     from adapters_http.draining import ConnectionDraining
-    from adapters_http.panel import PanelIdentityProvider
+    from adapters_http.panel import PanelIdentityProvider, PanelOrigin
     from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings, SignInSettings
 
 #: Third-party packages of the `mcp` extra.
@@ -304,6 +305,7 @@ def build_app(
     observer: RequestObserver | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     lifespan: Any = None,
+    public_url: str | None = None,
 ) -> Starlette:
     """The standalone app: the REST API, the management panel at `/` and the MCP rail at `/mcp/agent`.
 
@@ -316,8 +318,13 @@ def build_app(
     (`adapters_mcp.transport_security`). The panel's session cookie authenticates the REST API too, on the
     panel's own same-origin calls only (`build_rest_app`). Without the `mcp` extra the REST
     API and the panel (without its copy-prompt button) are served alone, with a warning
-    naming the install.
+    naming the install. The panel answers to pages of `public_url`'s origin only (`--public-url`), else to pages
+    of the host names the rail serves (`adapters_http.panel.PanelOrigin`).
     """
+    from adapters_http.panel import LOOPBACK_NAMES, PanelOrigin
+
+    served = (*LOOPBACK_NAMES, *allowed_hosts) if is_loopback(bind_host) else (allowed_hosts or None)
+    panel_origin = PanelOrigin.of(public_url, hosts=served)
     authenticate = credential_check(services.tokens, issuers)
     provider = panel_identity_provider(issuers, panel_sign_in)
     try:
@@ -331,6 +338,7 @@ def build_app(
             observer=observer,
             extra_routes=extra_routes,
             identity_provider=provider,
+            panel_origin=panel_origin,
         )
         if lifespan is not None:
             alone.router.lifespan_context = lifespan
@@ -355,6 +363,7 @@ def build_app(
         observer=observer,
         extra_routes=extra_routes,
         identity_provider=provider,
+        panel_origin=panel_origin,
     )
     mount = create_mcp_mount(
         rest,
@@ -379,6 +388,7 @@ def build_rest_app(
     observer: RequestObserver | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     identity_provider: PanelIdentityProvider | None = None,
+    panel_origin: PanelOrigin | None = None,
 ) -> Starlette:
     """The REST API and the management panel: a bearer credential, or the panel's session cookie on panel calls.
 
@@ -387,11 +397,17 @@ def build_rest_app(
     copy-prompt button (empty hides it). `identity_provider` adds "Sign in with <provider>".
     """
     from adapters_http import bearer_resolver, create_app
-    from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
+    from adapters_http.panel import SAME_HOST, PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
 
-    resolver = bearer_or_session(bearer_resolver(authenticate), session_cookie_resolver(services.panel_sessions))
+    origin = panel_origin or SAME_HOST
+    resolver = bearer_or_session(
+        bearer_resolver(authenticate), session_cookie_resolver(services.panel_sessions, origin)
+    )
     sign_in = PanelSignIn(
-        sessions=services.panel_sessions, authenticate_token=authenticate, identity_provider=identity_provider
+        sessions=services.panel_sessions,
+        authenticate_token=authenticate,
+        identity_provider=identity_provider,
+        origin=origin,
     )
     return create_app(
         services.bank,
@@ -416,6 +432,7 @@ def build_server_app(
     panel_sign_in: SignInSettings | None = None,
     secret_screen: str = secret_settings.REFUSE,
     on_shutdown: Callable[[], None] | None = None,
+    public_url: str | None = None,
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
@@ -483,6 +500,7 @@ def build_server_app(
         observer=metrics,
         extra_routes=system_routes(readiness=readiness, metrics=metrics.render, metrics_token=metrics_token),
         lifespan=drain_then_close,
+        public_url=public_url,
     )
     draining = ConnectionDraining(app)
     return draining

@@ -11,6 +11,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+from benchmarks.adversarial import filling
 from memorybank import bootstrap
 from memorybank.settings import Settings
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
@@ -241,3 +242,50 @@ def test_mcp_refuses_an_unknown_screen_setting_before_touching_the_database(run:
 
     assert outcome.status == 2
     assert outcome.err == "memorybank: error: --secret-screen must be refuse or off, not 'sometimes'\n"
+
+
+def test_import_leaves_out_issue_27s_costly_line_as_unscreened_and_imports_the_rest(
+    run: Run, db_url: str, tmp_path: Path
+) -> None:
+    costly = filling("pwd=`", "pwd=`").body()
+    source = write_lines(
+        tmp_path / "costly.jsonl",
+        {"user_id": USER, "org_id": ORG, "content": "an ordinary memory"},
+        {"user_id": USER, "org_id": ORG, **costly},
+    )
+
+    outcome = run("import", str(source), "--db", db_url)
+
+    assert outcome.status == 1
+    (reported,) = [line for line in outcome.err.splitlines() if "line 2 (" in line]
+    assert "screen_budget_exceeded" in reported
+    assert "imported 1 memory, skipped 0 lines" in outcome.out
+    assert len(_exported(run, db_url, USER)) == 1
+
+
+def test_secrets_scan_reports_a_stored_memory_too_costly_to_screen(run: Run, db_url: str, tmp_path: Path) -> None:
+    source = write_lines(
+        tmp_path / "costly.jsonl", {"user_id": USER, "org_id": ORG, **filling("pwd=`", "pwd=`").body()}
+    )
+    assert run("import", str(source), "--db", db_url, "--secret-screen", "off").status == 0
+
+    outcome = run("secrets", "scan", "--db", db_url)
+
+    assert outcome.status == 1
+    (row,) = [line.split("\t") for line in outcome.out.splitlines()]
+    assert (row[0], row[2]) == ("screen_budget_exceeded", USER)
+
+
+def test_import_skips_a_line_that_names_a_key_twice(run: Run, db_url: str, tmp_path: Path) -> None:
+    # A proxy or a reader that takes the first `content` must not see another memory than the one stored.
+    source = tmp_path / "twice.jsonl"
+    source.write_text(
+        f'{{"user_id": "{USER}", "org_id": "{ORG}", "content": "first", "content": "second"}}\n'
+        f'{{"user_id": "{USER}", "org_id": "{ORG}", "content": "once"}}\n'
+    )
+
+    outcome = run("import", str(source), "--db", db_url)
+
+    assert "imported 1 memory, skipped 1 line" in outcome.out
+    assert "same key twice" in outcome.err
+    assert ['"once"' in line for line in _exported(run, db_url, USER)] == [True]

@@ -42,7 +42,7 @@ from memorybank.commands.base import (
     database_options,
 )
 from memorybank.commands.panel_link import parse_ttl
-from memorybank.settings import Settings, redacted
+from memorybank.settings import Settings, option_names, redacted
 from memorybank_core import InvalidInputError, MemoryBankError, UnavailableError
 
 # What tests and the docs import from here, besides `main`.
@@ -51,8 +51,10 @@ __all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "PROGRAM", "CommandError", "build_parser
 #: In `memorybank --help` order.
 _COMMANDS = (serve, mcp, migrate, import_export, secrets, reindex, keys, panel_link, controls, tokens, purge)
 
-#: CLI spelling of the fields the core names in its errors.
+#: CLI spelling of the fields the core and later checks name in their errors: each setting's flag
+#: (`memorybank.settings.option_names`), then the commands' own arguments.
 _OPTION_NAMES = {
+    **option_names(),
     "shards": "--shards",
     "db": "--db",
     "user": "--user",
@@ -61,23 +63,12 @@ _OPTION_NAMES = {
     "key-file": "key ring",
     "key": "KEY_ID",
     "ttl": "--ttl",
-    **{name: f"--{name}" for name in ("public-url", "oauth-issuer", "oauth-scope", "oauth-default-org")},
-    **{name: f"--{name}" for name in ("oauth-user-claim", "oauth-user-id-claim")},
-    "oauth-introspection-issuer": "--oauth-introspection-issuer",
-    **{name: f"--{name}" for name in ("oauth-panel-client-id", "oauth-panel-issuer", "oauth-panel-client-secret-file")},
-    "allowed_host": "--allowed-host",
-    "search": "--search",
-    "embedder-model": "--embedder-model",
-    "quota-memories": "--quota-memories",
-    "quota-characters": "--quota-characters",
     "memories": "--memories",
     "characters": "--characters",
     "quota": "quota set",
     "rate_limit": "--rate-limit",
-    "rate_limit_storage": "--rate-limit-storage",
     "batch_size": "--batch-size",
     "pause_ms": "--pause-ms",
-    "secret-screen": "--secret-screen",
 }
 
 
@@ -103,7 +94,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     parser = Parser(prog=PROGRAM, description="A per-user memory bank for AI agents: REST server and admin tools.")
     parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
-    shared = Shared(database=database_options(env), env=env)
+    shared = Shared(database=database_options(), env=env)
     for command in _COMMANDS:
         command.register(commands, shared)
     return parser

@@ -7,10 +7,9 @@ import argparse
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO, TypeAlias
 
-from memorybank.settings import DATABASE_URL_ENV, KEY_FILE_ENV, KEYS_ENV, Settings, default_database_path
+from memorybank.settings import OPENS_DATABASE, Settings, add_arguments
 
 if TYPE_CHECKING:
     from memorybank import composition
@@ -73,24 +72,11 @@ class Shared:
     env: Mapping[str, str]
 
 
-def database_options(env: Mapping[str, str]) -> Parser:
-    """`--db` and `--key-file`, as a parent parser (`parents=[shared.database]`)."""
+def database_options() -> Parser:
+    """The flags of every command that opens the database (`--db`, `--key-file`), as a parent parser
+    (`parents=[shared.database]`); which flags those are is declared in `memorybank.settings.DECLARED`."""
     database = Parser(add_help=False)
-    database.add_argument(
-        "--db",
-        metavar="URL",
-        help=(
-            f"database URL: sqlite:///path/file.sqlite3, mysql://user:password@host:3306/name (mysqlclient) or "
-            f"mysql+pymysql://...; default: ${DATABASE_URL_ENV}, else {default_database_path(env)}"
-        ),
-    )
-    database.add_argument(
-        "--key-file",
-        metavar="FILE",
-        type=Path,
-        help=f"key ring for encryption at rest (`memorybank keys create`); default: ${KEY_FILE_ENV}, else the ring "
-        f"in ${KEYS_ENV}, else none (plaintext)",
-    )
+    add_arguments(database, OPENS_DATABASE)
     return database
 
 

@@ -21,7 +21,7 @@ from memorybank.commands.base import (
     memories,
     runtime,
 )
-from memorybank.settings import Settings
+from memorybank.settings import Settings, add_arguments
 from memorybank_core import ids
 
 
@@ -36,7 +36,7 @@ def register(commands: Subcommands, shared: Shared) -> None:
     )
     importing.add_argument("file", metavar="FILE.jsonl", type=Path, help="the file to load")
     secrets.add_on_secret_option(importing)
-    secrets.add_secret_screen_option(importing)
+    add_arguments(importing, "import")
     importing.set_defaults(run=run_import)
 
     exporting = commands.add_parser(

@@ -19,7 +19,7 @@ from memorybank.commands.base import (
     memories,
     runtime,
 )
-from memorybank.settings import EMBEDDER_MODEL_ENV, Settings
+from memorybank.settings import Settings, add_arguments
 
 if TYPE_CHECKING:
     from adapters_mysql import ReindexReport
@@ -40,12 +40,7 @@ def register(commands: Subcommands, shared: Shared) -> None:
         help="instead, write the vector of every memory lacking one of the embedding model (hybrid search), in "
         "batches of 64, online, with a progress bar; safe to stop and rerun",
     )
-    reindexing.add_argument(
-        "--embedder-model",
-        metavar="DIR",
-        help=f"with --embeddings: your own model.onnx and tokenizer.json (default: ${EMBEDDER_MODEL_ENV}, "
-        "else all-MiniLM-L6-v2 int8)",
-    )
+    add_arguments(reindexing, "reindex")  # --embedder-model, for --embeddings
     reindexing.set_defaults(run=run_reindex)
 
 

@@ -19,17 +19,6 @@ if TYPE_CHECKING:  # portability loads SQLAlchemy: only the commands that use it
     from memorybank.portability import ImportReport
 
 
-def add_secret_screen_option(parser: argparse.ArgumentParser) -> None:
-    """`--secret-screen refuse|off` on a command that saves memories."""
-    parser.add_argument(
-        "--secret-screen",
-        choices=secret_settings.CHOICES,
-        help="refuse saves holding what looks like a credential (API keys, tokens, private keys, passwords in "
-        f"URLs), or screen nothing (default: ${secret_settings.SECRET_SCREEN_ENV}, else refuse); "
-        "see docs/security.md",
-    )
-
-
 def add_on_secret_option(parser: argparse.ArgumentParser) -> None:
     """`import --on-secret skip|refuse`."""
     parser.add_argument(

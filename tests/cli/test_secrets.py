@@ -111,7 +111,7 @@ def test_a_bad_screen_setting_is_refused_in_one_line(
     outcome = run("import", str(_source(tmp_path)), "--db", db_url)
 
     assert outcome.status == 2
-    assert outcome.err == "memorybank: error: --secret-screen must be refuse or off, not 'warn'\n"
+    assert outcome.err == "memorybank: error: $MEMORYBANK_SECRET_SCREEN must be refuse or off, not 'warn'\n"
 
 
 def test_secrets_scan_lists_kind_memory_and_owner_and_never_the_secret(run: Run, db_url: str, tmp_path: Path) -> None:
@@ -205,7 +205,7 @@ def test_serve_refuses_an_unknown_screen_setting_before_serving(tmp_path: Path) 
     )
 
     assert result.returncode == 2
-    assert result.stderr == "memorybank: error: --secret-screen must be refuse or off, not 'maybe'\n"
+    assert result.stderr == "memorybank: error: $MEMORYBANK_SECRET_SCREEN must be refuse or off, not 'maybe'\n"
     assert "serving" not in result.stdout
 
 
@@ -240,4 +240,4 @@ def test_mcp_refuses_an_unknown_screen_setting_before_touching_the_database(run:
     outcome = run("mcp", "--db", "mysql+pymysql://u:pw@127.0.0.1:1/x", "--user", USER, "--org", ORG)
 
     assert outcome.status == 2
-    assert outcome.err == "memorybank: error: --secret-screen must be refuse or off, not 'sometimes'\n"
+    assert outcome.err == "memorybank: error: $MEMORYBANK_SECRET_SCREEN must be refuse or off, not 'sometimes'\n"

@@ -33,13 +33,13 @@ from memorybank_core import (
     MemoryControls,
     PanelSessions,
     Principal,
-    Quota,
     RateLimitPolicy,
     RateLimits,
     Sealer,
     TokenService,
     UnavailableError,
 )
+from memorybank_core.configuration import BankSettings
 from memorybank_core.distribution import install_command
 from memorybank_core.events import LoggingEventSink
 from memorybank_core.offboarding import Offboarding
@@ -184,13 +184,13 @@ def build_services(
     *,
     clock: Clock | None = None,
     events: EventSink | None = None,
-    default_quota: Quota | None = None,
+    bank: BankSettings | None = None,
     rate_limits: RateLimits | None = None,
     secret_screen: str = secret_settings.REFUSE,
 ) -> Services:
     """The bank, the token service, the panel's sessions and the operator's controls over `storage`.
 
-    `default_quota` is the deployment's quota where no operator set one (default: `Quota()`);
+    `bank` is what the use cases take (the deployment's quota where no operator set one; default: `BankSettings()`);
     `rate_limits` apply on the memory routes. `secret_screen` is `refuse` (every save is screened for
     credentials) or `off` (`memorybank.secret_settings`).
     """
@@ -203,7 +203,7 @@ def build_services(
             events=events,
             unit_of_work=storage.unit_of_work,
             controls=storage.controls,
-            default_quota=default_quota,
+            settings=bank,
             secret_screen=secret_settings.build_secret_screen(secret_screen),
         ),
         tokens=tokens,
@@ -211,7 +211,7 @@ def build_services(
         controls=MemoryControls(
             controls=storage.controls,
             store=storage.store,
-            default_quota=default_quota,
+            default_quota=bank.quota if bank is not None else None,
             clock=clock,
             events=events,
             unit_of_work=storage.unit_of_work,
@@ -409,7 +409,7 @@ def build_server_app(
     metrics_token: str | None,
     allowed_hosts: Sequence[str] = (),
     issuers: IssuerTokenVerifier | None = None,
-    default_quota: Quota | None = None,
+    bank: BankSettings | None = None,
     rate_limits: RateLimits | None = None,
     panel_sign_in: SignInSettings | None = None,
     secret_screen: str = secret_settings.REFUSE,
@@ -417,7 +417,7 @@ def build_server_app(
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
-    `default_quota` is the deployment's storage quota (`--quota-memories`, `--quota-characters`).
+    `bank` is what the use cases take (`Settings.bank`: the deployment's storage quota, `--quota-memories`...).
     `rate_limits` (see `build_rate_limits`) applies to every memory route: REST, MCP rail and panel.
     `secret_screen` (`refuse` or `off`) screens every save for credentials.
 
@@ -434,9 +434,7 @@ def build_server_app(
     from adapters_metrics import PrometheusMetrics
 
     metrics = PrometheusMetrics(forward=LoggingEventSink())
-    services = build_services(
-        storage, events=metrics, default_quota=default_quota, rate_limits=rate_limits, secret_screen=secret_screen
-    )
+    services = build_services(storage, events=metrics, bank=bank, rate_limits=rate_limits, secret_screen=secret_screen)
 
     def readiness() -> str | None:
         try:

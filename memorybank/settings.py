@@ -27,14 +27,15 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
-from memorybank_core import InvalidInputError, Quota, limits
+from memorybank_core import InvalidInputError, Quota
+from memorybank_core.configuration import BankSettings, Declared, choice, declare, declared, quota_number, whole
 from memorybank_search.fusion import MIN_SIMILARITY
 
 # --- The variables (names operators rely on; each is declared once in `DECLARED` below) ---
@@ -145,23 +146,78 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{hosts}"))
 
 
-# --- The groups: one frozen value per consumer ---
+# --- Parsers of the declarations below (the shared ones are memorybank_core.configuration's) ---
 
 
-def _strings(values: Iterable[str]) -> tuple[str, ...]:
-    return tuple(values)
+def _cosine(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= 1.0:  # also refuses nan
+        raise ValueError("must be a number from 0 to 1, such as 0.15")
+    return value
 
 
-def _secret() -> Any:
-    # Never in `repr`: a settings object may end up in a log line or a traceback.
-    return attrs.field(default=None, repr=False)
+def _host_header(text: str) -> str:
+    if not _HOST_HEADER.match(text):
+        raise ValueError("must be a Host header such as bank.example.com, bank.example.com:8443 or bank.example.com:*")
+    return text
+
+
+def _public_url(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ValueError("must be an http(s) URL such as https://bank.example.com")
+    return text.rstrip("/")
+
+
+def _embedded_database(env: Mapping[str, str]) -> str:
+    return f"sqlite:///{default_database_path(env)}"
+
+
+def parse_quota_number(raw: str, field: str) -> int:
+    """A quota measure as an operator writes it: `5000`, or `100_000` as `quota show` prints it.
+
+    Raises:
+        InvalidInputError: not a whole number from 0 to `limits.QUOTA_MAX`.
+    """
+    try:
+        return quota_number(raw)
+    except ValueError as error:
+        raise InvalidInputError(field, f"{error}, not {raw!r}") from error
+
+
+#: Every command that opens the database: they share one parent parser (`commands.base.Shared.database`).
+OPENS_DATABASE = "every command that opens the database"
+
+_SERVE_AND_MCP = ("serve", "mcp")
+_SEARCH = "search: lexical BM25, or hybrid: BM25 fused with a local embedding model"
+_RATE_LIMITS = "rate limits: per user (and optionally per token), per operation; see docs/operations.md#rate-limits"
+_OAUTH = "OAuth: an identity provider's access tokens beside the built-in tokens; docs/auth.md"
+_PANEL = "panel sign-in: with the identity provider (OpenID Connect, authorization code + PKCE; docs/auth.md)"
+_ISSUER = "https://login.example.com"
+
+
+# --- The groups, one frozen value per consumer; their `declare(...)` fields are the declaration ---
 
 
 @attrs.frozen(kw_only=True)
 class DatabaseChoice:
     """The database a command will use, and why (consumed by storage: `composition.open_ready_storage`)."""
 
-    url: str
+    url: str = declare(
+        variable=DATABASE_URL_ENV,
+        flag="--db",
+        commands=(OPENS_DATABASE,),
+        metavar="URL",
+        computed_default=_embedded_database,
+        shown_default="the embedded SQLite file `<data home>/memorybank/memorybank.sqlite3`",
+        help="database URL: sqlite:///path/file.sqlite3, mysql://user:password@host:3306/name (mysqlclient) or "
+        "mysql+pymysql://...",
+        example="sqlite:///bank.sqlite3",
+        example_value="sqlite:///bank.sqlite3",
+    )
     source: str
     """`--db`, the environment variable's name, or `default`."""
     embedded_path: Path | None = None
@@ -174,20 +230,72 @@ class KeyRingChoice:
 
     source: str
     """`--key-file`, or the environment variable's name."""
-    path: Path | None = None
-    text: str | None = _secret()
-    """The ring itself, from `$MEMORYBANK_KEYS`."""
+    path: Path | None = declare(
+        None,
+        variable=KEY_FILE_ENV,
+        flag="--key-file",
+        commands=(OPENS_DATABASE, "keys add", "keys remove"),
+        metavar="FILE",
+        parse=Path,
+        shown_default=f"the ring in ${KEYS_ENV}, else none (plaintext)",
+        help="key ring for encryption at rest (`memorybank keys create`)",
+        example="/keys/ring.json",
+        example_value=Path("/keys/ring.json"),
+    )
+    text: str | None = declare(
+        None,
+        variable=KEYS_ENV,
+        secret=True,
+        shown_default="none (plaintext)",
+        help="the key ring document itself, for secret stores that inject variables; --key-file wins",
+        example='{"keys": []}',
+        example_value='{"keys": []}',
+    )
 
 
 @attrs.frozen(kw_only=True)
 class SearchChoice:
     """Which search a process serves, and with which embedding model (consumed by `memorybank.semantic`)."""
 
-    mode: str = "lexical"
-    embedder_model: str | None = None
-    """A directory with a user's own ONNX export; None: the default all-MiniLM-L6-v2 int8."""
-    min_similarity: float = MIN_SIMILARITY
-    """Hybrid only: the cosine a memory that shares no word with the query needs to be returned."""
+    mode: str = declare(
+        "lexical",
+        variable=SEARCH_ENV,
+        flag="--search",
+        commands=_SERVE_AND_MCP,
+        choices=SEARCH_MODES,
+        parse=choice(*SEARCH_MODES),
+        shown_default="lexical",
+        section=_SEARCH,
+        help="lexical, or hybrid to also find paraphrases (needs pip install 'memorybank[semantic]'; docs/search.md)",
+        example="hybrid",
+        example_value="hybrid",
+    )
+    embedder_model: str | None = declare(
+        None,
+        variable=EMBEDDER_MODEL_ENV,
+        flag="--embedder-model",
+        commands=(*_SERVE_AND_MCP, "reindex"),
+        metavar="DIR",
+        shown_default="all-MiniLM-L6-v2 int8 from the semantic extra",
+        section=_SEARCH,
+        help="hybrid search with your own sentence-embedding export: DIR holds model.onnx and tokenizer.json",
+        example="/models/mine",
+        example_value="/models/mine",
+    )
+    min_similarity: float = declare(
+        MIN_SIMILARITY,
+        variable=HYBRID_MIN_SIMILARITY_ENV,
+        flag="--hybrid-min-similarity",
+        commands=_SERVE_AND_MCP,
+        metavar="COSINE",
+        parse=_cosine,
+        shown_default=f"{MIN_SIMILARITY}",
+        section=_SEARCH,
+        help="hybrid search: the cosine (0 to 1) a memory sharing no word with the query needs to be found; "
+        "higher finds fewer paraphrases and less noise",
+        example="0.4",
+        example_value=0.4,
+    )
 
     @property
     def hybrid(self) -> bool:
@@ -199,69 +307,327 @@ class SearchChoice:
 class RateLimitChoice:
     """Where rate limits are counted and which rules change the defaults (consumed by `build_rate_limits`)."""
 
-    storage_url: str
-    rules: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-
-
-@attrs.frozen(kw_only=True)
-class OAuthOptions:
-    """The OAuth settings (consumed by `memorybank.oauth_settings`); None or empty: not configured."""
-
-    public_url: str | None = None
-    """`--public-url` without its trailing slash; None: derived from a loopback bind (`oauth_settings`)."""
-    issuers: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    audiences: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    scopes: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    user_claims: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    """`CLAIM` (every issuer) or `ISSUER=CLAIM`: the claim naming the person; ids stay derived per issuer."""
-    user_id_claims: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    """`ISSUER=CLAIM`: that issuer's claim is our `usr_` id as is (trusting it with every user id)."""
-    org_claim: str | None = None
-    default_org: str | None = None
-    introspection_issuer: str | None = None
-    client_id: str | None = None
-    """The server's own client at the introspection issuer (`$MEMORYBANK_OAUTH_CLIENT_ID`)."""
-    client_secret: str | None = _secret()
-    """`$MEMORYBANK_OAUTH_CLIENT_SECRET`: from the environment only, never argv."""
-    panel_client_id: str | None = None
-    panel_issuer: str | None = None
-    panel_name: str | None = None
-    panel_client_secret_file: str | None = None
-    """A path, read where the panel's client is built (`oauth_settings`); its secret wins over the variable's."""
-    panel_client_secret: str | None = _secret()
-    """`$MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET`, when no secret file is named."""
+    rules: tuple[str, ...] = declare(
+        (),
+        variable=RATE_LIMITS_ENV,
+        flag="--rate-limit",
+        destination="rate_limits",
+        many=True,
+        metavar="RULE",
+        shown_default="save=60/minute and 120/minute for the others",
+        section=_RATE_LIMITS,
+        help="change a limit: OPERATION=N/UNIT with OPERATION save, search, list, delete or * (all), prefixed "
+        "token. for a per-token limit; N/UNIT like 120/minute, or off",
+        example="search=300/minute,save=off",
+        example_value=("search=300/minute", "save=off"),
+    )
+    storage_url: str = declare(
+        "memory://",
+        variable=RATE_LIMIT_STORAGE_ENV,
+        flag="--rate-limit-storage",
+        metavar="URL",
+        shown_default="memory://",
+        section=_RATE_LIMITS,
+        help="where limits are counted: memory:// (each process alone) or redis://host:port/db, shared by every "
+        "worker and host",
+        example="redis://cache:6379/0",
+        example_value="redis://cache:6379/0",
+    )
 
 
 @attrs.frozen(kw_only=True)
 class HttpSettings:
     """Where and how `serve` listens (consumed by `memorybank.serving` and the served app)."""
 
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    workers: int = 1
-    log_format: str = "text"
-    shutdown_timeout: int = 10
-    """On SIGTERM, how long in-flight requests may take to finish (seconds)."""
-    allowed_hosts: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    """Host headers the MCP rail accepts besides loopback names."""
-    metrics_token: str | None = _secret()
-    """The bearer token `/metrics` requires (`$MEMORYBANK_METRICS_TOKEN` only); None: no `/metrics`."""
+    host: str = declare(
+        DEFAULT_HOST,
+        variable=HOST_ENV,
+        flag="--host",
+        shown_default=DEFAULT_HOST,
+        help="interface to bind",
+        example="0.0.0.0",  # noqa: S104 - an example value, not a bind
+        example_value="0.0.0.0",  # noqa: S104 - as above
+    )
+    port: int = declare(
+        DEFAULT_PORT,
+        variable=PORT_ENV,
+        flag="--port",
+        parse=whole(0, 65535),
+        shown_default=str(DEFAULT_PORT),
+        help="port to listen on",
+        example="8123",
+        example_value=8123,
+    )
+    workers: int = declare(
+        1,
+        variable=WORKERS_ENV,
+        flag="--workers",
+        parse=whole(1, 64),
+        shown_default="1",
+        help="worker processes sharing the port, each with its own connection pool",
+        example="4",
+        example_value=4,
+    )
+    log_format: str = declare(
+        "text",
+        variable=LOG_FORMAT_ENV,
+        flag="--log-format",
+        choices=LOG_FORMATS,
+        parse=choice(*LOG_FORMATS),
+        shown_default="text",
+        help="text lines or JSON lines",
+        example="json",
+        example_value="json",
+    )
+    shutdown_timeout: int = declare(
+        10,
+        variable=SHUTDOWN_TIMEOUT_ENV,
+        flag="--shutdown-timeout",
+        metavar="SECONDS",
+        parse=whole(0, 3600, " seconds"),
+        shown_default="10",
+        help="on SIGTERM, how long in-flight requests may take to finish",
+        example="30",
+        example_value=30,
+    )
+    allowed_hosts: tuple[str, ...] = declare(
+        (),
+        variable=ALLOWED_HOSTS_ENV,
+        flag="--allowed-host",
+        destination="allowed_hosts",
+        many=True,
+        metavar="HOST",
+        parse=_host_header,
+        shown_default="loopback names only",
+        help="a Host header the MCP rail accepts besides loopback names, e.g. bank.example.com behind a reverse "
+        "proxy (`name`, `name:port` or `name:*`)",
+        example="a.example.com, b.example.com:*",
+        example_value=("a.example.com", "b.example.com:*"),
+    )
+    metrics_token: str | None = declare(
+        None,
+        variable=METRICS_TOKEN_ENV,
+        secret=True,
+        shown_default="no /metrics",
+        help="the bearer token /metrics requires",
+        example="m3trics",
+        example_value="m3trics",
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OAuthOptions:
+    """The OAuth settings (consumed by `memorybank.oauth_settings`); None or empty: not configured."""
+
+    public_url: str | None = declare(
+        None,
+        variable=PUBLIC_URL_ENV,
+        flag="--public-url",
+        aliases=("--url",),
+        commands=("serve", "panel-link"),
+        metavar="URL",
+        parse=_public_url,
+        shown_default="http://HOST:PORT on a loopback bind (panel-link: http://127.0.0.1:8000)",
+        section=_OAUTH,
+        help="the server's public base URL (https://bank.example.com); the OAuth resource is URL/mcp/agent",
+        example="https://bank.example.com/",
+        example_value="https://bank.example.com",
+    )
+    issuers: tuple[str, ...] = declare(
+        (),
+        variable=ISSUERS_ENV,
+        flag="--oauth-issuer",
+        many=True,
+        metavar="URL",
+        section=_OAUTH,
+        help="trust access tokens from this issuer",
+        example="https://a.example.com, https://b.example.com",
+        example_value=("https://a.example.com", "https://b.example.com"),
+    )
+    audiences: tuple[str, ...] = declare(
+        (),
+        variable=AUDIENCES_ENV,
+        flag="--oauth-audience",
+        many=True,
+        metavar="AUD",
+        shown_default="the resource URL",
+        section=_OAUTH,
+        help="an accepted token audience",
+        example="api://one api://two",
+        example_value=("api://one", "api://two"),
+    )
+    scopes: tuple[str, ...] = declare(
+        (),
+        variable=SCOPES_ENV,
+        flag="--oauth-scope",
+        many=True,
+        metavar="OURS=THEIRS",
+        shown_default="the same names",
+        section=_OAUTH,
+        help="the issuer scope granting mcp:read or mcp:write, e.g. mcp:read=memory.read",
+        example="mcp:read=memory.read",
+        example_value=("mcp:read=memory.read",),
+    )
+    user_claims: tuple[str, ...] = declare(
+        (),
+        variable=USER_CLAIM_ENV,
+        flag="--oauth-user-claim",
+        many=True,
+        metavar="[ISSUER=]CLAIM",
+        shown_default="sub",
+        section=_OAUTH,
+        help="the claim naming the person instead of sub (e.g. oid), at every issuer or at ISSUER; user ids stay "
+        "derived from the issuer and the claim",
+        example="oid",
+        example_value=("oid",),
+    )
+    user_id_claims: tuple[str, ...] = declare(
+        (),
+        variable=USER_ID_CLAIM_ENV,
+        flag="--oauth-user-id-claim",
+        many=True,
+        metavar="ISSUER=CLAIM",
+        section=_OAUTH,
+        help="ISSUER's CLAIM holds this server's usr_ id, used as is: trusts ISSUER with EVERY user id here",
+        example=f"{_ISSUER}=memorybank_user",
+        example_value=(f"{_ISSUER}=memorybank_user",),
+    )
+    org_claim: str | None = declare(
+        None,
+        variable=ORG_CLAIM_ENV,
+        flag="--oauth-org-claim",
+        metavar="CLAIM",
+        section=_OAUTH,
+        help="the claim naming the person's organization",
+        example="tid",
+        example_value="tid",
+    )
+    default_org: str | None = declare(
+        None,
+        variable=DEFAULT_ORG_ENV,
+        flag="--oauth-default-org",
+        metavar="org_…",
+        section=_OAUTH,
+        help="the organization of people whose token names none",
+        example="org_env",
+        example_value="org_env",
+    )
+    introspection_issuer: str | None = declare(
+        None,
+        variable=INTROSPECTION_ISSUER_ENV,
+        flag="--oauth-introspection-issuer",
+        metavar="URL",
+        section=_OAUTH,
+        help=f"check opaque tokens with this issuer's introspection endpoint, as the client ${CLIENT_ID_ENV} / "
+        f"${CLIENT_SECRET_ENV}",
+        example=_ISSUER,
+        example_value=_ISSUER,
+    )
+    client_id: str | None = declare(
+        None,
+        variable=CLIENT_ID_ENV,
+        help="the server's own client at the introspection issuer",
+        example="bank",
+        example_value="bank",
+    )
+    client_secret: str | None = declare(
+        None,
+        variable=CLIENT_SECRET_ENV,
+        secret=True,
+        help="that client's secret",
+        example="s3cret",
+        example_value="s3cret",
+    )
+    panel_client_id: str | None = declare(
+        None,
+        variable=PANEL_CLIENT_ID_ENV,
+        flag="--oauth-panel-client-id",
+        metavar="ID",
+        section=_PANEL,
+        help="the panel's client at the provider; offers 'Sign in with <provider>'; its redirect URI is "
+        "PUBLIC_URL/panel/oidc/callback",
+        example="panel",
+        example_value="panel",
+    )
+    panel_issuer: str | None = declare(
+        None,
+        variable=PANEL_ISSUER_ENV,
+        flag="--oauth-panel-issuer",
+        metavar="URL",
+        shown_default="the only --oauth-issuer",
+        section=_PANEL,
+        help="which --oauth-issuer the panel signs people in with",
+        example=_ISSUER,
+        example_value=_ISSUER,
+    )
+    panel_name: str | None = declare(
+        None,
+        variable=PANEL_NAME_ENV,
+        flag="--oauth-panel-name",
+        metavar="NAME",
+        shown_default="the issuer's host",
+        section=_PANEL,
+        help="the provider's name on the button",
+        example="Acme SSO",
+        example_value="Acme SSO",
+    )
+    panel_client_secret_file: str | None = declare(
+        None,
+        variable=PANEL_CLIENT_SECRET_FILE_ENV,
+        flag="--oauth-panel-client-secret-file",
+        metavar="PATH",
+        shown_default=f"${PANEL_CLIENT_SECRET_ENV}, else a public client",
+        section=_PANEL,
+        help="a file holding the panel client's secret (read where the panel's client is built); never the "
+        "secret itself",
+        example="/run/secrets/panel",
+        example_value="/run/secrets/panel",
+    )
+    panel_client_secret: str | None = declare(
+        None,
+        variable=PANEL_CLIENT_SECRET_ENV,
+        secret=True,
+        shown_default="a public client (PKCE alone)",
+        help="the panel client's secret, when no secret file is named",
+        example="panel-s3cret",
+        example_value="panel-s3cret",
+    )
 
 
 @attrs.frozen(kw_only=True)
 class Settings:
-    """Every setting of one memorybank process, resolved once (`resolve`); `memorybank.bootstrap.build` wires it."""
+    """Every setting of one memorybank process, resolved once (`resolve`); `memorybank.bootstrap.build` wires it.
+
+    Each field is a group its consumer takes whole, or (`secret_screen`) a setting of its own.
+    """
 
     database: DatabaseChoice
     keys: KeyRingChoice | None = None
     search: SearchChoice = attrs.field(factory=SearchChoice)
-    secret_screen: str = REFUSE
+    secret_screen: str = declare(
+        REFUSE,
+        variable=SECRET_SCREEN_ENV,
+        flag="--secret-screen",
+        commands=("serve", "import"),
+        choices=SECRET_SCREEN_CHOICES,
+        parse=choice(*SECRET_SCREEN_CHOICES),
+        shown_default=REFUSE,
+        help="refuse saves holding what looks like a credential (API keys, tokens, private keys, passwords in "
+        "URLs), or screen nothing; docs/security.md",
+        example="OFF",
+        example_value=OFF,
+    )
     """`refuse` (screen every save for credentials) or `off` (consumed by `secret_settings.build_secret_screen`)."""
-    quota: Quota = attrs.field(factory=Quota)
-    """The deployment's default quota, where no operator set one."""
-    rate_limits: RateLimitChoice = attrs.field(factory=lambda: RateLimitChoice(storage_url="memory://"))
+    bank: BankSettings = attrs.field(factory=BankSettings)
+    """What the use cases take (`MemoryBank(settings=…)`): the default quota."""
+    rate_limits: RateLimitChoice = attrs.field(factory=RateLimitChoice)
     oauth: OAuthOptions = attrs.field(factory=OAuthOptions)
     http: HttpSettings = attrs.field(factory=HttpSettings)
+
+    @property
+    def quota(self) -> Quota:
+        """The deployment's default quota, where no operator set one (`bank.quota`)."""
+        return self.bank.quota
 
     @classmethod
     def resolve(cls, flags: Flags = None, env: Mapping[str, str] | None = None) -> Settings:
@@ -326,13 +692,22 @@ class Settings:
         return cls.from_json(env[SERVE_SETTINGS_ENV], env)
 
 
-# --- The declaration ---
+#: Each group of `Settings` and the class that declares it (`secret_screen` is declared on `Settings` itself).
+GROUPS: dict[str, type] = {
+    "database": DatabaseChoice,
+    "keys": KeyRingChoice,
+    "search": SearchChoice,
+    "bank": BankSettings,
+    "rate_limits": RateLimitChoice,
+    "oauth": OAuthOptions,
+    "http": HttpSettings,
+}
+
+
+# --- The resolver ---
 
 Flags = argparse.Namespace | Mapping[str, object] | None
 """A parsed command line, or a mapping of its destinations (`{"db": "sqlite:///…", "workers": 2}`)."""
-
-Parse = Callable[[str], Any]
-"""Text as given -> the setting's value. Raises `ValueError("must be …")`: the resolver names where it came from."""
 
 
 @attrs.frozen
@@ -343,40 +718,14 @@ class Resolved:
     source: str
 
 
-#: Every command that opens the database: they share one parent parser (`commands.base.Shared.database`).
-OPENS_DATABASE = "every command that opens the database"
-
-
-@attrs.frozen(kw_only=True)
+@attrs.frozen
 class Setting:
-    """One setting, declared once: everything the resolver, argparse, the worker hand-over and the docs need."""
+    """One declared field, seen from `Settings`: its name (`http.port`), its default and its declaration."""
 
     name: str
-    """`group.field`: where the value lands in `Settings` (`http.port` is `settings.http.port`)."""
-    variable: str
-    help: str
-    parse: Parse = str
-    default: Any = None
-    """The value when neither flag nor variable is given; a callable of the environment for a computed one."""
-    shown_default: str = "none"
-    """The default as docs/operations.md and `--help` show it."""
-    flag: str | None = None
-    """None for a secret: argv is readable by every local user."""
-    aliases: tuple[str, ...] = ()
-    destination: str | None = None
-    """The argparse destination when it is not the flag's name (kept for the names callers already use)."""
-    commands: tuple[str, ...] = ("serve",)
-    many: bool = False
-    """A list: the flag repeats, and the variable lists values separated by commas or whitespace."""
-    secret: bool = False
-    metavar: str | None = None
-    choices: tuple[str, ...] | None = None
-    section: str | None = None
-    """The `--help` section the flag is listed under (None: the command's own options)."""
-    example: str
-    """A valid value as an operator writes it; the settings test sets it through the flag and the variable."""
-    example_value: Any
-    """What `example` resolves to."""
+    """`group.field` (`http.port` is `settings.http.port`), or the field of `Settings` itself (`secret_screen`)."""
+    default: Any
+    spec: Declared
 
     @property
     def group(self) -> str:
@@ -386,17 +735,29 @@ class Setting:
     def field(self) -> str:
         return self.name.partition(".")[2]
 
+    # The declaration's fields, by their own names.
+    variable = property(lambda self: self.spec.variable)
+    flag = property(lambda self: self.spec.flag)
+    many = property(lambda self: self.spec.many)
+    secret = property(lambda self: self.spec.secret)
+    parse = property(lambda self: self.spec.parse)
+    choices = property(lambda self: self.spec.choices)
+    commands = property(lambda self: self.spec.commands)
+    example = property(lambda self: self.spec.example)
+    example_value = property(lambda self: self.spec.example_value)
+    shown_default = property(lambda self: self.spec.shown_default)
+
     @property
     def dest(self) -> str:
         """The argparse destination of the flag."""
-        if self.destination is not None:
-            return self.destination
-        return (self.flag or self.variable).removeprefix("--").replace("-", "_").lower()
+        if self.spec.destination is not None:
+            return self.spec.destination
+        return (self.spec.flag or self.spec.variable).removeprefix("--").replace("-", "_").lower()
 
-    @property
-    def named(self) -> str:
-        """How messages name it: its flag, else `$VARIABLE`."""
-        return self.flag or f"${self.variable}"
+    def default_for(self, env: Mapping[str, str]) -> Any:
+        """The default, computed from `env` when the declaration says so."""
+        computed = self.spec.computed_default
+        return computed(env) if computed is not None else self.default
 
     def resolve(self, flags: Flags, env: Mapping[str, str]) -> Resolved:
         """The flag, else the variable, else the default.
@@ -404,26 +765,28 @@ class Setting:
         Raises:
             InvalidInputError: the flag is blank, or the value is malformed (named by where it came from).
         """
-        given = _flag(flags, self.dest) if self.flag is not None else None
-        if given is not None and given != []:
+        flag = self.spec.flag
+        given = _flag(flags, self.dest) if flag is not None else None
+        if flag is not None and given is not None and given != []:
             texts = [str(item).strip() for item in given] if isinstance(given, list | tuple) else [str(given).strip()]
             texts = [text for text in texts if text]
             if not texts:
-                raise InvalidInputError(self.flag or self.variable, "must not be blank")
-            return Resolved(self._parsed(texts, self.flag or self.variable), self.flag or self.variable)
-        raw = env.get(self.variable, "").strip()
+                raise InvalidInputError(flag, "must not be blank")
+            return Resolved(self._parsed(texts, flag), flag)
+        raw = env.get(self.spec.variable, "").strip()
         if raw:
-            texts = _split(raw) if self.many else [raw]
-            return Resolved(self._parsed(texts, f"${self.variable}"), self.variable)
-        return Resolved(self.default(env) if callable(self.default) else self.default, "default")
+            texts = _split(raw) if self.spec.many else [raw]
+            return Resolved(self._parsed(texts, f"${self.spec.variable}"), self.spec.variable)
+        return Resolved(self.default_for(env), "default")
 
     def _parsed(self, texts: list[str], where: str) -> Any:
-        try:
-            values = [self.parse(text) for text in texts]
-        except ValueError as refused:
-            bad = next(text for text in texts if not _parses(self.parse, text))
-            raise InvalidInputError(where, f"{refused}, not {bad!r}") from refused
-        return tuple(values) if self.many else values[0]
+        values = []
+        for text in texts:
+            try:
+                values.append(self.spec.parse(text))
+            except ValueError as refused:
+                raise InvalidInputError(where, f"{refused}, not {text!r}") from refused
+        return tuple(values) if self.spec.many else values[0]
 
     def read(self, settings: Settings) -> Any:
         """This setting's value in resolved `settings`."""
@@ -434,30 +797,49 @@ class Setting:
         """A value `to_json` wrote, as `read` returns it."""
         if shipped is None:
             return None
-        if self.many:
+        if self.spec.many:
             return tuple(shipped)
-        return Path(shipped) if self.parse is Path else shipped
+        return Path(shipped) if self.spec.parse is Path else shipped
 
     def takes(self, command: str) -> bool:
         """Whether `command` (`serve`, `keys add`, or `OPENS_DATABASE`) has this setting's flag."""
-        return self.flag is not None and command in self.commands
+        return self.spec.flag is not None and command in self.spec.commands
 
     def help_text(self) -> str:
         """The flag's `--help` line: what it does, and its variable and default."""
-        if self.many:
-            listed = f"${self.variable}, comma-separated"
-            text = f"{self.help}; repeat for several (default: {listed}; else {self.shown_default})"
+        spec = self.spec
+        if spec.many:
+            listed = f"${spec.variable}, comma-separated"
+            text = f"{spec.help}; repeat for several (default: {listed}; else {spec.shown_default})"
         else:
-            text = f"{self.help} (default: ${self.variable}, else {self.shown_default})"
+            text = f"{spec.help} (default: ${spec.variable}, else {spec.shown_default})"
         return text.replace("%", "%%")  # argparse formats help with %
 
 
-def _parses(parse: Parse, text: str) -> bool:
-    try:
-        parse(text)
-    except ValueError:
-        return False
-    return True
+def _declared_in(group: str, cls: type) -> list[Setting]:
+    found = []
+    for field in attrs.fields(cls):
+        spec = declared(field)
+        if spec is not None:
+            default = None if field.default is attrs.NOTHING else field.default
+            found.append(Setting(f"{group}.{field.name}" if group else field.name, default, spec))
+    return found
+
+
+def _own(name: str) -> list[Setting]:
+    """A setting declared on `Settings` itself (`secret_screen`), or nothing for a group without declarations."""
+    return [setting for setting in _declared_in("", Settings) if setting.name == name]
+
+
+#: Every setting, in `--help` and docs order: read from the groups' declared fields.
+DECLARED: tuple[Setting, ...] = tuple(
+    setting
+    for field in attrs.fields(Settings)
+    for setting in (
+        _declared_in(field.name, GROUPS[field.name]) if field.name in GROUPS else _declared_in("", Settings)
+    )
+    if field.name in GROUPS or setting.name == field.name
+)
 
 
 def _split(raw: str) -> list[str]:
@@ -472,508 +854,28 @@ def _flag(flags: Flags, dest: str) -> Any:
     return flags.get(dest)
 
 
-# --- Parsers: text -> value, or ValueError("must be …") ---
-
-
-def _choice(*choices: str) -> Parse:
-    def parse(text: str) -> str:
-        if text.lower() not in choices:
-            raise ValueError(f"must be {' or '.join(choices)}")
-        return text.lower()
-
-    return parse
-
-
-def _whole(low: int, high: int, unit: str = "") -> Parse:
-    def parse(text: str) -> int:
-        if not re.fullmatch(r"[0-9]{1,7}", text) or not low <= int(text) <= high:
-            raise ValueError(f"must be a whole number from {low} to {high}{unit}")
-        return int(text)
-
-    return parse
-
-
-def parse_quota_number(raw: str, field: str) -> int:
-    """A quota measure as an operator writes it: `5000`, or `100_000` as `quota show` prints it.
-
-    Raises:
-        InvalidInputError: not a whole number from 0 to `limits.QUOTA_MAX`.
-    """
-    try:
-        return _quota(raw)
-    except ValueError as error:
-        raise InvalidInputError(field, f"{error}, not {raw!r}") from error
-
-
-def _quota(raw: str) -> int:
-    text = raw.strip().replace("_", "")
-    if not re.fullmatch(r"[0-9]{1,13}", text) or int(text) > limits.QUOTA_MAX:
-        raise ValueError(f"must be a whole number from 0 to {limits.QUOTA_MAX}")
-    return int(text)
-
-
-def _cosine(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 <= value <= 1.0:  # also refuses nan
-        raise ValueError("must be a number from 0 to 1, such as 0.15")
-    return value
-
-
-def _host_header(text: str) -> str:
-    if not _HOST_HEADER.match(text):
-        raise ValueError("must be a Host header such as bank.example.com, bank.example.com:8443 or bank.example.com:*")
-    return text
-
-
-def _public_url(text: str) -> str:
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise ValueError("must be an http(s) URL such as https://bank.example.com")
-    return text.rstrip("/")
-
-
-def _embedded_database(env: Mapping[str, str]) -> str:
-    return f"sqlite:///{default_database_path(env)}"
-
-
-_SERVE_AND_MCP = ("serve", "mcp")
-_SEARCH = "search: lexical BM25, or hybrid: BM25 fused with a local embedding model"
-_RATE_LIMITS = "rate limits: per user (and optionally per token), per operation; see docs/operations.md#rate-limits"
-_OAUTH = "OAuth: an identity provider's access tokens beside the built-in tokens; docs/auth.md"
-_PANEL = "panel sign-in with the identity provider (OpenID Connect, authorization code + PKCE; docs/auth.md)"
-_ISSUER = "https://login.example.com"
-
-DECLARED: tuple[Setting, ...] = (
-    # --- database (storage) ---
-    Setting(
-        name="database.url",
-        variable=DATABASE_URL_ENV,
-        flag="--db",
-        commands=(OPENS_DATABASE,),
-        metavar="URL",
-        default=_embedded_database,
-        shown_default="the embedded SQLite file `<data home>/memorybank/memorybank.sqlite3`",
-        help="database URL: sqlite:///path/file.sqlite3, mysql://user:password@host:3306/name (mysqlclient) or "
-        "mysql+pymysql://...",
-        example="sqlite:///bank.sqlite3",
-        example_value="sqlite:///bank.sqlite3",
-    ),
-    # --- keys (the sealer: encryption at rest) ---
-    Setting(
-        name="keys.path",
-        variable=KEY_FILE_ENV,
-        flag="--key-file",
-        commands=(OPENS_DATABASE, "keys add", "keys remove"),
-        metavar="FILE",
-        parse=Path,
-        shown_default=f"the ring in ${KEYS_ENV}, else none (plaintext)",
-        help="key ring for encryption at rest (`memorybank keys create`)",
-        example="/keys/ring.json",
-        example_value=Path("/keys/ring.json"),
-    ),
-    Setting(
-        name="keys.text",
-        variable=KEYS_ENV,
-        secret=True,
-        shown_default="none (plaintext)",
-        help="the key ring document itself, for secret stores that inject variables; --key-file wins",
-        example='{"keys": []}',
-        example_value='{"keys": []}',
-    ),
-    # --- search ---
-    Setting(
-        name="search.mode",
-        variable=SEARCH_ENV,
-        flag="--search",
-        commands=_SERVE_AND_MCP,
-        choices=SEARCH_MODES,
-        parse=_choice(*SEARCH_MODES),
-        default="lexical",
-        shown_default="lexical",
-        section=_SEARCH,
-        help="lexical, or hybrid to also find paraphrases (needs pip install 'memorybank[semantic]'; docs/search.md)",
-        example="hybrid",
-        example_value="hybrid",
-    ),
-    Setting(
-        name="search.embedder_model",
-        variable=EMBEDDER_MODEL_ENV,
-        flag="--embedder-model",
-        commands=(*_SERVE_AND_MCP, "reindex"),
-        metavar="DIR",
-        shown_default="all-MiniLM-L6-v2 int8 from the semantic extra",
-        section=_SEARCH,
-        help="hybrid search with your own sentence-embedding export: DIR holds model.onnx and tokenizer.json",
-        example="/models/mine",
-        example_value="/models/mine",
-    ),
-    Setting(
-        name="search.min_similarity",
-        variable=HYBRID_MIN_SIMILARITY_ENV,
-        flag="--hybrid-min-similarity",
-        commands=_SERVE_AND_MCP,
-        metavar="COSINE",
-        parse=_cosine,
-        default=MIN_SIMILARITY,
-        shown_default=f"{MIN_SIMILARITY}",
-        section=_SEARCH,
-        help="hybrid search: the cosine (0 to 1) a memory sharing no word with the query needs to be found; "
-        "higher finds fewer paraphrases and less noise",
-        example="0.4",
-        example_value=0.4,
-    ),
-    # --- the secret screen (the save use case) ---
-    Setting(
-        name="secret_screen",
-        variable=SECRET_SCREEN_ENV,
-        flag="--secret-screen",
-        commands=("serve", "import"),
-        choices=SECRET_SCREEN_CHOICES,
-        parse=_choice(*SECRET_SCREEN_CHOICES),
-        default=REFUSE,
-        shown_default=REFUSE,
-        help="refuse saves holding what looks like a credential (API keys, tokens, private keys, passwords in "
-        "URLs), or screen nothing; docs/security.md",
-        example="OFF",
-        example_value=OFF,
-    ),
-    # --- quota (the save use case and the operator's controls) ---
-    Setting(
-        name="quota.max_memories",
-        variable=QUOTA_MEMORIES_ENV,
-        flag="--quota-memories",
-        metavar="N",
-        parse=_quota,
-        default=limits.QUOTA_MEMORIES_DEFAULT,
-        shown_default=f"{limits.QUOTA_MEMORIES_DEFAULT:_}",
-        help="each user's quota of memories unless an operator set theirs (`memorybank quota`)",
-        example="5_000",
-        example_value=5000,
-    ),
-    Setting(
-        name="quota.max_characters",
-        variable=QUOTA_CHARACTERS_ENV,
-        flag="--quota-characters",
-        metavar="N",
-        parse=_quota,
-        default=limits.QUOTA_CHARACTERS_DEFAULT,
-        shown_default=f"{limits.QUOTA_CHARACTERS_DEFAULT:_}",
-        help="each user's quota of characters (content, tags and snippets together)",
-        example="900",
-        example_value=900,
-    ),
-    # --- rate limits ---
-    Setting(
-        name="rate_limits.rules",
-        variable=RATE_LIMITS_ENV,
-        flag="--rate-limit",
-        destination="rate_limits",
-        many=True,
-        metavar="RULE",
-        default=(),
-        shown_default="save=60/minute and 120/minute for the others",
-        section=_RATE_LIMITS,
-        help="change a limit: OPERATION=N/UNIT with OPERATION save, search, list, delete or * (all), prefixed "
-        "token. for a per-token limit; N/UNIT like 120/minute, or off",
-        example="search=300/minute,save=off",
-        example_value=("search=300/minute", "save=off"),
-    ),
-    Setting(
-        name="rate_limits.storage_url",
-        variable=RATE_LIMIT_STORAGE_ENV,
-        flag="--rate-limit-storage",
-        metavar="URL",
-        default="memory://",
-        shown_default="memory://",
-        section=_RATE_LIMITS,
-        help="where limits are counted: memory:// (each process alone) or redis://host:port/db, shared by every "
-        "worker and host",
-        example="redis://cache:6379/0",
-        example_value="redis://cache:6379/0",
-    ),
-    # --- http (serving) ---
-    Setting(
-        name="http.host",
-        variable=HOST_ENV,
-        flag="--host",
-        default=DEFAULT_HOST,
-        shown_default=DEFAULT_HOST,
-        help="interface to bind",
-        example="0.0.0.0",  # noqa: S104 - an example value, not a bind
-        example_value="0.0.0.0",  # noqa: S104 - as above
-    ),
-    Setting(
-        name="http.port",
-        variable=PORT_ENV,
-        flag="--port",
-        parse=_whole(0, 65535),
-        default=DEFAULT_PORT,
-        shown_default=str(DEFAULT_PORT),
-        help="port to listen on",
-        example="8123",
-        example_value=8123,
-    ),
-    Setting(
-        name="http.workers",
-        variable=WORKERS_ENV,
-        flag="--workers",
-        parse=_whole(1, 64),
-        default=1,
-        shown_default="1",
-        help="worker processes sharing the port, each with its own connection pool",
-        example="4",
-        example_value=4,
-    ),
-    Setting(
-        name="http.log_format",
-        variable=LOG_FORMAT_ENV,
-        flag="--log-format",
-        choices=LOG_FORMATS,
-        parse=_choice(*LOG_FORMATS),
-        default="text",
-        shown_default="text",
-        help="text lines or JSON lines",
-        example="json",
-        example_value="json",
-    ),
-    Setting(
-        name="http.shutdown_timeout",
-        variable=SHUTDOWN_TIMEOUT_ENV,
-        flag="--shutdown-timeout",
-        metavar="SECONDS",
-        parse=_whole(0, 3600, " seconds"),
-        default=10,
-        shown_default="10",
-        help="on SIGTERM, how long in-flight requests may take to finish",
-        example="30",
-        example_value=30,
-    ),
-    Setting(
-        name="http.allowed_hosts",
-        variable=ALLOWED_HOSTS_ENV,
-        flag="--allowed-host",
-        destination="allowed_hosts",
-        many=True,
-        metavar="HOST",
-        parse=_host_header,
-        default=(),
-        shown_default="loopback names only",
-        help="a Host header the MCP rail accepts besides loopback names, e.g. bank.example.com behind a reverse "
-        "proxy (`name`, `name:port` or `name:*`)",
-        example="a.example.com, b.example.com:*",
-        example_value=("a.example.com", "b.example.com:*"),
-    ),
-    Setting(
-        name="http.metrics_token",
-        variable=METRICS_TOKEN_ENV,
-        secret=True,
-        shown_default="no /metrics",
-        help="the bearer token /metrics requires",
-        example="m3trics",
-        example_value="m3trics",
-    ),
-    # --- oauth (the resource server and the panel's sign-in) ---
-    Setting(
-        name="oauth.public_url",
-        variable=PUBLIC_URL_ENV,
-        flag="--public-url",
-        aliases=("--url",),
-        commands=("serve", "panel-link"),
-        metavar="URL",
-        parse=_public_url,
-        shown_default="http://HOST:PORT on a loopback bind (panel-link: http://127.0.0.1:8000)",
-        section=_OAUTH,
-        help="the server's public base URL (https://bank.example.com); the OAuth resource is URL/mcp/agent",
-        example="https://bank.example.com/",
-        example_value="https://bank.example.com",
-    ),
-    Setting(
-        name="oauth.issuers",
-        variable=ISSUERS_ENV,
-        flag="--oauth-issuer",
-        many=True,
-        metavar="URL",
-        default=(),
-        section=_OAUTH,
-        help="trust access tokens from this issuer",
-        example="https://a.example.com, https://b.example.com",
-        example_value=("https://a.example.com", "https://b.example.com"),
-    ),
-    Setting(
-        name="oauth.audiences",
-        variable=AUDIENCES_ENV,
-        flag="--oauth-audience",
-        many=True,
-        metavar="AUD",
-        default=(),
-        shown_default="the resource URL",
-        section=_OAUTH,
-        help="an accepted token audience",
-        example="api://one api://two",
-        example_value=("api://one", "api://two"),
-    ),
-    Setting(
-        name="oauth.scopes",
-        variable=SCOPES_ENV,
-        flag="--oauth-scope",
-        many=True,
-        metavar="OURS=THEIRS",
-        default=(),
-        shown_default="the same names",
-        section=_OAUTH,
-        help="the issuer scope granting mcp:read or mcp:write, e.g. mcp:read=memory.read",
-        example="mcp:read=memory.read",
-        example_value=("mcp:read=memory.read",),
-    ),
-    Setting(
-        name="oauth.user_claims",
-        variable=USER_CLAIM_ENV,
-        flag="--oauth-user-claim",
-        many=True,
-        metavar="[ISSUER=]CLAIM",
-        default=(),
-        shown_default="sub",
-        section=_OAUTH,
-        help="the claim naming the person instead of sub (e.g. oid), at every issuer or at ISSUER; user ids stay "
-        "derived from the issuer and the claim",
-        example="oid",
-        example_value=("oid",),
-    ),
-    Setting(
-        name="oauth.user_id_claims",
-        variable=USER_ID_CLAIM_ENV,
-        flag="--oauth-user-id-claim",
-        many=True,
-        metavar="ISSUER=CLAIM",
-        default=(),
-        section=_OAUTH,
-        help="ISSUER's CLAIM holds this server's usr_ id, used as is: trusts ISSUER with EVERY user id here",
-        example=f"{_ISSUER}=memorybank_user",
-        example_value=(f"{_ISSUER}=memorybank_user",),
-    ),
-    Setting(
-        name="oauth.org_claim",
-        variable=ORG_CLAIM_ENV,
-        flag="--oauth-org-claim",
-        metavar="CLAIM",
-        section=_OAUTH,
-        help="the claim naming the person's organization",
-        example="tid",
-        example_value="tid",
-    ),
-    Setting(
-        name="oauth.default_org",
-        variable=DEFAULT_ORG_ENV,
-        flag="--oauth-default-org",
-        metavar="org_…",
-        section=_OAUTH,
-        help="the organization of people whose token names none",
-        example="org_env",
-        example_value="org_env",
-    ),
-    Setting(
-        name="oauth.introspection_issuer",
-        variable=INTROSPECTION_ISSUER_ENV,
-        flag="--oauth-introspection-issuer",
-        metavar="URL",
-        section=_OAUTH,
-        help=f"check opaque tokens with this issuer's introspection endpoint, as the client ${CLIENT_ID_ENV} / "
-        f"${CLIENT_SECRET_ENV}",
-        example=_ISSUER,
-        example_value=_ISSUER,
-    ),
-    Setting(
-        name="oauth.client_id",
-        variable=CLIENT_ID_ENV,
-        help="the server's own client at the introspection issuer",
-        example="bank",
-        example_value="bank",
-    ),
-    Setting(
-        name="oauth.client_secret",
-        variable=CLIENT_SECRET_ENV,
-        secret=True,
-        help="that client's secret",
-        example="s3cret",
-        example_value="s3cret",
-    ),
-    Setting(
-        name="oauth.panel_client_id",
-        variable=PANEL_CLIENT_ID_ENV,
-        flag="--oauth-panel-client-id",
-        metavar="ID",
-        section=_PANEL,
-        help="the panel's client at the provider; offers 'Sign in with <provider>'; its redirect URI is "
-        "PUBLIC_URL/panel/oidc/callback",
-        example="panel",
-        example_value="panel",
-    ),
-    Setting(
-        name="oauth.panel_issuer",
-        variable=PANEL_ISSUER_ENV,
-        flag="--oauth-panel-issuer",
-        metavar="URL",
-        shown_default="the only --oauth-issuer",
-        section=_PANEL,
-        help="which --oauth-issuer the panel signs people in with",
-        example=_ISSUER,
-        example_value=_ISSUER,
-    ),
-    Setting(
-        name="oauth.panel_name",
-        variable=PANEL_NAME_ENV,
-        flag="--oauth-panel-name",
-        metavar="NAME",
-        shown_default="the issuer's host",
-        section=_PANEL,
-        help="the provider's name on the button",
-        example="Acme SSO",
-        example_value="Acme SSO",
-    ),
-    Setting(
-        name="oauth.panel_client_secret_file",
-        variable=PANEL_CLIENT_SECRET_FILE_ENV,
-        flag="--oauth-panel-client-secret-file",
-        metavar="PATH",
-        shown_default=f"${PANEL_CLIENT_SECRET_ENV}, else a public client",
-        section=_PANEL,
-        help="a file holding the panel client's secret; never the secret itself",
-        example="/run/secrets/panel",
-        example_value="/run/secrets/panel",
-    ),
-    Setting(
-        name="oauth.panel_client_secret",
-        variable=PANEL_CLIENT_SECRET_ENV,
-        secret=True,
-        shown_default="a public client (PKCE alone)",
-        help="the panel client's secret, when no secret file is named",
-        example="panel-s3cret",
-        example_value="panel-s3cret",
-    ),
-)
-
-
 # --- Building the groups from resolved values ---
 
 
 def _assemble(values: Mapping[str, Resolved], env: Mapping[str, str]) -> Settings:
+    """The groups from their resolved fields: each built whole, so a field added to a group needs nothing here."""
+
     def group(name: str) -> dict[str, Any]:
         prefix = name + "."
         return {key.removeprefix(prefix): found.value for key, found in values.items() if key.startswith(prefix)}
 
+    plain = {name: cls(**group(name)) for name, cls in GROUPS.items() if name not in _DERIVED}
+    own = {setting.name: values[setting.name].value for setting in DECLARED if not setting.field}
     return Settings(
         database=_database(values["database.url"], env),
         keys=_key_ring(values["keys.path"], values["keys.text"]),
-        search=SearchChoice(**group("search")),
-        secret_screen=values["secret_screen"].value,
-        quota=Quota(**group("quota")),
-        rate_limits=RateLimitChoice(**group("rate_limits")),
-        oauth=OAuthOptions(**group("oauth")),
-        http=HttpSettings(**group("http")),
+        **plain,
+        **own,
     )
+
+
+#: The groups that are more than their declared fields: where the value came from decides part of them.
+_DERIVED = frozenset({"database", "keys"})
 
 
 def _database(url: Resolved, env: Mapping[str, str]) -> DatabaseChoice:
@@ -1005,16 +907,16 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         if not setting.takes(command):
             continue
         where: argparse.ArgumentParser | argparse._ArgumentGroup = parser
-        if setting.section is not None:
-            title, _, description = setting.section.partition(": ")
+        if setting.spec.section is not None:
+            title, _, description = setting.spec.section.partition(": ")
             where = sections.get(title) or sections.setdefault(title, parser.add_argument_group(title, description))
         assert setting.flag is not None  # noqa: S101 - `takes` says so
         where.add_argument(
             setting.flag,
-            *setting.aliases,
+            *setting.spec.aliases,
             dest=setting.dest,
             action="append" if setting.many else "store",
-            metavar=setting.metavar,
+            metavar=setting.spec.metavar,
             choices=setting.choices,
             help=setting.help_text(),
         )
@@ -1067,7 +969,7 @@ def prepare_embedded_directory(choice: DatabaseChoice) -> None:
             os.chmod(existing, PRIVATE_FILE_MODE)
 
 
-def declared(name: str) -> Setting:
+def setting_named(name: str) -> Setting:
     """The setting named `name` (`http.port`).
 
     Raises:

@@ -24,7 +24,7 @@ HOME = {"HOME": "/home/u"}
 
 
 def _default(setting: Setting) -> object:
-    return setting.default(HOME) if callable(setting.default) else setting.default
+    return setting.default_for(HOME)
 
 
 def _other_example(setting: Setting) -> tuple[str, object]:

@@ -357,7 +357,7 @@ def build_app(
     mount = create_mcp_mount(
         rest,
         authenticate,
-        catalog=default_catalog(),
+        catalog=default_catalog(services.bank.settings),
         bind_host=bind_host,
         allowed_hosts=allowed_hosts,
         public_url=public_url,
@@ -505,7 +505,7 @@ def build_local_rail(services: Services, *, user_id: str, org_id: str) -> Server
 
     rest = create_app(services.bank, _no_network_caller)
     principal = LocalPrincipal(user_id=user_id, organization_id=org_id)
-    return build_local_server(rest, principal, catalog=default_catalog())
+    return build_local_server(rest, principal, catalog=default_catalog(services.bank.settings))
 
 
 def require_mcp(*, stdio_only: bool = False) -> None:

@@ -77,7 +77,12 @@ class SealStatus:
     @property
     def key_ids_seen(self) -> list[str]:
         """Every key id the database names, in the key-check table or in a row's (or a vector's) state."""
-        seen = set(self.registered)
+        return sorted({*self.registered, *self.key_ids_in_rows})
+
+    @property
+    def key_ids_in_rows(self) -> list[str]:
+        """The key ids rows (or vectors, when read) are sealed under: what cannot be read without the ring."""
+        seen: set[str] = set()
         for state in (*self.states, *self.vector_states):
             if state is not None:
                 seen.update(_keys_of(state))
@@ -191,8 +196,12 @@ def verify(status: SealStatus, sealer: Sealer | None, checks: Mapping[str, str])
         return "open"
     listed = ", ".join(seen)
     if sealer is None:
+        sealed = status.key_ids_in_rows
+        if not sealed:
+            # A key was registered (a start with a ring) but nothing was sealed under it: plaintext reads lose nothing.
+            return "open"
         raise KeyRingError(
-            f"this database holds sealed memories (key ids seen: {listed}): configure its key ring with "
+            f"this database holds sealed memories (key ids seen: {', '.join(sealed)}): configure its key ring with "
             "--key-file or MEMORYBANK_KEY_FILE"
         )
     missing = [key_id for key_id in seen if key_id not in sealer.key_ids]

@@ -86,6 +86,8 @@ def run_export(args: argparse.Namespace, settings: Settings, out: TextIO) -> Non
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     if args.out is not None and not args.force and os.path.lexists(args.out):
         raise CommandError(_export_exists(args.out), EXIT_BAD_INPUT)
+    if args.out is not None and not args.out.parent.is_dir():
+        raise CommandError(f"cannot write {args.out}: {args.out.parent} is not a directory", EXIT_BAD_INPUT)
     with runtime(settings) as opened:
         store = opened.storage.store
         try:
@@ -96,6 +98,8 @@ def run_export(args: argparse.Namespace, settings: Settings, out: TextIO) -> Non
                     count = portability.export_user(store, args.user, file)
         except FileExistsError as error:  # created meanwhile: still never overwritten
             raise CommandError(_export_exists(args.out), EXIT_BAD_INPUT) from error
+        except OSError as error:  # e.g. a directory we may not write in: the export's file, not the database
+            raise CommandError(f"cannot write {args.out}: {error.strerror or error}") from error
     # stdout may be the export itself: the summary goes to stderr.
     sys.stderr.write(f"{PROGRAM}: exported {memories(count)} of {args.user}\n")
 

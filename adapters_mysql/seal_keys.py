@@ -34,6 +34,7 @@ from adapters_mysql.errors import SchemaNotReadyError, driver_error_code, unavai
 from adapters_mysql.schema import memory, memory_vector, seal_key
 from adapters_mysql.sealed_rows import RowCodec, SealState
 from memorybank_core import BlindIndex, BrokenSealError, SealBinding, Sealer
+from memorybank_core.wording import counted, pluralized
 from memorybank_search import OwnerIndexer
 
 _log = logging.getLogger("memorybank.storage")
@@ -140,11 +141,12 @@ class SealStatus:
         target = SealState.parse(target_state)
         mode = f"sealed at rest with key {target.sealing_key} (index key {target.index_key})"
         if self.plaintext_rows:
-            return f"{mode}; {self.plaintext_rows} of {total} memories are still plaintext: run `memorybank encrypt`"
+            still = f"{self.plaintext_rows} of {counted(total, 'memory')} {pluralized(self.plaintext_rows, 'is')}"
+            return f"{mode}; {still} still plaintext: run `memorybank encrypt`"
         if behind:
             return (
-                f"{mode}; {behind} of {total} memories are under older keys or token formats: "
-                "run `memorybank keys rotate`"
+                f"{mode}; {behind} of {counted(total, 'memory')} {pluralized(behind, 'is')} under older keys or token "
+                "formats: run `memorybank keys rotate`"
             )
         vectors = self.vectors_behind(target_state)
         if vectors:
@@ -152,7 +154,7 @@ class SealStatus:
                 f"{mode}; all {total} memories sealed, but {vectors} of {sum(self.vector_states.values())} "
                 "hybrid-search vectors are plaintext or under older keys: run `memorybank keys rotate`"
             )
-        return f"{mode}; all {total} memories sealed"
+        return f"{mode}; all {counted(total, 'memory')} sealed" if total != 1 else f"{mode}; its one memory sealed"
 
 
 def read_status(connection: sa.Connection, *, vectors: bool = False) -> SealStatus:

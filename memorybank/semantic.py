@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from memorybank.settings import SearchChoice
 from memorybank_core import Embedder, InvalidInputError, MemoryBankError
+from memorybank_core.wording import counted, pluralized
 
 if TYPE_CHECKING:
     from adapters_mysql import EmbeddingReport, SqlStorage
@@ -112,7 +113,8 @@ def describe(storage: SqlStorage, choice: SearchChoice) -> str:
     missing = storage.count_to_embed()
     if missing:
         line += (
-            f"; {missing} memories have no vector yet and are found by their words only until "
+            f"; {counted(missing, 'memory')} {pluralized(missing, 'has')} no vector yet and "
+            f"{pluralized(missing, 'is')} found by their words only until "
             "`memorybank reindex --embeddings`"
         )
     return line

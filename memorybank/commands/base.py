@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn, TextIO, TypeAlias
 
 from memorybank.settings import OPENS_DATABASE, Settings, add_arguments
+from memorybank_core.wording import counted
 
 if TYPE_CHECKING:
     from memorybank import composition
@@ -99,10 +100,6 @@ def with_services(settings: Settings, work: Callable[[composition.Services], Non
         work(opened.services)
 
 
-def counted(count: int, noun: str, plural: str | None = None) -> str:
-    """`1 line`, `2 lines`, `0 lines`."""
-    return f"{count} {noun if count == 1 else plural or noun + 's'}"
-
-
 def memories(count: int) -> str:
-    return counted(count, "memory", "memories")
+    """`1 memory`, `2 memories`."""
+    return counted(count, "memory")

@@ -17,12 +17,12 @@ from memorybank.commands.base import (
     CommandError,
     Shared,
     Subcommands,
-    counted,
     memories,
     runtime,
 )
 from memorybank.settings import Settings, add_arguments
 from memorybank_core import ids
+from memorybank_core.wording import counted, pluralized
 
 
 def register(commands: Subcommands, shared: Shared) -> None:
@@ -67,16 +67,18 @@ def run_import(args: argparse.Namespace, settings: Settings, out: TextIO) -> Non
     for problem in report.skipped:
         sys.stderr.write(f"{PROGRAM}: skipped {problem.describe()}\n")
     secrets.report_import(report, out)
-    skipped = len(report.skipped)
-    print(f"{PROGRAM}: imported {memories(report.imported)}, skipped {counted(skipped, 'line')}", file=out)
+    unreadable, held = len(report.skipped), len(report.secrets)
     if report.refused:
-        held = len(report.secrets)
-        hold = "holds" if held == 1 else "hold"
-        raise CommandError(f"{counted(held, 'line')} {hold} credentials (listed above): nothing was imported")
-    if report.skipped or report.secrets:
-        left_out = skipped + len(report.secrets)
-        were = "was" if left_out == 1 else "were"
-        raise CommandError(f"{counted(left_out, 'line')} {were} left out (listed above)", EXIT_FAILURE)
+        print(f"{PROGRAM}: imported {memories(report.imported)}", file=out)
+        raise CommandError(
+            f"{counted(held, 'line')} {pluralized(held, 'holds')} credentials (listed above): nothing was imported"
+        )
+    # Every line left out is counted once, in the summary and in the exit line alike.
+    skipped = unreadable + held
+    why = f" ({unreadable} unreadable, {held} holding credentials)" if unreadable and held else ""
+    print(f"{PROGRAM}: imported {memories(report.imported)}, skipped {counted(skipped, 'line')}{why}", file=out)
+    if skipped:
+        raise CommandError(f"skipped {counted(skipped, 'line')} (listed above)", EXIT_FAILURE)
 
 
 def run_export(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:

@@ -20,6 +20,7 @@ from memorybank.commands.base import (
     runtime,
 )
 from memorybank.settings import Settings, add_arguments
+from memorybank_core.wording import pluralized
 
 if TYPE_CHECKING:
     from adapters_mysql import ReindexReport
@@ -69,10 +70,11 @@ def _reindex_embeddings(args: argparse.Namespace, settings: Settings, out: TextI
         report = semantic.embed_with_progress(opened.storage, show_progress=sys.stderr.isatty())
         assert opened.storage.embedder is not None  # noqa: S101 - hybrid settings load one
         model_id = opened.storage.embedder.model_id
-    print(f"{PROGRAM}: embedded {report.embedded} memories with {model_id}", file=out)
+    print(f"{PROGRAM}: embedded {memories(report.embedded)} with {model_id}", file=out)
     if report.skipped:
         raise CommandError(
-            f"{report.skipped} memories were not embedded: they do not open (logged by id) or were deleted meanwhile",
+            f"{memories(report.skipped)} {pluralized(report.skipped, 'was')} not embedded: they do not open (logged "
+            "by id) or were deleted meanwhile",
             EXIT_FAILURE,
         )
 

@@ -14,6 +14,7 @@ from memorybank import secret_settings
 from memorybank.commands.base import PROGRAM, CommandError, Shared, Subcommands, actions, runtime
 from memorybank.settings import Settings
 from memorybank_core import scan_owner
+from memorybank_core.wording import counted, pluralized
 
 if TYPE_CHECKING:  # portability loads SQLAlchemy: only the commands that use it import it
     from memorybank.portability import ImportReport
@@ -66,10 +67,13 @@ def run_scan(_args: argparse.Namespace, settings: Settings, out: TextIO) -> None
                     where = f"{problem.path}:{problem.start}-{problem.end}"
                     print(f"{problem.kind}\t{memory.id}\t{owner}\t{where}", file=out)
     if not memories:
-        sys.stderr.write(f"{PROGRAM}: no credentials found in the memories of {len(owners)} owners\n")
+        sys.stderr.write(f"{PROGRAM}: no credentials found in the memories of {counted(len(owners), 'owner')}\n")
         return
     counts = ", ".join(f"{kind} {count}" for kind, count in kinds.most_common())
-    raise CommandError(f"{memories} memories of {len(owners)} owners hold what looks like credentials ({counts})")
+    raise CommandError(
+        f"{counted(memories, 'memory')} of {counted(len(owners), 'owner')} {pluralized(memories, 'holds')} what "
+        f"looks like credentials ({counts})"
+    )
 
 
 def report_import(report: ImportReport, out: TextIO) -> None:
@@ -79,4 +83,6 @@ def report_import(report: ImportReport, out: TextIO) -> None:
     if report.secrets:
         counts = ", ".join(f"{kind} {count}" for kind, count in report.secret_counts().items())
         action = "refused the whole import: nothing was imported" if report.refused else "skipped them"
-        print(f"{PROGRAM}: {len(report.secrets)} lines hold what looks like credentials ({counts}); {action}", file=out)
+        held = len(report.secrets)
+        lines = f"{counted(held, 'line')} {pluralized(held, 'holds')}"
+        print(f"{PROGRAM}: {lines} what looks like credentials ({counts}); {action}", file=out)

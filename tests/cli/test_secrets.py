@@ -58,7 +58,13 @@ def test_import_skips_lines_with_credentials_reports_them_and_imports_the_rest(
         assert case.kind in reported[0]
     assert f"{len(secrets())} lines hold what looks like credentials (" in outcome.out
     assert "private_key 4" in outcome.out
-    assert f"imported {len(harmless())} memories, skipped 1 line" in outcome.out
+    # Every line left out is counted once: the summary and the exit line say the same number.
+    left_out = 1 + len(secrets())
+    assert (
+        f"imported {len(harmless())} memories, skipped {left_out} lines (1 unreadable, {len(secrets())} holding "
+        "credentials)" in outcome.out
+    )
+    assert outcome.err.endswith(f"memorybank: error: skipped {left_out} lines (listed above)\n")
     _no_secret_in(outcome)
     assert len(_exported(run, db_url, USER)) == len(harmless())
     assert _exported(run, db_url, OTHER_USER) == []
@@ -139,7 +145,7 @@ def test_secrets_scan_of_a_clean_database_finds_nothing(run: Run, db_url: str, t
     outcome = run("secrets", "scan", "--db", db_url)
 
     assert (outcome.status, outcome.out) == (0, "")
-    assert "no credentials found in the memories of 1 owners" in outcome.err
+    assert "no credentials found in the memories of 1 owner\n" in outcome.err
 
 
 def test_secrets_scan_opens_a_sealed_database_through_its_key_ring(run: Run, db_url: str, tmp_path: Path) -> None:

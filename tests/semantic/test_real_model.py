@@ -181,9 +181,18 @@ def test_a_users_own_export_loads_from_a_directory_and_a_broken_one_is_refused(t
     loaded = embedder_from_directory(own)
     assert loaded.model_id.startswith("onnx-")
     assert loaded.dimension == 384
-    (own / "model.onnx").write_bytes(b"not a model")
-    with pytest.raises(ModelFilesError, match="does not hold a sentence-embedding model"):
+    # A broken file is named, never with the library's own parse message ("Model missing. at line 1 column 2").
+    (own / "tokenizer.json").write_text('{"nope": 1}')
+    with pytest.raises(ModelFilesError) as broken_tokenizer:
         embedder_from_directory(own)
+    assert str(broken_tokenizer.value).endswith(f"{own / 'tokenizer.json'} is not a Hugging Face tokenizer.json")
+    shutil.copy(adapters_embedding.models._TOKENIZER, own / "tokenizer.json")
+    (own / "model.onnx").write_bytes(b"not a model")
+    with pytest.raises(ModelFilesError) as broken_model:
+        embedder_from_directory(own)
+    assert str(broken_model.value) == (
+        f"embedder-model {own} does not hold a sentence-embedding model: {own / 'model.onnx'} is not an ONNX model"
+    )
     (own / "tokenizer.json").unlink()
     with pytest.raises(ModelFilesError, match=r"tokenizer\.json is missing"):
         embedder_from_directory(own)

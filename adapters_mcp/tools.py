@@ -49,8 +49,8 @@ _AGENT_ADVICE: dict[object, str] = {
     "list their memories (getMemory) so they can choose old ones to delete (deleteMemoryById) before saving again.",
     "secret_detected": "This memory was NOT saved: it holds what looks like a credential (see details for the field, "
     "kind and character range). Never save the secret itself. Tell the person, then offer to save a pointer to "
-    "where it is kept instead, e.g. \"the AWS key is in 1Password under 'prod-aws'\", and save that only after they "
-    "confirm.",
+    "where it is kept instead, e.g. \"the deploy token is in 1Password under 'ci-deploy'\", and save that only after "
+    "they confirm.",
     "memory_disabled": "Memory is switched off for this person's account by the operator of this memory bank; "
     "nothing was read or written. Tell the person; only the people who run the bank can switch it back on.",
 }

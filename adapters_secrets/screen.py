@@ -70,6 +70,7 @@ class Kind:
 
 
 AWS_ACCESS_KEY = Kind("aws_access_key", "an AWS access key")
+AWS_SECRET_KEY = Kind("aws_secret_key", "an AWS secret access key")
 GITHUB_TOKEN = Kind("github_token", "a GitHub token")
 OPENAI_KEY = Kind("openai_key", "an OpenAI API key")
 STRIPE_KEY = Kind("stripe_key", "a Stripe secret key")
@@ -218,7 +219,30 @@ class DetectSecretsScreen(SecretScreen):
         for finding in found:
             if not any(finding.start < other.end and other.start < finding.end for other in kept):
                 kept.append(finding)
-        return sorted(kept, key=lambda finding: finding.start)
+        return sorted((_named_aws_secret(text, finding) for finding in kept), key=lambda finding: finding.start)
+
+
+#: An AWS secret access key's name shortly before its value on the same line (`aws_secret_access_key = "…"`).
+_AWS_SECRET_NAME = re.compile(r"(?i)aws.{0,20}?secret|secret.{0,20}?aws")
+_AWS_SECRET_LENGTH = 40
+#: An access key id (detect-secrets' first AWS pattern); its second pattern finds secret keys, reported as such.
+_AWS_KEY_ID = re.compile(r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}")
+
+
+def _named_aws_secret(text: str, finding: SecretFinding) -> SecretFinding:
+    """An AWS secret access key is reported as one, not as an access key id, a password or a random string."""
+    if finding.kind == AWS_ACCESS_KEY.name:
+        if _AWS_KEY_ID.fullmatch(text, finding.start, finding.end):
+            return finding
+        return _finding(AWS_SECRET_KEY, finding.start, finding.end)
+    if finding.kind not in (PASSWORD_ASSIGNMENT.name, HIGH_ENTROPY_STRING.name):
+        return finding
+    if finding.end - finding.start != _AWS_SECRET_LENGTH:
+        return finding
+    line_start = text.rfind("\n", 0, finding.start) + 1
+    if _AWS_SECRET_NAME.search(text, max(line_start, finding.start - 60), finding.start) is None:
+        return finding
+    return _finding(AWS_SECRET_KEY, finding.start, finding.end)
 
 
 def _candidates(text: str) -> Iterator[SecretFinding]:
@@ -388,5 +412,6 @@ KINDS: dict[str, Kind] = {
         PASSWORD_ASSIGNMENT,
         COMMAND_LINE_PASSWORD,
         HIGH_ENTROPY_STRING,
+        AWS_SECRET_KEY,
     )
 }

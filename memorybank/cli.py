@@ -15,7 +15,6 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import NoReturn
 
 from memorybank.commands import (
     controls,
@@ -72,27 +71,9 @@ _OPTION_NAMES = {
 }
 
 
-class _Version(argparse.Action):
-    """`--version`: the installed distribution's version, looked up only when asked."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **_: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> NoReturn:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            found = version("memorybank")
-        except PackageNotFoundError:  # a source tree on sys.path, not installed
-            found = "unknown (not installed)"
-        sys.stdout.write(f"{PROGRAM} {found}\n")
-        parser.exit(EXIT_OK)
-
-
 def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     """The argument parser; `env` only feeds the help text (the default database location)."""
     parser = Parser(prog=PROGRAM, description="A per-user memory bank for AI agents: REST server and admin tools.")
-    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     shared = Shared(database=database_options(), env=env)
     for command in _COMMANDS:

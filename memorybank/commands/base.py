@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn, TextIO, TypeAlias
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeAlias
 
 from memorybank.settings import OPENS_DATABASE, Settings, add_arguments
 from memorybank_core.wording import counted
@@ -37,11 +38,34 @@ class CommandError(Exception):
 _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
 
 
+class Version(argparse.Action):
+    """`--version`: the installed distribution's version, looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **_: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> NoReturn:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("memorybank")
+        except PackageNotFoundError:  # a source tree on sys.path, not installed
+            found = "unknown (not installed)"
+        sys.stdout.write(f"{PROGRAM} {found}\n")
+        parser.exit(EXIT_OK)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line naming `--help`, not the whole usage block.
 
-    A mistyped command gets a "did you mean" (Python 3.14's `suggest_on_error`, which 3.11 lacks).
+    A mistyped command gets a "did you mean" (Python 3.14's `suggest_on_error`, which 3.11 lacks). Every
+    command answers `--version` (`memorybank serve --version` too), as the program does.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.add_help:  # not on the parent parsers that only lend their options
+            self.add_argument("--version", action=Version)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{PROGRAM}: error: {message}{_suggestion(message)} (see `{self.prog} --help`)\n")

@@ -63,3 +63,13 @@ def test_a_database_file_that_cannot_be_opened_is_said_without_a_driver_error_no
     assert refused.status == 1
     assert "driver error None" not in refused.err
     assert "cannot connect to the database: unable to open database file" in refused.err
+
+
+def test_every_command_answers_version_as_the_program_does(run: Run) -> None:
+    program = run("--version")
+
+    for command_line in (["serve"], ["token", "create"], ["migrate"]):
+        answered = run(*command_line, "--version")
+
+        assert (answered.status, answered.out) == (0, program.out), command_line
+    assert program.out.startswith("memorybank ")

@@ -73,3 +73,12 @@ def test_every_command_answers_version_as_the_program_does(run: Run) -> None:
 
         assert (answered.status, answered.out) == (0, program.out), command_line
     assert program.out.startswith("memorybank ")
+
+
+def test_migrate_says_its_revisions_run_in_their_chains_order_not_by_number(run: Run, db_url: str) -> None:
+    migrated = run("migrate", "--db", db_url)
+
+    assert migrated.status == 0
+    # 0010 runs before 0008: the listing says why it is not sorted.
+    assert "0007, 0010, 0008, 0011" in migrated.out
+    assert "(in the order they run: see docs/storage.md, Revisions)" in migrated.out

@@ -1,5 +1,5 @@
 """The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, encrypt, keys, panel-link,
-gate, quota, token, purge and secrets (one module each, or per family, in `memorybank.commands`).
+gate, quota, token, purge, secrets and completion (one module each, or per family, in `memorybank.commands`).
 
 Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
 database is unreachable, its schema is not ready, or a token is not found. Every
@@ -17,6 +17,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from memorybank.commands import (
+    completion,
     controls,
     import_export,
     keys,
@@ -48,7 +49,20 @@ from memorybank_core import InvalidInputError, MemoryBankError, UnavailableError
 __all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "PROGRAM", "CommandError", "build_parser", "main", "parse_ttl"]
 
 #: In `memorybank --help` order.
-_COMMANDS = (serve, mcp, migrate, import_export, secrets, reindex, keys, panel_link, controls, tokens, purge)
+_COMMANDS = (
+    serve,
+    mcp,
+    migrate,
+    import_export,
+    secrets,
+    reindex,
+    keys,
+    panel_link,
+    controls,
+    tokens,
+    purge,
+    completion,
+)
 
 #: CLI spelling of the fields the core and later checks name in their errors: each setting's flag
 #: (`memorybank.settings.option_names`), then the commands' own arguments.

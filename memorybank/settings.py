@@ -1,10 +1,11 @@
 """Every setting of memorybank, declared once as data and resolved once: `Settings.resolve(flags, env)`.
 
-`DECLARED` is the one declaration (ADR 0027, ADR 0032): each `Setting` names its environment variable,
-its command-line flag, the commands that take the flag, its parser and bound, its default, whether it
-is a secret, and its help text. Everything else is read from it: the argparse options (`add_arguments`),
-`Settings.resolve`, the worker hand-over (`to_json`, `from_json`), the names errors use, the settings
-test's cases and docs/operations.md's table (`settings_table`, diffed by a docs test).
+A setting is a field of the group its consumer takes, declared with `memorybank_core.configuration.declare`
+(ADR 0027, ADR 0032): the field's default, and as data its environment variable, its command-line flag,
+the commands that take the flag, its parser and bound, whether it is a secret, and its help text.
+`DECLARED` walks the groups' fields; everything else is read from it: the argparse options
+(`add_arguments`), `Settings.resolve`, the worker hand-over (`to_json`, `from_json`), the names errors
+use, the settings test's cases and docs/operations.md's table (`settings_table`, diffed by a docs test).
 
 One rule for every setting: the flag, else the variable, else the default. Values are trimmed. A
 blank variable (`MEMORYBANK_X=`) counts as unset, as shells and unit files write "unset"; a blank flag
@@ -13,8 +14,8 @@ to another database. A list flag given on the command line replaces the variable
 list is split on commas and whitespace. Secrets have no flag (argv is visible to every local user) and
 never leave the process: `to_json` leaves them out and each `serve --workers` worker reads them again.
 
-The settings are grouped by who consumes them (`Settings.database`, `.keys`, `.search`, `.quota`,
-`.rate_limits`, `.oauth`, `.http`, `.secret_screen`); a consumer takes its group, never single values.
+The settings are grouped by who consumes them (`Settings.database`, `.keys`, `.search`, `.bank` (the use
+cases), `.rate_limits`, `.oauth`, `.http`, `.secret_screen`); a consumer takes its group, never single values.
 
 The one reader of the `MEMORYBANK_*` environment variables. Pure functions of their arguments (the
 environment is passed in), so nothing is read at import time and tests need no monkeypatching.
@@ -942,8 +943,7 @@ def settings_table() -> str:
         commands = ", ".join(
             "every command that opens the database" if c == OPENS_DATABASE else f"`{c}`" for c in setting.commands
         )
-        shown = setting.shown_default if setting.shown_default.startswith("`") else f"{setting.shown_default}"
-        rows.append(f"| `{setting.variable}` | {flag} | {commands if setting.flag else ''} | {shown} |")
+        rows.append(f"| `{setting.variable}` | {flag} | {commands if setting.flag else ''} | {setting.shown_default} |")
     return "\n".join(rows) + "\n"
 
 
@@ -967,15 +967,3 @@ def prepare_embedded_directory(choice: DatabaseChoice) -> None:
         existing = choice.embedded_path.with_name(choice.embedded_path.name + suffix)
         if existing.exists():
             os.chmod(existing, PRIVATE_FILE_MODE)
-
-
-def setting_named(name: str) -> Setting:
-    """The setting named `name` (`http.port`).
-
-    Raises:
-        KeyError: no such setting.
-    """
-    for setting in DECLARED:
-        if setting.name == name:
-            return setting
-    raise KeyError(name)

@@ -141,20 +141,27 @@ class SealStatus:
         target = SealState.parse(target_state)
         mode = f"sealed at rest with key {target.sealing_key} (index key {target.index_key})"
         if self.plaintext_rows:
-            still = f"{self.plaintext_rows} of {counted(total, 'memory')} {pluralized(self.plaintext_rows, 'is')}"
+            still = f"{_part(self.plaintext_rows, total)} {pluralized(self.plaintext_rows, 'is')}"
             return f"{mode}; {still} still plaintext: run `memorybank encrypt`"
         if behind:
             return (
-                f"{mode}; {behind} of {counted(total, 'memory')} {pluralized(behind, 'is')} under older keys or token "
-                "formats: run `memorybank keys rotate`"
+                f"{mode}; {_part(behind, total)} {pluralized(behind, 'is')} under older keys or token formats: "
+                "run `memorybank keys rotate`"
             )
+        everything = f"all {total} memories" if total != 1 else "its one memory"
         vectors = self.vectors_behind(target_state)
         if vectors:
+            of_all = sum(self.vector_states.values())
             return (
-                f"{mode}; all {total} memories sealed, but {vectors} of {sum(self.vector_states.values())} "
-                "hybrid-search vectors are plaintext or under older keys: run `memorybank keys rotate`"
+                f"{mode}; {everything} sealed, but {vectors} of {counted(of_all, 'hybrid-search vector')} "
+                f"{pluralized(vectors, 'is')} plaintext or under older keys: run `memorybank keys rotate`"
             )
-        return f"{mode}; all {counted(total, 'memory')} sealed" if total != 1 else f"{mode}; its one memory sealed"
+        return f"{mode}; {everything} sealed"
+
+
+def _part(count: int, total: int) -> str:
+    """`3 of 6 memories`, or `its one memory` (never `1 of 1 memories`)."""
+    return f"{count} of {total} memories" if total != 1 else "its one memory"
 
 
 def read_status(connection: sa.Connection, *, vectors: bool = False) -> SealStatus:

@@ -217,7 +217,7 @@ def test_hybrid_without_the_semantic_extra_exits_with_the_install_line(
 def test_an_unknown_search_mode_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status = main(["serve", "--db", f"sqlite:///{tmp_path / 'x.sqlite3'}"], env={"MEMORYBANK_SEARCH": "fuzzy"})
     assert status == 2
-    assert "--search (or $MEMORYBANK_SEARCH) must be lexical or hybrid, not 'fuzzy'" in capsys.readouterr().err
+    assert "$MEMORYBANK_SEARCH must be lexical or hybrid, not 'fuzzy'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("floor", "found"), [((), True), (("--hybrid-min-similarity", "0.95"), False)])

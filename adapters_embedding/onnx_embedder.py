@@ -37,10 +37,13 @@ class OnnxEmbedder(Embedder):
         """Load the tokenizer and the model (about 1.4 s for all-MiniLM-L6-v2 int8, one thread).
 
         Raises:
-            ValueError: the files are not a tokenizer and a sentence-embedding graph.
+            ValueError: the files are not a tokenizer and a sentence-embedding graph; the message names the file.
         """
         self._model_id = model_id
-        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        try:
+            self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        except Exception as error:  # tokenizers raises its own Exception subclass, worded for its own authors
+            raise ValueError(f"{tokenizer_path} is not a Hugging Face tokenizer.json") from error
         self._tokenizer.enable_truncation(max_length=max_tokens)
         self._max_characters = max_tokens * _CHARACTERS_PER_TOKEN
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a vocabulary entry, not a secret
@@ -49,10 +52,13 @@ class OnnxEmbedder(Embedder):
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        self._session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        try:
+            self._session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        except Exception as error:  # onnxruntime's own types, with C++ detail
+            raise ValueError(f"{model_path} is not an ONNX model") from error
         self._inputs = {node.name for node in self._session.get_inputs()}
         if "input_ids" not in self._inputs:
-            raise ValueError("the ONNX graph has no input_ids input: not a transformer text encoder")
+            raise ValueError(f"{model_path} has no input_ids input: not a transformer text encoder")
         self._dimension = len(self._encode(["dimension probe"])[0])
 
     @property

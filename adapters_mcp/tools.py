@@ -50,8 +50,8 @@ _AGENT_ADVICE: dict[object, str] = {
     "list their memories (getMemory) so they can choose old ones to delete (deleteMemoryById) before saving again.",
     "secret_detected": "This memory was NOT saved: it holds what looks like a credential (see details for the field, "
     "kind and character range). Never save the secret itself. Tell the person, then offer to save a pointer to "
-    "where it is kept instead, e.g. \"the AWS key is in 1Password under 'prod-aws'\", and save that only after they "
-    "confirm.",
+    "where it is kept instead, e.g. \"the deploy token is in 1Password under 'ci-deploy'\", and save that only after "
+    "they confirm.",
     "screen_budget_exceeded": "This memory was NOT saved: its text is too costly to check for credentials (a long "
     "run of assignments, keys or quotes). Save a shorter summary in plain words instead.",
     "memory_disabled": "Memory is switched off for this person's account by the operator of this memory bank; "

@@ -80,6 +80,7 @@ class Kind:
 
 
 AWS_ACCESS_KEY = Kind("aws_access_key", "an AWS access key")
+AWS_SECRET_KEY = Kind("aws_secret_key", "an AWS secret access key")
 GITHUB_TOKEN = Kind("github_token", "a GitHub token")
 OPENAI_KEY = Kind("openai_key", "an OpenAI API key")
 STRIPE_KEY = Kind("stripe_key", "a Stripe secret key")
@@ -367,16 +368,42 @@ class DetectSecretsScreen(SecretScreen):
         """
         budget = budget if budget is not None else ScreenBudget()
         folded = fold(text)
-        found = list(itertools.islice(_Reading(folded.text, budget).candidates(), MAX_FINDINGS))
+        found = [
+            _named_aws_secret(folded.text, finding)
+            for finding in itertools.islice(_Reading(folded.text, budget).candidates(), MAX_FINDINGS)
+        ]
         copy = look_alike_copy(folded.text)
         if copy is not None:
             imitated, letters = copy
             found.extend(
-                finding
+                _named_aws_secret(imitated, finding)
                 for finding in itertools.islice(_Reading(imitated, budget).shaped(), MAX_FINDINGS)
                 if mixes_scripts(folded.text, letters, finding.start, finding.end)
             )
         return _in_original(folded, _kept(found))
+
+
+#: An AWS secret access key's name shortly before its value on the same line (`aws_secret_access_key = "…"`).
+_AWS_SECRET_NAME = re.compile(r"(?i)aws.{0,20}?secret|secret.{0,20}?aws")
+_AWS_SECRET_LENGTH = 40
+#: An access key id (detect-secrets' first AWS pattern); its second pattern finds secret keys, reported as such.
+_AWS_KEY_ID = re.compile(r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}")
+
+
+def _named_aws_secret(text: str, finding: SecretFinding) -> SecretFinding:
+    """An AWS secret access key is reported as one, not as an access key id, a password or a random string."""
+    if finding.kind == AWS_ACCESS_KEY.name:
+        if _AWS_KEY_ID.fullmatch(text, finding.start, finding.end):
+            return finding
+        return _finding(AWS_SECRET_KEY, finding.start, finding.end)
+    if finding.kind not in (PASSWORD_ASSIGNMENT.name, HIGH_ENTROPY_STRING.name):
+        return finding
+    if finding.end - finding.start != _AWS_SECRET_LENGTH:
+        return finding
+    line_start = text.rfind("\n", 0, finding.start) + 1
+    if _AWS_SECRET_NAME.search(text, max(line_start, finding.start - 60), finding.start) is None:
+        return finding
+    return _finding(AWS_SECRET_KEY, finding.start, finding.end)
 
 
 def _kept(found: list[SecretFinding]) -> list[SecretFinding]:
@@ -647,6 +674,7 @@ KINDS: dict[str, Kind] = {
         PASSWORD_ASSIGNMENT,
         COMMAND_LINE_PASSWORD,
         HIGH_ENTROPY_STRING,
+        AWS_SECRET_KEY,
     )
 }
 

@@ -34,7 +34,6 @@ from memorybank_core import (
     MemoryControls,
     PanelSessions,
     Principal,
-    Quota,
     RateLimitPolicy,
     RateLimits,
     Sealer,
@@ -42,6 +41,7 @@ from memorybank_core import (
     TokenService,
     UnavailableError,
 )
+from memorybank_core.configuration import BankSettings
 from memorybank_core.distribution import install_command
 from memorybank_core.events import LoggingEventSink
 from memorybank_core.offboarding import Offboarding
@@ -186,14 +186,14 @@ def build_services(
     *,
     clock: Clock | None = None,
     events: EventSink | None = None,
-    default_quota: Quota | None = None,
+    bank: BankSettings | None = None,
     rate_limits: RateLimits | None = None,
     secret_screen: str = secret_settings.REFUSE,
 ) -> Services:
     """The bank, the token service, the panel's sessions and the operator's controls over `storage`'s ports
     (`SqlStorage`, or a host's own `StoragePorts`).
 
-    `default_quota` is the deployment's quota where no operator set one (default: `Quota()`);
+    `bank` is what the use cases take (the deployment's quota where no operator set one; default: `BankSettings()`);
     `rate_limits` apply on the memory routes. `secret_screen` is `refuse` (every save is screened for
     credentials) or `off` (`memorybank.secret_settings`).
     """
@@ -206,7 +206,7 @@ def build_services(
             events=events,
             unit_of_work=storage.unit_of_work,
             controls=storage.controls,
-            default_quota=default_quota,
+            settings=bank,
             secret_screen=secret_settings.build_secret_screen(secret_screen),
         ),
         tokens=tokens,
@@ -214,7 +214,7 @@ def build_services(
         controls=MemoryControls(
             controls=storage.controls,
             store=storage.store,
-            default_quota=default_quota,
+            default_quota=bank.quota if bank is not None else None,
             clock=clock,
             events=events,
             unit_of_work=storage.unit_of_work,
@@ -368,7 +368,7 @@ def build_app(
     mount = create_mcp_mount(
         rest,
         authenticate,
-        catalog=default_catalog(),
+        catalog=default_catalog(services.bank.settings),
         bind_host=bind_host,
         allowed_hosts=allowed_hosts,
         public_url=public_url,
@@ -427,7 +427,7 @@ def build_server_app(
     metrics_token: str | None,
     allowed_hosts: Sequence[str] = (),
     issuers: IssuerTokenVerifier | None = None,
-    default_quota: Quota | None = None,
+    bank: BankSettings | None = None,
     rate_limits: RateLimits | None = None,
     panel_sign_in: SignInSettings | None = None,
     secret_screen: str = secret_settings.REFUSE,
@@ -436,7 +436,7 @@ def build_server_app(
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
-    `default_quota` is the deployment's storage quota (`--quota-memories`, `--quota-characters`).
+    `bank` is what the use cases take (`Settings.bank`: the deployment's storage quota, `--quota-memories`...).
     `rate_limits` (see `build_rate_limits`) applies to every memory route: REST, MCP rail and panel.
     `secret_screen` (`refuse` or `off`) screens every save for credentials.
 
@@ -453,9 +453,7 @@ def build_server_app(
     from adapters_metrics import PrometheusMetrics
 
     metrics = PrometheusMetrics(forward=LoggingEventSink())
-    services = build_services(
-        storage, events=metrics, default_quota=default_quota, rate_limits=rate_limits, secret_screen=secret_screen
-    )
+    services = build_services(storage, events=metrics, bank=bank, rate_limits=rate_limits, secret_screen=secret_screen)
 
     def readiness() -> str | None:
         try:
@@ -527,7 +525,7 @@ def build_local_rail(services: Services, *, user_id: str, org_id: str) -> Server
 
     rest = create_app(services.bank, _no_network_caller)
     principal = LocalPrincipal(user_id=user_id, organization_id=org_id)
-    return build_local_server(rest, principal, catalog=default_catalog())
+    return build_local_server(rest, principal, catalog=default_catalog(services.bank.settings))
 
 
 def require_mcp(*, stdio_only: bool = False) -> None:

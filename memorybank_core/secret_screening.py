@@ -14,14 +14,31 @@ from memorybank_core.errors import ScreenBudgetExceededError, SecretDetectedErro
 from memorybank_core.ports import ListPosition, MemoryStore, ScreenBudget, SecretFinding, SecretScreen
 from memorybank_core.requests import SaveRequest
 
-#: What the person or agent should do instead: said once, in every refusal (REST, the rail, import, the prompt).
+#: What the person or agent should do instead, when no particular credential was found (the prompt, the docs).
 SAVE_A_POINTER = (
     "A memory must not hold credentials: keep the secret in a password manager or secret store and save where it "
-    "is instead, e.g. \"the AWS key is in 1Password under 'prod-aws'\"."
+    "is instead, e.g. \"the deploy token is in 1Password under 'ci-deploy'\"."
 )
 
 #: The kind `secrets_in_memory` reports for a memory whose texts ran the screen's budget out (ADR 0031).
 SCREEN_BUDGET_EXCEEDED = "screen_budget_exceeded"
+
+#: How the advice names a kind whose machine name does not read as a noun.
+_SPOKEN_KINDS = {
+    "password_assignment": "password",
+    "command_line_password": "password",
+    "url_password": "database password",
+    "high_entropy_string": "key",
+    "jwt": "token",
+}
+
+
+def save_a_pointer(kinds: Sequence[str]) -> str:
+    """`SAVE_A_POINTER`, its example naming the first kind found (`github_token`: "the github token is in ...")."""
+    if not kinds:
+        return SAVE_A_POINTER
+    spoken = _SPOKEN_KINDS.get(kinds[0], kinds[0].replace("_", " "))
+    return SAVE_A_POINTER.replace("the deploy token", f"the {spoken}")
 
 
 def find_secrets(

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from memorybank_core import events, ids, limits
 from memorybank_core.clock import SystemClock
+from memorybank_core.configuration import BankSettings
 from memorybank_core.controls import resolve
 from memorybank_core.cursor import decode_cursor, encode_cursor
 from memorybank_core.entities import (
@@ -74,15 +75,19 @@ class MemoryBank:
         controls: ControlStore | None = None,
         default_quota: Quota | None = None,
         secret_screen: SecretScreen | None = None,
+        settings: BankSettings | None = None,
     ) -> None:
         """`controls` holds the operators' gate switches and quotas (`memorybank_core.controls`); without it
         memory is on for everyone. `default_quota` applies where no operator set one (default: `Quota()`).
         `secret_screen` refuses saves holding credentials (`memorybank_core.secret_screening`); the composition
         root always wires one unless an operator turned it off, and a host embedding the bank should too.
+        `settings` is what the operator configured for the use cases (`memorybank.settings` resolves it);
+        `default_quota`, when given, wins over its quota.
         """
+        self.settings: BankSettings = settings or BankSettings()
         self._store = store
         self._controls = controls
-        self.default_quota: Quota = default_quota or Quota()
+        self.default_quota: Quota = default_quota or self.settings.quota
         self._search = search_engine
         self.unit_of_work: UnitOfWork = unit_of_work or NoUnitOfWork()
         """Each use case runs in one unit (one connection); a facade may open it earlier, e.g. around auth."""

@@ -59,7 +59,13 @@ def test_import_skips_lines_with_credentials_reports_them_and_imports_the_rest(
         assert case.kind in reported[0]
     assert f"{len(secrets())} lines hold what looks like credentials (" in outcome.out
     assert "private_key 4" in outcome.out
-    assert f"imported {len(harmless())} memories, skipped 1 line" in outcome.out
+    # Every line left out is counted once: the summary and the exit line say the same number.
+    left_out = 1 + len(secrets())
+    assert (
+        f"imported {len(harmless())} memories, skipped {left_out} lines (1 unreadable, {len(secrets())} holding "
+        "credentials)" in outcome.out
+    )
+    assert outcome.err.endswith(f"memorybank: error: skipped {left_out} lines (listed above)\n")
     _no_secret_in(outcome)
     assert len(_exported(run, db_url, USER)) == len(harmless())
     assert _exported(run, db_url, OTHER_USER) == []
@@ -112,7 +118,7 @@ def test_a_bad_screen_setting_is_refused_in_one_line(
     outcome = run("import", str(_source(tmp_path)), "--db", db_url)
 
     assert outcome.status == 2
-    assert outcome.err == "memorybank: error: --secret-screen must be refuse or off, not 'warn'\n"
+    assert outcome.err == "memorybank: error: $MEMORYBANK_SECRET_SCREEN must be refuse or off, not 'warn'\n"
 
 
 def test_secrets_scan_lists_kind_memory_and_owner_and_never_the_secret(run: Run, db_url: str, tmp_path: Path) -> None:
@@ -140,7 +146,7 @@ def test_secrets_scan_of_a_clean_database_finds_nothing(run: Run, db_url: str, t
     outcome = run("secrets", "scan", "--db", db_url)
 
     assert (outcome.status, outcome.out) == (0, "")
-    assert "no credentials found in the memories of 1 owners" in outcome.err
+    assert "no credentials found in the memories of 1 owner\n" in outcome.err
 
 
 def test_secrets_scan_opens_a_sealed_database_through_its_key_ring(run: Run, db_url: str, tmp_path: Path) -> None:
@@ -206,7 +212,7 @@ def test_serve_refuses_an_unknown_screen_setting_before_serving(tmp_path: Path) 
     )
 
     assert result.returncode == 2
-    assert result.stderr == "memorybank: error: --secret-screen must be refuse or off, not 'maybe'\n"
+    assert result.stderr == "memorybank: error: $MEMORYBANK_SECRET_SCREEN must be refuse or off, not 'maybe'\n"
     assert "serving" not in result.stdout
 
 
@@ -241,7 +247,7 @@ def test_mcp_refuses_an_unknown_screen_setting_before_touching_the_database(run:
     outcome = run("mcp", "--db", "mysql+pymysql://u:pw@127.0.0.1:1/x", "--user", USER, "--org", ORG)
 
     assert outcome.status == 2
-    assert outcome.err == "memorybank: error: --secret-screen must be refuse or off, not 'sometimes'\n"
+    assert outcome.err == "memorybank: error: $MEMORYBANK_SECRET_SCREEN must be refuse or off, not 'sometimes'\n"
 
 
 def test_import_leaves_out_issue_27s_costly_line_as_unscreened_and_imports_the_rest(
@@ -259,7 +265,7 @@ def test_import_leaves_out_issue_27s_costly_line_as_unscreened_and_imports_the_r
     assert outcome.status == 1
     (reported,) = [line for line in outcome.err.splitlines() if "line 2 (" in line]
     assert "screen_budget_exceeded" in reported
-    assert "imported 1 memory, skipped 0 lines" in outcome.out
+    assert "imported 1 memory, skipped 1 line" in outcome.out
     assert len(_exported(run, db_url, USER)) == 1
 
 

@@ -39,7 +39,7 @@ async def test_a_credential_is_a_tool_error_that_says_to_save_a_pointer(
     assert body["error"] == "secret_detected"
     assert case.kind in {detail["kind"] for detail in body["details"]}
     assert "NOT saved" in advice
-    assert "1Password under 'prod-aws'" in advice
+    assert "1Password under 'ci-deploy'" in advice
     assert case.secret not in text
     assert case.secret not in json.dumps(result.structured_content)
     listed = await rail.call(EXECUTE_TOOL, {"name": "getMemory"}, alice)
@@ -59,7 +59,7 @@ def test_the_prompt_says_in_one_line_that_credentials_are_refused_and_what_to_sa
 
     assert len(lines) == 1
     assert "save a pointer" in lines[0]
-    assert "1Password under 'prod-aws'" in lines[0]
+    assert "1Password under 'ci-deploy'" in lines[0]
 
 
 @pytest.mark.parametrize("unit", ["pwd=`", "pwd=``"], ids=["one backtick", "two backticks"])

@@ -29,6 +29,7 @@ from memorybank_core import (
 )
 from memorybank_core.errors import ScreenBudgetExceededError
 from memorybank_core.ports import ScreenBudget
+from memorybank_core.secret_screening import save_a_pointer
 from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.conftest import User, start_clock
 from tests.secrets.table import Case, harmless, secrets
@@ -181,8 +182,11 @@ def test_a_parsed_request_is_screened_too() -> None:
         bank.save(User(), SaveRequest.parse({"content": secrets()[0].text}))
 
 
-def test_the_advice_says_to_save_a_pointer() -> None:
-    assert "1Password under 'prod-aws'" in SAVE_A_POINTER
+def test_the_advice_says_to_save_a_pointer_named_for_what_was_found() -> None:
+    assert "1Password under 'ci-deploy'" in SAVE_A_POINTER
+    assert 'e.g. "the github token is in 1Password' in save_a_pointer(["github_token", "private_key"])
+    assert 'e.g. "the password is in 1Password' in save_a_pointer(["password_assignment"])
+    assert "AWS" not in save_a_pointer(["github_token"])
 
 
 def test_no_locomo_turn_is_taken_for_a_credential() -> None:

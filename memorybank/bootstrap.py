@@ -39,6 +39,7 @@ from memorybank_core import (
     Sealer,
     SearchEngine,
     SecretScreen,
+    StoragePorts,
     TokenStore,
     UnitOfWork,
 )
@@ -153,11 +154,9 @@ class Runtime:
     @property
     def web(self) -> Web:
         """How the apps are reached and who vouches for callers, from the settings and the overrides."""
-        http = self.settings.http
         return Web(
-            bind_host=http.host,
-            allowed_hosts=http.allowed_hosts,
-            metrics_token=http.metrics_token,
+            http=self.settings.http,
+            public_url=self.settings.oauth.public_url,
             issuers=self.issuers,
             panel_sign_in=self.panel_sign_in,
         )
@@ -176,7 +175,7 @@ class Runtime:
                 clock=overrides.clock,
                 events=events,
                 new_id=overrides.new_id,
-                default_quota=self.settings.quota,
+                bank=self.settings.bank,
                 secret_screen=screen,
                 rate_limits=self.rate_limits,
             ),
@@ -244,7 +243,7 @@ def build(
     serving: bool = False,
     migrating: bool = False,
     search: Literal["load", "check", "off"] = "load",
-    ports: Ports | None = None,
+    ports: StoragePorts | None = None,
     store: MemoryStore | None = None,
     search_engine: SearchEngine | None = None,
     controls: ControlStore | None = None,
@@ -270,10 +269,10 @@ def build(
     (`"check"`: a `serve --workers` supervisor, whose workers load their own), or search is left
     lexical (`"off"`: a command that neither searches nor saves through the bank).
 
-    Every other keyword replaces what the settings would build. The storage ports: `ports` (a whole set, e.g.
-    another runtime's) or `store` opens no database, and any port not given is the core's in-memory one
-    (search: the reference engine over `store`); without either the database is opened, and the ports given
-    replace its own. The rest: `clock`, `events`, `new_id`, `embedder` (a model already loaded; search is then
+    Every other keyword replaces what the settings would build. The storage ports: `ports` (a whole set: another
+    runtime's, or a host's own `StoragePorts`) or `store` opens no database, and any port not given is the core's
+    in-memory one (search: the reference engine over `store`); without either the database is opened, and the ports
+    given replace its own. The rest: `clock`, `events`, `new_id`, `embedder` (a model already loaded; search is then
     hybrid), `sealer` (instead of the key ring), `secret_screen`, `rate_limits`, `issuers`, `panel_sign_in`.
 
     Raises:
@@ -329,7 +328,7 @@ def build(
         if ports is not None or store is not None:
             # The reference engine searches `store` when it is the core's in-memory one; else give `search_engine`.
             memories = store if isinstance(store, InMemoryStore) else None
-            base = ports or Ports.in_memory(memories, embedder=embedder, fusion=fusion)
+            base = Ports.of(ports) if ports is not None else Ports.in_memory(memories, embedder=embedder, fusion=fusion)
         else:
             opening = composition.Opening(keys=settings.keys, sealer=sealer, embedder=embedder, fusion=fusion)
             if migrating:

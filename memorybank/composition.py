@@ -25,7 +25,14 @@ from adapters_mysql import (
     create_database,
     open_storage,
 )
-from memorybank.settings import DatabaseChoice, KeyRingChoice, RateLimitChoice, prepare_embedded_directory
+from memorybank.oauth_settings import is_loopback
+from memorybank.settings import (
+    DatabaseChoice,
+    HttpSettings,
+    KeyRingChoice,
+    RateLimitChoice,
+    prepare_embedded_directory,
+)
 from memorybank_core import (
     Clock,
     ControlStore,
@@ -42,17 +49,19 @@ from memorybank_core import (
     PanelSessions,
     PanelSessionStore,
     Principal,
-    Quota,
     RateLimitPolicy,
     RateLimits,
     Sealer,
     SearchEngine,
     SecretScreen,
+    StoragePorts,
     TokenService,
     TokenStore,
     UnavailableError,
     UnitOfWork,
+    ids,
 )
+from memorybank_core.configuration import BankSettings
 from memorybank_core.distribution import install_command
 from memorybank_core.events import LoggingEventSink
 from memorybank_core.offboarding import Offboarding
@@ -70,7 +79,7 @@ if TYPE_CHECKING:
 
     from adapters_http import Authenticate, RequestObserver
     from adapters_http.draining import ConnectionDraining
-    from adapters_http.panel import PanelIdentityProvider
+    from adapters_http.panel import PanelIdentityProvider, PanelOrigin
     from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings, SignInSettings
 
 #: Third-party packages of the `mcp` extra.
@@ -194,8 +203,9 @@ class Ports:
     unit_of_work: UnitOfWork
 
     @classmethod
-    def of(cls, storage: SqlStorage) -> Ports:
-        """The SQL database's ports (each retried after a lost connection, `adapters_mysql.retrying`)."""
+    def of(cls, storage: StoragePorts) -> Ports:
+        """The ports of `storage`: a SQL database's (each retried after a lost connection, `adapters_mysql.retrying`)
+        or a host's own bundle (`memorybank_core.StoragePorts`)."""
         return cls(
             store=storage.store,
             search_engine=storage.search_engine,
@@ -234,8 +244,9 @@ class ServiceOptions:
     clock: Clock | None = None
     events: EventSink | None = None
     new_id: Callable[[str], str] | None = None
-    default_quota: Quota | None = None
-    """Where no operator set one (default: `Quota()`)."""
+    bank: BankSettings | None = None
+    """What the operator set for the use cases (`Settings.bank`: the quota where no operator set one; default:
+    `BankSettings()`)."""
     secret_screen: SecretScreen | None = None
     """Screens every save for credentials; None: off."""
     rate_limits: RateLimits | None = None
@@ -268,8 +279,9 @@ def build_rate_limits(choice: RateLimitChoice) -> RateLimits:
     return RateLimits(limiter=LimitsRateLimiter(choice.storage_url), policy=policy)
 
 
-def build_services(ports: Ports, options: ServiceOptions) -> Services:
-    """The bank, the token service, the panel's sessions and the operator's controls over `ports`, as `options` say."""
+def build_services(ports: StoragePorts, options: ServiceOptions) -> Services:
+    """The bank, the token service, the panel's sessions and the operator's controls over `ports` (a `Ports`,
+    an `SqlStorage`, or a host's own `StoragePorts`), as `options` say."""
     clock, events = options.clock, options.events
     tokens = TokenService(store=ports.token_store, clock=clock)
     return Services(
@@ -280,16 +292,16 @@ def build_services(ports: Ports, options: ServiceOptions) -> Services:
             events=events,
             unit_of_work=ports.unit_of_work,
             controls=ports.controls,
-            default_quota=options.default_quota,
+            settings=options.bank,
             secret_screen=options.secret_screen,
-            **({"new_id": options.new_id} if options.new_id is not None else {}),
+            new_id=options.new_id or ids.new_id,
         ),
         tokens=tokens,
         panel_sessions=PanelSessions(store=ports.panel_sessions, tokens=tokens, clock=clock),
         controls=MemoryControls(
             controls=ports.controls,
             store=ports.store,
-            default_quota=options.default_quota,
+            default_quota=options.bank.quota if options.bank is not None else None,
             clock=clock,
             events=events,
             unit_of_work=ports.unit_of_work,
@@ -374,12 +386,13 @@ def panel_callback_url(oauth: ResourceServerSettings) -> str:
 class Web:
     """How the apps are reached and who vouches for their callers (`HttpSettings` and the OAuth settings, built)."""
 
-    bind_host: str = "127.0.0.1"
-    """Sets the rail's DNS-rebinding protection: a loopback bind serves loopback host names only."""
-    allowed_hosts: Sequence[str] = ()
-    """The host names a reverse proxy forwards (`adapters_mcp.transport_security`)."""
-    metrics_token: str | None = None
-    """The bearer token `/metrics` requires; None: no `/metrics`."""
+    http: HttpSettings = attrs.field(factory=HttpSettings)
+    """The http group: its `host` sets the rail's DNS-rebinding protection (a loopback bind serves loopback host
+    names only), its `allowed_hosts` adds the names a reverse proxy forwards (`adapters_mcp.transport_security`),
+    and its `metrics_token` is the bearer token `/metrics` requires (None: no `/metrics`)."""
+    public_url: str | None = None
+    """`--public-url`: the panel answers to pages of this origin only, else to pages of the host names the rail
+    serves (`adapters_http.panel.PanelOrigin`)."""
     issuers: IssuerTokenVerifier | None = None
     """The OAuth issuers whose access tokens are accepted beside our own (`credential_check`)."""
     panel_sign_in: SignInSettings | None = None
@@ -401,11 +414,16 @@ def build_app(
     protected-resource metadata then lists those issuers, and every bearer challenge names it.
     With `web.panel_sign_in` the panel offers "Sign in with <provider>" through one of them.
     The panel's session cookie authenticates the REST API too, on the panel's own same-origin calls only
-    (`build_rest_app`). Without the `mcp` extra the REST API and the panel (without its copy-prompt button)
-    are served alone, with a warning naming the install.
+    (`build_rest_app`); the panel answers to pages of `web.public_url`'s origin, else of the host names the rail
+    serves. Without the `mcp` extra the REST API and the panel (without its copy-prompt button) are served alone,
+    with a warning naming the install.
     """
+    from adapters_http.panel import LOOPBACK_NAMES, PanelOrigin
+
     web = web or Web()
-    issuers = web.issuers
+    issuers, http = web.issuers, web.http
+    served = (*LOOPBACK_NAMES, *http.allowed_hosts) if is_loopback(http.host) else (http.allowed_hosts or None)
+    panel_origin = PanelOrigin.of(web.public_url, hosts=served)
     authenticate = credential_check(services.tokens, issuers)
     provider = panel_identity_provider(issuers, web.panel_sign_in)
     try:
@@ -419,6 +437,7 @@ def build_app(
             observer=observer,
             extra_routes=extra_routes,
             identity_provider=provider,
+            panel_origin=panel_origin,
         )
         if lifespan is not None:
             alone.router.lifespan_context = lifespan
@@ -443,13 +462,14 @@ def build_app(
         observer=observer,
         extra_routes=extra_routes,
         identity_provider=provider,
+        panel_origin=panel_origin,
     )
     mount = create_mcp_mount(
         rest,
         authenticate,
-        catalog=default_catalog(),
-        bind_host=web.bind_host,
-        allowed_hosts=web.allowed_hosts,
+        catalog=default_catalog(services.bank.settings),
+        bind_host=http.host,
+        allowed_hosts=http.allowed_hosts,
         public_url=public_url,
         authorization_servers=issuers.settings.issuers if issuers else (),
         scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
@@ -467,6 +487,7 @@ def build_rest_app(
     observer: RequestObserver | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     identity_provider: PanelIdentityProvider | None = None,
+    panel_origin: PanelOrigin | None = None,
 ) -> Starlette:
     """The REST API and the management panel: a bearer credential, or the panel's session cookie on panel calls.
 
@@ -475,11 +496,17 @@ def build_rest_app(
     copy-prompt button (empty hides it). `identity_provider` adds "Sign in with <provider>".
     """
     from adapters_http import bearer_resolver, create_app
-    from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
+    from adapters_http.panel import SAME_HOST, PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
 
-    resolver = bearer_or_session(bearer_resolver(authenticate), session_cookie_resolver(services.panel_sessions))
+    origin = panel_origin or SAME_HOST
+    resolver = bearer_or_session(
+        bearer_resolver(authenticate), session_cookie_resolver(services.panel_sessions, origin)
+    )
     sign_in = PanelSignIn(
-        sessions=services.panel_sessions, authenticate_token=authenticate, identity_provider=identity_provider
+        sessions=services.panel_sessions,
+        authenticate_token=authenticate,
+        identity_provider=identity_provider,
+        origin=origin,
     )
     return create_app(
         services.bank,
@@ -505,7 +532,7 @@ def build_server_app(
     `services_with(events)` builds the services reporting to the app's metrics, which pass every event on to
     `forward` (default: the log). `probe_ready` raises `SchemaNotReadyError` or `UnavailableError` when the
     database cannot serve (`/readyz`). `/healthz` and `/readyz` are public; `/metrics` is served only with a
-    `web.metrics_token`. On SIGTERM every response closes its connection (`ConnectionDraining`); when the app
+    `web.http.metrics_token`. On SIGTERM every response closes its connection (`ConnectionDraining`); when the app
     shuts down it calls `on_shutdown` (`memorybank.bootstrap.Runtime.close`: whatever was opened for it).
     """
     from adapters_http import SCHEMA_NOT_READY_REASON, system_routes
@@ -551,7 +578,7 @@ def build_server_app(
         services,
         web,
         observer=metrics,
-        extra_routes=system_routes(readiness=readiness, metrics=metrics.render, metrics_token=web.metrics_token),
+        extra_routes=system_routes(readiness=readiness, metrics=metrics.render, metrics_token=web.http.metrics_token),
         lifespan=drain_then_close,
     )
     draining = ConnectionDraining(app)
@@ -579,7 +606,7 @@ def build_local_rail(services: Services, *, user_id: str, org_id: str) -> Server
 
     rest = create_app(services.bank, _no_network_caller)
     principal = LocalPrincipal(user_id=user_id, organization_id=org_id)
-    return build_local_server(rest, principal, catalog=default_catalog())
+    return build_local_server(rest, principal, catalog=default_catalog(services.bank.settings))
 
 
 def require_mcp(*, stdio_only: bool = False) -> None:

@@ -38,6 +38,7 @@ from memorybank_core.errors import (
     Problem,
     QuotaExceededError,
     SchemaUnavailableError,
+    ScreenBudgetExceededError,
     SecretDetectedError,
     SecretProblem,
     SignInDeclinedError,
@@ -47,22 +48,26 @@ from memorybank_core.events import LoggingEventSink, RecordingEventSink
 from memorybank_core.inmemory import InMemoryControlStore, InMemoryPanelSessionStore, InMemoryStore, InMemoryTokenStore
 from memorybank_core.panel_sessions import IssuedLink, PanelSessions, StartedSession
 from memorybank_core.ports import (
+    BulkMemoryWriter,
     Clock,
     ControlStore,
     EventSink,
     IdentityProviderSignIn,
     ListPosition,
+    MemoryOwners,
     MemoryStore,
     NoUnitOfWork,
     PanelSessionStore,
     Principal,
     RateLimiter,
+    ScreenBudget,
     SearchEngine,
     SearchHit,
     SearchHits,
     SecretFinding,
     SecretScreen,
     SignInRedirect,
+    StoragePorts,
     TokenStore,
     UndecodedBody,
     UnitOfWork,
@@ -71,7 +76,13 @@ from memorybank_core.rate_limits import Operation, RateLimitedError, RateLimitPo
 from memorybank_core.rate_windows import RateLimit, WindowState
 from memorybank_core.requests import ContextInput, SaveRequest
 from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
-from memorybank_core.secret_screening import SAVE_A_POINTER, find_secrets, scan_owner, secrets_in_memory
+from memorybank_core.secret_screening import (
+    SAVE_A_POINTER,
+    SCREEN_BUDGET_EXCEEDED,
+    find_secrets,
+    scan_owner,
+    secrets_in_memory,
+)
 from memorybank_core.tokens import IssuedToken, TokenPrincipal, TokenService
 from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE, MemoryBank
 
@@ -79,10 +90,12 @@ __all__ = [
     "EVERYONE",
     "READ_SCOPE",
     "SAVE_A_POINTER",
+    "SCREEN_BUDGET_EXCEEDED",
     "WRITE_SCOPE",
     "ApiToken",
     "BlindIndex",
     "BrokenSealError",
+    "BulkMemoryWriter",
     "Citation",
     "Clock",
     "ContextInput",
@@ -112,6 +125,7 @@ __all__ = [
     "MemoryContext",
     "MemoryControls",
     "MemoryDisabledError",
+    "MemoryOwners",
     "MemoryPage",
     "MemoryStore",
     "NoUnitOfWork",
@@ -137,6 +151,8 @@ __all__ = [
     "SaveRequest",
     "SchemaUnavailableError",
     "Scope",
+    "ScreenBudget",
+    "ScreenBudgetExceededError",
     "SealBinding",
     "Sealer",
     "SearchEngine",
@@ -151,6 +167,7 @@ __all__ = [
     "SignInRedirect",
     "Source",
     "StartedSession",
+    "StoragePorts",
     "SubjectKind",
     "SystemClock",
     "TokenPrincipal",

@@ -14,7 +14,9 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
+from memorybank_core import limits
 from memorybank_core.entities import ApiToken, Control, Memory, PanelCredential, Quota, SubjectKind, Usage
+from memorybank_core.errors import ScreenBudgetExceededError
 from memorybank_core.rate_windows import RateLimit, WindowState
 
 
@@ -119,6 +121,33 @@ class MemoryStore(Protocol):
         """How many memories, and characters of them (`entities.charged_characters`), the owner stores."""
 
 
+class BulkMemoryWriter(Protocol):
+    """A store that writes many memories, of any owners, in one all-or-nothing step (`memorybank import`)."""
+
+    @abstractmethod
+    def add_many(self, memories: Sequence[Memory]) -> None:
+        """Store `memories` with their contexts, all or none; each keeps the id, owner and times it carries.
+
+        Each owner's usage grows by what was added, with no quota: an import is the operator's act.
+
+        Raises:
+            InvalidInputError: ("id") a memory or context id is already stored; nothing was written.
+            UnavailableError: storage cannot be reached; nothing was written.
+        """
+
+
+class MemoryOwners(Protocol):
+    """Who stores memories: the one read across owners, ids only, for operator walks (`memorybank secrets scan`)."""
+
+    @abstractmethod
+    def memory_owners(self) -> Sequence[str]:
+        """Every user id that owns at least one memory, in ascending order.
+
+        Raises:
+            UnavailableError: storage cannot be reached.
+        """
+
+
 class SearchEngine(Protocol):
     """Owner-scoped relevance search over a user's memories."""
 
@@ -142,14 +171,42 @@ class SecretFinding:
     end: int
 
 
+class ScreenBudget:
+    """What a secret screen may still spend on one save's texts, in units of work (`limits.SCREEN_BUDGET`).
+
+    One budget is made per save (or per stored memory a scan reads) and handed to `SecretScreen.find` for each of
+    its texts, so the save as a whole has a bound, whatever its shape (ADR 0031). Not thread-safe: one per save.
+    """
+
+    def __init__(self, units: int = limits.SCREEN_BUDGET) -> None:
+        self.units = units
+        self.spent = 0
+
+    def spend(self, units: int = 1) -> None:
+        """Count `units` more work.
+
+        Raises:
+            ScreenBudgetExceededError: ("text") the budget is spent; the screen stops there and the text counts as
+                unscreened (a save is refused).
+        """
+        self.spent += units
+        if self.spent > self.units:
+            raise ScreenBudgetExceededError("text", self.units)
+
+
 class SecretScreen(Protocol):
     """Finds credentials in text a person is about to save, so the bank can refuse them before anything is written."""
 
     @abstractmethod
-    def find(self, text: str) -> Sequence[SecretFinding]:
+    def find(self, text: str, budget: ScreenBudget | None = None) -> Sequence[SecretFinding]:
         """Every credential-looking span of `text`, ordered by `start`; empty for ordinary text.
 
-        Must be pure and thread-safe: it runs on every save, from any thread, and never logs `text`.
+        Must be pure and thread-safe: it runs on every save, from any thread, and never logs `text`. Its cost is
+        linear in `len(text)`; the work beyond its linear scans is charged to `budget` (a fresh
+        `ScreenBudget()` when None).
+
+        Raises:
+            ScreenBudgetExceededError: `budget` ran out before the text was judged.
         """
 
 
@@ -228,11 +285,63 @@ class ControlStore(Protocol):
 
 
 class UnitOfWork(Protocol):
-    """One storage session for a whole use case: one connection, however many store calls it makes."""
+    """One storage session for a whole use case: one connection, however many store calls it makes.
+
+    It is not a transaction around the block: each store call in it is atomic on its own and
+    committed when it returns, so later calls (and other sessions) see it, a call that fails writes
+    nothing, and a block that raises after a write keeps that write (a "delete all" step cut short
+    leaves whole memories deleted or kept). `memorybank_testing.UnitOfWorkContract` checks this.
+    """
 
     @abstractmethod
     def __call__(self) -> AbstractContextManager[None]:
-        """A block whose storage calls share one session; a block inside another shares the outer one."""
+        """A block whose storage calls share one session; a block inside another shares the outer one.
+
+        Each thread (each request) has its own: blocks in two threads never share a session.
+        """
+
+    def released(self) -> AbstractContextManager[None]:
+        """A block of CPU work (the secret screen) during which an open unit holds no connection.
+
+        A unit that already checked one out hands it back to its pool for the block (ending its read snapshot);
+        the next storage call checks one out again. Storage without sessions has nothing to release.
+        """
+        return nullcontext()
+
+
+class StoragePorts(Protocol):
+    """The storage ports the bank's services are built over (`memorybank.composition.build_services`, and
+    so the admin commands): `adapters_mysql.SqlStorage`, or a host's own bundle."""
+
+    @property
+    @abstractmethod
+    def store(self) -> MemoryStore:
+        """The memories."""
+
+    @property
+    @abstractmethod
+    def search_engine(self) -> SearchEngine:
+        """Search over `store`'s memories."""
+
+    @property
+    @abstractmethod
+    def controls(self) -> ControlStore:
+        """The operators' gate switches and quotas."""
+
+    @property
+    @abstractmethod
+    def token_store(self) -> TokenStore:
+        """The API tokens."""
+
+    @property
+    @abstractmethod
+    def panel_sessions(self) -> PanelSessionStore:
+        """The panel's sign-in links and sessions."""
+
+    @property
+    @abstractmethod
+    def unit_of_work(self) -> UnitOfWork:
+        """One session per use case over all of the above."""
 
 
 class NoUnitOfWork(UnitOfWork):

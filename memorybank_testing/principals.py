@@ -34,8 +34,8 @@ def bank_over(
     default_quota: Quota | None = None,
     new_id: Callable[[str], str] = new_id,
 ) -> MemoryBank:
-    """The bank as the server wires it, over a host's own ports: `backend`'s store, search engine and operator
-    controls, with the save path's `secret_screen` when given (so the suite shows ordinary memories pass it).
+    """The bank as the server wires it, over a host's own ports: `backend`'s store, search engine, unit of work and
+    operator controls, with the save path's `secret_screen` when given (so the suite shows ordinary memories pass it).
 
     The suite's one `MemoryBank(...)`: a host is its own composition root (memorybank's own is
     `memorybank.bootstrap.build`, which this package cannot import), and every contract builds its bank here.
@@ -45,6 +45,7 @@ def bank_over(
         search_engine=backend.search_engine,
         clock=start_clock(),
         events=events,
+        unit_of_work=backend.unit_of_work,
         controls=backend.controls,
         secret_screen=secret_screen,
         default_quota=default_quota,

@@ -19,10 +19,11 @@ from memorybank.commands.base import (
     memories,
     runtime,
 )
-from memorybank.settings import EMBEDDER_MODEL_ENV, Settings
+from memorybank.settings import Settings, add_arguments
+from memorybank_core.wording import pluralized
 
 if TYPE_CHECKING:
-    from adapters_mysql import ReindexReport
+    from adapters_mysql import ReindexReport, SqlStorage
 
 
 def register(commands: Subcommands, shared: Shared) -> None:
@@ -40,27 +41,35 @@ def register(commands: Subcommands, shared: Shared) -> None:
         help="instead, write the vector of every memory lacking one of the embedding model (hybrid search), in "
         "batches of 64, online, with a progress bar; safe to stop and rerun",
     )
-    reindexing.add_argument(
-        "--embedder-model",
-        metavar="DIR",
-        help=f"with --embeddings: your own model.onnx and tokenizer.json (default: ${EMBEDDER_MODEL_ENV}, "
-        "else all-MiniLM-L6-v2 int8)",
-    )
+    add_arguments(reindexing, "reindex")  # --embedder-model, for --embeddings
     reindexing.set_defaults(run=run_reindex)
 
 
 def run_reindex(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
-    from memorybank import portability
-
     if args.embeddings:
         _reindex_embeddings(args, settings, out)
         return
     with runtime(settings) as opened:
-        report = portability.reindex_with_progress(
-            opened.storage, everything=args.all, show_progress=sys.stderr.isatty()
-        )
+        report = reindex_with_progress(opened.storage, everything=args.all, show_progress=sys.stderr.isatty())
     print(f"{PROGRAM}: re-indexed {memories(report.rewritten)}", file=out)
     fail_on_broken(report)
+
+
+def reindex_with_progress(
+    storage: SqlStorage, *, everything: bool = False, show_progress: bool = True
+) -> ReindexReport:
+    """`SqlStorage.reindex` with a progress bar on stderr: re-index, `encrypt` and `keys rotate` alike.
+
+    SQL storage's own upkeep (its search documents and seals), not a port: a host's store keeps its own.
+
+    Raises:
+        UnavailableError: storage cannot be reached; committed batches stay done.
+    """
+    from tqdm import tqdm
+
+    total = storage.count_to_reindex(everything=everything)
+    with tqdm(total=total, unit="memory", disable=not show_progress, file=sys.stderr) as bar:
+        return storage.reindex(everything=everything, progress=bar.update)
 
 
 def _reindex_embeddings(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
@@ -74,10 +83,11 @@ def _reindex_embeddings(args: argparse.Namespace, settings: Settings, out: TextI
         report = semantic.embed_with_progress(opened.storage, show_progress=sys.stderr.isatty())
         assert opened.storage.embedder is not None  # noqa: S101 - hybrid settings load one
         model_id = opened.storage.embedder.model_id
-    print(f"{PROGRAM}: embedded {report.embedded} memories with {model_id}", file=out)
+    print(f"{PROGRAM}: embedded {memories(report.embedded)} with {model_id}", file=out)
     if report.skipped:
         raise CommandError(
-            f"{report.skipped} memories were not embedded: they do not open (logged by id) or were deleted meanwhile",
+            f"{memories(report.skipped)} {pluralized(report.skipped, 'was')} not embedded: they do not open (logged "
+            "by id) or were deleted meanwhile",
             EXIT_FAILURE,
         )
 

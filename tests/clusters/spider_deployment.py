@@ -13,7 +13,7 @@ from adapters_mysql import SqlStorage
 from harness.clusters import DATABASE, SpiderCluster, migrate_command, require_cluster_tools, spider_cluster
 from harness.served import run_memorybank
 from tests.contract.backends import Backend, BackendFactory
-from tests.sql.backends import storage_at
+from tests.sql.backends import backend_of, storage_at
 
 _shared: tuple[ExitStack, SpiderCluster] | None = None
 
@@ -61,9 +61,8 @@ class SpiderFactory(BackendFactory):
 
     def fresh(self) -> Backend:
         empty_every_node(self.cluster)
-        return Backend(
-            store=self.storage.store, search_engine=self.storage.search_engine, controls=self.storage.controls
-        )
+        # A Spider head cannot purge (docs/operations.md): its batches would commit on several nodes.
+        return backend_of(self.storage, purges=False)
 
     def close(self) -> None:
         self.storage.close()

@@ -38,10 +38,10 @@ def package_rows(page: str = PAGE) -> set[str]:
     return set(re.findall(r"^\| `([a-z_]+)` \|", section("Packages and what each holds", page), re.MULTILINE))
 
 
-def named_code(page: str = PAGE) -> list[str]:
-    """The dotted names of our code in the request paths (`adapters_http.endpoint.authenticated_endpoint`)."""
+def named_code(page: str = PAGE, title: str = "Two requests, hop by hop") -> list[str]:
+    """The dotted names of our code in a section (`adapters_http.endpoint.authenticated_endpoint`)."""
     roots = "|".join(sorted(shipped_packages() | CHECKOUT_PACKAGES))
-    text = section("Two requests, hop by hop", page)
+    text = section(title, page)
     return sorted(set(re.findall(rf"`((?:{roots})(?:\.[A-Za-z_][A-Za-z0-9_]*)+)`", text)))
 
 
@@ -76,6 +76,11 @@ def test_every_package_has_its_row_and_every_row_is_a_package() -> None:
 
 @pytest.mark.parametrize("dotted", named_code())
 def test_every_hop_of_the_request_paths_names_real_code(dotted: str) -> None:
+    resolve(dotted)
+
+
+@pytest.mark.parametrize("dotted", named_code(title="Recipes"))
+def test_every_step_of_the_recipes_names_real_code(dotted: str) -> None:
     resolve(dotted)
 
 

@@ -18,6 +18,7 @@ from memorybank.commands.base import CommandError
 from memorybank.commands.reindex import fail_on_broken
 from memorybank.settings import Settings
 from memorybank_core import Embedder, Embedding, MemoryBank, PackedVectors
+from memorybank_core.configuration import BankSettings
 from memorybank_core.offboarding import Offboarding
 from memorybank_search.hybrid import cosines
 from tests.conftest import User, start_clock
@@ -68,9 +69,11 @@ def test_a_save_writes_its_vector_in_the_same_transaction_and_a_delete_removes_i
 
 
 def test_a_save_refused_by_the_quota_writes_no_vector(storage: SqlStorage) -> None:
-    from memorybank_core import Quota, QuotaExceededError
+    from memorybank_core import QuotaExceededError
 
-    bank = bank_on(storage, Settings.for_database("sqlite://", quota=Quota(max_memories=1, max_characters=10_000)))
+    bank = bank_on(
+        storage, Settings.for_database("sqlite://", bank=BankSettings(quota_memories=1, quota_characters=10_000))
+    )
     alice = User()
     bank.save(alice, {"content": "the only memory allowed"})
     with pytest.raises(QuotaExceededError):
@@ -258,7 +261,7 @@ def test_a_vector_that_does_not_reseal_fails_the_rotation_and_keeps_its_key_in_u
     status = second.sealing_status(vectors=True)
     assert ring.primary in status.registered
     assert ring.primary in status.key_ids_seen
-    assert "1 of 2 hybrid-search vectors are plaintext or under older keys" in second.describe_mode(vectors=True)
+    assert "1 of 2 hybrid-search vectors is plaintext or under older keys" in second.describe_mode(vectors=True)
 
     # Written again from its text, the vector no longer needs the old key: the next rotation drops it.
     assert second.embed_missing().embedded == 1

@@ -210,7 +210,8 @@ class Runtime:
             PurgeUnsupportedError: the database is a Spider head.
             RuntimeError: the runtime runs on given ports, not on a database.
         """
-        return composition.build_offboarding(self.storage, clock=self.overrides.clock, events=self.overrides.events)
+        purge_store = self.storage.purge_store
+        return composition.build_offboarding(purge_store, clock=self.overrides.clock, events=self.overrides.events)
 
     def local_rail(self, *, user_id: str, org_id: str) -> Server[Any]:
         """The MCP rail for one local user (`memorybank mcp`).
@@ -307,6 +308,9 @@ def build(
         )
         if port is not None
     }
+    if store is not None and not isinstance(store, InMemoryStore):
+        # The operator's ports were the replaced store's: a store given brings its own, or none.
+        given.update(bulk_writer=None, memory_owners=None)
     serving_checks = None
     if serving:
         oauth = choose_oauth(settings.oauth, host=settings.http.host, port=settings.http.port)
@@ -328,7 +332,12 @@ def build(
         if ports is not None or store is not None:
             # The reference engine searches `store` when it is the core's in-memory one; else give `search_engine`.
             memories = store if isinstance(store, InMemoryStore) else None
-            base = Ports.of(ports) if ports is not None else Ports.in_memory(memories, embedder=embedder, fusion=fusion)
+            if isinstance(ports, Ports):
+                base = ports
+            elif ports is not None:
+                base = Ports.of(ports)
+            else:
+                base = Ports.in_memory(memories, embedder=embedder, fusion=fusion)
         else:
             opening = composition.Opening(keys=settings.keys, sealer=sealer, embedder=embedder, fusion=fusion)
             if migrating:
@@ -336,7 +345,7 @@ def build(
             else:
                 storage = composition.open_ready_storage(settings.database, opening)
             closers.callback(storage.close)
-            base = Ports.of(storage)
+            base = Ports.of_database(storage)
         serving_state = None
         if serving_checks is not None:
             limits, oauth, sign_in = serving_checks

@@ -34,6 +34,7 @@ from memorybank.settings import (
     prepare_embedded_directory,
 )
 from memorybank_core import (
+    BulkMemoryWriter,
     Clock,
     ControlStore,
     Embedder,
@@ -44,6 +45,7 @@ from memorybank_core import (
     InMemoryTokenStore,
     MemoryBank,
     MemoryControls,
+    MemoryOwners,
     MemoryStore,
     NoUnitOfWork,
     PanelSessions,
@@ -64,7 +66,7 @@ from memorybank_core import (
 from memorybank_core.configuration import BankSettings
 from memorybank_core.distribution import install_command
 from memorybank_core.events import LoggingEventSink
-from memorybank_core.offboarding import Offboarding
+from memorybank_core.offboarding import Offboarding, PurgeStore
 from memorybank_core.tokens import SECRET_PREFIX
 from memorybank_search import Fusion, InMemorySearch, InMemoryVectors, OwnerIndexer
 
@@ -192,8 +194,12 @@ def _open_storage(choice: DatabaseChoice, opening: Opening) -> SqlStorage:
 
 @attrs.frozen(kw_only=True)
 class Ports:
-    """The storage ports the use cases run on: a database's (`of`), the core's in-memory ones (`in_memory`), or a
-    host's or a test's own. `attrs.evolve(ports, store=…)` swaps one."""
+    """The storage ports the use cases run on: a database's (`of_database`), the core's in-memory ones
+    (`in_memory`), or a host's or a test's own (`of`). `attrs.evolve(ports, store=…)` swaps one.
+
+    Besides the six of `memorybank_core.StoragePorts`, the operator's: `bulk_writer` (`memorybank import`) and
+    `memory_owners` (`memorybank secrets scan`), None where the storage has none.
+    """
 
     store: MemoryStore
     search_engine: SearchEngine
@@ -201,11 +207,12 @@ class Ports:
     token_store: TokenStore
     panel_sessions: PanelSessionStore
     unit_of_work: UnitOfWork
+    bulk_writer: BulkMemoryWriter | None = None
+    memory_owners: MemoryOwners | None = None
 
     @classmethod
     def of(cls, storage: StoragePorts) -> Ports:
-        """The ports of `storage`: a SQL database's (each retried after a lost connection, `adapters_mysql.retrying`)
-        or a host's own bundle (`memorybank_core.StoragePorts`)."""
+        """The six ports of `storage`, a host's own bundle (`memorybank_core.StoragePorts`), without the operator's."""
         return cls(
             store=storage.store,
             search_engine=storage.search_engine,
@@ -214,6 +221,12 @@ class Ports:
             panel_sessions=storage.panel_sessions,
             unit_of_work=storage.unit_of_work,
         )
+
+    @classmethod
+    def of_database(cls, storage: SqlStorage) -> Ports:
+        """The SQL database's ports, the operator's included (each retried after a lost connection,
+        `adapters_mysql.retrying`)."""
+        return attrs.evolve(cls.of(storage), bulk_writer=storage.store, memory_owners=storage)
 
     @classmethod
     def in_memory(
@@ -234,7 +247,29 @@ class Ports:
             token_store=InMemoryTokenStore(),
             panel_sessions=InMemoryPanelSessionStore(),
             unit_of_work=NoUnitOfWork(),
+            bulk_writer=memories,
+            memory_owners=memories,
         )
+
+    def writer(self) -> BulkMemoryWriter:
+        """`bulk_writer`, for `memorybank import`.
+
+        Raises:
+            RuntimeError: this storage writes no batch of memories.
+        """
+        if self.bulk_writer is None:
+            raise RuntimeError("these storage ports have no bulk writer (memorybank import)")
+        return self.bulk_writer
+
+    def owners(self) -> MemoryOwners:
+        """`memory_owners`, for `memorybank secrets scan`.
+
+        Raises:
+            RuntimeError: this storage cannot list who stores memories.
+        """
+        if self.memory_owners is None:
+            raise RuntimeError("these storage ports cannot list the owners of memories (memorybank secrets scan)")
+        return self.memory_owners
 
 
 @attrs.frozen(kw_only=True)
@@ -311,14 +346,11 @@ def build_services(ports: StoragePorts, options: ServiceOptions) -> Services:
 
 
 def build_offboarding(
-    storage: SqlStorage, *, clock: Clock | None = None, events: EventSink | None = None
+    purge_store: PurgeStore, *, clock: Clock | None = None, events: EventSink | None = None
 ) -> Offboarding:
-    """The operator's purge over `storage`: for `memorybank purge` and a host's deletion hook, never a route.
-
-    Raises:
-        PurgeUnsupportedError: `storage` is a Spider head (docs/operations.md).
-    """
-    return Offboarding(store=storage.purge_store, clock=clock, events=events)
+    """The operator's purge over a `PurgeStore` port (`SqlStorage.purge_store`, which a Spider head refuses, or a
+    host's own): for `memorybank purge` and a host's deletion hook, never a route."""
+    return Offboarding(store=purge_store, clock=clock, events=events)
 
 
 def credential_check(tokens: TokenService, issuers: IssuerTokenVerifier | None) -> Authenticate:

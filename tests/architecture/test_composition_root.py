@@ -103,6 +103,27 @@ def test_commands_build_no_adapter_and_no_service_themselves() -> None:
     assert offenders == {}, "a command takes what it needs from its runtime (commands.base.runtime)"
 
 
+#: The commands whose job is the SQL database itself (its schema, its key ring, its batch walks, what `serve` says
+#: about it at start-up); every other command runs on the runtime's ports (`Runtime.ports`), as a host's would.
+SQL_JOBS = frozenset({"migrate.py", "reindex.py", "keys.py", "serve.py"})
+
+
+def storage_reads(source: str) -> list[int]:
+    """The lines reading a runtime's SQL storage (`opened.storage`, `runtime.storage`)."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute) and node.attr == "storage" and isinstance(node.ctx, ast.Load)
+    ]
+
+
+def test_only_the_sql_jobs_reach_past_the_ports_to_the_database() -> None:
+    commands = REPOSITORY / "memorybank" / "commands"
+    readers = {path.name for path in commands.glob("*.py") if storage_reads(path.read_text(encoding="utf-8"))}
+    assert sorted(readers - SQL_JOBS) == [], "run on opened.ports (import, export, secrets scan: ADR 0034)"
+    assert storage_reads("with runtime(settings) as opened:\n    scan(opened.storage)\n") == [2]
+
+
 def test_the_checks_see_what_they_forbid() -> None:
     assert constructions("bank = MemoryBank(store=s, search_engine=e)\n") == [(1, "MemoryBank")]
     assert constructions("s = adapters_mysql.open_storage(url, indexer=i)\n") == [(1, "open_storage")]

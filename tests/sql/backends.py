@@ -32,7 +32,9 @@ def storage_at(url: str, sealer: Sealer | None = None, *, embedder: Embedder | N
 def services_on(storage: SqlStorage, settings: Settings | None = None, **overrides: Any) -> bootstrap.Services:
     """The services over `storage`'s ports as the composition root wires them, on the suite's clock; `overrides`
     are `bootstrap.build`'s (e.g. `store=` a wrapper, `events=`)."""
-    built = bootstrap.build(settings, ports=bootstrap.Ports.of(storage), **{"clock": start_clock(), **overrides})
+    built = bootstrap.build(
+        settings, ports=bootstrap.Ports.of_database(storage), **{"clock": start_clock(), **overrides}
+    )
     return built.services  # it opened nothing: `storage` is the caller's to close
 
 

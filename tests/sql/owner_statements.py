@@ -127,7 +127,7 @@ def check_purge_statements_carry_one_owner(storage: SqlStorage, statements: list
     for user in (alice, bob, carol, bystander):
         for n in range(3):
             bank.save(user, SaveRequest.parse({"content": f"note {n}", "contexts": [{"snippet": "s"}]}))
-    offboarding = composition.build_offboarding(storage, clock=start_clock())
+    offboarding = composition.build_offboarding(storage.purge_store, clock=start_clock())
     statements.clear()
     offboarding.purge_user(carol.user_id, batch_size=2)
     by_user = list(statements)

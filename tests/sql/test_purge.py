@@ -75,7 +75,7 @@ class Population:
         self.tokens.issue(user_id=self.alice.user_id, org_id=ORG_B)
 
     def offboarding(self) -> Offboarding:
-        return composition.build_offboarding(self.storage, clock=start_clock())
+        return composition.build_offboarding(self.storage.purge_store, clock=start_clock())
 
 
 @pytest.fixture
@@ -313,7 +313,7 @@ def test_a_spider_head_refuses_to_purge_with_a_message(tmp_path: Path) -> None:
     head = SqlStorage(engine=engine, indexer=OwnerIndexer(), display_url="head", spider_head=True)
     try:
         with pytest.raises(PurgeUnsupportedError, match="each data node"):
-            composition.build_offboarding(head)
+            composition.build_offboarding(head.purge_store)
     finally:
         head.close()
 
@@ -348,7 +348,7 @@ def test_on_sqlite_no_token_of_a_purged_memory_stays_in_the_file(sqlite_storage:
 
     assert in_file()  # the check can see a token where there is one
 
-    composition.build_offboarding(sqlite_storage).purge_user(leaving.user_id)
+    composition.build_offboarding(sqlite_storage.purge_store).purge_user(leaving.user_id)
 
     assert not in_file()
     assert len(services.bank.search(staying, query="harbor")) == 20

@@ -38,14 +38,15 @@ from tests.conftest import User, start_clock
 from tests.served import run_memorybank, served, serving
 from tests.sql.backends import storage_at
 
-PARAPHRASED = "Salesforce onboarding was slow and painful"
-QUESTION = "what did I think of the new CRM?"
+PARAPHRASED = "The flight to Lisbon departs at 7:40 on Friday"
+QUESTION = "when does my plane to Portugal leave?"
 OTHERS = [
     "Grandma's recipe uses cardamom and saffron",
     "Renewed the passport; it expires in 2034",
     "The kitchen faucet leaks",
     "Marathon training: long run every Sunday",
     "My manager prefers written updates over meetings",
+    "Salesforce onboarding was slow and painful",
 ]
 
 

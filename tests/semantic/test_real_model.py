@@ -260,9 +260,12 @@ def test_serve_hybrid_finds_the_paraphrase_over_http_after_reindex_embeddings(im
     results = answer.json()["results"]
     assert results[0]["content"] == PARAPHRASED
     assert all(0 < result["score"] <= 1 for result in results)
+    # Why each is there: the paraphrase shares no word with the question, so it was found by meaning; and
+    # nothing else in this bank stands out for a question about a flight.
+    assert [(result["content"], result["match"]) for result in results] == [(PARAPHRASED, "meaning")]
     assert saved.status_code == 201
     assert teeth.json()["results"][0]["content"] == "The dentist moved my cleaning"
-    with served(url) as base:
+    with served(url, args=["--search", "lexical"]) as base:
         lexical = httpx2.get(f"{base}/v1/memory/search", params={"q": QUESTION}, headers=headers, timeout=30)
     assert lexical.json()["results"] == []
 

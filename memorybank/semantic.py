@@ -36,14 +36,16 @@ class SemanticUnavailableError(MemoryBankError, RuntimeError):
 
 
 def add_search_options(parser: argparse.ArgumentParser) -> None:
-    """`--search` and `--embedder-model`, for the commands that search or embed."""
+    """`--search`, `--embedder-model` and `--hybrid-min-similarity`, for `serve` and `mcp` (hybrid by default)."""
     group = parser.add_argument_group("search", "lexical BM25, or hybrid: BM25 fused with a local embedding model")
     group.add_argument(
         "--search",
         choices=SEARCH_MODES,
-        help=f"lexical, or hybrid to also find paraphrases (needs {SEMANTIC_INSTALL_HINT}; docs/search.md); "
-        f"default: ${SEARCH_ENV}, else lexical",
+        help=f"hybrid also finds what a question means in other words (the model comes with the server extra; "
+        f"docs/search.md), lexical only shared words; default: ${SEARCH_ENV}, else hybrid",
     )
+    # Hybrid is these commands' default (the others that search stay lexical); settings reads it.
+    parser.set_defaults(search_default="hybrid")
     group.add_argument(
         "--embedder-model",
         metavar="DIR",
@@ -131,6 +133,8 @@ def describe(storage: SqlStorage, choice: SearchChoice) -> str:
         UnavailableError: the database cannot be reached.
     """
     if not choice.hybrid:
+        if not choice.explicit:
+            return f"search: lexical (BM25 per user); hybrid search, the default, needs {SEMANTIC_INSTALL_HINT}"
         return "search: lexical (BM25 per user)"
     if storage.embedder is None:
         return "search: hybrid (BM25 fused with a local embedding model, loaded by each worker)"
@@ -138,8 +142,8 @@ def describe(storage: SqlStorage, choice: SearchChoice) -> str:
     missing = storage.count_to_embed()
     if missing:
         line += (
-            f"; {missing} memories have no vector yet and are found by their words only until "
-            "`memorybank reindex --embeddings`"
+            f"; {missing} memories have no vector yet: found by their words until filled in the background "
+            "(progress in the log and /readyz)"
         )
     return line
 

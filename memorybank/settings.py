@@ -285,6 +285,9 @@ class SearchChoice:
     """A directory with a user's own ONNX export; None: the default all-MiniLM-L6-v2 int8."""
     min_similarity: float = MIN_SIMILARITY
     """Hybrid only: the cosine a memory that shares no word with the query needs to be returned."""
+    explicit: bool = False
+    """The mode was asked for (`--search` or the variable), not the command's default: a default hybrid
+    without the semantic extra falls back to lexical search, an explicit one stops."""
 
     @property
     def hybrid(self) -> bool:
@@ -293,21 +296,32 @@ class SearchChoice:
 
 
 def _choose_search(
-    cli_mode: str | None, cli_model: str | None, env: Mapping[str, str], cli_min_similarity: str | None = None
+    cli_mode: str | None,
+    cli_model: str | None,
+    env: Mapping[str, str],
+    cli_min_similarity: str | None = None,
+    default_mode: str = "lexical",
 ) -> SearchChoice:
-    """`--search`, else `MEMORYBANK_SEARCH`, else lexical; `--embedder-model`, else `MEMORYBANK_EMBEDDER_MODEL`;
+    """`--search`, else `MEMORYBANK_SEARCH`, else the command's default (hybrid for `serve` and `mcp`, else
+    lexical); `--embedder-model`, else `MEMORYBANK_EMBEDDER_MODEL`;
     `--hybrid-min-similarity`, else `MEMORYBANK_HYBRID_MIN_SIMILARITY`, else 0.15.
 
     Raises:
         InvalidInputError: ("search") a mode other than lexical or hybrid; ("--hybrid-min-similarity") not a
             number from 0 to 1.
     """
-    mode = (cli_mode or env.get(SEARCH_ENV, "").strip() or "lexical").lower()
+    asked = cli_mode or env.get(SEARCH_ENV, "").strip()
+    mode = (asked or default_mode).lower()
     if mode not in SEARCH_MODES:
         raise InvalidInputError("search", f"(or ${SEARCH_ENV}) must be lexical or hybrid, not {mode!r}")
     model = cli_model or env.get(EMBEDDER_MODEL_ENV, "").strip() or None
     raw = cli_min_similarity if cli_min_similarity is not None else env.get(HYBRID_MIN_SIMILARITY_ENV, "").strip()
-    return SearchChoice(mode=mode, embedder_model=model, min_similarity=_similarity(raw) if raw else MIN_SIMILARITY)
+    return SearchChoice(
+        mode=mode,
+        embedder_model=model,
+        min_similarity=_similarity(raw) if raw else MIN_SIMILARITY,
+        explicit=bool(asked),
+    )
 
 
 def _similarity(raw: str) -> float:
@@ -523,6 +537,7 @@ class Settings:
                 _optional_text(flags, "embedder_model"),
                 environment,
                 _optional_text(flags, "hybrid_min_similarity"),
+                _optional_text(flags, "search_default") or "lexical",
             ),
             secret_screen=_choose_secret_screen(_optional_text(flags, "secret_screen"), environment),
             quota=_choose_quota(

@@ -54,6 +54,7 @@ def run_mcp(args: argparse.Namespace, settings: Settings, _out: TextIO) -> None:
         logging.basicConfig(
             level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
         )
+        runtime.fill_vectors()  # hybrid search: memories saved without a vector get one in the background
         anyio.run(serve_stdio, server)
 
 

@@ -239,7 +239,7 @@ def test_the_hybrid_recall_benchmark_compares_both_servers_on_a_toy_conversation
     recall.main(["--hybrid", "--data", str(_toy_locomo(tmp_path))])
     out = capsys.readouterr().out
     assert "| hybrid (serve --search hybrid) |" in out
-    assert "| lexical (serve) | 1.000 | 1.000 | 1.000 |" in out
+    assert "| lexical (serve --search lexical) | 1.000 | 1.000 | 1.000 |" in out
     assert "recall@10 hybrid - lexical: " in out
     assert "paraphrase set (60 questions" in out
 

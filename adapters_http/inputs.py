@@ -15,6 +15,7 @@ from starlette.requests import Request
 from adapters_http.refusals import BodyTooLargeError, UnsupportedMediaTypeError
 from memorybank_core.errors import InvalidInputError
 from memorybank_core.ports import UndecodedBody
+from memorybank_core.strict_json import RepeatedKeyError, strict_json
 
 #: 1 MiB. The largest valid save is about 0.31 MB as raw UTF-8 and about 0.94 MB even if every
 #: character is sent as a `\\uXXXX` surrogate-pair escape (a test pins this), so only abuse hits the cap.
@@ -93,13 +94,15 @@ def json_body(body: ReceivedBody, *, max_bytes: int = MAX_BODY_BYTES) -> object:
 
 
 def parse_json(raw: bytes) -> object:
-    """Decode strict JSON: UTF-8, no NaN or Infinity, any nesting depth refused cleanly.
+    """Decode a request body with `strict_json`.
 
     Raises:
         InvalidInputError: ("body") for anything that is not such JSON.
     """
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        return strict_json(raw)
+    except RepeatedKeyError as error:
+        raise InvalidInputError("body", str(error)) from error
     except (ValueError, RecursionError) as error:
         # ValueError covers bad UTF-8, bad syntax and over-long integers; RecursionError absurd nesting.
         raise InvalidInputError("body", f"must be a UTF-8 encoded JSON object{where_json_broke(error)}") from error
@@ -112,10 +115,6 @@ def where_json_broke(error: BaseException) -> str:
     if isinstance(error, UnicodeDecodeError):
         return f" (byte {error.start} is not UTF-8)"
     return ""
-
-
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
 
 
 def query_value(request: Request, name: str) -> str | None:

@@ -13,7 +13,6 @@ The rail is stateless: every request is one POST, answered on its own. So:
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -22,6 +21,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters_http import MAX_BODY_BYTES, method_not_allowed
+from memorybank_core.strict_json import RepeatedKeyError, strict_json
 
 #: JSON-RPC 2.0 error codes.
 PARSE_ERROR = -32700
@@ -103,8 +103,11 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 def envelope_problem(body: bytes) -> tuple[int, str] | None:
     """What makes `body` not one JSON-RPC 2.0 message, as (error code, short reason); None when it is one."""
     try:
-        message: Any = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        message: Any = strict_json(body)
+    except RepeatedKeyError:
+        return PARSE_ERROR, "Parse error: an object in the body names the same key twice"
+    except (ValueError, RecursionError):
+        # ValueError covers bad UTF-8 and bad syntax; RecursionError absurd nesting, which must not reach the SDK.
         return PARSE_ERROR, "Parse error: the body is not valid JSON"
     if isinstance(message, list):
         return INVALID_REQUEST, "Invalid request: send one JSON-RPC message per request, not a batch"

@@ -93,6 +93,18 @@ class SqlUnitOfWork(UnitOfWork):
             _CURRENT.reset(token)
             unit.close()
 
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        """Hand the open unit's connection (if one was checked out) back to the pool for a block of CPU work.
+
+        Only between storage calls, never inside a write: its read snapshot ends. The next call in the unit
+        checks a connection out again, lazily, as the first one did.
+        """
+        unit = _current(self._engine)
+        if unit is not None:
+            unit.close()
+        yield
+
 
 @contextmanager
 def reading(engine: sa.Engine) -> Iterator[sa.Connection]:

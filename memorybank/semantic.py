@@ -1,23 +1,25 @@
-"""Hybrid search, wired in one place: its options (`--search`, `--embedder-model`,
-`--hybrid-min-similarity`; `memorybank.settings` resolves them), loading the embedder, and turning it on
-for a storage.
+"""Hybrid search, wired in one place: loading the embedder and turning it on for a storage (its flags,
+`--search`, `--embedder-model` and `--hybrid-min-similarity`, are declared in `memorybank.settings`).
 
-Lexical search is the default and needs nothing here. `--search hybrid` loads the embedding model
-once per process (each `serve --workers` worker loads its own), makes saves write each memory's
+Hybrid search is what `serve` and `mcp` serve unless told lexical (`serving_default`); every other
+process keeps the declared lexical default and needs nothing here. Hybrid search loads the embedding
+model once per process (each `serve --workers` worker loads its own), makes saves write each memory's
 vector in their transaction, and makes search fuse BM25 with the vectors (docs/search.md). Without
-the `semantic` extra it stops with the one install line that fixes it.
+the `semantic` extra an explicit `--search hybrid` stops with the one install line that fixes it; the
+default falls back to lexical search and says that line (`memorybank.bootstrap`, `describe`).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memorybank.settings import EMBEDDER_MODEL_ENV, HYBRID_MIN_SIMILARITY_ENV, SEARCH_ENV, SEARCH_MODES, SearchChoice
+import attrs
+
+from memorybank.settings import SearchChoice, Settings
 from memorybank_core import Embedder, InvalidInputError, MemoryBankError
-from memorybank_search.fusion import MIN_SIMILARITY
+from memorybank_core.wording import counted, pluralized
 
 if TYPE_CHECKING:
     from adapters_mysql import EmbeddingReport, SqlStorage
@@ -35,29 +37,11 @@ class SemanticUnavailableError(MemoryBankError, RuntimeError):
         super().__init__(f"hybrid search needs the semantic extra ({missing} is missing): {SEMANTIC_INSTALL_HINT}")
 
 
-def add_search_options(parser: argparse.ArgumentParser) -> None:
-    """`--search`, `--embedder-model` and `--hybrid-min-similarity`, for `serve` and `mcp` (hybrid by default)."""
-    group = parser.add_argument_group("search", "lexical BM25, or hybrid: BM25 fused with a local embedding model")
-    group.add_argument(
-        "--search",
-        choices=SEARCH_MODES,
-        help=f"hybrid also finds what a question means in other words (the model comes with the server extra; "
-        f"docs/search.md), lexical only shared words; default: ${SEARCH_ENV}, else hybrid",
-    )
-    # Hybrid is these commands' default (the others that search stay lexical); settings reads it.
-    parser.set_defaults(search_default="hybrid")
-    group.add_argument(
-        "--embedder-model",
-        metavar="DIR",
-        help="hybrid search with your own sentence-embedding export: DIR holds model.onnx and tokenizer.json "
-        f"(default: ${EMBEDDER_MODEL_ENV}, else all-MiniLM-L6-v2 int8 from the semantic extra)",
-    )
-    group.add_argument(
-        "--hybrid-min-similarity",
-        metavar="COSINE",
-        help="hybrid search: the cosine (0 to 1) a memory sharing no word with the query needs to be found; "
-        f"higher finds fewer paraphrases and less noise (default: ${HYBRID_MIN_SIMILARITY_ENV}, else {MIN_SIMILARITY})",
-    )
+def serving_default(settings: Settings) -> Settings:
+    """`settings` for `serve` and `mcp`: hybrid search unless `--search` or `MEMORYBANK_SEARCH` said otherwise."""
+    if settings.search.explicit or settings.search.hybrid:
+        return settings
+    return attrs.evolve(settings, search=attrs.evolve(settings.search, mode="hybrid"))
 
 
 def load_embedder(choice: SearchChoice) -> Embedder:
@@ -142,8 +126,8 @@ def describe(storage: SqlStorage, choice: SearchChoice) -> str:
     missing = storage.count_to_embed()
     if missing:
         line += (
-            f"; {missing} memories have no vector yet: found by their words until filled in the background "
-            "(progress in the log and /readyz)"
+            f"; {counted(missing, 'memory')} {pluralized(missing, 'has')} no vector yet: found by their words "
+            "until filled in the background (progress in the log and /readyz)"
         )
     return line
 

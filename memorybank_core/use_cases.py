@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from memorybank_core import events, ids, limits
 from memorybank_core.clock import SystemClock
+from memorybank_core.configuration import BankSettings
 from memorybank_core.controls import resolve
 from memorybank_core.cursor import decode_cursor, encode_cursor
 from memorybank_core.entities import (
@@ -53,6 +54,9 @@ from memorybank_core.validation import clean_count, clean_text
 READ_SCOPE = "mcp:read"
 WRITE_SCOPE = "mcp:write"
 DELETE_ALL_CONFIRMATION = "delete all"
+#: Characters of text above which a save hands its facade's connection back while the secret screen runs: about
+#: 0.2 ms of screening, the price of handing a pooled connection back and taking it again.
+SCREEN_WITHOUT_CONNECTION_ABOVE = 1_000
 """What a "delete all" call must say in `confirm`."""
 
 
@@ -71,15 +75,19 @@ class MemoryBank:
         controls: ControlStore | None = None,
         default_quota: Quota | None = None,
         secret_screen: SecretScreen | None = None,
+        settings: BankSettings | None = None,
     ) -> None:
         """`controls` holds the operators' gate switches and quotas (`memorybank_core.controls`); without it
         memory is on for everyone. `default_quota` applies where no operator set one (default: `Quota()`).
         `secret_screen` refuses saves holding credentials (`memorybank_core.secret_screening`); the composition
         root always wires one unless an operator turned it off, and a host embedding the bank should too.
+        `settings` is what the operator configured for the use cases (`memorybank.settings` resolves it);
+        `default_quota`, when given, wins over its quota.
         """
+        self.settings: BankSettings = settings or BankSettings()
         self._store = store
         self._controls = controls
-        self.default_quota: Quota = default_quota or Quota()
+        self.default_quota: Quota = default_quota or self.settings.quota
         self._search = search_engine
         self.unit_of_work: UnitOfWork = unit_of_work or NoUnitOfWork()
         """Each use case runs in one unit (one connection); a facade may open it earlier, e.g. around auth."""
@@ -104,24 +112,47 @@ class MemoryBank:
             InvalidInputError: the body breaks a bound or a type rule; nothing is written.
             SecretDetectedError: (an InvalidInputError) the content, a tag or a snippet holds what looks like
                 a credential; nothing is written, and the error names kind and place, never the secret.
+            ScreenBudgetExceededError: (an InvalidInputError) the texts cost more than the screen's budget to
+                judge; nothing is written (never stored unscreened).
             QuotaExceededError: the owner's storage quota is full; nothing is written.
             UnavailableError: storage is down; nothing is written.
         """
         started = time.perf_counter()
         owner = _authorize(principal, WRITE_SCOPE)
+        # Decoding, validation and the secret screen are CPU work: they run before the unit of work opens, so no
+        # database connection waits on them (ADR 0031). What they refuse is raised after the gate.
+        parsed: SaveRequest | None = None
+        refusal: Exception | None = None
+        try:
+            parsed = self._screened(request)
+        except Exception as error:
+            refusal = error
         with self.unit_of_work():
             # The gate before validation: a switched-off account learns nothing else.
             policy = self._admit(principal, owner, "save")
-            if isinstance(request, UndecodedBody):
-                request = request.decoded()
-            if not isinstance(request, SaveRequest):
-                request = SaveRequest.parse(request)
-            try:
+            if isinstance(refusal, SecretDetectedError):
+                self._emit(events.SECRET_REFUSED, started, user_id=owner, kinds=",".join(refusal.kinds))
+            if refusal is not None:
+                raise refusal
+            assert parsed is not None  # noqa: S101 - set whenever nothing was refused
+            return self._save(owner, principal.organization_id, parsed, source, policy, started)
+
+    def _screened(self, request: SaveRequest | UndecodedBody | object) -> SaveRequest:
+        """`request` decoded, validated and screened for credentials (the save's CPU work, done outside the unit).
+
+        A facade that opened the unit early (HTTP, around its token check) hands its connection back while a long
+        text is screened; a short one costs less to screen than a connection costs to hand back and take again.
+        """
+        if isinstance(request, UndecodedBody):
+            request = request.decoded()
+        if not isinstance(request, SaveRequest):
+            request = SaveRequest.parse(request)
+        if self._secret_screen is not None and _screened_characters(request) > SCREEN_WITHOUT_CONNECTION_ABOVE:
+            with self.unit_of_work.released():
                 screen_request(self._secret_screen, request)
-            except SecretDetectedError as error:
-                self._emit(events.SECRET_REFUSED, started, user_id=owner, kinds=",".join(error.kinds))
-                raise
-            return self._save(owner, principal.organization_id, request, source, policy, started)
+        else:
+            screen_request(self._secret_screen, request)
+        return request
 
     def _save(
         self, owner: str, org_id: str, request: SaveRequest, source: Source, policy: Policy, started: float
@@ -363,6 +394,12 @@ def _delete_all_fields(data: object) -> tuple[object, object]:
         raise InvalidInputError("body", "must be a JSON object")
     # An explicit null is not "the default": it is a limit of the wrong type (None means absent here).
     limit = "null" if "limit" in data and data["limit"] is None else data.get("limit")
-    if isinstance(limit, float) and limit.is_integer():
-        limit = int(limit)  # JSON has one number type: 72.0 is the integer 72, as JSON Schema says
+    # `1.0` is refused like any other non-integer (issue 27): a proxy that reads it as a float must not judge a
+    # different request than the server does. Only a JSON integer literal is an integer here.
     return data.get("confirm"), limit
+
+
+def _screened_characters(request: SaveRequest) -> int:
+    return (
+        len(request.content) + sum(map(len, request.tags)) + sum(len(context.snippet) for context in request.contexts)
+    )

@@ -9,7 +9,7 @@ from typing import TextIO
 
 from memorybank import semantic
 from memorybank.commands.base import CommandError, Shared, Subcommands
-from memorybank.settings import Settings
+from memorybank.settings import Settings, add_arguments
 from memorybank_core import ids
 from memorybank_core.distribution import install_command
 
@@ -25,7 +25,7 @@ def register(commands: Subcommands, shared: Shared) -> None:
     )
     mcp.add_argument("--user", metavar="usr_…", required=True, help="the user whose memories the rail acts on")
     mcp.add_argument("--org", metavar="org_…", required=True, help="the user's organization (recorded on saves)")
-    semantic.add_search_options(mcp)
+    add_arguments(mcp, "mcp")
     mcp.set_defaults(run=run_mcp)
 
     prompt = commands.add_parser(
@@ -48,7 +48,7 @@ def run_mcp(args: argparse.Namespace, settings: Settings, _out: TextIO) -> None:
     # Validate before touching the database, so a typo in a client's config is reported at once.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
-    with bootstrap.build(settings) as runtime:
+    with bootstrap.build(semantic.serving_default(settings)) as runtime:
         server = runtime.local_rail(user_id=args.user, org_id=args.org)
         # stdout is the protocol: every message goes to stderr, which MCP clients keep as the server's log.
         logging.basicConfig(

@@ -183,9 +183,18 @@ def test_a_users_own_export_loads_from_a_directory_and_a_broken_one_is_refused(t
     loaded = embedder_from_directory(own)
     assert loaded.model_id.startswith("onnx-")
     assert loaded.dimension == 384
-    (own / "model.onnx").write_bytes(b"not a model")
-    with pytest.raises(ModelFilesError, match="does not hold a sentence-embedding model"):
+    # A broken file is named, never with the library's own parse message ("Model missing. at line 1 column 2").
+    (own / "tokenizer.json").write_text('{"nope": 1}')
+    with pytest.raises(ModelFilesError) as broken_tokenizer:
         embedder_from_directory(own)
+    assert str(broken_tokenizer.value).endswith(f"{own / 'tokenizer.json'} is not a Hugging Face tokenizer.json")
+    shutil.copy(adapters_embedding.models._TOKENIZER, own / "tokenizer.json")
+    (own / "model.onnx").write_bytes(b"not a model")
+    with pytest.raises(ModelFilesError) as broken_model:
+        embedder_from_directory(own)
+    assert str(broken_model.value) == (
+        f"embedder-model {own} does not hold a sentence-embedding model: {own / 'model.onnx'} is not an ONNX model"
+    )
     (own / "tokenizer.json").unlink()
     with pytest.raises(ModelFilesError, match=r"tokenizer\.json is missing"):
         embedder_from_directory(own)
@@ -210,7 +219,7 @@ def test_hybrid_without_the_semantic_extra_exits_with_the_install_line(
 def test_an_unknown_search_mode_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status = main(["serve", "--db", f"sqlite:///{tmp_path / 'x.sqlite3'}"], env={"MEMORYBANK_SEARCH": "fuzzy"})
     assert status == 2
-    assert "--search (or $MEMORYBANK_SEARCH) must be lexical or hybrid, not 'fuzzy'" in capsys.readouterr().err
+    assert "$MEMORYBANK_SEARCH must be lexical or hybrid, not 'fuzzy'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("floor", "found"), [((), True), (("--hybrid-min-similarity", "0.95"), False)])
@@ -342,7 +351,7 @@ def test_a_default_hybrid_without_the_semantic_extra_serves_lexically_and_says_h
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     parsed = build_parser({}).parse_args(["serve", "--db", f"sqlite:///{tmp_path / 'bank.sqlite3'}"])
-    settings = Settings.resolve(parsed, {})
+    settings = semantic.serving_default(Settings.resolve(parsed, {}))
     assert (settings.search.mode, settings.search.explicit) == ("hybrid", False)
     with bootstrap.build(settings) as runtime:
         assert runtime.settings.search.mode == "lexical"
@@ -363,4 +372,8 @@ def test_a_default_hybrid_without_the_semantic_extra_serves_lexically_and_says_h
 )
 def test_serve_and_mcp_search_hybrid_unless_told_lexical(argv: list[str], env: dict[str, str], mode: str) -> None:
     settings = Settings.resolve(build_parser({}).parse_args([*argv, "--db", "sqlite://"]), env)
+    if argv[0] in {"serve", "mcp"}:
+        settings = semantic.serving_default(settings)
     assert settings.search.mode == mode
+    # Every other process (and a host's `Settings.for_database`) keeps the declared lexical default.
+    assert Settings.for_database("sqlite://").search.mode == "lexical"

@@ -662,6 +662,7 @@ class Settings:
         shipped["database.source"] = self.database.source
         shipped["database.embedded_path"] = self.database.embedded_path
         shipped["keys.source"] = self.keys.source if self.keys is not None else None
+        shipped["search.explicit"] = self.search.explicit
         return json.dumps(shipped, default=str)
 
     @classmethod
@@ -683,7 +684,8 @@ class Settings:
             source=shipped["database.source"],
             embedded_path=Path(embedded) if embedded is not None else None,
         )
-        return attrs.evolve(settings, database=database)
+        search = attrs.evolve(settings.search, explicit=bool(shipped.get("search.explicit", True)))
+        return attrs.evolve(settings, database=database, search=search)
 
     def worker_environment(self) -> dict[str, str]:
         """The variable `for_worker` reads, for `serve --workers` to set before it starts them."""

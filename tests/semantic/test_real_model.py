@@ -98,6 +98,21 @@ def test_hybrid_search_finds_the_paraphrase_lexical_search_misses(tmp_path: Path
     hybrid.close()
 
 
+@pytest.mark.parametrize(
+    "question", ["which podcast did my friend recommend?", "what is the parking policy at the new office?"]
+)
+def test_a_question_the_bank_holds_nothing_about_finds_nothing(
+    tmp_path: Path, embedder: OnnxEmbedder, question: str
+) -> None:
+    # Each has a memory at cosine 0.17-0.18, which the old fixed floor (0.15) returned; none stands out.
+    hybrid = _storage(tmp_path / "hybrid.sqlite3", embedder)
+    alice = User()
+    for text in [*OTHERS, PARAPHRASED]:
+        _bank(hybrid).save(alice, {"content": text})
+    assert _bank(hybrid).search(alice, query=question) == []
+    hybrid.close()
+
+
 def test_a_sealed_database_holds_no_vector_as_readable_numbers(tmp_path: Path, embedder: OnnxEmbedder) -> None:
     texts = [f"{text} (note {number})" for number, text in enumerate([*OTHERS, PARAPHRASED] * 3)]
     raw: dict[bool, bytes] = {}

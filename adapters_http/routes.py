@@ -136,8 +136,9 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
             "no match gives an empty list."
         ),
         description=(
-            "Lexical full-text search over the caller's own memories, ranked by relevance (ties: newest first). "
-            "Each result is the memory with its contexts and a positive `score`."
+            "Full-text search over the caller's own memories (hybrid search: fused with the meaning of the words), "
+            "ranked by relevance (ties: newest first). Each result is the memory with its contexts, a positive "
+            "`score`, and `match`: `words`, `meaning` (it shares no word with the query) or `both`."
         ),
         handler=MemoryHandlers.search,
         success_status=200,

@@ -20,6 +20,11 @@ from memorybank_core import READ_SCOPE, WRITE_SCOPE, EventSink
 if TYPE_CHECKING:
     from memorybank.bootstrap import Runtime
 
+# `serve` searches hybrid by default (ADR 0036). The servers these benchmarks start measure lexical search
+# unless they say `--search hybrid` (benchmarks.hybrid, benchmarks.precision): their recorded figures are
+# lexical deployments', and a model per process would change what they measure.
+os.environ.setdefault("MEMORYBANK_SEARCH", "lexical")
+
 #: The MySQL/MariaDB server the benchmarks use (no database in it); tests use the same variable.
 SERVER_ENV = "MEMORYBANK_BENCH_MYSQL_URL"
 DEFAULT_SERVER = "mysql://root@127.0.0.1:3306"

@@ -195,7 +195,10 @@ def run_recall(data: Path, conversations_limit: int | None) -> None:
         results: dict[str, Scores] = {}
         hits: dict[str, list[int]] = {}
         paraphrase: dict[str, dict[int, float]] = {}
-        for name, args in (("hybrid (serve --search hybrid)", ("--search", "hybrid")), ("lexical (serve)", ())):
+        for name, args in (
+            ("hybrid (serve --search hybrid)", ("--search", "hybrid")),
+            ("lexical (serve --search lexical)", ("--search", "lexical")),
+        ):
             with serving(db_url, args=[*NO_RATE_LIMITS, *args]) as server:
                 if not results:
                     started = time.perf_counter()
@@ -259,7 +262,7 @@ def run_speed(memories: int, searches: int, workers: int, data: Path) -> None:
         rows: list[list[str]] = []
         measured: dict[str, tuple[Timing, Timing]] = {}
         rss: list[float] = []
-        for name, args in (("hybrid", ("--search", "hybrid")), ("lexical", ())):
+        for name, args in (("hybrid", ("--search", "hybrid")), ("lexical", ("--search", "lexical"))):
             server_args = [*NO_RATE_LIMITS, "--workers", str(workers), *args]
             with serving(db_url, args=server_args) as server:
                 saves: list[float] = []

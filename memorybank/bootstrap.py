@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
 
 from memorybank import composition, semantic
 from memorybank.oauth_settings import choose_oauth, choose_panel_sign_in
@@ -27,6 +31,7 @@ if TYPE_CHECKING:
     from adapters_http.draining import ConnectionDraining
     from adapters_mysql import SqlStorage
     from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings, SignInSettings
+    from memorybank.vector_fill import VectorFill
     from memorybank_core.offboarding import Offboarding
 
 
@@ -86,6 +91,7 @@ class Runtime:
         """
         if not self._serving:
             raise RuntimeError("the served app needs build(settings, serving=True)")
+        fill = self.vector_fill()
         return composition.build_server_app(
             self.storage,
             bind_host=self.settings.http.host,
@@ -98,7 +104,30 @@ class Runtime:
             secret_screen=self.settings.secret_screen,
             on_shutdown=self.close,
             public_url=self.settings.oauth.public_url,
+            readiness_details=None if fill is None else lambda: {"vectors": fill.details()},
+            on_startup=None if fill is None else fill.start,
         )
+
+    def fill_vectors(self) -> VectorFill | None:
+        """`vector_fill()`, started now (`memorybank mcp`; the served app starts its own when it starts)."""
+        fill = self.vector_fill()
+        if fill is not None:
+            fill.start()
+        return fill
+
+    def vector_fill(self) -> VectorFill | None:
+        """With hybrid search and the model loaded: what writes the vectors the memories lack, in the background
+        once started (memorybank.vector_fill), stopped when the runtime closes. None otherwise.
+        """
+        if not self.settings.search.hybrid or self.storage.embedder is None:
+            return None
+        from memorybank.serving import METRICS_DIR_ENV
+        from memorybank.vector_fill import VectorFill
+
+        shared = os.environ.get(METRICS_DIR_ENV)  # set for `serve --workers N`: the workers' shared directory
+        fill = VectorFill(self.storage, shared_dir=Path(shared) if shared else None)
+        self._closers.callback(fill.stop)
+        return fill
 
     def offboarding(self) -> Offboarding:
         """The operator's purge over the storage (`memorybank purge`).
@@ -164,10 +193,16 @@ def build(
         panel_sign_in = choose_panel_sign_in(settings.oauth, oauth)
     if settings.search.hybrid and embedder is None:
         # Before the database is opened: a missing extra or model is one line, and nothing is held.
-        if search == "load":
-            embedder = semantic.load_embedder(settings.search)
-        elif search == "check":
-            semantic.check_embedder(settings.search)
+        try:
+            if search == "load":
+                embedder = semantic.load_embedder(settings.search)
+            elif search == "check":
+                semantic.check_embedder(settings.search)
+        except semantic.SemanticUnavailableError:
+            if settings.search.explicit:
+                raise
+            # Hybrid only by default, and the extra is missing: serve lexically (the banner says how to get it).
+            settings = attrs.evolve(settings, search=attrs.evolve(settings.search, mode="lexical"))
     with contextlib.ExitStack() as closers:
         created = False
         if migrating:

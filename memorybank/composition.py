@@ -433,6 +433,8 @@ def build_server_app(
     secret_screen: str = secret_settings.REFUSE,
     on_shutdown: Callable[[], None] | None = None,
     public_url: str | None = None,
+    readiness_details: Callable[[], dict[str, object]] | None = None,
+    on_startup: Callable[[], None] | None = None,
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
@@ -440,8 +442,9 @@ def build_server_app(
     `rate_limits` (see `build_rate_limits`) applies to every memory route: REST, MCP rail and panel.
     `secret_screen` (`refuse` or `off`) screens every save for credentials.
 
-    `/healthz` and `/readyz` are public; `/metrics` is served only with a `metrics_token`. On
-    SIGTERM every response closes its connection (`ConnectionDraining`); when the app shuts
+    `/healthz` and `/readyz` are public (`readiness_details`: more for `/readyz` to say, such as the
+    background vector fill's counts, which `on_startup` starts); `/metrics` is served only with a
+    `metrics_token`. On SIGTERM every response closes its connection (`ConnectionDraining`); when the app shuts
     down it calls `on_shutdown` (`memorybank.bootstrap.Runtime.close`: whatever was opened for it),
     else closes `storage` (and `issuers`).
     """
@@ -479,6 +482,8 @@ def build_server_app(
         # Only uvicorn's main thread may set handlers (a test client runs the lifespan elsewhere).
         if callable(uvicorn_handler) and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, on_sigterm)
+        if on_startup is not None:
+            on_startup()  # once serving starts, its logging configured (the background vector fill)
         try:
             yield
         finally:
@@ -496,7 +501,9 @@ def build_server_app(
         issuers=issuers,
         panel_sign_in=panel_sign_in,
         observer=metrics,
-        extra_routes=system_routes(readiness=readiness, metrics=metrics.render, metrics_token=metrics_token),
+        extra_routes=system_routes(
+            readiness=readiness, details=readiness_details, metrics=metrics.render, metrics_token=metrics_token
+        ),
         lifespan=drain_then_close,
         public_url=public_url,
     )

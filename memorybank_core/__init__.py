@@ -8,10 +8,12 @@ from memorybank_core.controls import Effective, MemoryControls, check_quota, cle
 from memorybank_core.embeddings import Embedder, Embedding, PackedVectors, VectorStore
 from memorybank_core.entities import (
     EVERYONE,
+    MATCH_KINDS,
     ApiToken,
     Citation,
     Control,
     DeletedBatch,
+    MatchKind,
     Memory,
     MemoryContext,
     MemoryPage,
@@ -88,6 +90,7 @@ from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE, MemoryBank
 
 __all__ = [
     "EVERYONE",
+    "MATCH_KINDS",
     "READ_SCOPE",
     "SAVE_A_POINTER",
     "SCREEN_BUDGET_EXCEEDED",
@@ -119,6 +122,7 @@ __all__ = [
     "IssuedToken",
     "ListPosition",
     "LoggingEventSink",
+    "MatchKind",
     "Memory",
     "MemoryBank",
     "MemoryBankError",

@@ -15,7 +15,16 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from memorybank_core import limits
-from memorybank_core.entities import ApiToken, Control, Memory, PanelCredential, Quota, SubjectKind, Usage
+from memorybank_core.entities import (
+    ApiToken,
+    Control,
+    MatchKind,
+    Memory,
+    PanelCredential,
+    Quota,
+    SubjectKind,
+    Usage,
+)
 from memorybank_core.errors import ScreenBudgetExceededError
 from memorybank_core.rate_windows import RateLimit, WindowState
 
@@ -57,6 +66,11 @@ class SearchHit:
 
     memory_id: str
     score: float
+    match: MatchKind = "words"
+    """Why it matched (`SearchResult.match`); a lexical engine's hits all share words with the query."""
+    coverage: float | None = None
+    """The share of the query's weight (its terms' idf, the owner's own) the memory's words hold, 0 to 1;
+    None when the engine does not say. Hybrid search weighs a word match by it."""
 
 
 class SearchHits(list[SearchHit]):

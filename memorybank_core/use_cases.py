@@ -198,7 +198,11 @@ class MemoryBank:
             hits = self._search.search(user_id=owner, query=text, limit=count)
             found = self._store.get_many(user_id=owner, memory_ids=[hit.memory_id for hit in hits])
         # A memory deleted between ranking and loading is simply left out.
-        results = [SearchResult(memory=found[hit.memory_id], score=hit.score) for hit in hits if hit.memory_id in found]
+        results = [
+            SearchResult(memory=found[hit.memory_id], score=hit.score, match=hit.match)
+            for hit in hits
+            if hit.memory_id in found
+        ]
         fields: dict[str, str | int | float] = {"query_length": len(text), "limit": count, "result_count": len(results)}
         if isinstance(hits, SearchHits):
             fields["candidate_count"] = hits.candidate_count

@@ -18,6 +18,7 @@ from benchmarks import (
     controls,
     corpus,
     hybrid,
+    precision,
     purge_impact,
     rate_limit_flood,
     recall,
@@ -112,7 +113,7 @@ def test_the_recall_benchmark_scores_every_engine_on_a_toy_conversation(
 ) -> None:
     path = _toy_locomo(tmp_path)
     try:
-        recall.main(["--data", str(path)])
+        recall.main(["--engines", "--data", str(path)])
     finally:
         drop_database("recall")
     out = capsys.readouterr().out
@@ -198,13 +199,48 @@ def test_every_paraphrase_question_shares_no_analyzed_term_with_its_memory() -> 
         assert not shared, (item, shared)
 
 
+def test_the_precision_benchmark_prints_recall_beside_precision_for_both_engines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recall.main(["--data", str(_toy_locomo(tmp_path))])
+    out = capsys.readouterr().out
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line.strip(" |").split(" | ") for line in out.splitlines() if ": " in line
+    }
+    for half in ("tuning", "held-out"):
+        for engine in ("hybrid", "lexical"):
+            assert f"notes, {half}: {engine}" in rows
+    # The notes bank: 130 answerable and 50 unanswerable questions, cut in two halves.
+    assert rows["notes, tuning: hybrid"][1:2] == ["65"]
+    assert rows["notes, tuning: hybrid"][6:7] == ["25"]
+    # Lexical search finds none of the questions that share no word with their memory; hybrid finds most.
+    assert rows["notes, tuning: lexical"][4] == "0.000"
+    assert float(rows["notes, tuning: hybrid"][4]) > 0.5
+    # The toy conversation: its answerable question, asked of its own bank.
+    assert rows["LoCoMo, tuning: lexical"][1:4] == ["2", "1.000", "1.000"]
+
+
+def test_the_precision_sets_are_labelled_as_they_say(tmp_path: Path) -> None:
+    # Every answer is a memory of the bank, unanswerable questions name none, no question is asked twice.
+    bank = precision.notes_bank()
+    assert len(bank.memories) == len(set(bank.memories)) == 100
+    texts = [question.text for question in bank.questions]
+    assert len(texts) == len(set(texts))
+    answerable = [question for question in bank.questions if question.relevant]
+    assert len(answerable) == 130
+    assert sum(question.paraphrase for question in answerable) >= 95
+    unanswerable = [question for question in bank.questions if not question.relevant]
+    assert (len(unanswerable), sum(question.near_miss for question in unanswerable)) == (66, 16)
+    assert {question.half for question in bank.questions} == {0, 1}
+
+
 def test_the_hybrid_recall_benchmark_compares_both_servers_on_a_toy_conversation(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     recall.main(["--hybrid", "--data", str(_toy_locomo(tmp_path))])
     out = capsys.readouterr().out
     assert "| hybrid (serve --search hybrid) |" in out
-    assert "| lexical (serve) | 1.000 | 1.000 | 1.000 |" in out
+    assert "| lexical (serve --search lexical) | 1.000 | 1.000 | 1.000 |" in out
     assert "recall@10 hybrid - lexical: " in out
     assert "paraphrase set (60 questions" in out
 

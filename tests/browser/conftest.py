@@ -32,8 +32,9 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.wait import WebDriverWait
 
 from memorybank import bootstrap, composition
-from memorybank.settings import Settings
+from memorybank.settings import SearchChoice, Settings
 from memorybank_core import (
+    Embedder,
     ListPosition,
     Memory,
     MemoryBank,
@@ -232,9 +233,15 @@ class World:
 
 
 @contextmanager
-def running_world(database: Path, *, port: int | None = None, **app_options: Any) -> Iterator[World]:
-    """The panel's server over an SQLite file: the real composition root, given `app_options` (`build_app`'s)."""
-    runtime = bootstrap.build(Settings.for_database(f"sqlite:///{database}"))
+def running_world(
+    database: Path, *, port: int | None = None, embedder: Embedder | None = None, **app_options: Any
+) -> Iterator[World]:
+    """The panel's server over an SQLite file: the real composition root, given `app_options` (`build_app`'s);
+    with an `embedder`, hybrid search."""
+    settings = Settings.for_database(f"sqlite:///{database}")
+    if embedder is not None:
+        settings = attrs.evolve(settings, search=SearchChoice(mode="hybrid"))
+    runtime = bootstrap.build(settings, embedder=embedder)
     storage = runtime.storage
     # The bank over a store that can be made to fail, so it is assembled here; the rest is the runtime's.
     store = FaultyStore(storage.store)

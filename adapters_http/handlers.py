@@ -16,13 +16,7 @@ from collections.abc import Iterator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from adapters_http.inputs import (
-    MAX_BODY_BYTES,
-    ReceivedBody,
-    UndecodedJsonBody,
-    integer_or_text,
-    query_value,
-)
+from adapters_http.inputs import ReceivedBody, query_value
 from adapters_http.serialization import (
     JsonResponse,
     deleted_batch_json,
@@ -41,26 +35,25 @@ EXPORT_MEDIA_TYPE = "application/jsonl"
 class MemoryHandlers:
     """Request handlers over one MemoryBank; each takes the request, the resolved principal and the received body."""
 
-    def __init__(self, bank: MemoryBank, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, bank: MemoryBank) -> None:
         self._bank = bank
-        self._max_body_bytes = max_body_bytes
 
     def save(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
         """`POST /v1/memory` -> 201 `{"memory": {...}}`."""
         assert body is not None  # noqa: S101 - the route takes a body, so `endpoint` received one
         # Decoded by the core after its gate: a switched-off caller learns nothing from the body's validation.
-        memory = self._bank.save(principal, UndecodedJsonBody(body, self._max_body_bytes))
+        memory = self._bank.save(principal, body.as_body())
         return JsonResponse({"memory": memory_json(memory)}, status_code=201)
 
     def search(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory/search?q=&limit=` -> 200 `{"results": [...]}`, empty when nothing matches."""
         query = query_value(request, "q")
-        limit = integer_or_text(query_value(request, "limit"))
+        limit = query_value(request, "limit")
         return JsonResponse(search_results_json(self._bank.search(principal, query=query, limit=limit)))
 
     def list(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory?limit=&cursor=` -> 200 `{"memories": [...], "next_cursor": ...}`."""
-        limit = integer_or_text(query_value(request, "limit"))
+        limit = query_value(request, "limit")
         cursor = query_value(request, "cursor")
         return JsonResponse(memory_page_json(self._bank.list(principal, limit=limit, cursor=cursor)))
 
@@ -91,5 +84,5 @@ class MemoryHandlers:
         """`POST /v1/memory/delete-all` -> 200 `{"deleted", "remaining"}`: one bounded batch; call until 0 remain."""
         assert body is not None  # noqa: S101 - the route takes a body, so `endpoint` received one
         # Decoded by the core after its gate: a switched-off account learns nothing from the body's errors.
-        batch = self._bank.delete_batch(principal, body=UndecodedJsonBody(body, self._max_body_bytes))
+        batch = self._bank.delete_batch(principal, body.as_body())
         return JsonResponse(deleted_batch_json(batch))

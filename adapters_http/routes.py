@@ -22,7 +22,8 @@ from memorybank_core import limits
 from memorybank_core.entities import Origin
 from memorybank_core.ports import Principal
 from memorybank_core.rate_limits import Operation
-from memorybank_core.use_cases import DELETE_ALL_CONFIRMATION, READ_SCOPE, WRITE_SCOPE
+from memorybank_core.requests import DELETE_ALL_CONFIRMATION
+from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE
 
 MEMORY_TAG = "Memory"
 """The tag every memory route an agent may call carries; capability catalogs include routes by tag."""

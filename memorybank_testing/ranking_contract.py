@@ -16,6 +16,7 @@ import uuid_utils
 from typeid import TypeID
 
 from memorybank_core import MemoryBank, SearchResult
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX
 from memorybank_testing.backends import BackendFactory
 from memorybank_testing.principals import User, start_clock
@@ -84,7 +85,7 @@ def bank_of(factory: BackendFactory) -> MemoryBank:
 def fill(bank: MemoryBank, user: User) -> None:
     for content, tags, snippets in CORPUS:
         request = {"content": content, "tags": list(tags), "contexts": [{"snippet": s} for s in snippets]}
-        bank.save(user, request)
+        bank.save(user, JsonValue(request))
 
 
 def ranking(results: list[SearchResult]) -> list[tuple[str, float]]:

@@ -23,6 +23,7 @@ from memorybank_core import (
     SecretScreen,
     events,
 )
+from memorybank_core.bodies import JsonValue
 from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.conftest import User, start_clock
 from tests.secrets.table import Case, harmless, secrets
@@ -117,7 +118,7 @@ def test_a_save_with_a_credential_in_content_tags_or_snippets_is_refused_and_wri
     body = {"content": aws.text, "tags": ["ops", github.secret], "contexts": [{"snippet": dsn.text}]}
 
     with pytest.raises(SecretDetectedError) as raised:
-        bank.save(alice, body)
+        bank.save(alice, JsonValue(body))
 
     error = raised.value
     assert isinstance(error, InvalidInputError)
@@ -143,7 +144,7 @@ def test_the_range_points_at_the_credential_in_the_trimmed_field() -> None:
     case = secrets()[0]
 
     with pytest.raises(SecretDetectedError) as raised:
-        bank.save(User(), {"content": f"   {case.text}  "})
+        bank.save(User(), JsonValue({"content": f"   {case.text}  "}))
 
     (problem,) = raised.value.secrets
     assert case.text[problem.start : problem.end] == case.secret
@@ -154,7 +155,7 @@ def test_without_a_screen_the_bank_saves_what_it_is_given() -> None:
     bank, store = _bank(None, RecordingEventSink())
     alice = User()
 
-    bank.save(alice, {"content": secrets()[0].text})
+    bank.save(alice, JsonValue({"content": secrets()[0].text}))
 
     assert len(store.list(user_id=alice.user_id, limit=10, after=None)) == 1
 
@@ -163,7 +164,7 @@ def test_bounds_are_checked_before_the_screen() -> None:
     bank, _ = _bank(SCREEN, RecordingEventSink())
 
     with pytest.raises(InvalidInputError) as raised:
-        bank.save(User(), {"content": " ", "tags": [secrets()[0].secret]})
+        bank.save(User(), JsonValue({"content": " ", "tags": [secrets()[0].secret]}))
 
     assert not isinstance(raised.value, SecretDetectedError)
 

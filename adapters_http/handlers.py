@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from adapters_http.inputs import ReceivedBody, query_value
+from adapters_http.inputs import query_value
 from adapters_http.serialization import (
     JsonResponse,
     deleted_batch_json,
@@ -24,6 +24,7 @@ from adapters_http.serialization import (
     search_results_json,
     usage_json,
 )
+from memorybank_core.bodies import Body
 from memorybank_core.ports import Principal
 from memorybank_core.use_cases import MemoryBank
 from memorybank_core.wire import export_line, memory_json
@@ -38,35 +39,35 @@ class MemoryHandlers:
     def __init__(self, bank: MemoryBank) -> None:
         self._bank = bank
 
-    def save(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+    def save(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`POST /v1/memory` -> 201 `{"memory": {...}}`."""
         assert body is not None  # noqa: S101 - the route takes a body, so `endpoint` received one
-        # Decoded by the core after its gate: a switched-off caller learns nothing from the body's validation.
-        memory = self._bank.save(principal, body.as_body())
+        # Read by the core after its gate: a switched-off caller learns nothing from the body's validation.
+        memory = self._bank.save(principal, body)
         return JsonResponse({"memory": memory_json(memory)}, status_code=201)
 
-    def search(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+    def search(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory/search?q=&limit=` -> 200 `{"results": [...]}`, empty when nothing matches."""
         query = query_value(request, "q")
         limit = query_value(request, "limit")
         return JsonResponse(search_results_json(self._bank.search(principal, query=query, limit=limit)))
 
-    def list(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+    def list(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory?limit=&cursor=` -> 200 `{"memories": [...], "next_cursor": ...}`."""
         limit = query_value(request, "limit")
         cursor = query_value(request, "cursor")
         return JsonResponse(memory_page_json(self._bank.list(principal, limit=limit, cursor=cursor)))
 
-    def delete(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+    def delete(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`DELETE /v1/memory/{id}` -> 204; 404 for any id the caller does not own, well-formed or not."""
         self._bank.delete(principal, memory_id=str(request.path_params["id"]))
         return Response(status_code=204)
 
-    def usage(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+    def usage(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory/usage` -> 200 `{"memories", "characters", "quota"}`: the caller's own numbers."""
         return JsonResponse(usage_json(self._bank.usage(principal)))
 
-    def export(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+    def export(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory/export` -> 200 JSON Lines, streamed a page at a time (`memorybank export`'s format)."""
         memories = self._bank.export(principal)  # the checks run now; the pages are read as the body streams
 
@@ -80,9 +81,9 @@ class MemoryHandlers:
             headers={"Content-Disposition": 'attachment; filename="memories.jsonl"', "Cache-Control": "no-store"},
         )
 
-    def delete_all(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+    def delete_all(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`POST /v1/memory/delete-all` -> 200 `{"deleted", "remaining"}`: one bounded batch; call until 0 remain."""
         assert body is not None  # noqa: S101 - the route takes a body, so `endpoint` received one
-        # Decoded by the core after its gate: a switched-off account learns nothing from the body's errors.
-        batch = self._bank.delete_batch(principal, body.as_body())
+        # Read by the core after its gate: a switched-off account learns nothing from the body's errors.
+        batch = self._bank.delete_batch(principal, body)
         return JsonResponse(deleted_batch_json(batch))

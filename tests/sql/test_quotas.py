@@ -91,7 +91,7 @@ def test_concurrent_saves_at_quota_minus_one_store_exactly_the_quota(storage: Sq
 def test_concurrent_first_saves_build_one_ledger_row(storage: SqlStorage) -> None:
     alice = User()
     bank = _bank(storage)
-    threads = [threading.Thread(target=bank.save, args=(alice, {"content": f"first {n}"})) for n in range(8)]
+    threads = [threading.Thread(target=bank.save, args=(alice, JsonValue({"content": f"first {n}"}))) for n in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:

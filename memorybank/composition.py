@@ -37,6 +37,7 @@ from memorybank_core import (
     RateLimitPolicy,
     RateLimits,
     Sealer,
+    StoragePorts,
     TokenService,
     UnavailableError,
 )
@@ -180,7 +181,7 @@ def build_rate_limits(choice: RateLimitChoice) -> RateLimits:
 
 
 def build_services(
-    storage: SqlStorage,
+    storage: StoragePorts,
     *,
     clock: Clock | None = None,
     events: EventSink | None = None,
@@ -188,7 +189,8 @@ def build_services(
     rate_limits: RateLimits | None = None,
     secret_screen: str = secret_settings.REFUSE,
 ) -> Services:
-    """The bank, the token service, the panel's sessions and the operator's controls over `storage`.
+    """The bank, the token service, the panel's sessions and the operator's controls over `storage`'s ports
+    (`SqlStorage`, or a host's own `StoragePorts`).
 
     `default_quota` is the deployment's quota where no operator set one (default: `Quota()`);
     `rate_limits` apply on the memory routes. `secret_screen` is `refuse` (every save is screened for

@@ -11,6 +11,9 @@ Every line also goes through the save path's secret screen (`memorybank_core.sec
 same judgement as a save): a line holding a credential is reported by number, memory id, owner and
 kind (never the secret) and, as the operator chose, skipped (`skip`) or the whole import refused
 before anything is written (`refuse`).
+
+It depends on the core's ports only (`MemoryStore` to export, `BulkMemoryWriter` to import), so a host's
+own store runs it as memorybank's SQL storage does (docs/portability.md shows one in memory).
 """
 
 from __future__ import annotations
@@ -18,23 +21,20 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import stat
 import sys
-from abc import abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 import attrs
-from tqdm import tqdm
 
-from adapters_mysql import ReindexReport, SqlStorage
-from adapters_mysql.engines import PRIVATE_FILE_MODE
-from memorybank.secret_settings import REFUSE_FILE, SKIP_LINE
 from memorybank_core import (
+    BulkMemoryWriter,
     InvalidInputError,
     ListPosition,
     Memory,
@@ -50,18 +50,14 @@ from memorybank_core.wire import export_line
 #: Memories written per transaction.
 DEFAULT_BATCH_SIZE = 1000
 
+#: What `memorybank import --on-secret` does with a line holding a credential: leave it out and import the rest,
+#: or import nothing at all.
+SKIP_LINE = "skip"
+REFUSE_FILE = "refuse"
+ON_SECRET_CHOICES = (SKIP_LINE, REFUSE_FILE)
 
-class BulkMemoryWriter(Protocol):
-    """A store that writes many memories (of any owners) in one all-or-nothing transaction."""
-
-    @abstractmethod
-    def add_many(self, memories: Sequence[Memory]) -> None:
-        """Store `memories` with their contexts, all or none.
-
-        Raises:
-            InvalidInputError: ("id") one of the ids is already stored; nothing was written.
-            UnavailableError: storage cannot be reached; nothing was written.
-        """
+#: An export holds a person's memories in clear: readable and writable by its owner only (0600).
+PRIVATE_FILE_MODE = stat.S_IRUSR | stat.S_IWUSR
 
 
 @attrs.frozen
@@ -386,6 +382,8 @@ def import_file(
         OSError: the file cannot be read.
         UnavailableError: storage cannot be reached; earlier batches stay written.
     """
+    from tqdm import tqdm  # the `sql` extra's: a host importing lines itself needs only the core
+
     if screen is not None and on_secret == REFUSE_FILE:
         with path.open("rb") as raw:
             found = find_secret_lines((line.decode("utf-8", errors="surrogateescape") for line in raw), screen)
@@ -411,16 +409,3 @@ def import_file(
             consumed = 0
 
         return import_lines(decoded(), store, batch_size=batch_size, progress=advance, screen=screen)
-
-
-def reindex_with_progress(
-    storage: SqlStorage, *, everything: bool = False, show_progress: bool = True
-) -> ReindexReport:
-    """`SqlStorage.reindex` with a progress bar on stderr: re-index, `encrypt` and `keys rotate` alike.
-
-    Raises:
-        UnavailableError: storage cannot be reached; committed batches stay done.
-    """
-    total = storage.count_to_reindex(everything=everything)
-    with tqdm(total=total, unit="memory", disable=not show_progress, file=sys.stderr) as bar:
-        return storage.reindex(everything=everything, progress=bar.update)

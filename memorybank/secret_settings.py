@@ -7,6 +7,8 @@ panel, `memorybank mcp`, `memorybank import`) with `adapters_secrets.DetectSecre
 
 from __future__ import annotations
 
+# `import --on-secret`'s choices are the import's own (memorybank.portability); the options read them here.
+from memorybank.portability import ON_SECRET_CHOICES, REFUSE_FILE, SKIP_LINE
 from memorybank.settings import OFF, REFUSE, SECRET_SCREEN_CHOICES, SECRET_SCREEN_ENV
 from memorybank_core import SecretScreen
 
@@ -22,12 +24,6 @@ __all__ = [
     "build_secret_screen",
     "describe",
 ]
-
-#: What `memorybank import --on-secret` does with a line holding a credential: leave it out and import the rest,
-#: or import nothing at all.
-SKIP_LINE = "skip"
-REFUSE_FILE = "refuse"
-ON_SECRET_CHOICES = (SKIP_LINE, REFUSE_FILE)
 
 
 def build_secret_screen(mode: str) -> SecretScreen | None:

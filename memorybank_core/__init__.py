@@ -56,11 +56,13 @@ from memorybank_core.events import LoggingEventSink, RecordingEventSink
 from memorybank_core.inmemory import InMemoryControlStore, InMemoryPanelSessionStore, InMemoryStore, InMemoryTokenStore
 from memorybank_core.panel_sessions import IssuedLink, PanelSessions, StartedSession
 from memorybank_core.ports import (
+    BulkMemoryWriter,
     Clock,
     ControlStore,
     EventSink,
     IdentityProviderSignIn,
     ListPosition,
+    MemoryOwners,
     MemoryStore,
     NoUnitOfWork,
     PanelSessionStore,
@@ -72,6 +74,7 @@ from memorybank_core.ports import (
     SecretFinding,
     SecretScreen,
     SignInRedirect,
+    StoragePorts,
     TokenStore,
     UnitOfWork,
 )
@@ -94,6 +97,7 @@ __all__ = [
     "Body",
     "BodyTooLargeError",
     "BrokenSealError",
+    "BulkMemoryWriter",
     "Citation",
     "Clock",
     "ContextInput",
@@ -126,6 +130,7 @@ __all__ = [
     "MemoryContext",
     "MemoryControls",
     "MemoryDisabledError",
+    "MemoryOwners",
     "MemoryPage",
     "MemoryStore",
     "NoUnitOfWork",
@@ -166,6 +171,7 @@ __all__ = [
     "SignInRedirect",
     "Source",
     "StartedSession",
+    "StoragePorts",
     "SubjectKind",
     "SystemClock",
     "TokenPrincipal",

@@ -1,6 +1,7 @@
-"""The in-memory reference adapters: memory store, token store and panel sessions in plain dicts.
+"""The in-memory reference adapters: memory store, controls, tokens and panel sessions in plain dicts.
 
-The matching search engine is `memorybank_search.InMemorySearch`.
+The matching search engine is `memorybank_search.InMemorySearch`, its vectors
+`memorybank_search.InMemoryVectors`; the purge's store is `memorybank_core.inmemory_purge`'s.
 
 Used by tests, as the model in stateful tests, and by hosts that want a bank
 without a database. Thread-safe: the HTTP facade calls it from a thread pool.
@@ -27,10 +28,19 @@ from memorybank_core.entities import (
     Usage,
     charged_characters,
 )
-from memorybank_core.ports import ControlStore, ListPosition, MemoryStore, PanelSessionStore, TokenStore
+from memorybank_core.errors import InvalidInputError
+from memorybank_core.ports import (
+    BulkMemoryWriter,
+    ControlStore,
+    ListPosition,
+    MemoryOwners,
+    MemoryStore,
+    PanelSessionStore,
+    TokenStore,
+)
 
 
-class InMemoryStore(MemoryStore):
+class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners):
     """Memories in a dict per owner."""
 
     def __init__(self) -> None:
@@ -74,6 +84,43 @@ class InMemoryStore(MemoryStore):
         """A snapshot of the owner's personal memories by id."""
         with self._lock:
             return {k: m for k, m in self._by_owner.get(user_id, {}).items() if m.scope is Scope.USER}
+
+    def add_many(self, memories: Sequence[Memory]) -> None:
+        with self._lock:
+            taken = {m.id for owned in self._by_owner.values() for m in owned.values()}
+            taken |= {c.id for owned in self._by_owner.values() for m in owned.values() for c in m.contexts}
+            new = [m.id for m in memories] + [c.id for m in memories for c in m.contexts]
+            if len(set(new)) < len(new) or taken.intersection(new):
+                raise InvalidInputError("id", "is already stored")
+            for memory in memories:
+                self._by_owner.setdefault(memory.user_id, {})[memory.id] = memory
+
+    def memory_owners(self) -> Sequence[str]:
+        with self._lock:
+            return sorted(user_id for user_id, owned in self._by_owner.items() if owned)
+
+    def take_oldest(self, *, user_id: str, org_id: str | None, limit: int) -> Sequence[Memory]:
+        """Remove and return up to `limit` of the owner's personal memories (under `org_id` if given), oldest first.
+
+        For `InMemoryPurgeStore`, which holds the lock order purge -> store.
+        """
+        with self._lock:
+            owned = self._by_owner.get(user_id, {})
+            chosen = sorted(
+                (m for m in owned.values() if m.scope is Scope.USER and org_id in (None, m.org_id)), key=_position
+            )[:limit]
+            for memory in chosen:
+                del owned[memory.id]
+            return chosen
+
+    def owners_in(self, org_id: str) -> Sequence[str]:
+        """The users with personal memories saved under `org_id`, in ascending order."""
+        with self._lock:
+            return sorted(
+                user_id
+                for user_id, owned in self._by_owner.items()
+                if any(m.org_id == org_id and m.scope is Scope.USER for m in owned.values())
+            )
 
 
 def _position(memory: Memory) -> tuple[datetime, str]:
@@ -167,6 +214,16 @@ class InMemoryTokenStore(TokenStore):
         with self._lock:
             return self._revocations
 
+    def revoke_where(self, chosen: Callable[[ApiToken], bool], *, at: datetime) -> int:
+        """Revoke every live token `chosen` picks, counting one revocation if any was; how many were revoked."""
+        with self._lock:
+            live = [t for t in self._tokens.values() if t.revoked_at is None and chosen(t)]
+            for token in live:
+                self._tokens[token.id] = attrs.evolve(token, revoked_at=at)
+            if live:
+                self._revocations += 1
+            return len(live)
+
 
 class InMemoryPanelSessionStore(PanelSessionStore):
     """Panel sign-in links and sessions in a dict."""
@@ -198,6 +255,16 @@ class InMemoryPanelSessionStore(PanelSessionStore):
     def end_made_from(self, *, credential_id: str, at: datetime) -> int:
         with self._lock:
             return self._end_where(lambda c: c.made_from == credential_id, at)
+
+    def count_where(self, chosen: Callable[[PanelCredential], bool]) -> int:
+        """How many links and sessions `chosen` picks."""
+        with self._lock:
+            return sum(1 for c in self._credentials.values() if chosen(c))
+
+    def end_where(self, chosen: Callable[[PanelCredential], bool], *, at: datetime) -> int:
+        """End every live link and session `chosen` picks; how many were ended."""
+        with self._lock:
+            return self._end_where(chosen, at)
 
     def _end_where(self, chosen: Callable[[PanelCredential], bool], at: datetime) -> int:
         live = [c for c in self._credentials.values() if chosen(c) and c.is_live(at)]

@@ -102,6 +102,33 @@ class MemoryStore(Protocol):
         """How many memories, and characters of them (`entities.charged_characters`), the owner stores."""
 
 
+class BulkMemoryWriter(Protocol):
+    """A store that writes many memories, of any owners, in one all-or-nothing step (`memorybank import`)."""
+
+    @abstractmethod
+    def add_many(self, memories: Sequence[Memory]) -> None:
+        """Store `memories` with their contexts, all or none; each keeps the id, owner and times it carries.
+
+        Each owner's usage grows by what was added, with no quota: an import is the operator's act.
+
+        Raises:
+            InvalidInputError: ("id") a memory or context id is already stored; nothing was written.
+            UnavailableError: storage cannot be reached; nothing was written.
+        """
+
+
+class MemoryOwners(Protocol):
+    """Who stores memories: the one read across owners, ids only, for operator walks (`memorybank secrets scan`)."""
+
+    @abstractmethod
+    def memory_owners(self) -> Sequence[str]:
+        """Every user id that owns at least one memory, in ascending order.
+
+        Raises:
+            UnavailableError: storage cannot be reached.
+        """
+
+
 class SearchEngine(Protocol):
     """Owner-scoped relevance search over a user's memories."""
 
@@ -211,11 +238,55 @@ class ControlStore(Protocol):
 
 
 class UnitOfWork(Protocol):
-    """One storage session for a whole use case: one connection, however many store calls it makes."""
+    """One storage session for a whole use case: one connection, however many store calls it makes.
+
+    It is not a transaction around the block: each store call in it is atomic on its own and
+    committed when it returns, so later calls (and other sessions) see it, a call that fails writes
+    nothing, and a block that raises after a write keeps that write (a "delete all" step cut short
+    leaves whole memories deleted or kept). `memorybank_testing.UnitOfWorkContract` checks this.
+    """
 
     @abstractmethod
     def __call__(self) -> AbstractContextManager[None]:
-        """A block whose storage calls share one session; a block inside another shares the outer one."""
+        """A block whose storage calls share one session; a block inside another shares the outer one.
+
+        Each thread (each request) has its own: blocks in two threads never share a session.
+        """
+
+
+class StoragePorts(Protocol):
+    """The storage ports the bank's services are built over (`memorybank.composition.build_services`, and
+    so the admin commands): `adapters_mysql.SqlStorage`, or a host's own bundle."""
+
+    @property
+    @abstractmethod
+    def store(self) -> MemoryStore:
+        """The memories."""
+
+    @property
+    @abstractmethod
+    def search_engine(self) -> SearchEngine:
+        """Search over `store`'s memories."""
+
+    @property
+    @abstractmethod
+    def controls(self) -> ControlStore:
+        """The operators' gate switches and quotas."""
+
+    @property
+    @abstractmethod
+    def token_store(self) -> TokenStore:
+        """The API tokens."""
+
+    @property
+    @abstractmethod
+    def panel_sessions(self) -> PanelSessionStore:
+        """The panel's sign-in links and sessions."""
+
+    @property
+    @abstractmethod
+    def unit_of_work(self) -> UnitOfWork:
+        """One session per use case over all of the above."""
 
 
 class NoUnitOfWork(UnitOfWork):

@@ -1,27 +1,67 @@
-"""What the contract suite runs against: a store, its search engine and the operators' controls.
+"""What the contract suite runs against: a store, its search engine, and the other storage ports beside them.
 
-A host implements `BackendFactory` for its own `MemoryStore` and `SearchEngine`; the suite asks it
-for a fresh, empty backend before each test.
+A host implements `BackendFactory` for its own `MemoryStore` and `SearchEngine` (and whichever other
+ports it brings); the suite asks it for a fresh, empty backend before each test.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import attrs
 
-from memorybank_core import ControlStore, Embedder, InMemoryControlStore, InMemoryStore, MemoryStore, SearchEngine
+from memorybank_core import (
+    BulkMemoryWriter,
+    ControlStore,
+    Embedder,
+    InMemoryControlStore,
+    InMemoryPanelSessionStore,
+    InMemoryStore,
+    InMemoryTokenStore,
+    MemoryOwners,
+    MemoryStore,
+    NoUnitOfWork,
+    PanelSessionStore,
+    SearchEngine,
+    TokenStore,
+    UnitOfWork,
+    VectorStore,
+)
+from memorybank_core.inmemory_purge import InMemoryPurgeStore
+from memorybank_core.offboarding import PurgeStore
 from memorybank_search import InMemorySearch, InMemoryVectors, OwnerIndexer
+
+_Port = TypeVar("_Port")
 
 
 @attrs.frozen
 class Backend:
-    """A store, the search engine that reads it, and the operators' controls beside them."""
+    """The storage ports of one fresh, empty storage: they share it (a purge removes what the store saved).
+
+    `store` and `search_engine` are what every host brings; each other port is None when the host brings
+    none, and a contract of that port then refuses to run (`require`) rather than pass on nothing.
+    """
 
     store: MemoryStore
     search_engine: SearchEngine
     controls: ControlStore = attrs.field(factory=InMemoryControlStore)
+    unit_of_work: UnitOfWork = attrs.field(factory=NoUnitOfWork)
+    token_store: TokenStore | None = None
+    panel_sessions: PanelSessionStore | None = None
+    purge_store: PurgeStore | None = None
+    bulk_writer: BulkMemoryWriter | None = None
+    """What `memorybank import` writes with: the store itself, usually."""
+    memory_owners: MemoryOwners | None = None
+    vectors: VectorStore | None = None
+    """The vectors hybrid search reads, written by `store` with `embedder`'s model."""
+    embedder: Embedder | None = None
+
+    def require(self, port: _Port | None, name: str) -> _Port:
+        """`port`, or a clear failure naming it: a contract of a port the backend does not bring cannot pass."""
+        if port is None:
+            raise LookupError(f"this backend brings no {name}: give it to Backend({name}=...) or drop its contract")
+        return port
 
 
 class BackendFactory(Protocol):
@@ -49,15 +89,24 @@ class InMemoryFactory(BackendFactory):
         self.embedder = embedder
 
     def fresh(self) -> Backend:
-        store = InMemoryStore()
+        store, tokens, sessions = InMemoryStore(), InMemoryTokenStore(), InMemoryPanelSessionStore()
         lexical = InMemorySearch(store, OwnerIndexer())
+        backend = Backend(
+            store=store,
+            search_engine=lexical,
+            token_store=tokens,
+            panel_sessions=sessions,
+            purge_store=InMemoryPurgeStore(store, tokens, sessions),
+            bulk_writer=store,
+            memory_owners=store,
+        )
         if self.embedder is None:
-            return Backend(store=store, search_engine=lexical)
+            return backend
         from memorybank_search.hybrid import HybridSearch  # the semantic extra (numpy), only here
 
-        return Backend(
-            store=store, search_engine=HybridSearch(lexical, InMemoryVectors(store, self.embedder), self.embedder)
-        )
+        vectors = InMemoryVectors(store, self.embedder)
+        hybrid = HybridSearch(lexical, vectors, self.embedder)
+        return attrs.evolve(backend, search_engine=hybrid, vectors=vectors, embedder=self.embedder)
 
     def reference(self) -> BackendFactory:
         return InMemoryFactory(self.embedder)

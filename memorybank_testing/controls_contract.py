@@ -7,6 +7,8 @@ are the backend's `ControlStore` (the in-memory one unless the factory gives its
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from memorybank_core import (
@@ -27,6 +29,9 @@ from memorybank_core.bodies import JsonValue
 from memorybank_testing.backends import Backend
 from memorybank_testing.principals import User
 
+#: Saves racing for the last place under a quota: one must win, every other is refused.
+RACING_SAVES = 6
+
 
 class ControlsContract:
     """Quotas and the memory gate, driven as a principal (`MemoryBank`) and as an operator (`MemoryControls`)."""
@@ -45,6 +50,34 @@ class ControlsContract:
         assert refused.value.used["memories"] == 2
         assert [m.id for m in bank.list(alice).memories] == kept[::-1]
         assert bank.search(alice, query="many") == []
+
+    def test_concurrent_saves_at_the_quota_boundary_store_exactly_one(
+        self, bank: MemoryBank, controls: MemoryControls, alice: User
+    ) -> None:
+        # The MemoryStore.add promise: the quota check and the write are one step, race-safe across saves.
+        controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=3)
+        for n in range(2):
+            bank.save(alice, JsonValue({"content": f"before the race {n}"}))
+        start = threading.Barrier(RACING_SAVES)
+        outcomes: list[str] = []
+
+        def save(n: int) -> None:
+            start.wait(timeout=30)
+            try:
+                bank.save(alice, JsonValue({"content": f"racing save {n}"}))
+                outcomes.append("saved")
+            except QuotaExceededError:
+                outcomes.append("refused")
+
+        threads = [threading.Thread(target=save, args=(n,)) for n in range(RACING_SAVES)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+
+        assert sorted(outcomes) == ["refused"] * (RACING_SAVES - 1) + ["saved"]
+        assert len(bank.list(alice).memories) == 3
+        assert controls.effective(user_id=alice.user_id).usage.memories == 3
 
     def test_characters_count_content_tags_and_snippets_in_plaintext(
         self, bank: MemoryBank, controls: MemoryControls, alice: User

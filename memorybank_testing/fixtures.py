@@ -40,7 +40,9 @@ def bank(backend: Backend, events: RecordingEventSink, secret_screen: SecretScre
 @pytest.fixture
 def controls(backend: Backend, events: RecordingEventSink) -> MemoryControls:
     """The operator's controls over the same backend as `bank`."""
-    return MemoryControls(controls=backend.controls, store=backend.store, events=events)
+    return MemoryControls(
+        controls=backend.controls, store=backend.store, events=events, unit_of_work=backend.unit_of_work
+    )
 
 
 @pytest.fixture

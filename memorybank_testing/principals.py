@@ -28,13 +28,14 @@ def start_clock() -> FixedClock:
 def bank_over(
     backend: Backend, events: EventSink | None = None, *, secret_screen: SecretScreen | None = None
 ) -> MemoryBank:
-    """The bank as the server wires it: over `backend`'s store, search engine and operator controls,
-    with the save path's `secret_screen` when given (so the suite shows ordinary memories pass it)."""
+    """The bank as the server wires it: over `backend`'s store, search engine, unit of work and operator
+    controls, with the save path's `secret_screen` when given (so the suite shows ordinary memories pass it)."""
     return MemoryBank(
         store=backend.store,
         search_engine=backend.search_engine,
         clock=start_clock(),
         events=events,
+        unit_of_work=backend.unit_of_work,
         controls=backend.controls,
         secret_screen=secret_screen,
     )

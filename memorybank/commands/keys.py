@@ -17,7 +17,7 @@ from memorybank.commands.base import (
     memories,
     runtime,
 )
-from memorybank.commands.reindex import fail_on_broken
+from memorybank.commands.reindex import fail_on_broken, reindex_with_progress
 from memorybank.settings import (
     KEY_FILE_ENV,
     PRIVATE_DIRECTORY_MODE,
@@ -104,12 +104,10 @@ def run_rotate(_args: argparse.Namespace, settings: Settings, out: TextIO) -> No
 
 
 def _reseal(settings: Settings, out: TextIO, *, verb: str) -> None:
-    from memorybank import portability
-
     with runtime(settings) as opened:
         storage = opened.storage
         registered = set(storage.sealing_status().registered)
-        report = portability.reindex_with_progress(storage, show_progress=sys.stderr.isatty())
+        report = reindex_with_progress(storage, show_progress=sys.stderr.isatty())
         status = storage.sealing_status(vectors=True)
         mode = status.describe(storage.codec.state)
     print(f"{PROGRAM}: {verb} {memories(report.rewritten)}", file=out)

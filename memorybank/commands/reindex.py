@@ -22,7 +22,7 @@ from memorybank.commands.base import (
 from memorybank.settings import EMBEDDER_MODEL_ENV, Settings
 
 if TYPE_CHECKING:
-    from adapters_mysql import ReindexReport
+    from adapters_mysql import ReindexReport, SqlStorage
 
 
 def register(commands: Subcommands, shared: Shared) -> None:
@@ -50,17 +50,30 @@ def register(commands: Subcommands, shared: Shared) -> None:
 
 
 def run_reindex(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
-    from memorybank import portability
-
     if args.embeddings:
         _reindex_embeddings(args, settings, out)
         return
     with runtime(settings) as opened:
-        report = portability.reindex_with_progress(
-            opened.storage, everything=args.all, show_progress=sys.stderr.isatty()
-        )
+        report = reindex_with_progress(opened.storage, everything=args.all, show_progress=sys.stderr.isatty())
     print(f"{PROGRAM}: re-indexed {memories(report.rewritten)}", file=out)
     fail_on_broken(report)
+
+
+def reindex_with_progress(
+    storage: SqlStorage, *, everything: bool = False, show_progress: bool = True
+) -> ReindexReport:
+    """`SqlStorage.reindex` with a progress bar on stderr: re-index, `encrypt` and `keys rotate` alike.
+
+    SQL storage's own upkeep (its search documents and seals), not a port: a host's store keeps its own.
+
+    Raises:
+        UnavailableError: storage cannot be reached; committed batches stay done.
+    """
+    from tqdm import tqdm
+
+    total = storage.count_to_reindex(everything=everything)
+    with tqdm(total=total, unit="memory", disable=not show_progress, file=sys.stderr) as bar:
+        return storage.reindex(everything=everything, progress=bar.update)
 
 
 def _reindex_embeddings(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TextIO
 from memorybank import secret_settings
 from memorybank.commands.base import PROGRAM, CommandError, Shared, Subcommands, actions, runtime
 from memorybank.settings import Settings
-from memorybank_core import scan_owner
+from memorybank_core import MemoryOwners, MemoryStore, SecretScreen, scan_owner
 
 if TYPE_CHECKING:  # portability loads SQLAlchemy: only the commands that use it import it
     from memorybank.portability import ImportReport
@@ -61,26 +61,37 @@ def register(commands: Subcommands, shared: Shared) -> None:
 
 
 def run_scan(_args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
-    """`memorybank secrets scan`: every stored credential, one line each, then a summary on stderr."""
+    """`memorybank secrets scan` over the configured database."""
     screen = secret_settings.build_secret_screen(secret_settings.REFUSE)
     assert screen is not None  # noqa: S101 - `refuse` always builds one; narrows the type
+    with runtime(settings) as opened:
+        scan(opened.storage, opened.storage.store, screen, out)
+
+
+def scan(owners: MemoryOwners, store: MemoryStore, screen: SecretScreen, out: TextIO) -> None:
+    """Every stored credential of every owner, one line each on `out`, then a summary on stderr.
+
+    Over the ports only, so a host's own store runs it too.
+
+    Raises:
+        CommandError: some memories hold credentials (exit status 1).
+        UnavailableError: storage cannot be reached.
+    """
     kinds: Counter[str] = Counter()
     memories = 0
-    with runtime(settings) as opened:
-        storage = opened.storage
-        owners = storage.memory_owners()
-        for owner in owners:
-            for memory, problems in scan_owner(storage.store, screen, user_id=owner):
-                memories += 1
-                for problem in problems:
-                    kinds[problem.kind] += 1
-                    where = f"{problem.path}:{problem.start}-{problem.end}"
-                    print(f"{problem.kind}\t{memory.id}\t{owner}\t{where}", file=out)
+    listed = owners.memory_owners()
+    for owner in listed:
+        for memory, problems in scan_owner(store, screen, user_id=owner):
+            memories += 1
+            for problem in problems:
+                kinds[problem.kind] += 1
+                where = f"{problem.path}:{problem.start}-{problem.end}"
+                print(f"{problem.kind}\t{memory.id}\t{owner}\t{where}", file=out)
     if not memories:
-        sys.stderr.write(f"{PROGRAM}: no credentials found in the memories of {len(owners)} owners\n")
+        sys.stderr.write(f"{PROGRAM}: no credentials found in the memories of {len(listed)} owners\n")
         return
     counts = ", ".join(f"{kind} {count}" for kind, count in kinds.most_common())
-    raise CommandError(f"{memories} memories of {len(owners)} owners hold what looks like credentials ({counts})")
+    raise CommandError(f"{memories} memories of {len(listed)} owners hold what looks like credentials ({counts})")
 
 
 def report_import(report: ImportReport, out: TextIO) -> None:

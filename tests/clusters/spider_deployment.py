@@ -14,6 +14,7 @@ from memorybank_search import OwnerIndexer
 from tests.clusters.nodes import DATABASE, SpiderCluster, require_cluster_tools, spider_cluster
 from tests.contract.backends import Backend, BackendFactory
 from tests.served import run_memorybank
+from tests.sql.backends import backend_of
 
 _shared: tuple[ExitStack, SpiderCluster] | None = None
 
@@ -66,9 +67,8 @@ class SpiderFactory(BackendFactory):
 
     def fresh(self) -> Backend:
         empty_every_node(self.cluster)
-        return Backend(
-            store=self.storage.store, search_engine=self.storage.search_engine, controls=self.storage.controls
-        )
+        # A Spider head cannot purge (docs/operations.md): its batches would commit on several nodes.
+        return backend_of(self.storage, purges=False)
 
     def close(self) -> None:
         self.storage.close()

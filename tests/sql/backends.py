@@ -25,6 +25,23 @@ def storage_at(url: str, sealer: Sealer | None = None) -> SqlStorage:
     return open_storage(url, indexer=indexer, sealer=sealer)
 
 
+def backend_of(storage: SqlStorage, *, purges: bool = True) -> Backend:
+    """Every storage port of `storage`, for the contract suite (`purges=False`: a Spider head, which cannot)."""
+    return Backend(
+        store=storage.store,
+        search_engine=storage.search_engine,
+        controls=storage.controls,
+        unit_of_work=storage.unit_of_work,
+        token_store=storage.token_store,
+        panel_sessions=storage.panel_sessions,
+        purge_store=storage.purge_store if purges else None,
+        bulk_writer=storage.store,
+        memory_owners=storage,
+        vectors=storage.vectors if storage.embedder is not None else None,
+        embedder=storage.embedder,
+    )
+
+
 class SqliteFactory(BackendFactory):
     """A SQLite file in a temporary directory, created by the fresh-install path (`initialize`)."""
 
@@ -43,9 +60,7 @@ class SqliteFactory(BackendFactory):
             # Deleting through the memory table fires the FTS5 triggers, so the index empties too.
             for table in reversed(TABLES):
                 connection.execute(table.delete())
-        return Backend(
-            store=self.storage.store, search_engine=self.storage.search_engine, controls=self.storage.controls
-        )
+        return backend_of(self.storage)
 
     def reference(self) -> BackendFactory:
         return InMemoryFactory(self.embedder)
@@ -82,9 +97,7 @@ class MysqlFactory(BackendFactory):
             # would otherwise keep counting until OPTIMIZE TABLE), so each test ranks alone.
             for table in TABLES:
                 connection.execute(sa.text(f"TRUNCATE TABLE {table.name}"))
-        return Backend(
-            store=self.storage.store, search_engine=self.storage.search_engine, controls=self.storage.controls
-        )
+        return backend_of(self.storage)
 
     def reference(self) -> BackendFactory:
         return InMemoryFactory(self.embedder)

@@ -8,9 +8,8 @@ row of every table before and after: every row that is not the subject's is byte
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -21,15 +20,13 @@ from adapters_mysql.retrying import ResilientPurgeStore
 from adapters_mysql.revisions import VERSION_TABLE
 from adapters_mysql.schema import TABLES
 from memorybank import composition
-from memorybank_core import InvalidInputError, MemoryBank, RecordingEventSink, SaveRequest, TokenService
+from memorybank_core import InvalidInputError, MemoryBank, SaveRequest, TokenService
 from memorybank_core.bodies import JsonValue
-from memorybank_core.ids import ORGANIZATION_PREFIX, PURGE_RUN_PREFIX, USER_PREFIX, new_id
+from memorybank_core.ids import ORGANIZATION_PREFIX, new_id
 from memorybank_core.offboarding import (
     Offboarding,
-    PurgeReceipt,
     PurgeRun,
     PurgeSubject,
-    chain_digest,
     first_digest,
 )
 from memorybank_core.panel_sessions import PanelSessions
@@ -274,73 +271,12 @@ def test_a_rerun_after_a_finished_purge_removes_nothing_more(population: Populat
     assert changed == {"purge_run"}
 
 
-def test_an_interrupted_run_is_resumed_and_its_receipt_counts_the_whole_run(population: Population) -> None:
-    store = population.storage.purge_store
-    subject = PurgeSubject.user(population.alice.user_id)
-    clock = start_clock()
-    # What a process killed after its first batches leaves behind.
-    run, resumed = store.open_run(subject=subject, run_id=new_id(PURGE_RUN_PREFIX), at=clock.now())
-    run = store.revoke_credentials(run=run, at=clock.now())
-    run = store.remove_batch(run=run, user_id=subject.id, org_id=None, limit=4, at=clock.now())
-    assert not resumed
-    assert run.counts.memories == 4
-
-    receipt = population.offboarding().purge_user(subject.id, batch_size=4)
-
-    assert receipt.resumed
-    assert receipt.run_id == run.id
-    counts = receipt.counts
-    assert (counts.memories, counts.contexts, counts.tokens, counts.panel_sessions) == (10, 9, 2, 2)
-    assert receipt.batches == 3
-    assert population.bank.list(population.alice).memories == ()
-
-
-def test_the_digest_chains_the_sorted_ids_of_each_batch(population: Population) -> None:
-    alice = population.alice
-    with population.storage.engine.connect() as connection:
-        owner = {"u": alice.user_id}
-        memory_ids = connection.execute(sa.text("SELECT id FROM memory WHERE user_id = :u"), owner).scalars().all()
-        context_ids = (
-            connection.execute(sa.text("SELECT id FROM memory_context WHERE user_id = :u"), owner).scalars().all()
-        )
-
-    receipt = population.offboarding().purge_user(alice.user_id, batch_size=10)
-
-    expected = chain_digest(first_digest(PurgeSubject.user(alice.user_id)), [*memory_ids, *context_ids])
-    assert receipt.batches == 1
-    assert receipt.digest == expected
-
-
 @pytest.mark.parametrize("search", SEARCH_MODES)
 def test_every_purge_statement_binds_one_owner(storage: SqlStorage, statements: list[Statement], search: str) -> None:
     with searching(storage, search):
         check_purge_statements_carry_one_owner(storage, statements)
     # The purge deleted the vectors under the same check (in either mode: a lexical server may purge vectors).
     assert "DELETE" in vector_statement_kinds(statements)
-
-
-def test_panel_sessions_of_the_purged_user_stop_working(storage: SqlStorage) -> None:
-    services = composition.build_services(storage, clock=start_clock())
-    user = User()
-    session = services.panel_sessions.start(user)
-    link = services.panel_sessions.issue_link(user_id=user.user_id, org_id=user.organization_id, ttl=timedelta(hours=1))
-
-    receipt = composition.build_offboarding(storage, clock=start_clock()).purge_user(user.user_id)
-
-    assert receipt.counts.panel_sessions == 2
-    assert services.panel_sessions.authenticate(session.secret) is None
-    assert services.panel_sessions.redeem_link(link.code) is None
-
-
-def test_the_receipt_names_what_was_asked_and_is_json(population: Population) -> None:
-    receipt = population.offboarding().purge_user(population.alice.user_id).to_json()
-
-    assert receipt["subject"] == {"kind": "user", "id": population.alice.user_id}
-    assert receipt["removed"] == {"memories": 10, "contexts": 9, "tokens": 2, "panel_sessions": 2}
-    assert str(receipt["run_id"]).startswith(f"{PURGE_RUN_PREFIX}_")
-    assert receipt["dry_run"] is False
-    assert str(receipt["started_at"]) <= str(receipt["finished_at"])
-    assert USER_PREFIX in str(receipt["subject"])
 
 
 class FlakyPurgeStore(SqlPurgeStore):
@@ -382,20 +318,6 @@ def test_a_spider_head_refuses_to_purge_with_a_message(tmp_path: Path) -> None:
         head.close()
 
 
-def test_a_purge_reports_ids_and_counts_only(population: Population) -> None:
-    events = RecordingEventSink()
-    offboarding = composition.build_offboarding(population.storage, clock=start_clock(), events=events)
-
-    receipt = offboarding.purge_user(population.alice.user_id)
-
-    assert [name for name, _fields in events.events] == ["purge.started", "purge.finished"]
-    finished = events.events[-1][1]
-    assert finished["run_id"] == receipt.run_id
-    assert finished["subject_id"] == population.alice.user_id
-    assert finished["memories"] == 10
-    assert "lighthouse" not in repr(events.events)
-
-
 def test_a_pause_rests_between_batches_and_a_bad_one_is_refused(population: Population) -> None:
     rests: list[float] = []
     offboarding = Offboarding(store=population.storage.purge_store, clock=start_clock(), sleep=rests.append)
@@ -430,42 +352,3 @@ def test_on_sqlite_no_token_of_a_purged_memory_stays_in_the_file(sqlite_storage:
 
     assert not in_file()
     assert len(services.bank.search(staying, query="harbor")) == 20
-
-
-class BothOpenFirst(ResilientPurgeStore):
-    """The storage's purge store, holding each purge after it opened its run until the other has opened too."""
-
-    def __init__(self, storage: SqlStorage, barrier: threading.Barrier) -> None:
-        super().__init__(SqlPurgeStore(storage.engine))
-        self.barrier = barrier
-
-    def revoke_credentials(self, *, run: PurgeRun, at: datetime) -> PurgeRun:
-        self.barrier.wait(timeout=30)
-        return super().revoke_credentials(run=run, at=at)
-
-
-def test_two_purges_of_one_user_at_once_share_one_run_and_count_each_row_once(population: Population) -> None:
-    receipts: list[PurgeReceipt] = []
-    failures: list[BaseException] = []
-    barrier = threading.Barrier(2)
-
-    def purge() -> None:
-        offboarding = Offboarding(store=BothOpenFirst(population.storage, barrier), clock=start_clock())
-        try:
-            receipts.append(offboarding.purge_user(population.alice.user_id, batch_size=2))
-        except BaseException as error:  # reported below, with the other thread's result
-            failures.append(error)
-
-    threads = [threading.Thread(target=purge) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-
-    assert failures == []
-    assert len({receipt.run_id for receipt in receipts}) == 1
-    assert sorted(receipt.resumed for receipt in receipts) == [False, True]
-    for receipt in receipts:
-        counts = receipt.counts
-        assert (counts.memories, counts.contexts, counts.tokens, counts.panel_sessions) == (10, 9, 2, 2)
-    assert population.bank.list(population.alice).memories == ()

@@ -14,9 +14,9 @@ from adapters_mysql.retrying import Failure, ResilientMemoryStore, ResilientToke
 from adapters_mysql.token_store import SqlTokenStore
 from memorybank_core import Memory, Quota, UnavailableError
 from memorybank_core.ids import TOKEN_PREFIX, new_id
+from memorybank_testing.token_contract import START, a_token
 from tests.sql.memories import make_memory, new_user
 from tests.sql.test_store import rows_of
-from tests.sql.test_token_store import START, token
 
 LOST_DURING_COMMIT = 2013
 CERTIFICATION_CONFLICT = 1213
@@ -170,7 +170,7 @@ def test_failures_are_classified_by_what_they_say_about_the_commit(code: int, fa
 
 def test_a_revoke_whose_commit_landed_before_the_connection_died_is_reported_revoked(storage: SqlStorage) -> None:
     tokens = FlakyTokens(storage)
-    stored = token(new_user())
+    stored = a_token(new_user())
     tokens.add(stored)
     tokens.script = [(LOST_DURING_COMMIT, True)]
     at = START + timedelta(hours=1)
@@ -185,7 +185,7 @@ def test_after_a_lost_connection_an_unknown_or_already_revoked_token_is_still_no
     storage: SqlStorage,
 ) -> None:
     tokens = FlakyTokens(storage)
-    earlier = token(new_user())
+    earlier = a_token(new_user())
     tokens.add(earlier)
     tokens.revoke(earlier.id, at=START)
     resilient = ResilientTokenStore(tokens)

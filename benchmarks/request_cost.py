@@ -12,15 +12,20 @@ client, do not. The command:
 2. starts the real `memorybank serve` (1 worker; rate limits on, at limits this single client stays
    under, in memory unless $MEMORYBANK_RATE_LIMIT_STORAGE names Redis; quotas and the gate on) and
    times, interleaved call by call over one keep-alive connection: `GET /healthz` (the bare
-   request), list (20), search for a rare and a common word (20 results), save with 2 contexts;
-   and in this process the same list use case (`MemoryBank.list` on the same database);
-3. prints the ratio table with each target and PASS/MISS;
+   request), list (20), search for a rare and a common word (20 results), save with 2 contexts,
+   the MCP rail's search (rare word) and save (a one-shot `tools/call` of `execute_capability`
+   on `/mcp/agent`, answered in SSE, on a second keep-alive connection), the floor
+   (`benchmarks.floor_app`) with each route's round trips; and in this process the same list use
+   case (`MemoryBank.list` on the same database);
+3. prints the ratio table with each target and PASS/MISS (the rail's at most 1.3 x REST), and our
+   own code's cost per route (route p50 - its floor's) against half of the last round's (issue 32);
 4. counts the database round trips each route costs, and the app's CPU per request (a second
-   server, `benchmarks.counted_serve`);
+   server, `benchmarks.counted_serve`), against issue 32's round-trip targets on MariaDB;
 5. puts wrk's mixed load (benchmarks/mix.lua: 60 % search, 20 % list, 20 % save, random users) on
    `--workers 2`, then `GET /healthz` under the same wrk on the same server (its ceiling), and
-   prints throughput as a share of that ceiling, p99, and how the CPU split between the app's
-   processes, the database server, wrk and the rest of the machine (from /proc over each run); then
+   prints throughput (against 1,000 requests/s) and as a share of that ceiling, p99, and how the
+   CPU split between the app's processes, the database server, wrk and the rest of the machine
+   (from /proc over each run); then
    deletes what the mix saved, so a second run measures the same corpus.
 """
 

@@ -252,7 +252,7 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     out = capsys.readouterr().out
     assert "| HTTP list (20) p50 / bare p50 |" in out
     assert re.search(r"\| HTTP list p50 - in-process list p50, in bare p50s \| .* \| (PASS|MISS) \|", out)
-    # Counted, not timed: a list is the token check, the controls and one joined read (and the reset).
+    # Counted, not timed: a list is the two change counters and one joined read (MariaDB: 2 round trips).
     assert re.search(r"\| GET /healthz \| 0 \|", out)
     assert re.search(r"\| HTTP list \(20\) \| [1-9][0-9.]* \|", out)
     # The floor ran with the round trips each route was counted to make, beside the routes.
@@ -261,6 +261,15 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     assert re.search(r"\| HTTP save, 2 contexts \| [1-9][0-9]* \| [0-9.]+ x \| [0-9.]+ x \| -?[0-9.]+ ms \|", out)
     assert re.search(r"\| mix 60/20/20 \| [0-9,]+ \|", out)
     assert "| mix requests/s / bare requests/s |" in out
+    # Issue 32: the rail beside REST, the mix against 1,000 requests/s, and (MariaDB) the round-trip targets.
+    assert re.search(r"\| MCP search, rare word \(\w+\) \| [0-9.]+ \|", out)
+    assert re.search(
+        r"\| MCP save, 2 contexts p50 / HTTP save, 2 contexts p50 \| [0-9.]+ x \| ≤ 1.3 x \| (PASS|MISS) \|", out
+    )
+    assert re.search(r"\| mix requests/s \| [0-9,]+ \| ≥ 1,000 \| (PASS|MISS) \|", out)
+    if backend == "mariadb":
+        assert re.search(r"\| HTTP save, 2 contexts: round trips \| 4 \| ≤ 4 \| PASS \|", out)
+        assert re.search(r"\| HTTP list \(20\): route p50 - floor p50 \| -?[0-9.]+ ms \|", out)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])

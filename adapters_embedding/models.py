@@ -111,4 +111,5 @@ def embedder_from_directory(directory: Path) -> OnnxEmbedder:
         raise ModelFilesError(f"cannot read {directory}: {error.strerror or error}") from error
     except Exception as error:
         # onnxruntime and tokenizers raise their own types for a file that is not theirs.
+        # The message names the broken file, never the library's own wording of its parse error.
         raise ModelFilesError(f"{directory} does not hold a sentence-embedding model: {error}") from error

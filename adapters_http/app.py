@@ -130,7 +130,7 @@ def create_app(
             observer=observer,
             rate_limits=rate_limits,
         ),
-        openapi_route(build_openapi(MEMORY_ROUTES, title=title)),
+        openapi_route(build_openapi(MEMORY_ROUTES, title=title, settings=bank.settings)),
         *extra_routes,
         *panel,
     ]

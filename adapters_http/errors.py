@@ -38,11 +38,12 @@ from memorybank_core.errors import (
     NotFoundError,
     QuotaExceededError,
     SchemaUnavailableError,
+    ScreenBudgetExceededError,
     SecretDetectedError,
     UnavailableError,
 )
 from memorybank_core.rate_limits import RateLimitedError
-from memorybank_core.secret_screening import SAVE_A_POINTER
+from memorybank_core.secret_screening import SAVE_A_POINTER, save_a_pointer
 
 #: Seconds a client should wait before retrying after a 503.
 RETRY_AFTER_SECONDS = 1
@@ -87,11 +88,16 @@ def _problems(error: InvalidInputError, _metadata: str | None) -> Refinement:
     return Refinement(body={"details": [{"path": p.path, "message": p.message} for p in error.problems]})
 
 
+_SECRET_REFUSED = "The memory holds what looks like a credential, so nothing was saved; see details."  # noqa: S105
+
+
 def _secrets(error: SecretDetectedError, _metadata: str | None) -> Refinement:
     details = [
         {"path": p.path, "message": p.message, "kind": p.kind, "start": p.start, "end": p.end} for p in error.secrets
     ]
-    return Refinement(body={"details": details})
+    # The advice's example names what was found, not always the same kind of key.
+    advice = save_a_pointer([problem.kind for problem in error.secrets])
+    return Refinement(body={"details": details, "message": f"{_SECRET_REFUSED} {advice}"})
 
 
 def _missing_scope(error: ForbiddenError, metadata: str | None) -> Refinement:
@@ -178,8 +184,20 @@ ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
         ErrorSpec(
             422,
             "secret_detected",
-            f"The memory holds what looks like a credential, so nothing was saved; see details. {SAVE_A_POINTER}",
+            f"{_SECRET_REFUSED} {SAVE_A_POINTER}",
             refine=_secrets,
+        ),
+    ),
+    # Never stored unscreened: a text built to be costly to screen is refused as a whole (ADR 0031).
+    (
+        ScreenBudgetExceededError,
+        ErrorSpec(
+            422,
+            "screen_budget_exceeded",
+            "The memory's text would cost more than the secret screen's budget to check for credentials, so nothing "
+            "was saved; see details. Save shorter or plainer text (thousands of assignments, keys or quotes in a row "
+            "are what cost).",
+            refine=_problems,
         ),
     ),
     # The memory routes (and whatever else reaches the core through them).

@@ -7,7 +7,7 @@ summary, tags, parameters, body schema), so it must describe exactly what runs.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from starlette.requests import Request
@@ -18,6 +18,7 @@ from adapters_http.endpoint import REQUEST_ID_HEADER
 from adapters_http.errors import ERROR_TABLE, RETRY_AFTER_SECONDS, Surface
 from adapters_http.routes import ACCOUNT_TAG, MEMORY_ROUTES, MEMORY_TAG, Param, RouteSpec, check_route_table
 from adapters_http.schemas import COMPONENTS, JsonSchema, ref
+from memorybank_core.configuration import BankSettings
 
 OPENAPI_PATH = "/openapi.json"
 """Where the standalone app serves the document (public: no token needed)."""
@@ -69,21 +70,40 @@ _ERROR_HEADERS: dict[int, dict[str, JsonSchema]] = {
 }
 
 
-def _parameter(param: Param, location: str) -> JsonSchema:
+def _parameter(param: Param, location: str, defaults: Mapping[str, object]) -> JsonSchema:
+    schema = copy.deepcopy(param.schema)
+    if param.name in defaults:
+        schema["default"] = defaults[param.name]
     return {
         "name": param.name,
         "in": location,
         "required": param.required,
-        "description": param.description,
-        "schema": copy.deepcopy(param.schema),
+        "description": _with_defaults(param.description, defaults),
+        "schema": schema,
     }
+
+
+def _defaults(route: RouteSpec, settings: BankSettings) -> dict[str, object]:
+    """Each parameter's default as this bank applies it: the operator's setting where one sets it."""
+    return {
+        param.name: getattr(settings, param.configured_default) if param.configured_default else param.schema["default"]
+        for param in (*route.path_params, *route.query_params)
+        if "default" in param.schema
+    }
+
+
+def _with_defaults(text: str, defaults: Mapping[str, object]) -> str:
+    for name, value in defaults.items():
+        text = text.replace(f"{{{name}.default}}", str(value))
+    return text
 
 
 def _json_content(schema: JsonSchema) -> JsonSchema:
     return {"application/json": {"schema": copy.deepcopy(schema)}}
 
 
-def _operation(route: RouteSpec) -> JsonSchema:
+def _operation(route: RouteSpec, settings: BankSettings) -> JsonSchema:
+    defaults = _defaults(route, settings)
     responses: dict[str, JsonSchema] = {}
     success: JsonSchema = {
         "description": _SUCCESS_TEXT.get(route.success_status, "Success"),
@@ -100,12 +120,12 @@ def _operation(route: RouteSpec) -> JsonSchema:
         }
     operation: JsonSchema = {
         "operationId": route.operation_id,
-        "summary": route.summary,
+        "summary": _with_defaults(route.summary, defaults),
         "description": route.description,
         "tags": list(route.tags),
         "security": [{BEARER_SCHEME: [route.required_scope]}],
-        "parameters": [_parameter(p, "path") for p in route.path_params]
-        + [_parameter(p, "query") for p in route.query_params],
+        "parameters": [_parameter(p, "path", defaults) for p in route.path_params]
+        + [_parameter(p, "query", defaults) for p in route.query_params],
         "responses": responses,
     }
     if route.body_schema is not None:
@@ -118,10 +138,12 @@ def build_openapi(
     *,
     title: str = "memorybank",
     server_url: str | None = None,
+    settings: BankSettings | None = None,
 ) -> dict[str, Any]:
     """The OpenAPI 3.1 document of `routes`; a fresh copy each call, safe to modify.
 
     `server_url` is the prefix the routes are mounted under, when a host mounts them below its root.
+    `settings` is the bank's (`MemoryBank.settings`): defaults an operator configures are shown as configured.
 
     Raises:
         OperationIdError: the table yields a duplicate, over-long or colliding name.
@@ -129,7 +151,7 @@ def build_openapi(
     check_route_table(routes)
     paths: dict[str, dict[str, JsonSchema]] = {}
     for route in routes:
-        paths.setdefault(route.path, {})[route.method.lower()] = _operation(route)
+        paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, settings or BankSettings())
     document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {

@@ -41,7 +41,12 @@ class Param:
     name: str
     schema: JsonSchema
     description: str
+    """May say `{NAME.default}`: the document shows the default there, as configured (`configured_default`)."""
     required: bool = False
+    configured_default: str | None = None
+    """The `BankSettings` field an operator sets this parameter's default with, if any: the OpenAPI document
+    (and the MCP catalog built from it) then shows the configured default, in the schema and wherever the
+    route's summary or the parameter's description says `{NAME.default}`."""
 
 
 @attrs.frozen(kw_only=True)
@@ -83,11 +88,14 @@ class RouteSpec:
         return self.match_path or self.path
 
 
-def _count_param(name: str, bound: limits.CountBound, description: str) -> Param:
+def _count_param(
+    name: str, bound: limits.CountBound, description: str, *, configured_default: str | None = None
+) -> Param:
     return Param(
         name=name,
         schema={"type": "integer", "minimum": bound.min, "maximum": bound.max, "default": bound.default},
-        description=f"{description} {bound.min} to {bound.max}, default {bound.default}; out of range is a 400.",
+        description=f"{description} {bound.min} to {bound.max}, default {{{name}.default}}; out of range is a 400.",
+        configured_default=configured_default,
     )
 
 
@@ -125,7 +133,7 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
         path="/v1/memory/search",
         summary=(
             f"Search your memories by keywords. Query: q (1-{limits.QUERY.max} characters), limit? "
-            f"(1-{limits.SEARCH_LIMIT.max}, default {limits.SEARCH_LIMIT.default}). Most relevant first; "
+            f"(1-{limits.SEARCH_LIMIT.max}, default {{limit.default}}). Most relevant first; "
             "no match gives an empty list."
         ),
         description=(
@@ -156,7 +164,7 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
         path="/v1/memory",
         summary=(
             f"List your memories, newest first. Query: limit? (1-{limits.LIST_LIMIT.max}, default "
-            f"{limits.LIST_LIMIT.default}), cursor? (the next_cursor of the previous page)."
+            "{limit.default}), cursor? (the next_cursor of the previous page)."
         ),
         description=(
             "One page of the caller's memories with their contexts, newest first. `next_cursor` is null on "

@@ -229,7 +229,7 @@ DELETE_ALL_REQUEST: JsonSchema = {
             "minimum": limits.DELETE_ALL_BATCH.min,
             "maximum": limits.DELETE_ALL_BATCH.max,
             "default": limits.DELETE_ALL_BATCH.default,
-            "description": "At most this many memories go in this call.",
+            "description": "At most this many memories go in this call; an integer literal (`200.0` is refused).",
         },
     },
 }

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from adapters_http import MEMORY_TAG, OperationIdError, build_openapi, capability_names
+from memorybank_core.configuration import BankSettings
 
 JsonObject = dict[str, Any]
 """A JSON object as plain data."""
@@ -118,9 +119,10 @@ class Catalog:
         return tuple(capability.name for capability in self.capabilities)
 
 
-def default_catalog() -> Catalog:
-    """The catalog of the HTTP facade's own memory routes, from their OpenAPI document."""
-    return build_catalog(build_openapi())
+def default_catalog(settings: BankSettings | None = None) -> Catalog:
+    """The catalog of the HTTP facade's own memory routes, from their OpenAPI document as `settings` configure
+    the bank (`MemoryBank.settings`): an agent reads the defaults the bank applies."""
+    return build_catalog(build_openapi(settings=settings))
 
 
 def is_exposed(

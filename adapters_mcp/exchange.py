@@ -8,7 +8,7 @@ So `RailEndpoint` settles a POST itself, in one pass:
 
 - any method but POST is 405 with `Allow: POST` (a GET would open an event stream nothing closes);
 - the body is read once, within the REST API's cap (413 as a JSON-RPC error), and decoded once
-  (`memorybank_core.decode_json`, the one decoder of request input) into one JSON-RPC message, or
+  (`memorybank_core.strict_json`, the one decoder of untrusted JSON) into one JSON-RPC message, or
   a short JSON-RPC error naming what is wrong (never the SDK's validation dump, which echoes input);
 - the caller is authenticated once, by the REST API's own tokens, before anything else is reported
   (401 `missing_mcp_token` / `invalid_mcp_token`, 403 `insufficient_mcp_scope`, 503), and the gate is
@@ -66,8 +66,9 @@ from adapters_http import (
 from adapters_http.refusals import RailScopeMissingError, RailTokenMissingError, RailTokenRefusedError
 from adapters_mcp.memory_switch import MemoryEnabled, memory_switched
 from adapters_mcp.tools import EXECUTE_TOOL, CapabilityRail
-from memorybank_core import CredentialsRefusedError, InvalidInputError, Principal, UnavailableError, decode_json
+from memorybank_core import CredentialsRefusedError, Principal, UnavailableError
 from memorybank_core.ports import UnitOfWork
+from memorybank_core.strict_json import RepeatedKeyError, strict_json
 
 #: JSON-RPC 2.0 error codes.
 PARSE_ERROR = -32700
@@ -242,8 +243,11 @@ class RailEndpoint:
         problem: tuple[int, str] | None = None
         if not received.too_large:
             try:
-                message = decode_json(received.data)
-            except InvalidInputError:
+                message = strict_json(received.data)
+            except RepeatedKeyError:
+                problem = (PARSE_ERROR, "Parse error: an object in the body names the same key twice")
+            except (ValueError, RecursionError):
+                # Bad UTF-8 or syntax; RecursionError absurd nesting, which must not reach the SDK.
                 problem = (PARSE_ERROR, "Parse error: the body is not valid JSON")
             else:
                 problem = envelope_problem(message)

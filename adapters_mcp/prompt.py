@@ -57,7 +57,7 @@ Never put secrets, passwords, credentials, API keys, access tokens, private keys
 sensitive personal data (health, finances, government ids, other people's contact details) in a memory's \
 content, tags or context snippets, even if asked to: say why and offer to save a version without them. Every \
 memory is read back word for word to any agent that recalls it, whether or not the server encrypts it at rest. \
-The bank refuses a save that holds a credential (`secret_detected`): save a pointer instead ("the AWS key is in \
-1Password under 'prod-aws'").
+The bank refuses a save that holds a credential (`secret_detected`): save a pointer instead ("the deploy token \
+is in 1Password under 'ci-deploy'").
 """
 """The static `## Memory Bank` section, in Markdown."""

@@ -26,6 +26,7 @@ from adapters_mcp.inprocess import HttpAnswer, call_app, fill_path, query_string
 from adapters_mcp.memory_switch import memory_on
 from adapters_mcp.ranking import rank
 from memorybank_core import Principal
+from memorybank_core.strict_json import strict_json
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -52,8 +53,10 @@ _AGENT_ADVICE: dict[object, str] = {
     "list their memories (getMemory) so they can choose old ones to delete (deleteMemoryById) before saving again.",
     "secret_detected": "This memory was NOT saved: it holds what looks like a credential (see details for the field, "
     "kind and character range). Never save the secret itself. Tell the person, then offer to save a pointer to "
-    "where it is kept instead, e.g. \"the AWS key is in 1Password under 'prod-aws'\", and save that only after they "
-    "confirm.",
+    "where it is kept instead, e.g. \"the deploy token is in 1Password under 'ci-deploy'\", and save that only after "
+    "they confirm.",
+    "screen_budget_exceeded": "This memory was NOT saved: its text is too costly to check for credentials (a long "
+    "run of assignments, keys or quotes). Save a shorter summary in plain words instead.",
     "memory_disabled": "Memory is switched off for this person's account by the operator of this memory bank; "
     "nothing was read or written. Tell the person; only the people who run the bank can switch it back on.",
 }
@@ -466,8 +469,8 @@ def _decoded(arguments: Mapping[str, Any]) -> JsonObject:
         value = decoded.get(key)
         if isinstance(value, str):
             try:
-                parsed = json.loads(value)
-            except ValueError as error:
+                parsed = strict_json(value)
+            except (ValueError, RecursionError) as error:
                 message = f"Invalid arguments for {EXECUTE_TOOL}: {key} must be {_OBJECT_OR_JSON}"
                 raise ToolInputError(message, [{"path": key, "message": f"must be {_OBJECT_OR_JSON}"}]) from error
             if parsed is not None:

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
 from adapters_mysql.engines import mysql_engine, sqlite_engine
-from adapters_mysql.errors import driver_error_code, unavailable_on_driver_error
+from adapters_mysql.errors import driver_error_code, driver_error_detail, unavailable_on_driver_error
 from adapters_mysql.failover import Host, HostRing, display_hosts, fail_over_between, split_hosts
 from adapters_mysql.spider import is_spider_head
 from memorybank_core import InvalidInputError, MemoryBankError, UnavailableError
@@ -156,10 +156,10 @@ def _ping(engine: sa.Engine) -> None:
         if code == _DATABASE_ACCESS_DENIED:
             # The server says this, not 1049, to an account without rights on the database, whether it exists or not.
             raise DatabaseMissingError(
-                f"this account may not use the database {engine.url.database} (driver error {code}): it does not "
+                f"this account may not use the database {engine.url.database}{driver_error_detail(error)}: it does not "
                 "exist yet (`memorybank migrate` creates it) or the account lacks privileges on it"
             ) from error
-        raise UnavailableError(f"cannot connect to the database (driver error {code}): {reason}") from error
+        raise UnavailableError(f"cannot connect to the database{driver_error_detail(error)}: {reason}") from error
 
 
 def create_database_statement(url: str) -> str:
@@ -197,11 +197,11 @@ def create_database(url: str) -> None:
         if code in _ACCESS_DENIED:
             raise CreateDatabaseRefusedError(
                 f"the database {_parse_url(url)[0].database} is missing or not open to this account, which may not "
-                f"create it (driver error {code}); ask an administrator to run: {statement}; and to grant this "
+                f"create it{driver_error_detail(error)}; ask an administrator to run: {statement}; and to grant this "
                 "account ALL PRIVILEGES on it; then run `memorybank migrate` again"
             ) from error
         raise UnavailableError(
-            f"cannot create the database (driver error {code}): {getattr(error, 'orig', error)}"
+            f"cannot create the database{driver_error_detail(error)}: {getattr(error, 'orig', error)}"
         ) from error
     finally:
         engine.dispose()

@@ -33,6 +33,12 @@ def driver_error_code(error: BaseException) -> int | None:
     return args[0] if args and isinstance(args[0], int) else None
 
 
+def driver_error_detail(error: BaseException) -> str:
+    """` (driver error 2003)` for a message, or nothing when the driver gives no code (SQLite)."""
+    code = driver_error_code(error)
+    return f" (driver error {code})" if code is not None else ""
+
+
 @contextmanager
 def unavailable_on_driver_error(operation: str) -> Iterator[None]:
     """Translate availability failures of the driver into `UnavailableError` at the boundary.
@@ -51,7 +57,7 @@ def unavailable_on_driver_error(operation: str) -> Iterator[None]:
             if isinstance(error, exc.ProgrammingError):
                 raise  # bad SQL: a bug, answered as one
             raise _unavailable(operation, error) from error
-        _log.warning("storage schema missing during %s (code %s)", operation, driver_error_code(error))
+        _log.warning("storage schema missing during %s%s", operation, driver_error_detail(error))
         raise SchemaUnavailableError(f"the database schema is missing during {operation}") from error
     except _UNAVAILABLE as error:
         raise _unavailable(operation, error) from error
@@ -65,7 +71,6 @@ def schema_gone(error: exc.DBAPIError) -> bool:
 
 
 def _unavailable(operation: str, error: BaseException) -> UnavailableError:
-    code = driver_error_code(error)
-    _log.warning("storage unavailable during %s (%s, code %s)", operation, type(error).__name__, code)
-    detail = f" (driver error {code})" if code is not None else ""
+    detail = driver_error_detail(error)
+    _log.warning("storage unavailable during %s (%s)%s", operation, type(error).__name__, detail)
     return UnavailableError(f"the database is unavailable during {operation}{detail}")

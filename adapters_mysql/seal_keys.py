@@ -34,6 +34,7 @@ from adapters_mysql.errors import SchemaNotReadyError, driver_error_code, unavai
 from adapters_mysql.schema import memory, memory_vector, seal_key
 from adapters_mysql.sealed_rows import RowCodec, SealState
 from memorybank_core import BlindIndex, BrokenSealError, SealBinding, Sealer
+from memorybank_core.wording import counted, pluralized
 from memorybank_search import OwnerIndexer
 
 _log = logging.getLogger("memorybank.storage")
@@ -77,7 +78,12 @@ class SealStatus:
     @property
     def key_ids_seen(self) -> list[str]:
         """Every key id the database names, in the key-check table or in a row's (or a vector's) state."""
-        seen = set(self.registered)
+        return sorted({*self.registered, *self.key_ids_in_rows})
+
+    @property
+    def key_ids_in_rows(self) -> list[str]:
+        """The key ids rows (or vectors, when read) are sealed under: what cannot be read without the ring."""
+        seen: set[str] = set()
         for state in (*self.states, *self.vector_states):
             if state is not None:
                 seen.update(_keys_of(state))
@@ -135,19 +141,27 @@ class SealStatus:
         target = SealState.parse(target_state)
         mode = f"sealed at rest with key {target.sealing_key} (index key {target.index_key})"
         if self.plaintext_rows:
-            return f"{mode}; {self.plaintext_rows} of {total} memories are still plaintext: run `memorybank encrypt`"
+            still = f"{_part(self.plaintext_rows, total)} {pluralized(self.plaintext_rows, 'is')}"
+            return f"{mode}; {still} still plaintext: run `memorybank encrypt`"
         if behind:
             return (
-                f"{mode}; {behind} of {total} memories are under older keys or token formats: "
+                f"{mode}; {_part(behind, total)} {pluralized(behind, 'is')} under older keys or token formats: "
                 "run `memorybank keys rotate`"
             )
+        everything = f"all {total} memories" if total != 1 else "its one memory"
         vectors = self.vectors_behind(target_state)
         if vectors:
+            of_all = sum(self.vector_states.values())
             return (
-                f"{mode}; all {total} memories sealed, but {vectors} of {sum(self.vector_states.values())} "
-                "hybrid-search vectors are plaintext or under older keys: run `memorybank keys rotate`"
+                f"{mode}; {everything} sealed, but {vectors} of {counted(of_all, 'hybrid-search vector')} "
+                f"{pluralized(vectors, 'is')} plaintext or under older keys: run `memorybank keys rotate`"
             )
-        return f"{mode}; all {total} memories sealed"
+        return f"{mode}; {everything} sealed"
+
+
+def _part(count: int, total: int) -> str:
+    """`3 of 6 memories`, or `its one memory` (never `1 of 1 memories`)."""
+    return f"{count} of {total} memories" if total != 1 else "its one memory"
 
 
 def read_status(connection: sa.Connection, *, vectors: bool = False) -> SealStatus:
@@ -191,8 +205,12 @@ def verify(status: SealStatus, sealer: Sealer | None, checks: Mapping[str, str])
         return "open"
     listed = ", ".join(seen)
     if sealer is None:
+        sealed = status.key_ids_in_rows
+        if not sealed:
+            # A key was registered (a start with a ring) but nothing was sealed under it: plaintext reads lose nothing.
+            return "open"
         raise KeyRingError(
-            f"this database holds sealed memories (key ids seen: {listed}): configure its key ring with "
+            f"this database holds sealed memories (key ids seen: {', '.join(sealed)}): configure its key ring with "
             "--key-file or MEMORYBANK_KEY_FILE"
         )
     missing = [key_id for key_id in seen if key_id not in sealer.key_ids]

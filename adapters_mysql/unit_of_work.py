@@ -98,6 +98,18 @@ class SqlUnitOfWork(UnitOfWork):
             _CURRENT.reset(token)
             unit.close()
 
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        """Hand the open unit's connection (if one was checked out) back to the pool for a block of CPU work.
+
+        Only between storage calls, never inside a write: its read snapshot ends. The next call in the unit
+        checks a connection out again, lazily, as the first one did.
+        """
+        unit = _current(self._engine)
+        if unit is not None:
+            unit.close()
+        yield
+
 
 def per_unit(engine: sa.Engine, key: object, read: Callable[[], T]) -> T:
     """`read()`, once per unit of work (kept under `key` until the unit writes), or on each call outside one."""

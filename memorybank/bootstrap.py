@@ -69,7 +69,7 @@ class Runtime:
             self.storage,
             clock=self._clock,
             events=self._events,
-            default_quota=self.settings.quota,
+            bank=self.settings.bank,
             rate_limits=self.rate_limits,
             secret_screen=self.settings.secret_screen,
         )
@@ -92,11 +92,12 @@ class Runtime:
             metrics_token=self.settings.http.metrics_token,
             allowed_hosts=self.settings.http.allowed_hosts,
             issuers=self.issuers,
-            default_quota=self.settings.quota,
+            bank=self.settings.bank,
             rate_limits=self.rate_limits,
             panel_sign_in=self.panel_sign_in,
             secret_screen=self.settings.secret_screen,
             on_shutdown=self.close,
+            public_url=self.settings.oauth.public_url,
         )
 
     def offboarding(self) -> Offboarding:

@@ -1,5 +1,5 @@
 """The `memorybank` command: serve, mcp, prompt, migrate, import, export, reindex, encrypt, keys, panel-link,
-gate, quota, token, purge and secrets (one module each, or per family, in `memorybank.commands`).
+gate, quota, token, purge, secrets and completion (one module each, or per family, in `memorybank.commands`).
 
 Exit status: 0 on success, 2 on bad input (usage, URL, id, scope), 1 when the
 database is unreachable, its schema is not ready, or a token is not found. Every
@@ -15,9 +15,9 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import NoReturn
 
 from memorybank.commands import (
+    completion,
     controls,
     import_export,
     keys,
@@ -42,17 +42,32 @@ from memorybank.commands.base import (
     database_options,
 )
 from memorybank.commands.panel_link import parse_ttl
-from memorybank.settings import Settings, redacted
+from memorybank.settings import Settings, option_names, redacted
 from memorybank_core import InvalidInputError, MemoryBankError, UnavailableError
 
 # What tests and the docs import from here, besides `main`.
 __all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "PROGRAM", "CommandError", "build_parser", "main", "parse_ttl"]
 
 #: In `memorybank --help` order.
-_COMMANDS = (serve, mcp, migrate, import_export, secrets, reindex, keys, panel_link, controls, tokens, purge)
+_COMMANDS = (
+    serve,
+    mcp,
+    migrate,
+    import_export,
+    secrets,
+    reindex,
+    keys,
+    panel_link,
+    controls,
+    tokens,
+    purge,
+    completion,
+)
 
-#: CLI spelling of the fields the core names in its errors.
+#: CLI spelling of the fields the core and later checks name in their errors: each setting's flag
+#: (`memorybank.settings.option_names`), then the commands' own arguments.
 _OPTION_NAMES = {
+    **option_names(),
     "shards": "--shards",
     "db": "--db",
     "user": "--user",
@@ -61,49 +76,20 @@ _OPTION_NAMES = {
     "key-file": "key ring",
     "key": "KEY_ID",
     "ttl": "--ttl",
-    **{name: f"--{name}" for name in ("public-url", "oauth-issuer", "oauth-scope", "oauth-default-org")},
-    **{name: f"--{name}" for name in ("oauth-user-claim", "oauth-user-id-claim")},
-    "oauth-introspection-issuer": "--oauth-introspection-issuer",
-    **{name: f"--{name}" for name in ("oauth-panel-client-id", "oauth-panel-issuer", "oauth-panel-client-secret-file")},
-    "allowed_host": "--allowed-host",
-    "search": "--search",
-    "embedder-model": "--embedder-model",
-    "quota-memories": "--quota-memories",
-    "quota-characters": "--quota-characters",
     "memories": "--memories",
     "characters": "--characters",
     "quota": "quota set",
     "rate_limit": "--rate-limit",
-    "rate_limit_storage": "--rate-limit-storage",
     "batch_size": "--batch-size",
     "pause_ms": "--pause-ms",
-    "secret-screen": "--secret-screen",
 }
-
-
-class _Version(argparse.Action):
-    """`--version`: the installed distribution's version, looked up only when asked."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **_: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> NoReturn:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            found = version("memorybank")
-        except PackageNotFoundError:  # a source tree on sys.path, not installed
-            found = "unknown (not installed)"
-        sys.stdout.write(f"{PROGRAM} {found}\n")
-        parser.exit(EXIT_OK)
 
 
 def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     """The argument parser; `env` only feeds the help text (the default database location)."""
     parser = Parser(prog=PROGRAM, description="A per-user memory bank for AI agents: REST server and admin tools.")
-    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
-    shared = Shared(database=database_options(env), env=env)
+    shared = Shared(database=database_options(), env=env)
     for command in _COMMANDS:
         command.register(commands, shared)
     return parser

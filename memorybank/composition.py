@@ -25,6 +25,7 @@ from adapters_mysql import (
     open_storage,
 )
 from memorybank import secret_settings
+from memorybank.oauth_settings import is_loopback
 from memorybank.settings import DatabaseChoice, KeyRingChoice, RateLimitChoice, prepare_embedded_directory
 from memorybank_core import (
     Clock,
@@ -33,7 +34,6 @@ from memorybank_core import (
     MemoryControls,
     PanelSessions,
     Principal,
-    Quota,
     RateLimitPolicy,
     RateLimits,
     Sealer,
@@ -41,6 +41,7 @@ from memorybank_core import (
     TokenService,
     UnavailableError,
 )
+from memorybank_core.configuration import BankSettings
 from memorybank_core.distribution import install_command
 from memorybank_core.events import LoggingEventSink
 from memorybank_core.offboarding import Offboarding
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
 
     from adapters_http import Authenticate, RequestObserver
     from adapters_http.draining import ConnectionDraining
-    from adapters_http.panel import PanelIdentityProvider
+    from adapters_http.panel import PanelIdentityProvider, PanelOrigin
     from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings, SignInSettings
 
 #: Third-party packages of the `mcp` extra.
@@ -185,14 +186,14 @@ def build_services(
     *,
     clock: Clock | None = None,
     events: EventSink | None = None,
-    default_quota: Quota | None = None,
+    bank: BankSettings | None = None,
     rate_limits: RateLimits | None = None,
     secret_screen: str = secret_settings.REFUSE,
 ) -> Services:
     """The bank, the token service, the panel's sessions and the operator's controls over `storage`'s ports
     (`SqlStorage`, or a host's own `StoragePorts`).
 
-    `default_quota` is the deployment's quota where no operator set one (default: `Quota()`);
+    `bank` is what the use cases take (the deployment's quota where no operator set one; default: `BankSettings()`);
     `rate_limits` apply on the memory routes. `secret_screen` is `refuse` (every save is screened for
     credentials) or `off` (`memorybank.secret_settings`).
     """
@@ -205,7 +206,7 @@ def build_services(
             events=events,
             unit_of_work=storage.unit_of_work,
             controls=storage.controls,
-            default_quota=default_quota,
+            settings=bank,
             secret_screen=secret_settings.build_secret_screen(secret_screen),
         ),
         tokens=tokens,
@@ -213,7 +214,7 @@ def build_services(
         controls=MemoryControls(
             controls=storage.controls,
             store=storage.store,
-            default_quota=default_quota,
+            default_quota=bank.quota if bank is not None else None,
             clock=clock,
             events=events,
             unit_of_work=storage.unit_of_work,
@@ -304,6 +305,7 @@ def build_app(
     observer: RequestObserver | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     lifespan: Any = None,
+    public_url: str | None = None,
 ) -> Starlette:
     """The standalone app: the REST API, the management panel at `/` and the MCP rail at `/mcp/agent`.
 
@@ -316,8 +318,13 @@ def build_app(
     (`adapters_mcp.transport_security`). The panel's session cookie authenticates the REST API too, on the
     panel's own same-origin calls only (`build_rest_app`). Without the `mcp` extra the REST
     API and the panel (without its copy-prompt button) are served alone, with a warning
-    naming the install.
+    naming the install. The panel answers to pages of `public_url`'s origin only (`--public-url`), else to pages
+    of the host names the rail serves (`adapters_http.panel.PanelOrigin`).
     """
+    from adapters_http.panel import LOOPBACK_NAMES, PanelOrigin
+
+    served = (*LOOPBACK_NAMES, *allowed_hosts) if is_loopback(bind_host) else (allowed_hosts or None)
+    panel_origin = PanelOrigin.of(public_url, hosts=served)
     authenticate = credential_check(services.tokens, issuers)
     provider = panel_identity_provider(issuers, panel_sign_in)
     try:
@@ -331,6 +338,7 @@ def build_app(
             observer=observer,
             extra_routes=extra_routes,
             identity_provider=provider,
+            panel_origin=panel_origin,
         )
         if lifespan is not None:
             alone.router.lifespan_context = lifespan
@@ -355,11 +363,12 @@ def build_app(
         observer=observer,
         extra_routes=extra_routes,
         identity_provider=provider,
+        panel_origin=panel_origin,
     )
     mount = create_mcp_mount(
         rest,
         authenticate,
-        catalog=default_catalog(),
+        catalog=default_catalog(services.bank.settings),
         bind_host=bind_host,
         allowed_hosts=allowed_hosts,
         public_url=public_url,
@@ -380,6 +389,7 @@ def build_rest_app(
     observer: RequestObserver | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     identity_provider: PanelIdentityProvider | None = None,
+    panel_origin: PanelOrigin | None = None,
 ) -> Starlette:
     """The REST API and the management panel: a bearer credential, or the panel's session cookie on panel calls.
 
@@ -388,11 +398,17 @@ def build_rest_app(
     copy-prompt button (empty hides it). `identity_provider` adds "Sign in with <provider>".
     """
     from adapters_http import bearer_resolver, create_app
-    from adapters_http.panel import PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
+    from adapters_http.panel import SAME_HOST, PanelSignIn, bearer_or_session, panel_routes, session_cookie_resolver
 
-    resolver = bearer_or_session(bearer_resolver(authenticate), session_cookie_resolver(services.panel_sessions))
+    origin = panel_origin or SAME_HOST
+    resolver = bearer_or_session(
+        bearer_resolver(authenticate), session_cookie_resolver(services.panel_sessions, origin)
+    )
     sign_in = PanelSignIn(
-        sessions=services.panel_sessions, authenticate_token=authenticate, identity_provider=identity_provider
+        sessions=services.panel_sessions,
+        authenticate_token=authenticate,
+        identity_provider=identity_provider,
+        origin=origin,
     )
     return create_app(
         services.bank,
@@ -412,15 +428,16 @@ def build_server_app(
     metrics_token: str | None,
     allowed_hosts: Sequence[str] = (),
     issuers: IssuerTokenVerifier | None = None,
-    default_quota: Quota | None = None,
+    bank: BankSettings | None = None,
     rate_limits: RateLimits | None = None,
     panel_sign_in: SignInSettings | None = None,
     secret_screen: str = secret_settings.REFUSE,
     on_shutdown: Callable[[], None] | None = None,
+    public_url: str | None = None,
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
-    `default_quota` is the deployment's storage quota (`--quota-memories`, `--quota-characters`).
+    `bank` is what the use cases take (`Settings.bank`: the deployment's storage quota, `--quota-memories`...).
     `rate_limits` (see `build_rate_limits`) applies to every memory route: REST, MCP rail and panel.
     `secret_screen` (`refuse` or `off`) screens every save for credentials.
 
@@ -437,9 +454,7 @@ def build_server_app(
     from adapters_metrics import PrometheusMetrics
 
     metrics = PrometheusMetrics(forward=LoggingEventSink())
-    services = build_services(
-        storage, events=metrics, default_quota=default_quota, rate_limits=rate_limits, secret_screen=secret_screen
-    )
+    services = build_services(storage, events=metrics, bank=bank, rate_limits=rate_limits, secret_screen=secret_screen)
 
     def readiness() -> str | None:
         try:
@@ -484,6 +499,7 @@ def build_server_app(
         observer=metrics,
         extra_routes=system_routes(readiness=readiness, metrics=metrics.render, metrics_token=metrics_token),
         lifespan=drain_then_close,
+        public_url=public_url,
     )
     draining = ConnectionDraining(app)
     return draining
@@ -510,7 +526,7 @@ def build_local_rail(services: Services, *, user_id: str, org_id: str) -> Server
 
     rest = create_app(services.bank, _no_network_caller)
     principal = LocalPrincipal(user_id=user_id, organization_id=org_id)
-    return build_local_server(rest, principal, catalog=default_catalog())
+    return build_local_server(rest, principal, catalog=default_catalog(services.bank.settings))
 
 
 def require_mcp(*, stdio_only: bool = False) -> None:

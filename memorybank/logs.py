@@ -26,6 +26,22 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+#: The logger name uvicorn's own lines (start-up, shutdown, its errors) are shown under: the server's, not
+#: `uvicorn.error`, which reads as an error on every start-up line.
+SERVER_LOGGER = "memorybank.server"
+_UVICORN_LOGGERS = frozenset({"uvicorn", "uvicorn.error"})
+
+
+class ServerLoggerName(logging.Filter):
+    """Shows uvicorn's lines under `SERVER_LOGGER`; its level (INFO, ERROR) still says what each one is."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rename uvicorn's records; keep every record."""
+        if record.name in _UVICORN_LOGGERS:
+            record.name = SERVER_LOGGER
+        return True
+
+
 def logging_config(log_format: str) -> dict[str, Any]:
     """The logging configuration for `log_format` (`text` or `json`): INFO and up to stderr.
 
@@ -48,14 +64,14 @@ def logging_config(log_format: str) -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"request_id": {"()": RequestIdFilter}},
+        "filters": {"request_id": {"()": RequestIdFilter}, "server_name": {"()": ServerLoggerName}},
         "formatters": {log_format: formatters[log_format]},
         "handlers": {
             "stderr": {
                 "class": "logging.StreamHandler",
                 "stream": "ext://sys.stderr",
                 "formatter": log_format,
-                "filters": ["request_id"],
+                "filters": ["request_id", "server_name"],
             }
         },
         "root": {"level": "INFO", "handlers": ["stderr"]},

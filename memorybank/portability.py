@@ -45,6 +45,7 @@ from memorybank_core import (
     ids,
     secrets_in_memory,
 )
+from memorybank_core.strict_json import RepeatedKeyError, strict_json
 from memorybank_core.wire import export_line
 
 #: Memories written per transaction.
@@ -220,8 +221,10 @@ def parse_line(line: str, *, now: Callable[[], datetime]) -> Memory:
         InvalidInputError: every problem found, each naming its field.
     """
     try:
-        data = json.loads(line)
-    except ValueError as error:
+        data = strict_json(line)
+    except RepeatedKeyError as error:
+        raise InvalidInputError("line", str(error)) from error
+    except (ValueError, RecursionError) as error:
         where = f" ({error.msg} at column {error.colno})" if isinstance(error, json.JSONDecodeError) else ""
         raise InvalidInputError("line", f"must be one JSON object{where}") from error
     if not isinstance(data, dict):

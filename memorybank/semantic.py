@@ -1,6 +1,5 @@
-"""Hybrid search, wired in one place: its options (`--search`, `--embedder-model`,
-`--hybrid-min-similarity`; `memorybank.settings` resolves them), loading the embedder, and turning it on
-for a storage.
+"""Hybrid search, wired in one place: loading the embedder and turning it on for a storage (its flags,
+`--search`, `--embedder-model` and `--hybrid-min-similarity`, are declared in `memorybank.settings`).
 
 Lexical search is the default and needs nothing here. `--search hybrid` loads the embedding model
 once per process (each `serve --workers` worker loads its own), makes saves write each memory's
@@ -10,14 +9,13 @@ the `semantic` extra it stops with the one install line that fixes it.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memorybank.settings import EMBEDDER_MODEL_ENV, HYBRID_MIN_SIMILARITY_ENV, SEARCH_ENV, SEARCH_MODES, SearchChoice
+from memorybank.settings import SearchChoice
 from memorybank_core import Embedder, InvalidInputError, MemoryBankError
-from memorybank_search.fusion import MIN_SIMILARITY
+from memorybank_core.wording import counted, pluralized
 
 if TYPE_CHECKING:
     from adapters_mysql import EmbeddingReport, SqlStorage
@@ -33,29 +31,6 @@ class SemanticUnavailableError(MemoryBankError, RuntimeError):
 
     def __init__(self, missing: str) -> None:
         super().__init__(f"hybrid search needs the semantic extra ({missing} is missing): {SEMANTIC_INSTALL_HINT}")
-
-
-def add_search_options(parser: argparse.ArgumentParser) -> None:
-    """`--search` and `--embedder-model`, for the commands that search or embed."""
-    group = parser.add_argument_group("search", "lexical BM25, or hybrid: BM25 fused with a local embedding model")
-    group.add_argument(
-        "--search",
-        choices=SEARCH_MODES,
-        help=f"lexical, or hybrid to also find paraphrases (needs {SEMANTIC_INSTALL_HINT}; docs/search.md); "
-        f"default: ${SEARCH_ENV}, else lexical",
-    )
-    group.add_argument(
-        "--embedder-model",
-        metavar="DIR",
-        help="hybrid search with your own sentence-embedding export: DIR holds model.onnx and tokenizer.json "
-        f"(default: ${EMBEDDER_MODEL_ENV}, else all-MiniLM-L6-v2 int8 from the semantic extra)",
-    )
-    group.add_argument(
-        "--hybrid-min-similarity",
-        metavar="COSINE",
-        help="hybrid search: the cosine (0 to 1) a memory sharing no word with the query needs to be found; "
-        f"higher finds fewer paraphrases and less noise (default: ${HYBRID_MIN_SIMILARITY_ENV}, else {MIN_SIMILARITY})",
-    )
 
 
 def load_embedder(choice: SearchChoice) -> Embedder:
@@ -138,7 +113,8 @@ def describe(storage: SqlStorage, choice: SearchChoice) -> str:
     missing = storage.count_to_embed()
     if missing:
         line += (
-            f"; {missing} memories have no vector yet and are found by their words only until "
+            f"; {counted(missing, 'memory')} {pluralized(missing, 'has')} no vector yet and "
+            f"{pluralized(missing, 'is')} found by their words only until "
             "`memorybank reindex --embeddings`"
         )
     return line

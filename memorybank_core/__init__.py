@@ -47,6 +47,7 @@ from memorybank_core.errors import (
     Problem,
     QuotaExceededError,
     SchemaUnavailableError,
+    ScreenBudgetExceededError,
     SecretDetectedError,
     SecretProblem,
     SignInDeclinedError,
@@ -68,6 +69,7 @@ from memorybank_core.ports import (
     PanelSessionStore,
     Principal,
     RateLimiter,
+    ScreenBudget,
     SearchEngine,
     SearchHit,
     SearchHits,
@@ -82,7 +84,13 @@ from memorybank_core.rate_limits import Operation, RateLimitedError, RateLimitPo
 from memorybank_core.rate_windows import RateLimit, WindowState
 from memorybank_core.requests import DELETE_ALL_CONFIRMATION, ContextInput, DeleteAll, SaveRequest
 from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
-from memorybank_core.secret_screening import SAVE_A_POINTER, find_secrets, scan_owner, secrets_in_memory
+from memorybank_core.secret_screening import (
+    SAVE_A_POINTER,
+    SCREEN_BUDGET_EXCEEDED,
+    find_secrets,
+    scan_owner,
+    secrets_in_memory,
+)
 from memorybank_core.tokens import IssuedToken, TokenPrincipal, TokenService
 from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE, MemoryBank
 
@@ -91,6 +99,7 @@ __all__ = [
     "EVERYONE",
     "READ_SCOPE",
     "SAVE_A_POINTER",
+    "SCREEN_BUDGET_EXCEEDED",
     "WRITE_SCOPE",
     "ApiToken",
     "BlindIndex",
@@ -157,6 +166,8 @@ __all__ = [
     "SaveRequest",
     "SchemaUnavailableError",
     "Scope",
+    "ScreenBudget",
+    "ScreenBudgetExceededError",
     "SealBinding",
     "Sealer",
     "SearchEngine",

@@ -7,7 +7,8 @@ arguments), or the reason it could not take the bytes at all (`RefusedBody`: not
 a caller whose memory is switched off learns nothing from the body. A host calling the bank from
 its own code hands the use case a value instead (`SaveRequest`, `DeleteAll`).
 
-`decode_json` is the one strict JSON decoder of request input: every facade's body goes through it.
+`decode_json` reads a request body with the one strict JSON decoder (`memorybank_core.strict_json`):
+every facade's body goes through it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from abc import ABC, abstractmethod
 import attrs
 
 from memorybank_core.errors import InvalidInputError, MemoryBankError
+from memorybank_core.strict_json import RepeatedKeyError, strict_json
 
 
 class BodyTooLargeError(MemoryBankError):
@@ -36,13 +38,16 @@ class UnsupportedMediaTypeError(MemoryBankError):
 
 
 def decode_json(raw: bytes) -> object:
-    """Decode strict JSON: UTF-8, no NaN or Infinity, any nesting depth refused cleanly.
+    """A request body's JSON value, by the one strict decoder (`strict_json`: UTF-8, no NaN or Infinity, no
+    repeated key), any nesting depth refused cleanly.
 
     Raises:
         InvalidInputError: ("body") for anything that is not such JSON.
     """
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        return strict_json(raw)
+    except RepeatedKeyError as error:
+        raise InvalidInputError("body", str(error)) from error
     except (ValueError, RecursionError) as error:
         # ValueError covers bad UTF-8, bad syntax and over-long integers; RecursionError absurd nesting.
         raise InvalidInputError("body", f"must be a UTF-8 encoded JSON object{where_json_broke(error)}") from error
@@ -55,10 +60,6 @@ def where_json_broke(error: BaseException) -> str:
     if isinstance(error, UnicodeDecodeError):
         return f" (byte {error.start} is not UTF-8)"
     return ""
-
-
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
 
 
 class Body(ABC):

@@ -77,6 +77,18 @@ class SecretDetectedError(InvalidInputError):
         return tuple(dict.fromkeys(problem.kind for problem in self.secrets))
 
 
+class ScreenBudgetExceededError(InvalidInputError):
+    """The secret screen spent its whole budget on a save's texts before it could judge them; nothing was written.
+
+    Refused rather than stored unscreened: the texts are shaped so that screening them would cost far more than
+    any ordinary memory (ADR 0031). `path` names the field the budget ran out in.
+    """
+
+    def __init__(self, path: str, budget: int) -> None:
+        super().__init__(path, f"costs more than the secret screen's budget of {budget} units to screen")
+        self.budget = budget
+
+
 class NotFoundError(MemoryBankError, LookupError):
     """No such memory for this owner. Deliberately identical for 'never existed' and 'not yours'."""
 

@@ -49,6 +49,13 @@ DELETE_ALL_BATCH = CountBound(1, 500, default=200)
 #: Memories an export reads per page (one unit of work each), however many there are in all.
 EXPORT_PAGE = LIST_LIMIT.max
 
+#: Units of work the secret screen may spend on one save (all its texts together), or on one stored memory when
+#: `secrets scan` reads it back: each unit is one place the screen judges in Python beyond its linear regex scans
+#: (an assignment to a secret-named key, a candidate token, a finding). Ordinary memories spend a handful; a text
+#: built to be costly (a keyword every five characters) runs out and the save is refused, never stored unscreened
+#: (ADR 0031). At about 2 microseconds a unit, the whole budget is a few milliseconds of CPU.
+SCREEN_BUDGET = 2_048
+
 #: Stored identifiers (memory, context, user, organization, token) fit VARCHAR(64).
 ID_MAX_LENGTH = 64
 ID = TextBound(1, ID_MAX_LENGTH)

@@ -14,7 +14,9 @@ from typing import Protocol
 
 import attrs
 
+from memorybank_core import limits
 from memorybank_core.entities import ApiToken, Control, Memory, PanelCredential, Quota, SubjectKind, Usage
+from memorybank_core.errors import ScreenBudgetExceededError
 from memorybank_core.rate_windows import RateLimit, WindowState
 
 
@@ -152,14 +154,42 @@ class SecretFinding:
     end: int
 
 
+class ScreenBudget:
+    """What a secret screen may still spend on one save's texts, in units of work (`limits.SCREEN_BUDGET`).
+
+    One budget is made per save (or per stored memory a scan reads) and handed to `SecretScreen.find` for each of
+    its texts, so the save as a whole has a bound, whatever its shape (ADR 0031). Not thread-safe: one per save.
+    """
+
+    def __init__(self, units: int = limits.SCREEN_BUDGET) -> None:
+        self.units = units
+        self.spent = 0
+
+    def spend(self, units: int = 1) -> None:
+        """Count `units` more work.
+
+        Raises:
+            ScreenBudgetExceededError: ("text") the budget is spent; the screen stops there and the text counts as
+                unscreened (a save is refused).
+        """
+        self.spent += units
+        if self.spent > self.units:
+            raise ScreenBudgetExceededError("text", self.units)
+
+
 class SecretScreen(Protocol):
     """Finds credentials in text a person is about to save, so the bank can refuse them before anything is written."""
 
     @abstractmethod
-    def find(self, text: str) -> Sequence[SecretFinding]:
+    def find(self, text: str, budget: ScreenBudget | None = None) -> Sequence[SecretFinding]:
         """Every credential-looking span of `text`, ordered by `start`; empty for ordinary text.
 
-        Must be pure and thread-safe: it runs on every save, from any thread, and never logs `text`.
+        Must be pure and thread-safe: it runs on every save, from any thread, and never logs `text`. Its cost is
+        linear in `len(text)`; the work beyond its linear scans is charged to `budget` (a fresh
+        `ScreenBudget()` when None).
+
+        Raises:
+            ScreenBudgetExceededError: `budget` ran out before the text was judged.
         """
 
 
@@ -252,6 +282,14 @@ class UnitOfWork(Protocol):
 
         Each thread (each request) has its own: blocks in two threads never share a session.
         """
+
+    def released(self) -> AbstractContextManager[None]:
+        """A block of CPU work (the secret screen) during which an open unit holds no connection.
+
+        A unit that already checked one out hands it back to its pool for the block (ending its read snapshot);
+        the next storage call checks one out again. Storage without sessions has nothing to release.
+        """
+        return nullcontext()
 
 
 class StoragePorts(Protocol):

@@ -149,8 +149,8 @@ class DeleteAll:
             # An explicit null is not "the default": it is a limit of the wrong type.
             collector.problems.append(Problem("limit", limits.DELETE_ALL_BATCH.describe()))
         else:
-            if isinstance(limit, float) and limit.is_integer():
-                limit = int(limit)  # JSON has one number type: 72.0 is the integer 72, as JSON Schema says
+            # `1.0` is refused like any other non-integer (issue 27): a proxy that reads it as a float must not
+            # judge a different request than the server does. Only a JSON integer literal is an integer here.
             count = collector.check(lambda: clean_count(limit, path="limit", bound=limits.DELETE_ALL_BATCH))
         if collector.problems:
             raise InvalidInputError.from_problems(collector.problems)

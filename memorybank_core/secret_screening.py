@@ -10,25 +10,62 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from memorybank_core.entities import Memory
-from memorybank_core.errors import SecretDetectedError, SecretProblem
-from memorybank_core.ports import ListPosition, MemoryStore, SecretFinding, SecretScreen
+from memorybank_core.errors import ScreenBudgetExceededError, SecretDetectedError, SecretProblem
+from memorybank_core.ports import ListPosition, MemoryStore, ScreenBudget, SecretFinding, SecretScreen
 from memorybank_core.requests import SaveRequest
 
-#: What the person or agent should do instead: said once, in every refusal (REST, the rail, import, the prompt).
+#: What the person or agent should do instead, when no particular credential was found (the prompt, the docs).
 SAVE_A_POINTER = (
     "A memory must not hold credentials: keep the secret in a password manager or secret store and save where it "
-    "is instead, e.g. \"the AWS key is in 1Password under 'prod-aws'\"."
+    "is instead, e.g. \"the deploy token is in 1Password under 'ci-deploy'\"."
 )
+
+#: The kind `secrets_in_memory` reports for a memory whose texts ran the screen's budget out (ADR 0031).
+SCREEN_BUDGET_EXCEEDED = "screen_budget_exceeded"
+
+#: How the advice names a kind whose machine name does not read as a noun.
+_SPOKEN_KINDS = {
+    "password_assignment": "password",
+    "command_line_password": "password",
+    "url_password": "database password",
+    "high_entropy_string": "key",
+    "jwt": "token",
+}
+
+
+def save_a_pointer(kinds: Sequence[str]) -> str:
+    """`SAVE_A_POINTER`, its example naming the first kind found (`github_token`: "the github token is in ...")."""
+    if not kinds:
+        return SAVE_A_POINTER
+    spoken = _SPOKEN_KINDS.get(kinds[0], kinds[0].replace("_", " "))
+    return SAVE_A_POINTER.replace("the deploy token", f"the {spoken}")
 
 
 def find_secrets(
-    screen: SecretScreen, *, content: str, tags: Sequence[str] = (), snippets: Sequence[str] = ()
+    screen: SecretScreen,
+    *,
+    content: str,
+    tags: Sequence[str] = (),
+    snippets: Sequence[str] = (),
+    budget: ScreenBudget | None = None,
 ) -> tuple[SecretProblem, ...]:
     """Every credential the screen finds in a memory's texts, each with its field path (`content`, `tags.0`,
-    `contexts.1.snippet`), kind and character range; empty for an ordinary memory."""
-    return tuple(
-        _problem(path, finding) for path, text in _fields(content, tags, snippets) for finding in screen.find(text)
-    )
+    `contexts.1.snippet`), kind and character range; empty for an ordinary memory.
+
+    The texts share one `budget` (a fresh `ScreenBudget()` when None): the memory as a whole has a bound.
+
+    Raises:
+        ScreenBudgetExceededError: naming the field where the budget ran out; the memory counts as unscreened.
+    """
+    budget = budget if budget is not None else ScreenBudget()
+    problems: list[SecretProblem] = []
+    for path, text in _fields(content, tags, snippets):
+        try:
+            found = screen.find(text, budget)
+        except ScreenBudgetExceededError as error:
+            raise ScreenBudgetExceededError(path, error.budget) from None
+        problems.extend(_problem(path, finding) for finding in found)
+    return tuple(problems)
 
 
 def screen_request(screen: SecretScreen | None, request: SaveRequest) -> None:
@@ -36,6 +73,7 @@ def screen_request(screen: SecretScreen | None, request: SaveRequest) -> None:
 
     Raises:
         SecretDetectedError: naming each field, kind and range found; never the secret.
+        ScreenBudgetExceededError: the screen's budget ran out before it could judge the texts.
     """
     if screen is None:
         return
@@ -50,10 +88,18 @@ def screen_request(screen: SecretScreen | None, request: SaveRequest) -> None:
 
 
 def secrets_in_memory(screen: SecretScreen, memory: Memory) -> tuple[SecretProblem, ...]:
-    """What `find_secrets` finds in a stored (or imported) memory."""
-    return find_secrets(
-        screen, content=memory.content, tags=memory.tags, snippets=[context.snippet for context in memory.contexts]
-    )
+    """What `find_secrets` finds in a stored (or imported) memory.
+
+    A memory the screen cannot judge within its budget is reported as one problem of kind
+    `SCREEN_BUDGET_EXCEEDED`: it may hold anything, so it is treated like one that holds a credential.
+    """
+    try:
+        return find_secrets(
+            screen, content=memory.content, tags=memory.tags, snippets=[context.snippet for context in memory.contexts]
+        )
+    except ScreenBudgetExceededError as error:
+        (problem,) = error.problems
+        return (SecretProblem(problem.path, problem.message, SCREEN_BUDGET_EXCEEDED, 0, 0),)
 
 
 #: Memories read per page while scanning an owner's bank.

@@ -80,7 +80,8 @@ class PrivateMariadb:
         self._process = subprocess.Popen(  # noqa: S603 - fixed arguments, our own paths
             [server, f"--defaults-file={self.config}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        self.url = f"mysql://root@127.0.0.1:{self.port}/canary"
+        # PyMySQL, of the test extra: the README's install has no mysqlclient.
+        self.url = f"mysql+pymysql://root@127.0.0.1:{self.port}/canary"
         self._wait_until_up()
 
     def _wait_until_up(self) -> None:

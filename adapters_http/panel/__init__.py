@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from adapters_http.panel.csrf import PANEL_HEADER, is_panel_call, panel_calls_only
+from adapters_http.panel.csrf import (
+    LOOPBACK_NAMES,
+    PANEL_HEADER,
+    SAME_HOST,
+    PanelOrigin,
+    is_panel_call,
+    panel_calls_only,
+)
 from adapters_http.panel.oidc import CALLBACK_PATH as OIDC_CALLBACK_PATH
 from adapters_http.panel.oidc import PanelIdentityProvider
 from adapters_http.panel.page import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, PageSettings, page_routes
@@ -56,14 +63,17 @@ def panel_routes(
 
 __all__ = [
     "CONTENT_SECURITY_POLICY",
+    "LOOPBACK_NAMES",
     "OIDC_CALLBACK_PATH",
     "PANEL_HEADER",
+    "SAME_HOST",
     "SECURE_SESSION_COOKIE",
     "SECURITY_HEADERS",
     "SESSION_COOKIE",
     "SESSION_PATH",
     "PageSettings",
     "PanelIdentityProvider",
+    "PanelOrigin",
     "PanelSignIn",
     "TokenAuthenticator",
     "bearer_or_session",

@@ -25,7 +25,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from adapters_http.endpoint import log_unexpected, request_id, tag_response
-from adapters_http.panel.csrf import is_same_origin
+from adapters_http.panel.csrf import SAME_HOST, PanelOrigin
 from adapters_http.panel.page import ASSETS_PATH, SECURITY_HEADERS
 from adapters_http.panel.session_cookie import session_secret, set_session_cookie
 from memorybank_core.errors import CredentialsRefusedError, SignInDeclinedError, UnavailableError
@@ -66,9 +66,11 @@ class _Problem:
     text: str
 
 
-def oidc_routes(sessions: PanelSessions, provider: PanelIdentityProvider) -> list[BaseRoute]:
+def oidc_routes(
+    sessions: PanelSessions, provider: PanelIdentityProvider, origin: PanelOrigin = SAME_HOST
+) -> list[BaseRoute]:
     """`POST /panel/oidc/start` and `GET /panel/oidc/callback`."""
-    handlers = _OidcHandlers(sessions, provider)
+    handlers = _OidcHandlers(sessions, provider, origin)
     return [
         Route(START_PATH, _answered(handlers.start, provider.name), methods=["POST"]),
         Route(CALLBACK_PATH, _answered(handlers.callback, provider.name), methods=["GET"]),
@@ -76,13 +78,14 @@ def oidc_routes(sessions: PanelSessions, provider: PanelIdentityProvider) -> lis
 
 
 class _OidcHandlers:
-    def __init__(self, sessions: PanelSessions, provider: PanelIdentityProvider) -> None:
+    def __init__(self, sessions: PanelSessions, provider: PanelIdentityProvider, origin: PanelOrigin) -> None:
         self._sessions = sessions
         self._provider = provider
+        self._origin = origin
 
     async def start(self, request: Request) -> Response:
         name = self._provider.name
-        if not _started_on_this_site(request):
+        if not _started_on_this_site(request, self._origin):
             logger.info("panel.oidc_refused reason=cross_site_start")
             return _page(
                 request,
@@ -174,7 +177,7 @@ class _OidcHandlers:
         return response
 
 
-def _started_on_this_site(request: Request) -> bool:
+def _started_on_this_site(request: Request, panel_origin: PanelOrigin) -> bool:
     """The start form was posted by the panel's own page (browsers mark where a form post comes from)."""
     fetch_site = request.headers.get("sec-fetch-site")
     if fetch_site is not None and fetch_site != "same-origin":
@@ -183,7 +186,7 @@ def _started_on_this_site(request: Request) -> bool:
     if origin is None or origin == "null":
         # A no-referrer page may post with `Origin: null`; Sec-Fetch-Site above still judged it when sent.
         return fetch_site is not None
-    return is_same_origin(origin, request)
+    return panel_origin.allows(origin, request)
 
 
 def _pending_cookie(request: Request) -> str:

@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from adapters_http.auth import BlockingResolver, PrincipalResolver, awaitable_resolver
-from adapters_http.panel.csrf import panel_calls_only
+from adapters_http.panel.csrf import SAME_HOST, PanelOrigin, panel_calls_only
 from memorybank_core.panel_sessions import PanelSessions, StartedSession
 from memorybank_core.ports import Principal
 
@@ -55,8 +55,8 @@ def clear_session_cookie(request: Request, response: Response) -> None:
     )
 
 
-def session_cookie_resolver(sessions: PanelSessions) -> PrincipalResolver:
-    """The panel's resolver: the session in the cookie, on same-origin panel calls only (see `csrf`)."""
+def session_cookie_resolver(sessions: PanelSessions, origin: PanelOrigin = SAME_HOST) -> PrincipalResolver:
+    """The panel's resolver: the session in the cookie, on panel calls from `origin` only (see `csrf`)."""
 
     def resolve(request: Request) -> Principal | None:
         secret = session_secret(request)
@@ -64,7 +64,7 @@ def session_cookie_resolver(sessions: PanelSessions) -> PrincipalResolver:
             return None
         return sessions.authenticate(secret)
 
-    return panel_calls_only(BlockingResolver(resolve))
+    return panel_calls_only(BlockingResolver(resolve), origin)
 
 
 def bearer_or_session(bearer: PrincipalResolver, session: PrincipalResolver) -> PrincipalResolver:

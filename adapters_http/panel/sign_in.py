@@ -17,7 +17,7 @@ from starlette.routing import BaseRoute, Route
 from adapters_http.endpoint import log_unexpected, request_id, tag_response
 from adapters_http.errors import error_response, internal_error_response
 from adapters_http.inputs import is_json_media_type
-from adapters_http.panel.csrf import is_panel_call
+from adapters_http.panel.csrf import SAME_HOST, PanelOrigin, is_panel_call
 from adapters_http.panel.oidc import PanelIdentityProvider, oidc_routes
 from adapters_http.panel.session_cookie import (
     clear_session_cookie,
@@ -54,6 +54,8 @@ class PanelSignIn:
     authenticate_token: TokenAuthenticator | None = None
     identity_provider: PanelIdentityProvider | None = None
     """Offer "Sign in with <provider>" (OpenID Connect) too; see `adapters_http.panel.oidc`."""
+    origin: PanelOrigin = SAME_HOST
+    """Which page origin may sign in (see `PanelOrigin`); `memorybank serve` sets its public URL's."""
 
 
 def sign_in_routes(sign_in: PanelSignIn) -> list[BaseRoute]:
@@ -65,7 +67,7 @@ def sign_in_routes(sign_in: PanelSignIn) -> list[BaseRoute]:
         Route(SESSION_PATH, _answered(handlers.sign_out), methods=["DELETE"]),
     ]
     if sign_in.identity_provider is not None:
-        routes += oidc_routes(sign_in.sessions, sign_in.identity_provider)
+        routes += oidc_routes(sign_in.sessions, sign_in.identity_provider, sign_in.origin)
     return routes
 
 
@@ -73,7 +75,8 @@ class _SignInHandlers:
     def __init__(self, sign_in: PanelSignIn) -> None:
         self._sessions = sign_in.sessions
         self._authenticate_token = sign_in.authenticate_token
-        self._resolve = session_cookie_resolver(sign_in.sessions)
+        self._origin = sign_in.origin
+        self._resolve = session_cookie_resolver(sign_in.sessions, sign_in.origin)
 
     async def who(self, request: Request) -> Response:
         principal = await self._resolve(request)
@@ -82,7 +85,7 @@ class _SignInHandlers:
         return _principal_response(principal)
 
     async def sign_in(self, request: Request) -> Response:
-        if not is_panel_call(request):
+        if not is_panel_call(request, self._origin):
             raise CrossSiteRefusedError
         secrets = await _sign_in_body(request)
         if secrets is None:
@@ -107,7 +110,7 @@ class _SignInHandlers:
         return response
 
     async def sign_out(self, request: Request) -> Response:
-        if not is_panel_call(request):
+        if not is_panel_call(request, self._origin):
             raise CrossSiteRefusedError
         secret = session_secret(request)
         if secret:

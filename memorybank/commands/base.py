@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO, TypeAlias
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeAlias
 
-from memorybank.settings import DATABASE_URL_ENV, KEY_FILE_ENV, KEYS_ENV, Settings, default_database_path
+from memorybank.settings import OPENS_DATABASE, Settings, add_arguments
+from memorybank_core.wording import counted
 
 if TYPE_CHECKING:
     from memorybank import composition
@@ -37,11 +38,34 @@ class CommandError(Exception):
 _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
 
 
+class Version(argparse.Action):
+    """`--version`: the installed distribution's version, looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **_: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> NoReturn:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("memorybank")
+        except PackageNotFoundError:  # a source tree on sys.path, not installed
+            found = "unknown (not installed)"
+        sys.stdout.write(f"{PROGRAM} {found}\n")
+        parser.exit(EXIT_OK)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line naming `--help`, not the whole usage block.
 
-    A mistyped command gets a "did you mean" (Python 3.14's `suggest_on_error`, which 3.11 lacks).
+    A mistyped command gets a "did you mean" (Python 3.14's `suggest_on_error`, which 3.11 lacks). Every
+    command answers `--version` (`memorybank serve --version` too), as the program does.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.add_help:  # not on the parent parsers that only lend their options
+            self.add_argument("--version", action=Version)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{PROGRAM}: error: {message}{_suggestion(message)} (see `{self.prog} --help`)\n")
@@ -73,24 +97,11 @@ class Shared:
     env: Mapping[str, str]
 
 
-def database_options(env: Mapping[str, str]) -> Parser:
-    """`--db` and `--key-file`, as a parent parser (`parents=[shared.database]`)."""
+def database_options() -> Parser:
+    """The flags of every command that opens the database (`--db`, `--key-file`), as a parent parser
+    (`parents=[shared.database]`); which flags those are is declared in `memorybank.settings.DECLARED`."""
     database = Parser(add_help=False)
-    database.add_argument(
-        "--db",
-        metavar="URL",
-        help=(
-            f"database URL: sqlite:///path/file.sqlite3, mysql://user:password@host:3306/name (mysqlclient) or "
-            f"mysql+pymysql://...; default: ${DATABASE_URL_ENV}, else {default_database_path(env)}"
-        ),
-    )
-    database.add_argument(
-        "--key-file",
-        metavar="FILE",
-        type=Path,
-        help=f"key ring for encryption at rest (`memorybank keys create`); default: ${KEY_FILE_ENV}, else the ring "
-        f"in ${KEYS_ENV}, else none (plaintext)",
-    )
+    add_arguments(database, OPENS_DATABASE)
     return database
 
 
@@ -113,10 +124,6 @@ def with_services(settings: Settings, work: Callable[[composition.Services], Non
         work(opened.services)
 
 
-def counted(count: int, noun: str, plural: str | None = None) -> str:
-    """`1 line`, `2 lines`, `0 lines`."""
-    return f"{count} {noun if count == 1 else plural or noun + 's'}"
-
-
 def memories(count: int) -> str:
-    return counted(count, "memory", "memories")
+    """`1 memory`, `2 memories`."""
+    return counted(count, "memory")

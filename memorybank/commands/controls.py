@@ -15,6 +15,7 @@ from memorybank.settings import (
     parse_quota_number,
 )
 from memorybank_core import InvalidInputError, MemoryControls, SubjectKind, clean_subject_id
+from memorybank_core.wording import pluralized
 
 if TYPE_CHECKING:
     from memorybank import composition
@@ -153,7 +154,7 @@ def run_quota_set(args: argparse.Namespace, settings: Settings, out: TextIO) -> 
         control = controls.set_quota(kind, subject_id, max_memories=args.memories, max_characters=args.characters)
         print(
             f"{PROGRAM}: quota of {_describe_subject(kind, subject_id)}: "
-            f"{_limit(control.max_memories)} memories, {_limit(control.max_characters)} characters",
+            f"{_measure(control.max_memories, 'memory')}, {_measure(control.max_characters, 'character')}",
             file=out,
         )
 
@@ -171,6 +172,11 @@ def run_quota_unset(args: argparse.Namespace, settings: Settings, out: TextIO) -
             print(f"{PROGRAM}: no quota was set for {subject}", file=out)
 
     _with_controls(settings, unset_quota)
+
+
+def _measure(value: int | None, noun: str) -> str:
+    """`1 memory`, `5_000 memories`, `default memories` (no quota of its own)."""
+    return f"{_limit(value)} {pluralized(0 if value is None else value, noun)}"
 
 
 def _limit(value: int | None) -> str:
@@ -210,7 +216,10 @@ def run_show(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
             if args.what == "gate":
                 print(f"{subject}: {'on' if c.enabled else 'OFF'}", file=out)
             else:
-                print(f"{subject}: {_limit(c.max_memories)} memories, {_limit(c.max_characters)} characters", file=out)
+                print(
+                    f"{subject}: {_measure(c.max_memories, 'memory')}, {_measure(c.max_characters, 'character')}",
+                    file=out,
+                )
 
     _with_controls(settings, show)
 

@@ -17,12 +17,12 @@ from memorybank.commands.base import (
     CommandError,
     Shared,
     Subcommands,
-    counted,
     memories,
     runtime,
 )
-from memorybank.settings import Settings
+from memorybank.settings import Settings, add_arguments
 from memorybank_core import ids
+from memorybank_core.wording import counted, pluralized
 
 
 def register(commands: Subcommands, shared: Shared) -> None:
@@ -36,7 +36,7 @@ def register(commands: Subcommands, shared: Shared) -> None:
     )
     importing.add_argument("file", metavar="FILE.jsonl", type=Path, help="the file to load")
     secrets.add_on_secret_option(importing)
-    secrets.add_secret_screen_option(importing)
+    add_arguments(importing, "import")
     importing.set_defaults(run=run_import)
 
     exporting = commands.add_parser(
@@ -67,16 +67,18 @@ def run_import(args: argparse.Namespace, settings: Settings, out: TextIO) -> Non
     for problem in report.skipped:
         sys.stderr.write(f"{PROGRAM}: skipped {problem.describe()}\n")
     secrets.report_import(report, out)
-    skipped = len(report.skipped)
-    print(f"{PROGRAM}: imported {memories(report.imported)}, skipped {counted(skipped, 'line')}", file=out)
+    unreadable, held = len(report.skipped), len(report.secrets)
     if report.refused:
-        held = len(report.secrets)
-        hold = "holds" if held == 1 else "hold"
-        raise CommandError(f"{counted(held, 'line')} {hold} credentials (listed above): nothing was imported")
-    if report.skipped or report.secrets:
-        left_out = skipped + len(report.secrets)
-        were = "was" if left_out == 1 else "were"
-        raise CommandError(f"{counted(left_out, 'line')} {were} left out (listed above)", EXIT_FAILURE)
+        print(f"{PROGRAM}: imported {memories(report.imported)}", file=out)
+        raise CommandError(
+            f"{counted(held, 'line')} {pluralized(held, 'holds')} credentials (listed above): nothing was imported"
+        )
+    # Every line left out is counted once, in the summary and in the exit line alike.
+    skipped = unreadable + held
+    why = f" ({unreadable} unreadable, {held} holding credentials)" if unreadable and held else ""
+    print(f"{PROGRAM}: imported {memories(report.imported)}, skipped {counted(skipped, 'line')}{why}", file=out)
+    if skipped:
+        raise CommandError(f"skipped {counted(skipped, 'line')} (listed above)", EXIT_FAILURE)
 
 
 def run_export(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
@@ -86,6 +88,8 @@ def run_export(args: argparse.Namespace, settings: Settings, out: TextIO) -> Non
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     if args.out is not None and not args.force and os.path.lexists(args.out):
         raise CommandError(_export_exists(args.out), EXIT_BAD_INPUT)
+    if args.out is not None and not args.out.parent.is_dir():
+        raise CommandError(f"cannot write {args.out}: {args.out.parent} is not a directory", EXIT_BAD_INPUT)
     with runtime(settings) as opened:
         store = opened.storage.store
         try:
@@ -96,6 +100,8 @@ def run_export(args: argparse.Namespace, settings: Settings, out: TextIO) -> Non
                     count = portability.export_user(store, args.user, file)
         except FileExistsError as error:  # created meanwhile: still never overwritten
             raise CommandError(_export_exists(args.out), EXIT_BAD_INPUT) from error
+        except OSError as error:  # e.g. a directory we may not write in: the export's file, not the database
+            raise CommandError(f"cannot write {args.out}: {error.strerror or error}") from error
     # stdout may be the export itself: the summary goes to stderr.
     sys.stderr.write(f"{PROGRAM}: exported {memories(count)} of {args.user}\n")
 

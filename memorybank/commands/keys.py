@@ -22,6 +22,7 @@ from memorybank.settings import (
     KEY_FILE_ENV,
     PRIVATE_DIRECTORY_MODE,
     Settings,
+    add_arguments,
     default_database_path,
     default_key_file,
 )
@@ -61,7 +62,7 @@ def register(commands: Subcommands, shared: Shared) -> None:
         description="Add a fresh key and make it primary (new writes), keeping the old keys to open old rows. "
         "Restart servers with the new ring, then run `memorybank keys rotate`.",
     )
-    keys_add.add_argument("--key-file", metavar="FILE", type=Path, help=f"the ring (default: ${KEY_FILE_ENV})")
+    add_arguments(keys_add, "keys add")
     keys_add.add_argument(
         "--new-index",
         action="store_true",
@@ -75,7 +76,7 @@ def register(commands: Subcommands, shared: Shared) -> None:
         "reported it unused on every database that uses this ring.",
     )
     keys_remove.add_argument("key_id", metavar="KEY_ID")
-    keys_remove.add_argument("--key-file", metavar="FILE", type=Path, help=f"the ring (default: ${KEY_FILE_ENV})")
+    add_arguments(keys_remove, "keys remove")
     keys_remove.set_defaults(run=run_remove, db=None)
     key_commands.add_parser(
         "rotate",

@@ -7,9 +7,8 @@ import logging
 import sys
 from typing import TextIO
 
-from memorybank import semantic
 from memorybank.commands.base import CommandError, Shared, Subcommands
-from memorybank.settings import Settings
+from memorybank.settings import Settings, add_arguments
 from memorybank_core import ids
 from memorybank_core.distribution import install_command
 
@@ -25,7 +24,7 @@ def register(commands: Subcommands, shared: Shared) -> None:
     )
     mcp.add_argument("--user", metavar="usr_…", required=True, help="the user whose memories the rail acts on")
     mcp.add_argument("--org", metavar="org_…", required=True, help="the user's organization (recorded on saves)")
-    semantic.add_search_options(mcp)
+    add_arguments(mcp, "mcp")
     mcp.set_defaults(run=run_mcp)
 
     prompt = commands.add_parser(

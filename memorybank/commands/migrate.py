@@ -7,6 +7,7 @@ from typing import TextIO
 
 from memorybank.commands.base import EXIT_BAD_INPUT, PROGRAM, CommandError, Shared, Subcommands, memories, runtime
 from memorybank.settings import Settings, redacted
+from memorybank_core.wording import pluralized
 
 
 def register(commands: Subcommands, shared: Shared) -> None:
@@ -46,7 +47,11 @@ def run_migrate(args: argparse.Namespace, settings: Settings, out: TextIO) -> No
     if created_database:
         done.append("created the database (utf8mb4)")
     if report.applied:
-        done.append(f"applied revision{'s' if len(report.applied) > 1 else ''} {', '.join(report.applied)}")
+        applied = f"applied {pluralized(len(report.applied), 'revision')} {', '.join(report.applied)}"
+        if list(report.applied) != sorted(report.applied):
+            # 0010 was written before 0008 and runs before it: ids are names, the chain is the order.
+            applied += " (in the order they run: see docs/storage.md, Revisions)"
+        done.append(applied)
     if report.created_search_structures:
         done.append("created the full-text search indexes")
     if report.reindexed:

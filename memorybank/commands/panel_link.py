@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 from memorybank.commands.base import EXIT_BAD_INPUT, PROGRAM, CommandError, Shared, Subcommands, with_services
 from memorybank.commands.serve import DEFAULT_SERVER
 from memorybank.commands.tokens import known_org
-from memorybank.settings import PUBLIC_URL_ENV, Settings
+from memorybank.settings import PUBLIC_URL_ENV, Settings, add_arguments
 from memorybank_core import ids
 from memorybank_core.panel_sessions import check_link_ttl
 
@@ -34,14 +34,7 @@ def register(commands: Subcommands, shared: Shared) -> None:
     panel_link.add_argument(
         "--ttl", default="10m", help="how long the link works: 30s, 10m, 2h, 1d (default: 10m; at most 1d)"
     )
-    panel_link.add_argument(
-        "--public-url",
-        "--url",
-        dest="public_url",
-        metavar="URL",
-        help=f"the server's address, as `serve --public-url` (default: ${PUBLIC_URL_ENV}, else "
-        f"{DEFAULT_SERVER}, where `serve` listens by default)",
-    )
+    add_arguments(panel_link, "panel-link")  # --public-url (or --url), as `serve` takes it
     panel_link.add_argument(
         "--revoke", action="store_true", help="end the user's panel sessions and unused links instead"
     )

@@ -54,6 +54,7 @@ def register(commands: Subcommands, shared: Shared) -> None:
 def run_purge(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     from tqdm import tqdm
 
+    from memorybank.portability import private_output
     from memorybank_core.validation import clean_count
 
     # Everything is checked before the database is opened: a typo or a wildcard touches nothing.
@@ -72,5 +73,12 @@ def run_purge(args: argparse.Namespace, settings: Settings, out: TextIO) -> None
                 receipt = purge(subject.id, batch_size=batch_size, pause_ms=pause_ms, progress=bar.update)
     text = json.dumps(receipt.to_json(), indent=2)
     if args.receipt is not None:
-        args.receipt.write_text(text + "\n", encoding="utf-8")
+        # 0600 like every file memorybank writes: a receipt names the person and what was removed.
+        try:
+            with private_output(args.receipt) as file:
+                file.write(text + "\n")
+        except FileExistsError as error:
+            raise CommandError(
+                f"{args.receipt} exists already: a receipt is never overwritten", EXIT_BAD_INPUT
+            ) from error
     print(text, file=out)

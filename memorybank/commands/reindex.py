@@ -19,7 +19,8 @@ from memorybank.commands.base import (
     memories,
     runtime,
 )
-from memorybank.settings import EMBEDDER_MODEL_ENV, Settings
+from memorybank.settings import Settings, add_arguments
+from memorybank_core.wording import pluralized
 
 if TYPE_CHECKING:
     from adapters_mysql import ReindexReport, SqlStorage
@@ -40,12 +41,7 @@ def register(commands: Subcommands, shared: Shared) -> None:
         help="instead, write the vector of every memory lacking one of the embedding model (hybrid search), in "
         "batches of 64, online, with a progress bar; safe to stop and rerun",
     )
-    reindexing.add_argument(
-        "--embedder-model",
-        metavar="DIR",
-        help=f"with --embeddings: your own model.onnx and tokenizer.json (default: ${EMBEDDER_MODEL_ENV}, "
-        "else all-MiniLM-L6-v2 int8)",
-    )
+    add_arguments(reindexing, "reindex")  # --embedder-model, for --embeddings
     reindexing.set_defaults(run=run_reindex)
 
 
@@ -87,10 +83,11 @@ def _reindex_embeddings(args: argparse.Namespace, settings: Settings, out: TextI
         report = semantic.embed_with_progress(opened.storage, show_progress=sys.stderr.isatty())
         assert opened.storage.embedder is not None  # noqa: S101 - hybrid settings load one
         model_id = opened.storage.embedder.model_id
-    print(f"{PROGRAM}: embedded {report.embedded} memories with {model_id}", file=out)
+    print(f"{PROGRAM}: embedded {memories(report.embedded)} with {model_id}", file=out)
     if report.skipped:
         raise CommandError(
-            f"{report.skipped} memories were not embedded: they do not open (logged by id) or were deleted meanwhile",
+            f"{memories(report.skipped)} {pluralized(report.skipped, 'was')} not embedded: they do not open (logged "
+            "by id) or were deleted meanwhile",
             EXIT_FAILURE,
         )
 

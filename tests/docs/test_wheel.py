@@ -96,6 +96,8 @@ def test_the_wheel_installs_in_a_clean_virtualenv_and_serves_saves_searches_and_
     # `python -m build`: the sdist, then the wheel built from that sdist (so the sdist is complete too).
     built = _run([sys.executable, "-m", "build", "--outdir", dist, source], cwd=tmp_path, env=env)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    # No setuptools warning banner either (issue 28: two "Package would be ignored" for the data folders).
+    assert "Package would be ignored" not in built.stdout + built.stderr
     [wheel], [sdist] = list(dist.glob("*.whl")), list(dist.glob("*.tar.gz"))
     _check_the_wheel_ships_everything(wheel, sdist)
 

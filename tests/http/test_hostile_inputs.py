@@ -53,6 +53,28 @@ def test_malformed_json_is_a_400_naming_the_body(as_alice: Caller, raw: bytes) -
     assert _invalid_paths(body) in (["body"], ["content"])
 
 
+@pytest.mark.parametrize(
+    ("path", "raw"),
+    [
+        ("/v1/memory", b'{"content": "first", "content": "second"}'),
+        ("/v1/memory", b'{"content": "x", "contexts": [{"snippet": "a", "snippet": "b"}]}'),
+        ("/v1/memory/delete-all", b'{"confirm": "nope", "confirm": "delete all"}'),
+    ],
+    ids=["save", "a nested object", "delete-all"],
+)
+def test_a_body_that_names_a_key_twice_is_a_400_and_changes_nothing(as_alice: Caller, path: str, raw: bytes) -> None:
+    # Issue 27, finding 4: last-one-wins let `{"confirm": "nope", "confirm": "delete all"}` delete everything, while
+    # a proxy reading the first key saw "nope". Refused, as a repeated query parameter is.
+    as_alice.saved_id("kept")
+    headers = {**as_alice.headers, "Content-Type": "application/json"}
+
+    response = as_alice.client.post(path, content=raw, headers=headers)
+
+    assert response.status_code == 400
+    assert response.json()["details"] == [{"path": "body", "message": "must not name the same key twice in one object"}]
+    assert [m["content"] for m in as_alice.list().json()["memories"]] == ["kept"]
+
+
 @pytest.mark.parametrize("raw", [b"[]", b'[{"content": "x"}]', b'"content"', b"42", b"true"])
 def test_a_body_that_is_not_an_object_is_a_400(as_alice: Caller, raw: bytes) -> None:
     status, body = _post_raw(as_alice, raw)

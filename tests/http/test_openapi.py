@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import jsonschema
 import pytest
 from openapi_spec_validator import validate
@@ -157,3 +158,50 @@ def test_the_account_routes_describe_their_bodies_and_the_export_is_json_lines()
         "$ref": "#/components/schemas/DeleteAllRequest"
     }
     assert set(delete_all["responses"]) == {"200", "400", "401", "403", "413", "415", "429", "503"}
+
+
+def test_a_parameter_whose_default_an_operator_sets_is_documented_as_configured() -> None:
+    # The page-size exercise of ADR 0032, on a real BankSettings field: the document (and the MCP catalog built
+    # from it) shows the bank's configured value in the schema, the parameter's text and the route's summary.
+    from adapters_http.routes import Param
+    from adapters_mcp.catalog import build_catalog
+    from memorybank_core.configuration import BankSettings
+
+    listing = next(route for route in MEMORY_ROUTES if route.operation_id == "getMemory")
+    limit = listing.query_params[0]
+    configured = attrs.evolve(
+        listing,
+        query_params=(attrs.evolve(limit, configured_default="quota_memories"), *listing.query_params[1:]),
+    )
+    assert isinstance(limit, Param)
+    assert "{limit.default}" in listing.summary
+
+    document = build_openapi([configured], settings=BankSettings(quota_memories=7))
+    operation = _operations(document)["getMemory"]
+
+    assert operation["parameters"][0]["schema"]["default"] == 7
+    assert "default 7;" in operation["parameters"][0]["description"]
+    assert "default 7)" in operation["summary"]
+    assert "default 7)" in build_catalog(document).capabilities[0].summary
+    # Unconfigured, the document says the bound's own default: no `{…}` is ever left in it.
+    assert "{" not in _operations(build_openapi())["getMemory"]["summary"]
+    assert f"default {limits.LIST_LIMIT.default})" in _operations(build_openapi())["getMemory"]["summary"]
+
+
+def test_the_served_document_is_built_from_the_banks_settings() -> None:
+    from adapters_http import create_app
+    from memorybank_core import InMemoryStore, MemoryBank
+    from memorybank_core.configuration import BankSettings
+    from memorybank_search import InMemorySearch, OwnerIndexer
+
+    store = InMemoryStore()
+    settings = BankSettings(quota_memories=3)
+    bank = MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer()), settings=settings)
+
+    async def nobody(_request: object) -> None:
+        return None
+
+    served = TestClient(create_app(bank, nobody)).get("/openapi.json").json()
+
+    assert bank.settings is settings
+    assert served == build_openapi(settings=settings)

@@ -11,8 +11,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from adapters_mysql import SqlStorage, open_storage
+from benchmarks.adversarial import filling
 from memorybank import composition, secret_settings
 from memorybank_core import PanelSessions, TokenService
+from memorybank_core.secret_screening import save_a_pointer
 from memorybank_search import OwnerIndexer
 from tests.conftest import User
 from tests.http.conftest import panel_caller_for
@@ -51,7 +53,9 @@ def test_a_credential_is_refused_with_422_naming_kind_and_place_but_not_the_secr
     assert response.status_code == 422
     body = response.json()
     assert body["error"] == "secret_detected"
-    assert "1Password under 'prod-aws'" in body["message"]
+    # The advice's example names the kind found, not always an AWS key.
+    assert body["message"].endswith(save_a_pointer([body["details"][0]["kind"]]))
+    assert "AWS" not in body["message"] or "aws" in body["details"][0]["kind"]
     start = case.text.index(case.secret)
     (detail,) = [d for d in body["details"] if d["start"] <= start < d["end"]]
     assert detail["path"] == "content"
@@ -169,3 +173,38 @@ def test_a_credentials_range_counts_characters_not_utf16_units_or_bytes(
     (detail,) = [d for d in response.json()["details"] if d["path"] == "content"]
     assert detail["start"] == start
     assert text[detail["start"] : detail["end"]].startswith(case.secret)
+
+
+@pytest.mark.parametrize("unit", ["pwd=`", "pwd=``"], ids=["one backtick", "two backticks"])
+def test_issue_27s_costly_save_is_refused_with_422_screen_budget_exceeded_and_stores_nothing(
+    tmp_path: Path, unit: str
+) -> None:
+    # The 5-character unit repeated to fill content (8,000) and 16 snippets (4,000): 10 to 17 s of CPU before.
+    client, token = _server(tmp_path)
+    auth = {"Authorization": f"Bearer {token}"}
+    save = filling(unit, unit)
+    with client:
+        response = client.post("/v1/memory", json=save.body(), headers=auth)
+        listed = client.get("/v1/memory", headers=auth).json()
+
+    assert response.status_code == 422
+    body = response.json()
+    assert body["error"] == "screen_budget_exceeded"
+    assert [detail["path"] for detail in body["details"]] in (
+        ["content"],
+        *([f"contexts.{n}.snippet"] for n in range(16)),
+    )
+    assert listed["memories"] == []
+
+
+def test_a_refused_costly_save_is_screened_before_the_database_connection_is_taken_back(tmp_path: Path) -> None:
+    # The save hands its connection back while a long text is screened, then takes one again to answer.
+    client, token = _server(tmp_path)
+    auth = {"Authorization": f"Bearer {token}"}
+    with client:
+        refused = client.post("/v1/memory", json=filling("pwd=`", "pwd=`").body(), headers=auth)
+        saved = client.post(
+            "/v1/memory", json={"content": "after the costly one, " + "ordinary words " * 200}, headers=auth
+        )
+
+    assert (refused.status_code, saved.status_code) == (422, 201)

@@ -118,6 +118,44 @@ def test_a_malformed_message_gets_a_short_specific_error_not_a_validation_dump(
     assert response.json()["error"]["message"] == message
 
 
+def test_deeply_nested_json_is_a_json_rpc_parse_error_not_a_500(client: TestClient, rpc_alice: RpcCaller) -> None:
+    # Issue 27, finding 2: 200,000 brackets reached the SDK and a RecursionError answered a plain-text 500.
+    body = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+
+    response = _post_raw(client, rpc_alice.secret, body)
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": "Parse error: the body is not valid JSON"},
+    }
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"jsonrpc": "2.0", "id": 1, "id": 2, "method": "tools/list"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "execute_capability", '
+        b'"arguments": {"name": "postMemory", "body": {"content": "first", "content": "second"}}}}',
+    ],
+    ids=["in the envelope", "in a tool's arguments"],
+)
+def test_a_message_that_names_a_key_twice_is_a_parse_error_and_saves_nothing(
+    client: TestClient, rpc_alice: RpcCaller, body: bytes
+) -> None:
+    # Issue 27, finding 4: whoever reads the first key (a proxy, a log) must not judge another request.
+    response = _post_raw(client, rpc_alice.secret, body)
+
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": -32700,
+        "message": "Parse error: an object in the body names the same key twice",
+    }
+    listed = rpc_alice.execute("getMemory")
+    assert json.loads(listed["content"][0]["text"])["memories"] == []
+
+
 def _padded_list_tools(size: int) -> bytes:
     """A valid `tools/list` message of exactly `size` bytes (padded in an ignored params field)."""
     bare = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": ""}}).encode()

@@ -9,6 +9,7 @@ import mcp_types as types
 import pytest
 
 from adapters_mcp import EXECUTE_TOOL, MEMORY_BANK_PROMPT, CapabilityRail
+from benchmarks.adversarial import filling
 from tests.conftest import User
 from tests.secrets.table import Case, harmless, secrets
 
@@ -38,7 +39,7 @@ async def test_a_credential_is_a_tool_error_that_says_to_save_a_pointer(
     assert body["error"] == "secret_detected"
     assert case.kind in {detail["kind"] for detail in body["details"]}
     assert "NOT saved" in advice
-    assert "1Password under 'prod-aws'" in advice
+    assert "1Password under 'ci-deploy'" in advice
     assert case.secret not in text
     assert case.secret not in json.dumps(result.structured_content)
     listed = await rail.call(EXECUTE_TOOL, {"name": "getMemory"}, alice)
@@ -58,4 +59,18 @@ def test_the_prompt_says_in_one_line_that_credentials_are_refused_and_what_to_sa
 
     assert len(lines) == 1
     assert "save a pointer" in lines[0]
-    assert "1Password under 'prod-aws'" in lines[0]
+    assert "1Password under 'ci-deploy'" in lines[0]
+
+
+@pytest.mark.parametrize("unit", ["pwd=`", "pwd=``"], ids=["one backtick", "two backticks"])
+async def test_issue_27s_costly_save_is_a_tool_error_saying_it_was_not_saved(
+    rail: CapabilityRail, alice: User, unit: str
+) -> None:
+    result = await _save(rail, alice, filling(unit, unit).body())
+
+    assert result.is_error
+    body_line, advice = _text(result).split("\n", 1)
+    assert json.loads(body_line)["error"] == "screen_budget_exceeded"
+    assert "NOT saved" in advice
+    listed = await rail.call(EXECUTE_TOOL, {"name": "getMemory"}, alice)
+    assert json.loads(_text(listed))["memories"] == []

@@ -101,6 +101,9 @@ def test_json_logs_carry_the_request_id_on_every_line_of_a_request(tmp_path: Pat
     records = [json.loads(line) for line in lines]
     assert records, "no JSON log line"
     assert all("request_id" in record and "level" in record and "message" in record for record in records)
+    # uvicorn's start-up lines are the server's (issue 28): not one logged as uvicorn.error.
+    assert "memorybank.server" in {record["logger"] for record in records}
+    assert "uvicorn.error" not in {record["logger"] for record in records}
     mine = [record for record in records if record["request_id"] == request_id]
     assert {record["message"].split(" ")[0] for record in mine} == {"memory.saved", "http.request"}
     assert "must stay out" not in (tmp_path / "serve.log").read_text()

@@ -67,9 +67,7 @@ def secrets() -> list[Case]:
             "session creds {} expire hourly",
             "ASIA" + r(_UPPER_DIGITS, 16, "aws2"),
         ),
-        _secret(
-            "aws secret access key", "high_entropy_string", "AWS secret is {} for the deploy user", r(_B64, 40, "aws3")
-        ),
+        _secret("aws secret access key", "aws_secret_key", "AWS secret is {} for the deploy user", r(_B64, 40, "aws3")),
         _secret("github classic token", "github_token", "my GitHub token: {}", "ghp_" + r(_ALNUM, 36, "gh1")),
         _secret("github oauth token", "github_token", "CI uses {}", "gho_" + r(_ALNUM, 36, "gh2")),
         _secret(
@@ -220,6 +218,15 @@ def secrets() -> list[Case]:
             "command_line_password",
             "mariadb -h db.internal -u app -p'{}' -e 'select 1'",
             "Spring " + r(string.digits, 4, "my2") + "?",
+        ),
+        _secret(
+            "aws secret access key in config",
+            "aws_secret_key",
+            'aws_secret_access_key = "{}"',
+            r(_B64, 40, "aws4"),
+        ),
+        _secret(
+            "aws secret access key in an env file", "aws_secret_key", "AWS_SECRET_ACCESS_KEY={}", r(_B64, 40, "aws5")
         ),
     ]
 

@@ -182,9 +182,18 @@ def test_a_users_own_export_loads_from_a_directory_and_a_broken_one_is_refused(t
     loaded = embedder_from_directory(own)
     assert loaded.model_id.startswith("onnx-")
     assert loaded.dimension == 384
-    (own / "model.onnx").write_bytes(b"not a model")
-    with pytest.raises(ModelFilesError, match="does not hold a sentence-embedding model"):
+    # A broken file is named, never with the library's own parse message ("Model missing. at line 1 column 2").
+    (own / "tokenizer.json").write_text('{"nope": 1}')
+    with pytest.raises(ModelFilesError) as broken_tokenizer:
         embedder_from_directory(own)
+    assert str(broken_tokenizer.value).endswith(f"{own / 'tokenizer.json'} is not a Hugging Face tokenizer.json")
+    shutil.copy(adapters_embedding.models._TOKENIZER, own / "tokenizer.json")
+    (own / "model.onnx").write_bytes(b"not a model")
+    with pytest.raises(ModelFilesError) as broken_model:
+        embedder_from_directory(own)
+    assert str(broken_model.value) == (
+        f"embedder-model {own} does not hold a sentence-embedding model: {own / 'model.onnx'} is not an ONNX model"
+    )
     (own / "tokenizer.json").unlink()
     with pytest.raises(ModelFilesError, match=r"tokenizer\.json is missing"):
         embedder_from_directory(own)
@@ -209,7 +218,7 @@ def test_hybrid_without_the_semantic_extra_exits_with_the_install_line(
 def test_an_unknown_search_mode_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status = main(["serve", "--db", f"sqlite:///{tmp_path / 'x.sqlite3'}"], env={"MEMORYBANK_SEARCH": "fuzzy"})
     assert status == 2
-    assert "--search (or $MEMORYBANK_SEARCH) must be lexical or hybrid, not 'fuzzy'" in capsys.readouterr().err
+    assert "$MEMORYBANK_SEARCH must be lexical or hybrid, not 'fuzzy'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("floor", "found"), [((), True), (("--hybrid-min-similarity", "0.95"), False)])

@@ -263,7 +263,7 @@ def test_a_vector_that_does_not_reseal_fails_the_rotation_and_keeps_its_key_in_u
     status = second.sealing_status(vectors=True)
     assert ring.primary in status.registered
     assert ring.primary in status.key_ids_seen
-    assert "1 of 2 hybrid-search vectors are plaintext or under older keys" in second.describe_mode(vectors=True)
+    assert "1 of 2 hybrid-search vectors is plaintext or under older keys" in second.describe_mode(vectors=True)
 
     # Written again from its text, the vector no longer needs the old key: the next rotation drops it.
     assert second.embed_missing().embedded == 1

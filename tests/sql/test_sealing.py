@@ -341,9 +341,9 @@ def test_the_mode_is_reported(place: Place) -> None:
 
     ring = new_key_ring()
     sealed = place.open(ring)
-    assert "1 of 1 memories are still plaintext: run `memorybank encrypt`" in sealed.describe_mode()
+    assert "its one memory is still plaintext: run `memorybank encrypt`" in sealed.describe_mode()
     sealed.reindex()
-    assert sealed.describe_mode().endswith("all 1 memories sealed")
+    assert sealed.describe_mode().endswith("its one memory sealed")
 
 
 # Moving between states, online

@@ -16,6 +16,7 @@ from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
 from memorybank_core import (
     ListPosition,
+    Quota,
     Scope,
     UnavailableError,
     limits,
@@ -333,3 +334,19 @@ def test_a_database_that_is_gone_is_unavailable(tmp_path: Any) -> None:
     owner = new_user()
     with pytest.raises(UnavailableError, match="list"):
         storage.store.list(user_id=owner, limit=5, after=None)
+
+
+def test_a_released_unit_hands_its_connection_back_and_takes_one_again_on_the_next_call(storage: SqlStorage) -> None:
+    # Issue 27: the secret screen runs with no connection held, even inside a facade's unit of work.
+    user = new_user()
+    pool = storage.engine.pool
+    with storage.unit_of_work():
+        storage.store.list(user_id=user, limit=1, after=None)
+        held = pool.checkedout()  # type: ignore[attr-defined]
+        with storage.unit_of_work.released():
+            released = pool.checkedout()  # type: ignore[attr-defined]
+        storage.store.add(user_id=user, memory=make_memory(user), quota=Quota())
+        again = pool.checkedout()  # type: ignore[attr-defined]
+
+    assert (held, released, again) == (1, 0, 1)
+    assert rows_of(storage, user) == (1, 1)

@@ -222,7 +222,7 @@ def test_secrets_scan_runs_over_a_hosts_own_ports(capsys: pytest.CaptureFixture[
     store.add_many([holding, make_memory(clean, "tea")])
     out = io.StringIO()
 
-    with pytest.raises(CommandError, match="1 memories of 2 owners"):
+    with pytest.raises(CommandError, match="1 memory of 2 owners holds"):
         secrets.scan(store, store, DetectSecretsScreen(), out)
 
     [found] = out.getvalue().splitlines()

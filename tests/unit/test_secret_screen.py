@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from adapters_secrets import KINDS, DetectSecretsScreen
+from benchmarks.adversarial import filling
 from benchmarks.recall import DEFAULT_DATA, SHARED_DATA_ENV, load
 from benchmarks.secret_screen import flagged, ordinary_texts
 from memorybank_core import (
@@ -21,9 +24,13 @@ from memorybank_core import (
     SecretDetectedError,
     SecretFinding,
     SecretScreen,
+    UnitOfWork,
     events,
 )
 from memorybank_core.bodies import JsonValue
+from memorybank_core.errors import ScreenBudgetExceededError
+from memorybank_core.ports import ScreenBudget
+from memorybank_core.secret_screening import save_a_pointer
 from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.conftest import User, start_clock
 from tests.secrets.table import Case, harmless, secrets
@@ -176,8 +183,11 @@ def test_a_parsed_request_is_screened_too() -> None:
         bank.save(User(), SaveRequest.parse({"content": secrets()[0].text}))
 
 
-def test_the_advice_says_to_save_a_pointer() -> None:
-    assert "1Password under 'prod-aws'" in SAVE_A_POINTER
+def test_the_advice_says_to_save_a_pointer_named_for_what_was_found() -> None:
+    assert "1Password under 'ci-deploy'" in SAVE_A_POINTER
+    assert 'e.g. "the github token is in 1Password' in save_a_pointer(["github_token", "private_key"])
+    assert 'e.g. "the password is in 1Password' in save_a_pointer(["password_assignment"])
+    assert "AWS" not in save_a_pointer(["github_token"])
 
 
 def test_no_locomo_turn_is_taken_for_a_credential() -> None:
@@ -216,3 +226,77 @@ def test_every_kind_the_screen_reports_is_in_the_security_docs() -> None:
     page = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
 
     assert [name for name in KINDS if f"`{name}`" not in page] == []
+
+
+# --- where the screen runs (issue 27): outside the unit of work, no connection waiting on it ---------------------
+
+
+class _RecordingUnit(UnitOfWork):
+    """A unit of work that says how deep the caller is, and whether a connection is handed back."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.released_depth = 0
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        self.released_depth += 1
+        try:
+            yield
+        finally:
+            self.released_depth -= 1
+
+
+class _WhereScreened(SecretScreen):
+    def __init__(self, unit: _RecordingUnit) -> None:
+        self.unit = unit
+        self.seen: list[tuple[int, int]] = []
+
+    def find(self, text: str, budget: ScreenBudget | None = None) -> list[SecretFinding]:
+        self.seen.append((self.unit.depth, self.unit.released_depth))
+        return list(SCREEN.find(text, budget))
+
+
+def _recorded_bank() -> tuple[MemoryBank, _RecordingUnit, _WhereScreened]:
+    store = InMemoryStore()
+    unit = _RecordingUnit()
+    screen = _WhereScreened(unit)
+    bank = MemoryBank(
+        store=store, search_engine=InMemorySearch(store, OwnerIndexer()), unit_of_work=unit, secret_screen=screen
+    )
+    return bank, unit, screen
+
+
+def test_the_bank_screens_a_save_before_its_unit_of_work_opens() -> None:
+    bank, _, screen = _recorded_bank()
+
+    bank.save(User(), JsonValue({"content": "an ordinary memory"}))
+
+    assert screen.seen == [(0, 0)]
+
+
+def test_inside_a_facades_unit_a_long_save_is_screened_with_the_connection_handed_back() -> None:
+    bank, unit, screen = _recorded_bank()
+
+    with unit():  # as the HTTP endpoint opens one around its token check
+        bank.save(User(), JsonValue({"content": "ordinary words " * 100}))
+        bank.save(User(), JsonValue({"content": "a short one"}))
+
+    assert screen.seen == [(1, 1), (1, 0)]
+
+
+def test_a_refusal_of_the_screen_still_comes_after_the_gate() -> None:
+    bank, _, _ = _recorded_bank()
+
+    with pytest.raises(SecretDetectedError):
+        bank.save(User(), JsonValue({"content": secrets()[0].text}))
+    with pytest.raises(ScreenBudgetExceededError):
+        bank.save(User(), JsonValue(filling("pwd=`", "pwd=`").body()))

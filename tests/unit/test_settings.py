@@ -1,330 +1,127 @@
-"""`Settings.resolve`: each setting is its flag, else its variable, else its default; read in one place (ADR 0027)."""
+"""`Settings.resolve`: each declared setting is its flag, else its variable, else its default (ADR 0027, 0032).
+
+The cases are the declaration's own (`memorybank.settings.DECLARED`): a setting added there is tested here.
+"""
 
 from __future__ import annotations
 
+import argparse
 import ast
-from collections.abc import Callable
 from pathlib import Path
 
 import attrs
 import pytest
 
 from memorybank import settings as settings_module
-from memorybank.settings import Settings
-from memorybank_core import InvalidInputError, Quota, limits
+from memorybank.cli import build_parser
+from memorybank.settings import DECLARED, OPENS_DATABASE, KeyRingChoice, Setting, Settings
+from memorybank_core import InvalidInputError, Quota
 from memorybank_search.fusion import MIN_SIMILARITY
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
-Read = Callable[[Settings], object]
-
-
-@attrs.frozen
-class Case:
-    """One variable: a value for it, the flag that beats it and that flag's value, and where the setting lands."""
-
-    variable: str
-    env_value: str
-    read: Read
-    expected_from_env: object
-    default: object
-    flag: tuple[str, object] | None = None
-    expected_from_flag: object = None
-
-
-ISSUER = "https://login.example.com"
-
-CASES = [
-    Case(
-        "MEMORYBANK_DATABASE_URL",
-        "sqlite:///from-env.sqlite3",
-        lambda s: s.database.url,
-        "sqlite:///from-env.sqlite3",
-        "sqlite:////home/u/.local/share/memorybank/memorybank.sqlite3",
-        ("db", "sqlite:///flag.sqlite3"),
-        "sqlite:///flag.sqlite3",
-    ),
-    Case(
-        "MEMORYBANK_KEY_FILE",
-        "/keys/env.json",
-        lambda s: s.keys and s.keys.path,
-        Path("/keys/env.json"),
-        None,
-        ("key_file", Path("/keys/flag.json")),
-        Path("/keys/flag.json"),
-    ),
-    Case(
-        "MEMORYBANK_KEYS",
-        '{"keys": []}',
-        lambda s: s.keys and s.keys.text,
-        '{"keys": []}',
-        None,
-        ("key_file", Path("/keys/flag.json")),
-        None,
-    ),
-    Case(
-        "MEMORYBANK_ALLOWED_HOSTS",
-        "a.example.com, b.example.com:*",
-        lambda s: s.http.allowed_hosts,
-        ("a.example.com", "b.example.com:*"),
-        (),
-        ("allowed_hosts", ["flag.example.com"]),
-        ("flag.example.com",),
-    ),
-    Case(
-        "MEMORYBANK_QUOTA_MEMORIES",
-        "5_000",
-        lambda s: s.quota.max_memories,
-        5000,
-        limits.QUOTA_MEMORIES_DEFAULT,
-        ("quota_memories", "7"),
-        7,
-    ),
-    Case(
-        "MEMORYBANK_QUOTA_CHARACTERS",
-        "900",
-        lambda s: s.quota.max_characters,
-        900,
-        limits.QUOTA_CHARACTERS_DEFAULT,
-        ("quota_characters", "8"),
-        8,
-    ),
-    Case(
-        "MEMORYBANK_RATE_LIMIT_STORAGE",
-        "redis://cache:6379/0",
-        lambda s: s.rate_limits.storage_url,
-        "redis://cache:6379/0",
-        "memory://",
-        ("rate_limit_storage", "redis://flag:6379/1"),
-        "redis://flag:6379/1",
-    ),
-    Case(
-        "MEMORYBANK_RATE_LIMITS",
-        "search=300/minute, save=off",
-        lambda s: s.rate_limits.rules,
-        ("search=300/minute", "save=off"),
-        (),
-        ("rate_limits", ["list=10/second"]),
-        ("list=10/second",),
-    ),
-    Case(
-        "MEMORYBANK_SECRET_SCREEN",
-        "OFF",
-        lambda s: s.secret_screen,
-        "off",
-        "refuse",
-        ("secret_screen", "refuse"),
-        "refuse",
-    ),
-    Case("MEMORYBANK_SEARCH", "hybrid", lambda s: s.search.mode, "hybrid", "lexical", ("search", "lexical"), "lexical"),
-    Case(
-        "MEMORYBANK_EMBEDDER_MODEL",
-        "/models/env",
-        lambda s: s.search.embedder_model,
-        "/models/env",
-        None,
-        ("embedder_model", "/models/flag"),
-        "/models/flag",
-    ),
-    Case(
-        "MEMORYBANK_HYBRID_MIN_SIMILARITY",
-        "0.4",
-        lambda s: s.search.min_similarity,
-        0.4,
-        MIN_SIMILARITY,
-        ("hybrid_min_similarity", "0"),
-        0.0,
-    ),
-    Case("MEMORYBANK_METRICS_TOKEN", "m3trics", lambda s: s.http.metrics_token, "m3trics", None),
-    Case(
-        "MEMORYBANK_PUBLIC_URL",
-        "https://bank.example.com/",
-        lambda s: s.oauth.public_url,
-        "https://bank.example.com",
-        None,
-        ("public_url", "https://flag.example.com"),
-        "https://flag.example.com",
-    ),
-    Case(
-        "MEMORYBANK_OAUTH_ISSUERS",
-        "https://a.example.com, https://b.example.com",
-        lambda s: s.oauth.issuers,
-        ("https://a.example.com", "https://b.example.com"),
-        (),
-        ("oauth_issuer", [ISSUER]),
-        (ISSUER,),
-    ),
-    Case(
-        "MEMORYBANK_OAUTH_AUDIENCES",
-        "api://one api://two",
-        lambda s: s.oauth.audiences,
-        ("api://one", "api://two"),
-        (),
-        ("oauth_audience", ["api://flag"]),
-        ("api://flag",),
-    ),
-    Case(
-        "MEMORYBANK_OAUTH_SCOPES",
-        "mcp:read=memory.read",
-        lambda s: s.oauth.scopes,
-        ("mcp:read=memory.read",),
-        (),
-        ("oauth_scope", ["mcp:write=w"]),
-        ("mcp:write=w",),
-    ),
-    Case(
-        "MEMORYBANK_OAUTH_USER_CLAIM",
-        "oid",
-        lambda s: s.oauth.user_claims,
-        ("oid",),
-        (),
-        ("oauth_user_claim", ["uid"]),
-        ("uid",),
-    ),
-    Case(
-        "MEMORYBANK_OAUTH_USER_ID_CLAIM",
-        f"{ISSUER}=memorybank_user",
-        lambda s: s.oauth.user_id_claims,
-        (f"{ISSUER}=memorybank_user",),
-        (),
-        ("oauth_user_id_claim", [f"{ISSUER}=u"]),
-        (f"{ISSUER}=u",),
-    ),
-    Case(
-        "MEMORYBANK_OAUTH_ORG_CLAIM",
-        "tid",
-        lambda s: s.oauth.org_claim,
-        "tid",
-        None,
-        ("oauth_org_claim", "org"),
-        "org",
-    ),
-    Case(
-        "MEMORYBANK_OAUTH_DEFAULT_ORG",
-        "org_env",
-        lambda s: s.oauth.default_org,
-        "org_env",
-        None,
-        ("oauth_default_org", "org_flag"),
-        "org_flag",
-    ),
-    Case(
-        "MEMORYBANK_OAUTH_INTROSPECTION_ISSUER",
-        ISSUER,
-        lambda s: s.oauth.introspection_issuer,
-        ISSUER,
-        None,
-        ("oauth_introspection_issuer", "https://flag.example.com"),
-        "https://flag.example.com",
-    ),
-    Case("MEMORYBANK_OAUTH_CLIENT_ID", "bank", lambda s: s.oauth.client_id, "bank", None),
-    Case("MEMORYBANK_OAUTH_CLIENT_SECRET", "s3cret", lambda s: s.oauth.client_secret, "s3cret", None),
-    Case(
-        "MEMORYBANK_OAUTH_PANEL_CLIENT_ID",
-        "panel",
-        lambda s: s.oauth.panel_client_id,
-        "panel",
-        None,
-        ("oauth_panel_client_id", "flag-panel"),
-        "flag-panel",
-    ),
-    Case(
-        "MEMORYBANK_OAUTH_PANEL_ISSUER",
-        ISSUER,
-        lambda s: s.oauth.panel_issuer,
-        ISSUER,
-        None,
-        ("oauth_panel_issuer", "https://flag.example.com"),
-        "https://flag.example.com",
-    ),
-    Case(
-        "MEMORYBANK_OAUTH_PANEL_NAME",
-        "Acme SSO",
-        lambda s: s.oauth.panel_name,
-        "Acme SSO",
-        None,
-        ("oauth_panel_name", "Flag SSO"),
-        "Flag SSO",
-    ),
-    Case(
-        "MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET",
-        "panel-s3cret",
-        lambda s: s.oauth.panel_client_secret,
-        "panel-s3cret",
-        None,
-    ),
-    Case(
-        "MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET_FILE",
-        "/run/secrets/panel",
-        lambda s: s.oauth.panel_client_secret_file,
-        "/run/secrets/panel",
-        None,
-        ("oauth_panel_client_secret_file", "/run/secrets/flag"),
-        "/run/secrets/flag",
-    ),
-]
-
 HOME = {"HOME": "/home/u"}
 
 
-def variables_named_in(module: object) -> set[str]:
-    return {
+def _default(setting: Setting) -> object:
+    return setting.default_for(HOME)
+
+
+def _other_example(setting: Setting) -> tuple[str, object]:
+    """A second valid value, unlike the example, for the flag that must beat the variable."""
+    if setting.choices is not None:
+        other = next(choice for choice in setting.choices if choice != str(setting.example_value))
+        return other, other
+    if setting.parse is Path:
+        return "/from/flag", Path("/from/flag")
+    value = setting.parse(setting.example.split(",")[0].split()[0].strip()) if setting.many else None
+    if setting.many:
+        return setting.example.split(",")[0].split()[0].strip(), (value,)
+    if isinstance(setting.example_value, int | float):
+        parsed = setting.parse("1")
+        return "1", parsed
+    return setting.example + "-flag", setting.parse(setting.example + "-flag")
+
+
+def test_the_cases_below_are_every_declared_setting_and_every_variable_the_module_names() -> None:
+    named = {
         value
-        for name, value in vars(module).items()
+        for name, value in vars(settings_module).items()
         if name.endswith("_ENV") and isinstance(value, str) and value.startswith("MEMORYBANK_")
     }
+    assert named - {settings_module.SERVE_SETTINGS_ENV} <= {setting.variable for setting in DECLARED}
+    assert len({setting.variable for setting in DECLARED}) == len(DECLARED)
+    # Every group field is declared once, and every declared setting lands in a field.
+    resolved = Settings.resolve({}, HOME)
+    for setting in DECLARED:
+        setting.read(resolved)
 
 
-def test_every_variable_the_resolver_names_has_a_case() -> None:
-    # The workers' own variable is covered by the round trip below.
-    assert {case.variable for case in CASES} == variables_named_in(settings_module) - {
-        settings_module.SERVE_SETTINGS_ENV
-    }
+@pytest.mark.parametrize("setting", DECLARED, ids=lambda setting: setting.variable)
+def test_each_variable_sets_its_setting_over_the_default(setting: Setting) -> None:
+    assert setting.read(Settings.resolve({}, HOME)) == _default(setting)
+    assert setting.read(Settings.resolve({}, {**HOME, setting.variable: setting.example})) == setting.example_value
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.variable)
-def test_each_variable_sets_its_setting_over_the_default(case: Case) -> None:
-    assert case.read(Settings.resolve({}, HOME)) == case.default
-    assert case.read(Settings.resolve({}, {**HOME, case.variable: case.env_value})) == (case.expected_from_env)
+@pytest.mark.parametrize("setting", [s for s in DECLARED if s.flag], ids=lambda setting: setting.variable)
+def test_a_flag_beats_its_variable(setting: Setting) -> None:
+    text, expected = _other_example(setting)
+    given: object = [text] if setting.many else text
+    resolved = Settings.resolve({setting.dest: given}, {**HOME, setting.variable: setting.example})
+
+    assert setting.read(resolved) == expected
 
 
-@pytest.mark.parametrize("case", [case for case in CASES if case.flag is not None], ids=lambda case: case.variable)
-def test_a_flag_beats_its_variable(case: Case) -> None:
-    assert case.flag is not None
-    dest, value = case.flag
-    resolved = Settings.resolve({dest: value}, {**HOME, case.variable: case.env_value})
+@pytest.mark.parametrize("setting", DECLARED, ids=lambda setting: setting.variable)
+def test_a_blank_variable_is_unset(setting: Setting) -> None:
+    assert setting.read(Settings.resolve({}, {**HOME, setting.variable: "  "})) == _default(setting)
 
-    assert case.read(resolved) == case.expected_from_flag
+
+@pytest.mark.parametrize("setting", [s for s in DECLARED if s.flag], ids=lambda setting: setting.variable)
+def test_a_blank_flag_is_refused_naming_the_flag(setting: Setting) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        Settings.resolve({setting.dest: [" "] if setting.many else " "}, {**HOME, setting.variable: setting.example})
+
+    assert (refused.value.problems[0].path, refused.value.problems[0].message) == (setting.flag, "must not be blank")
+
+
+def test_the_key_file_beats_the_ring_in_the_environment() -> None:
+    resolved = Settings.resolve({"key_file": "/keys/flag.json"}, {**HOME, "MEMORYBANK_KEYS": '{"keys": []}'})
+
+    assert resolved.keys == KeyRingChoice(source="--key-file", path=Path("/keys/flag.json"))
 
 
 def test_the_settings_cross_to_workers_without_their_secrets() -> None:
     env = {
         **HOME,
+        **{setting.variable: setting.example for setting in DECLARED if setting.secret},
         "MEMORYBANK_KEYS": '{"ring": "k3y"}',
-        "MEMORYBANK_METRICS_TOKEN": "m3trics",
-        "MEMORYBANK_OAUTH_CLIENT_SECRET": "s3cret",
-        "MEMORYBANK_OAUTH_PANEL_CLIENT_SECRET": "panel-from-variable",
         "MEMORYBANK_DATABASE_URL": "mysql://bank@db:3306/bank",
     }
-    flags = {
-        "workers": 4,
-        "port": 8123,
-        "allowed_hosts": ["bank.example.com"],
-        "rate_limits": ["search=5/second"],
-        "hybrid_min_similarity": "0.25",
-        "oauth_issuer": [ISSUER],
-        "quota_memories": "12",
-    }
+    flags = {setting.dest: _given(setting) for setting in DECLARED if setting.flag}
+    flags.pop("db")
     resolved = Settings.resolve(flags, env)
 
     shipped = resolved.worker_environment()
 
     assert list(shipped) == [settings_module.SERVE_SETTINGS_ENV]
-    for secret in ("k3y", "m3trics", "s3cret", "panel-from-variable"):
-        assert secret not in shipped[settings_module.SERVE_SETTINGS_ENV]
-        assert secret not in repr(resolved)
+    for setting in DECLARED:
+        if setting.secret:
+            assert str(env[setting.variable]) not in shipped[settings_module.SERVE_SETTINGS_ENV], setting.variable
+            assert str(env[setting.variable]) not in repr(resolved), setting.variable
     # A worker inherits the same variables and reads its secrets again.
     assert Settings.for_worker({**env, **shipped}) == resolved
+
+
+def _given(setting: Setting) -> object:
+    """The example as the command line gives it: a list flag repeats."""
+    return setting.example.replace(",", " ").split() if setting.many else setting.example
+
+
+def test_the_embedded_default_crosses_to_workers_as_the_default() -> None:
+    resolved = Settings.resolve({"key_file": "/k.json"}, HOME)
+
+    assert Settings.for_worker({**HOME, **resolved.worker_environment()}) == resolved
 
 
 def test_a_worker_without_the_variables_has_no_secrets() -> None:
@@ -350,20 +147,21 @@ def test_nothing_given_is_the_documented_default() -> None:
     ("flags", "env", "path", "message"),
     [
         ({"hybrid_min_similarity": "1.5"}, {}, "--hybrid-min-similarity", "must be a number from 0 to 1"),
-        ({}, {"MEMORYBANK_HYBRID_MIN_SIMILARITY": "high"}, "--hybrid-min-similarity", "not 'high'"),
-        ({}, {"MEMORYBANK_HYBRID_MIN_SIMILARITY": "nan"}, "--hybrid-min-similarity", "from 0 to 1"),
-        ({"hybrid_min_similarity": "-0.1"}, {}, "--hybrid-min-similarity", "$MEMORYBANK_HYBRID_MIN_SIMILARITY"),
-        ({"port": 70000}, {}, "--port", "must be from 0 to 65535"),
-        ({"workers": 0}, {}, "--workers", "must be from 1 to 64"),
-        ({"shutdown_timeout": 4000}, {}, "--shutdown-timeout", "must be from 0 to 3600 seconds"),
-        ({}, {"MEMORYBANK_SECRET_SCREEN": "maybe"}, "secret-screen", "must be refuse or off"),
-        ({}, {"MEMORYBANK_SEARCH": "vector"}, "search", "must be lexical or hybrid"),
-        ({}, {"MEMORYBANK_QUOTA_MEMORIES": "-1"}, "quota-memories", "must be a whole number"),
-        ({}, {"MEMORYBANK_ALLOWED_HOSTS": "https://x"}, "allowed_host", "must be a Host header"),
-        ({"public_url": "ftp://x"}, {}, "public-url", "must be an http(s) URL"),
+        ({}, {"MEMORYBANK_HYBRID_MIN_SIMILARITY": "high"}, "$MEMORYBANK_HYBRID_MIN_SIMILARITY", "not 'high'"),
+        ({}, {"MEMORYBANK_HYBRID_MIN_SIMILARITY": "nan"}, "$MEMORYBANK_HYBRID_MIN_SIMILARITY", "from 0 to 1"),
+        ({"port": 70000}, {}, "--port", "must be a whole number from 0 to 65535, not '70000'"),
+        ({}, {"MEMORYBANK_PORT": "http"}, "$MEMORYBANK_PORT", "must be a whole number from 0 to 65535"),
+        ({"workers": 0}, {}, "--workers", "must be a whole number from 1 to 64"),
+        ({"shutdown_timeout": 4000}, {}, "--shutdown-timeout", "from 0 to 3600 seconds"),
+        ({}, {"MEMORYBANK_LOG_FORMAT": "xml"}, "$MEMORYBANK_LOG_FORMAT", "must be text or json, not 'xml'"),
+        ({}, {"MEMORYBANK_SECRET_SCREEN": "maybe"}, "$MEMORYBANK_SECRET_SCREEN", "must be refuse or off"),
+        ({}, {"MEMORYBANK_SEARCH": "vector"}, "$MEMORYBANK_SEARCH", "must be lexical or hybrid"),
+        ({}, {"MEMORYBANK_QUOTA_MEMORIES": "-1"}, "$MEMORYBANK_QUOTA_MEMORIES", "must be a whole number"),
+        ({}, {"MEMORYBANK_ALLOWED_HOSTS": "ok.example.com,https://x"}, "$MEMORYBANK_ALLOWED_HOSTS", "'https://x'"),
+        ({"public_url": "ftp://x"}, {}, "--public-url", "must be an http(s) URL"),
     ],
 )
-def test_a_malformed_setting_is_one_clear_error(
+def test_a_malformed_setting_is_one_clear_error_naming_where_it_came_from(
     flags: dict[str, object], env: dict[str, str], path: str, message: str
 ) -> None:
     with pytest.raises(InvalidInputError) as refused:
@@ -372,6 +170,32 @@ def test_a_malformed_setting_is_one_clear_error(
     problem = refused.value.problems[0]
     assert problem.path == path
     assert message in problem.message
+
+
+def test_each_flag_is_taken_by_the_commands_its_declaration_names_and_no_other() -> None:
+    parser = build_parser(HOME)
+    taken = _flags_by_command(parser)
+    for setting in DECLARED:
+        if setting.flag is None:
+            continue
+        expected = {
+            command
+            for command, flags in taken.items()
+            if setting.takes(command) or (OPENS_DATABASE in setting.commands and "--db" in flags)
+        }
+        assert {command for command, flags in taken.items() if setting.flag in flags} == expected, setting.name
+        assert expected, f"{setting.name} is taken by no command"
+
+
+def _flags_by_command(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.update(_flags_by_command(sub, f"{prefix} {name}".strip()))
+    if prefix and not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions):
+        found[prefix] = {option for action in parser._actions for option in action.option_strings}
+    return found
 
 
 # --- Only the resolver reads MEMORYBANK_* ---

@@ -96,8 +96,9 @@ export function createApi({ apiBase }) {
     usage: () => call("GET", `${memories}/usage`),
     exportFile: () => download(`${memories}/export`),
     deleteAllBatch: () => call("POST", `${memories}/delete-all`, { body: { confirm: "delete all" } }),
+    // Without a limit the server's own page size applies (the bank's setting, as /openapi.json says).
     list: (limit, cursor) => {
-      const query = new URLSearchParams({ limit: String(limit) });
+      const query = new URLSearchParams(limit ? { limit: String(limit) } : {});
       if (cursor) query.set("cursor", cursor);
       return call("GET", `${memories}?${query}`);
     },

@@ -8,7 +8,7 @@ import { deletedPlaceholder, firstWords, memoryCard, refreshTimes } from "./memo
 import { createToasts } from "./toasts.js";
 import { undoWindow } from "./undo-window.js";
 
-const PAGE_SIZE = 20;
+const PAGE_SIZE = null; // the server's page size: the panel reads the configured one, never a copy of it
 const TAG_WALK_PAGE = 100; // the list's largest page: a tag filter reads every page once
 const SEARCH_LIMIT = 50; // the search route's largest answer
 const UNDO_MS = 5000;

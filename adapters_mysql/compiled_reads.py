@@ -179,6 +179,8 @@ def insert_together(
     having sent nothing, elsewhere (the caller then inserts its usual way). A failure of any of them
     is SQLAlchemy's wrapped error, as for any statement; the transaction then rolls back as a whole.
     """
+    if connection.dialect.driver != "mysqldb":
+        return False  # (and mysqlclient, which one_trip imports, may not even be installed)
     from adapters_mysql.one_trip import OneTripConnection
 
     dbapi_connection = connection.connection.dbapi_connection

@@ -140,6 +140,9 @@ class MemoryBank:
         """
         if isinstance(request, Body):
             request = SaveRequest.parse(request.value())
+        elif not isinstance(request, SaveRequest):
+            # A host handing raw data: say what to hand instead (its data may be untrusted, so never guess).
+            raise TypeError("save takes a SaveRequest (SaveRequest.parse(data) for JSON-like data) or a Body")
         if self._secret_screen is not None and _screened_characters(request) > SCREEN_WITHOUT_CONNECTION_ABOVE:
             with self.unit_of_work.released():
                 screen_request(self._secret_screen, request)

@@ -19,6 +19,7 @@ from benchmarks import (
     corpus,
     hybrid,
     purge_impact,
+    rail_overhead,
     rate_limit_flood,
     recall,
     request_cost,
@@ -320,3 +321,10 @@ def test_the_adversarial_benchmark_prints_each_routes_worst_input_beside_its_typ
     assert "| REST save | issue 27: pwd=` (one backtick) |" in out
     assert out.count("422 screen_budget_exceeded") >= 2
     assert "worst save / typical save at the bounds:" in out
+
+
+def test_the_rail_overhead_benchmark_prints_both_ways_of_serving_a_post(capsys: pytest.CaptureFixture[str]) -> None:
+    rail_overhead.main(["--calls", "3"])
+    out = capsys.readouterr().out
+    assert re.search(r"\| ping \| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \| [0-9.]+ x \|", out)
+    assert re.search(r"\| tools/list \| ", out)

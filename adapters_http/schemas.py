@@ -10,7 +10,7 @@ from typing import Any
 
 from memorybank_core import limits
 from memorybank_core.entities import MATCH_KINDS, Origin, Scope, Source
-from memorybank_core.use_cases import DELETE_ALL_CONFIRMATION
+from memorybank_core.requests import DELETE_ALL_CONFIRMATION
 from memorybank_core.validation import INVISIBLE_CHARACTERS
 
 JsonSchema = dict[str, Any]

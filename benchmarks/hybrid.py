@@ -45,6 +45,7 @@ import httpx2
 from benchmarks.common import Timing, database_url, drop_database, machine, table
 from benchmarks.processes import descendants
 from benchmarks.recall import DEFAULT_DATA, KS, Question, Retriever, Scores, Turn, evaluate, load, report
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE
 from tests.served import NO_RATE_LIMITS, REPO_ROOT, run_memorybank, serving
@@ -349,7 +350,7 @@ def run_split(memories: int, searches: int, data: Path) -> None:
             bank = runtime.services.bank
             caller = _Caller(new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX))
             for text in texts:
-                bank.save(caller, {"content": text})
+                bank.save(caller, JsonValue({"content": text}))
             for query in queries[:5]:
                 bank.search(caller, query=query)
             stages: dict[str, list[float]] = {

@@ -41,6 +41,7 @@ import attrs
 from benchmarks.common import NO_SCREEN, Principal, database_url, drop_database, machine, open_bank, table
 from benchmarks.seed_search import SeedFulltextSearch, add_seed_index, fts5_query
 from memorybank_core import InMemoryStore, MemoryBank, RecordingEventSink, ids
+from memorybank_core.bodies import JsonValue
 from memorybank_search import InMemorySearch, OwnerIndexer
 
 SHARED_DATA_ENV = "MEMORYBANK_BENCH_SHARED_DATA"
@@ -135,7 +136,7 @@ def save_turns(bank: MemoryBank, conversations: list[list[Turn]]) -> Saved:
     turn_of: dict[str, str] = {}
     for user, turns in zip(users, conversations, strict=True):
         for turn in turns:
-            turn_of[bank.save(user, {"content": turn.text[:8000]}).id] = turn.dia_id
+            turn_of[bank.save(user, JsonValue({"content": turn.text[:8000]})).id] = turn.dia_id
     return Saved(users=users, turn_of=turn_of)
 
 

@@ -375,6 +375,7 @@ def build_app(
         authorization_servers=issuers.settings.issuers if issuers else (),
         scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
         memory_enabled=services.bank.memory_enabled,
+        unit_of_work=services.bank.unit_of_work,
     )
     return create_host_app(rest, mount, lifespan=lifespan)
 

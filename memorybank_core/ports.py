@@ -10,7 +10,7 @@ from abc import abstractmethod
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 import attrs
 
@@ -83,23 +83,6 @@ class SearchHits(list[SearchHit]):
     def __init__(self, hits: Iterable[SearchHit] = (), *, candidate_count: int) -> None:
         super().__init__(hits)
         self.candidate_count = candidate_count
-
-
-@runtime_checkable
-class UndecodedBody(Protocol):
-    """A request body a facade has received but not decoded yet.
-
-    `MemoryBank.save` decodes it only after the gate, so a caller whose memory is switched off learns
-    nothing from the body's validation.
-    """
-
-    @abstractmethod
-    def decoded(self) -> object:
-        """The body's JSON value.
-
-        Raises:
-            InvalidInputError: the bytes are not JSON (a facade may raise its own errors for its framing).
-        """
 
 
 class MemoryStore(Protocol):

@@ -17,6 +17,7 @@ import uuid_utils
 from typeid import TypeID
 
 from memorybank_core import MemoryBank, SearchResult
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX
 from memorybank_testing.backends import BackendFactory
 from memorybank_testing.principals import User, start_clock
@@ -85,7 +86,7 @@ def bank_of(factory: BackendFactory) -> MemoryBank:
 def fill(bank: MemoryBank, user: User) -> None:
     for content, tags, snippets in CORPUS:
         request = {"content": content, "tags": list(tags), "contexts": [{"snippet": s} for s in snippets]}
-        bank.save(user, request)
+        bank.save(user, JsonValue(request))
 
 
 def ranking(results: list[SearchResult]) -> list[tuple[str, float, str]]:
@@ -168,13 +169,13 @@ class RankingContract:
         assert bank.search(alice, query=question, limit=20) == []
         # Another person's bank full of exactly that changes nothing for Alice ...
         for _ in range(3):
-            bank.save(bob, {"content": "The zebra and the walrus", "tags": ["zebra"]})
+            bank.save(bob, JsonValue({"content": "The zebra and the walrus", "tags": ["zebra"]}))
         assert bank.search(alice, query=question, limit=20) == []
         assert [r.memory.content for r in bank.search(bob, query=question, limit=20)][:1] == [
             "The zebra and the walrus"
         ]
         # ... and once Alice writes it herself, she finds it by its words.
-        mine = bank.save(alice, {"content": "We saw a zebra and a walrus"})
+        mine = bank.save(alice, JsonValue({"content": "We saw a zebra and a walrus"}))
         found = bank.search(alice, query=question, limit=20)
         assert found[0].memory.id == mine.id
         assert found[0].match in {"words", "both"}

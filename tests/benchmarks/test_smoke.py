@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ from benchmarks import (
     hybrid,
     precision,
     purge_impact,
+    rail_overhead,
     rate_limit_flood,
     recall,
     request_cost,
@@ -28,7 +30,7 @@ from benchmarks import (
     secret_screen,
     write_cost,
 )
-from benchmarks.common import SERVER_ENV, Timing, drop_database
+from benchmarks.common import DATABASE_PREFIX_ENV, SERVER_ENV, Timing, drop_database
 from memorybank_search import OwnerIndexer, TextAnalyzer
 from tests.mysql_server import server_url
 from tests.secrets.table import harmless, secrets
@@ -42,6 +44,8 @@ def bench_server(monkeypatch: pytest.MonkeyPatch) -> None:
     """Point the benchmarks at the test server (fails under CI when there is none)."""
     url = server_url()
     monkeypatch.setenv(SERVER_ENV, url.render_as_string(hide_password=False))
+    # Databases of this test's own: a benchmark run beside it (another checkout, a person) uses the same names.
+    monkeypatch.setenv(DATABASE_PREFIX_ENV, f"memorybank_bench_{secrets.token_hex(3)}_")
 
 
 def test_the_corpus_plants_its_words_at_the_promised_rates() -> None:
@@ -289,7 +293,7 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     out = capsys.readouterr().out
     assert "| HTTP list (20) p50 / bare p50 |" in out
     assert re.search(r"\| HTTP list p50 - in-process list p50, in bare p50s \| .* \| (PASS|MISS) \|", out)
-    # Counted, not timed: a list is the token check, the controls and one joined read (and the reset).
+    # Counted, not timed: a list is the two change counters and one joined read (MariaDB: 2 round trips).
     assert re.search(r"\| GET /healthz \| 0 \|", out)
     assert re.search(r"\| HTTP list \(20\) \| [1-9][0-9.]* \|", out)
     # The floor ran with the round trips each route was counted to make, beside the routes.
@@ -298,6 +302,15 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     assert re.search(r"\| HTTP save, 2 contexts \| [1-9][0-9]* \| [0-9.]+ x \| [0-9.]+ x \| -?[0-9.]+ ms \|", out)
     assert re.search(r"\| mix 60/20/20 \| [0-9,]+ \|", out)
     assert "| mix requests/s / bare requests/s |" in out
+    # Issue 32: the rail beside REST, the mix against 1,000 requests/s, and (MariaDB) the round-trip targets.
+    assert re.search(r"\| MCP search, rare word \(\w+\) \| [0-9.]+ \|", out)
+    assert re.search(
+        r"\| MCP save, 2 contexts p50 / HTTP save, 2 contexts p50 \| [0-9.]+ x \| ≤ 1.3 x \| (PASS|MISS) \|", out
+    )
+    assert re.search(r"\| mix requests/s \| [0-9,]+ \| ≥ 1,000 \| (PASS|MISS) \|", out)
+    if backend == "mariadb":
+        assert re.search(r"\| HTTP save, 2 contexts: round trips \| 4 \| ≤ 4 \| PASS \|", out)
+        assert re.search(r"\| HTTP list \(20\): route p50 - floor p50 \| -?[0-9.]+ ms \|", out)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
@@ -347,3 +360,10 @@ def test_the_adversarial_benchmark_prints_each_routes_worst_input_beside_its_typ
     assert "| REST save | issue 27: pwd=` (one backtick) |" in out
     assert out.count("422 screen_budget_exceeded") >= 2
     assert "worst save / typical save at the bounds:" in out
+
+
+def test_the_rail_overhead_benchmark_prints_both_ways_of_serving_a_post(capsys: pytest.CaptureFixture[str]) -> None:
+    rail_overhead.main(["--calls", "3"])
+    out = capsys.readouterr().out
+    assert re.search(r"\| ping \| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \| [0-9.]+ x \|", out)
+    assert re.search(r"\| tools/list \| ", out)

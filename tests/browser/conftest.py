@@ -47,6 +47,7 @@ from memorybank_core import (
     UnavailableError,
     Usage,
 )
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.http.test_embedding import build_host, host_metadata
 
@@ -213,7 +214,7 @@ class World:
         )
         writer = TokenPrincipal(user_id=user_id, organization_id=org_id, scopes=frozenset({"mcp:read", "mcp:write"}))
         for memory in memories:
-            self.bank.save(writer, {"content": memory} if isinstance(memory, str) else dict(memory))
+            self.bank.save(writer, JsonValue({"content": memory} if isinstance(memory, str) else dict(memory)))
         principal = TokenPrincipal(user_id=user_id, organization_id=org_id, scopes=issued.token.scopes)
         return Person(principal=principal, token=issued.secret)
 

@@ -12,6 +12,7 @@ from adapters_mysql import SqlStorage
 from memorybank import bootstrap, composition
 from memorybank.settings import DatabaseChoice, KeyRingChoice, Settings
 from memorybank_core import InvalidInputError, QuotaExceededError, SecretDetectedError
+from memorybank_core.bodies import JsonValue
 from tests.conftest import User
 from tests.contract.embedders import HashedTermsEmbedder
 from tests.secrets.table import secrets
@@ -127,12 +128,12 @@ def test_the_services_carry_the_settings(tmp_path: Path, screen: str) -> None:
         bank, alice = runtime.services.bank, User()
         if screen == "refuse":
             with pytest.raises(SecretDetectedError):
-                bank.save(alice, {"content": credential})
-            bank.save(alice, {"content": "an ordinary memory"})
+                bank.save(alice, JsonValue({"content": credential}))
+            bank.save(alice, JsonValue({"content": "an ordinary memory"}))
         else:
-            bank.save(alice, {"content": credential})
+            bank.save(alice, JsonValue({"content": credential}))
         with pytest.raises(QuotaExceededError):
-            bank.save(alice, {"content": "one memory over the quota of 1"})
+            bank.save(alice, JsonValue({"content": "one memory over the quota of 1"}))
 
 
 @pytest.mark.parametrize(("floor", "found"), [(None, True), ("0.95", False)])
@@ -142,7 +143,7 @@ def test_the_hybrid_similarity_floor_reaches_the_search_engine(tmp_path: Path, f
 
     with bootstrap.build(settings, embedder=HashedTermsEmbedder()) as runtime:
         alice = User()
-        saved = runtime.services.bank.save(alice, {"content": "staging cluster upgrade"})
+        saved = runtime.services.bank.save(alice, JsonValue({"content": "staging cluster upgrade"}))
         # No word in common, but the test embedder hashes "aquarium" into one of this memory's components
         # (cosine 0.58): its meaning stands out of a one-memory bank, unless the floor is above its cosine.
         results = runtime.services.bank.search(alice, query="aquarium")

@@ -33,6 +33,7 @@ from memorybank import bootstrap, semantic
 from memorybank.cli import build_parser, main
 from memorybank.settings import Settings
 from memorybank_core import Embedding, MemoryBank
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_search import embedding_text
 from tests.conftest import User, start_clock
@@ -86,7 +87,7 @@ def test_hybrid_search_finds_the_paraphrase_lexical_search_misses(tmp_path: Path
     alice = User()
     for storage in (lexical, hybrid):
         for text in [*OTHERS, PARAPHRASED]:
-            _bank(storage).save(alice, {"content": text})
+            _bank(storage).save(alice, JsonValue({"content": text}))
     assert _bank(lexical).search(alice, query=QUESTION) == []
     found = _bank(hybrid).search(alice, query=QUESTION)
     assert found[0].memory.content == PARAPHRASED
@@ -108,7 +109,7 @@ def test_a_question_the_bank_holds_nothing_about_finds_nothing(
     hybrid = _storage(tmp_path / "hybrid.sqlite3", embedder)
     alice = User()
     for text in [*OTHERS, PARAPHRASED]:
-        _bank(hybrid).save(alice, {"content": text})
+        _bank(hybrid).save(alice, JsonValue({"content": text}))
     assert _bank(hybrid).search(alice, query=question) == []
     hybrid.close()
 
@@ -122,7 +123,7 @@ def test_a_sealed_database_holds_no_vector_as_readable_numbers(tmp_path: Path, e
         directory.mkdir()
         storage = _storage(directory / "bank.sqlite3", embedder, sealed=sealed)
         bank, alice = _bank(storage), User()
-        saved = [bank.save(alice, {"content": text}) for text in texts]
+        saved = [bank.save(alice, JsonValue({"content": text})) for text in texts]
         vectors = embedder.embed([embedding_text(memory) for memory in saved])
         storage.close()
         raw[sealed] = b"".join(path.read_bytes() for path in directory.iterdir())
@@ -247,7 +248,7 @@ def test_the_similarity_floor_option_reaches_the_search(
     with bootstrap.build(Settings.resolve(args, {}), embedder=embedder) as runtime:
         bank, me = runtime.services.bank, User()
         for text in [*OTHERS, PARAPHRASED]:
-            bank.save(me, {"content": text})
+            bank.save(me, JsonValue({"content": text}))
         results = [result.memory.content for result in bank.search(me, query=QUESTION)]
 
     # The paraphrase shares no word with the question: only its cosine can let it through the floor.

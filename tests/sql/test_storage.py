@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from adapters_mysql import MysqlOwnerScopedSearch, SqliteOwnerScopedSearch, SqlStorage, open_storage
 from memorybank_core import InvalidInputError, MemoryBank, UnavailableError
+from memorybank_core.bodies import JsonValue
 from memorybank_core.distribution import install_command
 from memorybank_search import OwnerIndexer
 from tests.conftest import User
@@ -89,7 +90,7 @@ def test_an_in_memory_sqlite_bank_is_one_database_shared_by_threads() -> None:
 
         def save(n: int) -> None:
             try:
-                bank.save(alice, {"content": f"threaded memory number{n}"})
+                bank.save(alice, JsonValue({"content": f"threaded memory number{n}"}))
             except BaseException as error:  # pragma: no cover - reported by the assertion below
                 errors.append(error)
 
@@ -114,7 +115,7 @@ def test_a_sqlite_file_bank_serves_concurrent_writers(tmp_path: Path) -> None:
 
         def work(user: User) -> None:
             for n in range(10):
-                saved = bank.save(user, {"content": f"concurrent note{n}"})
+                saved = bank.save(user, JsonValue({"content": f"concurrent note{n}"}))
                 if n % 3 == 0:
                     bank.delete(user, memory_id=saved.id)
 
@@ -144,7 +145,7 @@ def test_both_mysql_drivers_serve_the_bank(scheme: str) -> None:
         assert isinstance(storage.search_engine.inner, MysqlOwnerScopedSearch)
         bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
         alice = User()
-        saved = bank.save(alice, {"content": "emoji 🦜 survive the utf8mb4 connection"})
+        saved = bank.save(alice, JsonValue({"content": "emoji 🦜 survive the utf8mb4 connection"}))
         assert bank.list(alice).memories == (saved,)
         assert [r.memory.id for r in bank.search(alice, query="survive")] == [saved.id]
     finally:

@@ -4,15 +4,19 @@ A host imports from here: `create_app` for a standalone app, `memory_routes` to 
 the routes under its own authentication, `PrincipalResolver` to plug that
 authentication in (a `BlockingResolver` for a synchronous check: it then runs in the same
 worker-thread call as the use case), and `MEMORY_ROUTES` / `build_openapi` for the route catalog.
-In-process callers (the MCP facade) put an authenticated principal in the ASGI scope
-under `IN_PROCESS_PRINCIPAL_KEY`.
+In-process callers (the MCP facade) put an authenticated principal (or a `DeferredPrincipal`, checked
+in the route's own worker-thread call) in the ASGI scope under `IN_PROCESS_PRINCIPAL_KEY`, and may hand
+a JSON body already decoded under `IN_PROCESS_BODY_KEY`.
 """
 
 from adapters_http.app import create_app, memory_routes
 from adapters_http.auth import (
+    IN_PROCESS_BODY_KEY,
     IN_PROCESS_PRINCIPAL_KEY,
     Authenticate,
     BlockingResolver,
+    CallerRefusedError,
+    DeferredPrincipal,
     PrincipalResolver,
     bearer_resolver,
     bearer_secret,
@@ -44,6 +48,7 @@ from adapters_http.system import HEALTH_PATH, METRICS_PATH, READY_PATH, MetricsE
 __all__ = [
     "ERROR_TABLE",
     "HEALTH_PATH",
+    "IN_PROCESS_BODY_KEY",
     "IN_PROCESS_PRINCIPAL_KEY",
     "MAX_BODY_BYTES",
     "MAX_NAME_LENGTH",
@@ -56,6 +61,8 @@ __all__ = [
     "SCHEMA_NOT_READY_REASON",
     "Authenticate",
     "BlockingResolver",
+    "CallerRefusedError",
+    "DeferredPrincipal",
     "ErrorSpec",
     "MetricsExposition",
     "OperationIdError",

@@ -56,7 +56,7 @@ def memory_routes(
         TypeError: `resolve_principal` is a synchronous function: wrap it in `BlockingResolver`.
     """
     check_route_table(routes)
-    handlers = MemoryHandlers(bank, max_body_bytes=max_body_bytes)
+    handlers = MemoryHandlers(bank)
     by_path: dict[str, dict[str, Endpoint]] = {}
     for spec in routes:
         endpoint = authenticated_endpoint(

@@ -24,11 +24,37 @@ It may raise `memorybank_core.UnavailableError` when its own store is down (answ
 """
 
 IN_PROCESS_PRINCIPAL_KEY = "memorybank.principal"
-"""ASGI scope key for in-process callers (the MCP facade): a Principal there is used as-is.
+"""ASGI scope key for in-process callers (the MCP facade): a Principal there is used as-is, a
+`DeferredPrincipal` is checked in the route's own worker-thread call.
 
 Only code that builds the ASGI scope itself can set it; an HTTP client cannot, so this
-is no way around authentication. The caller must have authenticated the principal.
+is no way around authentication. The caller must have authenticated the principal (or hand its check).
 """
+IN_PROCESS_BODY_KEY = "memorybank.body"
+"""ASGI scope key for an in-process caller's request body as JSON data its own protocol already decoded
+(the MCP rail's `body` argument): the route hands it to the core as it is, instead of bytes to decode again."""
+
+
+class CallerRefusedError(Exception):
+    """A `DeferredPrincipal`'s check turned its caller away: the route does not answer it, the in-process
+    caller does (with `error`, in its own terms). Never raised for a network request."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        super().__init__(type(error).__name__)
+
+
+class DeferredPrincipal:
+    """An in-process caller whose credentials are checked by the route, in its one worker-thread call.
+
+    The MCP rail hands one for `execute_capability`, so the bearer check, the gate and the use case
+    share one thread-pool hop and one unit of work. `resolve` runs there; it returns the principal or
+    raises `CallerRefusedError`, which the route lets through to the in-process caller.
+    """
+
+    def __init__(self, resolve: Callable[[], Principal]) -> None:
+        self.resolve = resolve
+
 
 _BEARER = "bearer"
 
@@ -136,8 +162,9 @@ def bearer_resolver(authenticate: Authenticate) -> BlockingResolver:
     return BlockingResolver(resolve)
 
 
-def in_process_principal(request: Request) -> Principal | None:
-    """The principal an in-process caller placed in the ASGI scope, or None for a network request.
+def in_process_principal(request: Request) -> Principal | DeferredPrincipal | None:
+    """The principal (or its deferred check) an in-process caller placed in the ASGI scope; None for a
+    network request.
 
     Raises:
         InvalidInputError: ("authorization") a network request sends the header more than once,
@@ -145,7 +172,7 @@ def in_process_principal(request: Request) -> Principal | None:
     """
     in_process = request.scope.get(IN_PROCESS_PRINCIPAL_KEY)
     if in_process is not None:
-        principal: Principal = in_process
+        principal: Principal | DeferredPrincipal = in_process
         return principal
     single_authorization(request)
     return None

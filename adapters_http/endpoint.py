@@ -17,18 +17,28 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from adapters_http.auth import BlockingResolver, PrincipalResolver, awaitable_resolver, in_process_principal
+from adapters_http.auth import (
+    IN_PROCESS_BODY_KEY,
+    BlockingResolver,
+    CallerRefusedError,
+    DeferredPrincipal,
+    PrincipalResolver,
+    awaitable_resolver,
+    in_process_principal,
+)
 from adapters_http.errors import error_response, internal_error_response, json_error
-from adapters_http.inputs import MAX_BODY_BYTES, ReceivedBody, receive_body
+from adapters_http.inputs import MAX_BODY_BYTES, receive_body
 from adapters_http.observation import CURRENT_REQUEST_ID, RequestObserver
 from adapters_http.refusals import UnauthorizedError
 from adapters_http.throttling import rate_limit_headers
+from memorybank_core.bodies import Body, JsonValue
 from memorybank_core.ports import Principal, UnitOfWork
 from memorybank_core.rate_limits import Operation, RateLimits
 from memorybank_core.rate_windows import WindowState
 
-Handler = Callable[[Request, Principal, ReceivedBody | None], Response]
-"""A route handler, run in a worker thread: the request, the caller's principal and its body in, a response out."""
+Handler = Callable[[Request, Principal, Body | None], Response]
+"""A route handler, run in a worker thread: the request, the caller's principal and its body (for the core to
+read after its gate) in, a response out."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 """A Starlette request-response endpoint."""
@@ -99,15 +109,13 @@ def authenticated_endpoint(
     resolver = awaitable_resolver(resolver)
     resolve_blocking = resolver.resolve_blocking if isinstance(resolver, BlockingResolver) else None
 
-    def admit_and_handle(
-        request: Request, principal: Principal, body: ReceivedBody | None, admission: _Admission
-    ) -> Response:
+    def admit_and_handle(request: Request, principal: Principal, body: Body | None, admission: _Admission) -> Response:
         # In the worker thread: a Redis-backed limiter waits on the network here, not on the event loop.
         if rate_limits is not None:
             admission.window = rate_limits.admit(principal, operation)
         return handler(request, principal, body)
 
-    def authenticate_and_handle(request: Request, body: ReceivedBody | None, admission: _Admission) -> Response:
+    def authenticate_and_handle(request: Request, body: Body | None, admission: _Admission) -> Response:
         assert resolve_blocking is not None  # noqa: S101 - called only for a BlockingResolver
         with unit_of_work():
             principal = resolve_blocking(request)
@@ -115,9 +123,15 @@ def authenticated_endpoint(
                 raise UnauthorizedError
             return admit_and_handle(request, principal, body, admission)
 
-    def handle(request: Request, principal: Principal, body: ReceivedBody | None, admission: _Admission) -> Response:
+    def handle(request: Request, principal: Principal, body: Body | None, admission: _Admission) -> Response:
         with unit_of_work():
             return admit_and_handle(request, principal, body, admission)
+
+    def check_and_handle(
+        request: Request, deferred: DeferredPrincipal, body: Body | None, admission: _Admission
+    ) -> Response:
+        with unit_of_work():
+            return admit_and_handle(request, deferred.resolve(), body, admission)
 
     async def endpoint(request: Request) -> Response:
         rid = request_id(request.scope)
@@ -127,8 +141,10 @@ def authenticated_endpoint(
         admission = _Admission()
         try:
             principal = in_process_principal(request)
-            body = await receive_body(request, max_bytes=max_body_bytes) if takes_body else None
-            if principal is None and resolve_blocking is not None:
+            body = await _body(request, max_body_bytes) if takes_body else None
+            if isinstance(principal, DeferredPrincipal):
+                response = await run_in_threadpool(check_and_handle, request, principal, body, admission)
+            elif principal is None and resolve_blocking is not None:
                 response = await run_in_threadpool(authenticate_and_handle, request, body, admission)
             else:
                 if principal is None:
@@ -136,6 +152,8 @@ def authenticated_endpoint(
                 if principal is None:
                     raise UnauthorizedError
                 response = await run_in_threadpool(handle, request, principal, body, admission)
+        except CallerRefusedError:
+            raise  # the in-process caller answers its own refusal; the route never admitted it
         except ClientDisconnect:
             # Nobody is left to answer; the status is only for the access event.
             response = json_error(400, {"error": "invalid_request", "message": "The client disconnected."})
@@ -175,6 +193,13 @@ def authenticated_endpoint(
         return response
 
     return endpoint
+
+
+async def _body(request: Request, max_bytes: int) -> Body:
+    """The request's body for the core: an in-process caller's decoded JSON as is, else the bytes received."""
+    if IN_PROCESS_BODY_KEY in request.scope:
+        return JsonValue(request.scope[IN_PROCESS_BODY_KEY])
+    return (await receive_body(request, max_bytes=max_bytes)).as_body()
 
 
 class _Admission:

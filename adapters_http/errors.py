@@ -19,7 +19,6 @@ from starlette.responses import JSONResponse, Response
 
 from adapters_http.refusals import (
     BadSignInError,
-    BodyTooLargeError,
     CrossSiteRefusedError,
     LinkRejectedError,
     RailScopeMissingError,
@@ -28,9 +27,9 @@ from adapters_http.refusals import (
     SignedOutError,
     TokenRejectedError,
     UnauthorizedError,
-    UnsupportedMediaTypeError,
 )
 from adapters_http.throttling import rate_limit_headers
+from memorybank_core.bodies import BodyTooLargeError, UnsupportedMediaTypeError
 from memorybank_core.errors import (
     CredentialsRefusedError,
     ForbiddenError,

@@ -16,13 +16,7 @@ from collections.abc import Iterator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from adapters_http.inputs import (
-    MAX_BODY_BYTES,
-    ReceivedBody,
-    UndecodedJsonBody,
-    integer_or_text,
-    query_value,
-)
+from adapters_http.inputs import query_value
 from adapters_http.serialization import (
     JsonResponse,
     deleted_batch_json,
@@ -30,6 +24,7 @@ from adapters_http.serialization import (
     search_results_json,
     usage_json,
 )
+from memorybank_core.bodies import Body
 from memorybank_core.ports import Principal
 from memorybank_core.use_cases import MemoryBank
 from memorybank_core.wire import export_line, memory_json
@@ -41,39 +36,38 @@ EXPORT_MEDIA_TYPE = "application/jsonl"
 class MemoryHandlers:
     """Request handlers over one MemoryBank; each takes the request, the resolved principal and the received body."""
 
-    def __init__(self, bank: MemoryBank, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, bank: MemoryBank) -> None:
         self._bank = bank
-        self._max_body_bytes = max_body_bytes
 
-    def save(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+    def save(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`POST /v1/memory` -> 201 `{"memory": {...}}`."""
         assert body is not None  # noqa: S101 - the route takes a body, so `endpoint` received one
-        # Decoded by the core after its gate: a switched-off caller learns nothing from the body's validation.
-        memory = self._bank.save(principal, UndecodedJsonBody(body, self._max_body_bytes))
+        # Read by the core after its gate: a switched-off caller learns nothing from the body's validation.
+        memory = self._bank.save(principal, body)
         return JsonResponse({"memory": memory_json(memory)}, status_code=201)
 
-    def search(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+    def search(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory/search?q=&limit=` -> 200 `{"results": [...]}`, empty when nothing matches."""
         query = query_value(request, "q")
-        limit = integer_or_text(query_value(request, "limit"))
+        limit = query_value(request, "limit")
         return JsonResponse(search_results_json(self._bank.search(principal, query=query, limit=limit)))
 
-    def list(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+    def list(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory?limit=&cursor=` -> 200 `{"memories": [...], "next_cursor": ...}`."""
-        limit = integer_or_text(query_value(request, "limit"))
+        limit = query_value(request, "limit")
         cursor = query_value(request, "cursor")
         return JsonResponse(memory_page_json(self._bank.list(principal, limit=limit, cursor=cursor)))
 
-    def delete(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+    def delete(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`DELETE /v1/memory/{id}` -> 204; 404 for any id the caller does not own, well-formed or not."""
         self._bank.delete(principal, memory_id=str(request.path_params["id"]))
         return Response(status_code=204)
 
-    def usage(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+    def usage(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory/usage` -> 200 `{"memories", "characters", "quota"}`: the caller's own numbers."""
         return JsonResponse(usage_json(self._bank.usage(principal)))
 
-    def export(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+    def export(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory/export` -> 200 JSON Lines, streamed a page at a time (`memorybank export`'s format)."""
         memories = self._bank.export(principal)  # the checks run now; the pages are read as the body streams
 
@@ -87,9 +81,9 @@ class MemoryHandlers:
             headers={"Content-Disposition": 'attachment; filename="memories.jsonl"', "Cache-Control": "no-store"},
         )
 
-    def delete_all(self, request: Request, principal: Principal, body: ReceivedBody | None) -> Response:  # noqa: ARG002
+    def delete_all(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`POST /v1/memory/delete-all` -> 200 `{"deleted", "remaining"}`: one bounded batch; call until 0 remain."""
         assert body is not None  # noqa: S101 - the route takes a body, so `endpoint` received one
-        # Decoded by the core after its gate: a switched-off account learns nothing from the body's errors.
-        batch = self._bank.delete_batch(principal, body=UndecodedJsonBody(body, self._max_body_bytes))
+        # Read by the core after its gate: a switched-off account learns nothing from the body's errors.
+        batch = self._bank.delete_batch(principal, body)
         return JsonResponse(deleted_batch_json(batch))

@@ -1,6 +1,6 @@
 """The errors only the facades raise (the core knows nothing of transports); `errors.ERROR_TABLE` answers each.
 
-Three families: the REST routes' own (no credentials, a body too large or not JSON), the MCP rail's
+Three families: the REST routes' own (no credentials), the MCP rail's
 gate (the reference host's `*_mcp_*` codes), and the panel's sign-in routes.
 """
 
@@ -15,18 +15,6 @@ class HttpFacadeError(Exception):
 
 class UnauthorizedError(HttpFacadeError):
     """No principal: no credentials, or credentials that are unknown, malformed or revoked."""
-
-
-class BodyTooLargeError(HttpFacadeError):
-    """The request body is over the facade's byte cap."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        super().__init__(f"the request body must be at most {max_bytes} bytes")
-
-
-class UnsupportedMediaTypeError(HttpFacadeError):
-    """The request body is not declared as JSON."""
 
 
 class RailRefusedError(HttpFacadeError):

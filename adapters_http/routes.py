@@ -15,21 +15,22 @@ from starlette.responses import Response
 
 from adapters_http import schemas
 from adapters_http.handlers import EXPORT_MEDIA_TYPE, MemoryHandlers
-from adapters_http.inputs import ReceivedBody
 from adapters_http.operation_ids import build_operation_id, capability_names
 from adapters_http.schemas import JsonSchema
 from memorybank_core import limits
+from memorybank_core.bodies import Body
 from memorybank_core.entities import Origin
 from memorybank_core.ports import Principal
 from memorybank_core.rate_limits import Operation
-from memorybank_core.use_cases import DELETE_ALL_CONFIRMATION, READ_SCOPE, WRITE_SCOPE
+from memorybank_core.requests import DELETE_ALL_CONFIRMATION
+from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE
 
 MEMORY_TAG = "Memory"
 """The tag every memory route an agent may call carries; capability catalogs include routes by tag."""
 ACCOUNT_TAG = "Account"
 """The tag of routes for the person, not their agents (use, export, delete all): never an MCP capability."""
 
-UnboundHandler = Callable[[MemoryHandlers, Request, Principal, ReceivedBody | None], Response]
+UnboundHandler = Callable[[MemoryHandlers, Request, Principal, Body | None], Response]
 """A `MemoryHandlers` method, before it is bound to a bank."""
 
 
@@ -136,8 +137,9 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
             "no match gives an empty list."
         ),
         description=(
-            "Lexical full-text search over the caller's own memories, ranked by relevance (ties: newest first). "
-            "Each result is the memory with its contexts and a positive `score`."
+            "Full-text search over the caller's own memories (hybrid search: fused with the meaning of the words), "
+            "ranked by relevance (ties: newest first). Each result is the memory with its contexts, a positive "
+            "`score`, and `match`: `words`, `meaning` (it shares no word with the query) or `both`."
         ),
         handler=MemoryHandlers.search,
         success_status=200,

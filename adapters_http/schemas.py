@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from memorybank_core import limits
-from memorybank_core.entities import Origin, Scope, Source
-from memorybank_core.use_cases import DELETE_ALL_CONFIRMATION
+from memorybank_core.entities import MATCH_KINDS, Origin, Scope, Source
+from memorybank_core.requests import DELETE_ALL_CONFIRMATION
 from memorybank_core.validation import INVISIBLE_CHARACTERS
 
 JsonSchema = dict[str, Any]
@@ -148,11 +148,17 @@ MEMORY: JsonSchema = {
 
 SEARCH_RESULT: JsonSchema = {
     "type": "object",
-    "description": "A memory that matched, with its relevance.",
-    "required": [*_MEMORY_REQUIRED, "score"],
+    "description": "A memory that matched, with its relevance and why it was found.",
+    "required": [*_MEMORY_REQUIRED, "score", "match"],
     "properties": {
         **MEMORY_PROPERTIES,
         "score": {"type": "number", "exclusiveMinimum": 0, "description": "Relevance; higher is better."},
+        "match": {
+            "type": "string",
+            "enum": list(MATCH_KINDS),
+            "description": "Why it was found: `words` (it shares words with the query), `meaning` (hybrid "
+            "search: it shares none, but means what was asked) or `both`.",
+        },
     },
     "additionalProperties": False,
 }

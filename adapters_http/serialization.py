@@ -27,8 +27,10 @@ class JsonResponse(Response):
 
 
 def search_results_json(results: list[SearchResult]) -> Json:
-    """The body of a search: each memory flattened with its score."""
-    return {"results": [{**memory_json(result.memory), "score": result.score} for result in results]}
+    """The body of a search: each memory flattened with its score and why it was found."""
+    return {
+        "results": [{**memory_json(result.memory), "score": result.score, "match": result.match} for result in results]
+    }
 
 
 def memory_page_json(page: MemoryPage) -> Json:

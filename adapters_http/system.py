@@ -23,14 +23,24 @@ METRICS_PATH = "/metrics"
 Readiness = Callable[[], str | None]
 """Blocking check of the app's dependencies: None when ready, else a short reason safe to show anyone."""
 
+ReadinessDetails = Callable[[], dict[str, object]]
+"""What the server is doing in the background, for `/readyz` to show: counts and states only, never content."""
+
 MetricsExposition = Callable[[], tuple[bytes, str]]
 """The current metrics as (body, content type), e.g. the Prometheus text format."""
 
 
 def system_routes(
-    *, readiness: Readiness, metrics: MetricsExposition | None = None, metrics_token: str | None = None
+    *,
+    readiness: Readiness,
+    details: ReadinessDetails | None = None,
+    metrics: MetricsExposition | None = None,
+    metrics_token: str | None = None,
 ) -> list[BaseRoute]:
     """`/healthz` and `/readyz`, and `/metrics` when both `metrics` and `metrics_token` are given.
+
+    `details`, when given, adds `"details": {...}` to `/readyz`'s answer (counts, never content):
+    work the server does in the background while it serves, such as filling in vectors.
 
     `/metrics` answers only `Authorization: Bearer <metrics_token>` (401 otherwise): the figures
     are not secret, but they say how busy the server is, which is nobody else's business.
@@ -41,9 +51,10 @@ def system_routes(
 
     async def ready(_request: Request) -> Response:
         reason = await run_in_threadpool(readiness)
+        extra = {"details": details()} if details is not None else {}
         if reason is None:
-            return JSONResponse({"status": "ready"})
-        return JSONResponse({"status": "not_ready", "reason": reason}, status_code=503)
+            return JSONResponse({"status": "ready", **extra})
+        return JSONResponse({"status": "not_ready", "reason": reason, **extra}, status_code=503)
 
     routes: list[BaseRoute] = [
         Route(HEALTH_PATH, health, methods=["GET"], include_in_schema=False),

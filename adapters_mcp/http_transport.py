@@ -28,13 +28,14 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from adapters_http import MAX_BODY_BYTES, Authenticate, ResponseHeadersMiddleware, bearer_secret, error_response
-from adapters_http.refusals import RailScopeMissingError, RailTokenMissingError, RailTokenRefusedError
+from adapters_http.refusals import RailTokenMissingError
 from adapters_mcp.catalog import Catalog
-from adapters_mcp.http_front import EnvelopeCheck, PostOnly, quiet_stateless_teardown
-from adapters_mcp.memory_switch import MemoryEnabled, MemorySwitch
+from adapters_mcp.exchange import MCP_PRINCIPAL_KEY, RailEndpoint, quiet_stateless_teardown, rail_principal
+from adapters_mcp.memory_switch import MemoryEnabled
 from adapters_mcp.server import build_server
 from adapters_mcp.tools import CAPABILITY_TIMEOUT_SECONDS, CapabilityRail
-from memorybank_core import READ_SCOPE, WRITE_SCOPE, CredentialsRefusedError, Principal, UnavailableError
+from memorybank_core import READ_SCOPE, WRITE_SCOPE, Principal, UnavailableError
+from memorybank_core.ports import UnitOfWork
 
 MOUNT_PATH = "/mcp"
 AGENT_PATH = "/agent"
@@ -44,8 +45,6 @@ METADATA_PATH = "/.well-known/oauth-protected-resource" + RAIL_PATH
 """The OAuth protected-resource metadata (RFC 9728) of the rail, served at the host's root."""
 
 RAIL_SCOPES: tuple[str, ...] = (READ_SCOPE, WRITE_SCOPE)
-MCP_PRINCIPAL_KEY = "memorybank.mcp.principal"
-"""ASGI scope key under which the gate leaves the authenticated caller for the tool handlers."""
 
 
 logger = logging.getLogger(__name__)
@@ -72,7 +71,8 @@ def transport_security(bind_host: str, allowed_hosts: Sequence[str] = ()) -> Tra
 
 
 class BearerGate:
-    """ASGI middleware in front of the rail: a live bearer token, or no entry.
+    """ASGI middleware: a live bearer token, or no entry; for a host assembling its own rail app (the mount
+    runs the same check inside `adapters_mcp.exchange.RailEndpoint`, in one hop with the gate).
 
     Answers like the reference host: 401 `missing_mcp_token` / `invalid_mcp_token` and 403
     `insufficient_mcp_scope`, each with a `WWW-Authenticate: Bearer` challenge naming the
@@ -115,15 +115,7 @@ class BearerGate:
         secret = bearer_secret(request)
         if secret is None:
             raise RailTokenMissingError(RAIL_SCOPES)
-        try:
-            principal = await run_in_threadpool(self._authenticate, secret)
-        except CredentialsRefusedError as refused:
-            raise RailTokenRefusedError(RAIL_SCOPES, refused.reason) from refused
-        if principal is None:
-            raise RailTokenRefusedError(RAIL_SCOPES)
-        if not set(principal.scopes) & set(RAIL_SCOPES):
-            raise RailScopeMissingError(RAIL_SCOPES)
-        return principal
+        return await run_in_threadpool(rail_principal, self._authenticate, secret, RAIL_SCOPES)
 
     def _base_url(self, scope: Scope) -> str:
         return self._public_url or base_url(scope)
@@ -190,6 +182,7 @@ def create_mcp_mount(
     timeout: float = CAPABILITY_TIMEOUT_SECONDS,
     json_response: bool = False,
     memory_enabled: MemoryEnabled | None = None,
+    unit_of_work: UnitOfWork | None = None,
 ) -> McpMount:
     """The rail at `/mcp/agent` over `bank_app` (the REST app its capabilities call in-process).
 
@@ -204,27 +197,39 @@ def create_mcp_mount(
     host does (its own eval reads the SSE `data:` line); every MCP client reads that.
     `json_response=True` answers with plain JSON instead. With `memory_enabled` (the bank's
     `memory_enabled`), a caller whose memory an operator switched off finds no capability and gets
-    no `## Memory Bank` instructions (adapters_mcp.memory_switch).
+    no `## Memory Bank` instructions (adapters_mcp.memory_switch). `unit_of_work` (the bank's) runs the
+    bearer check and that read on one connection.
 
     Raises:
         CatalogError: the REST app's routes give an unsound catalog.
     """
     rail = CapabilityRail(catalog, bank_app, timeout=timeout)
     server = build_server(rail, _principal_from_request)
+    security = transport_security(bind_host, allowed_hosts)
     sdk_app = server.streamable_http_app(
         streamable_http_path=AGENT_PATH,
         stateless_http=True,
         json_response=json_response,
-        transport_security=transport_security(bind_host, allowed_hosts),
-        # EnvelopeCheck refuses larger bodies first, in the rail's own error shape; this is the SDK's own guard.
+        transport_security=security,
+        # The endpoint refuses larger bodies first, in the rail's own error shape; this is the SDK's own guard.
         max_request_body_size=MAX_BODY_BYTES,
     )
     quiet_stateless_teardown()
-    inner: ASGIApp = EnvelopeCheck(sdk_app)
-    if memory_enabled is not None:
-        inner = MemorySwitch(inner, memory_enabled, principal_key=MCP_PRINCIPAL_KEY)
-    gate = PostOnly(BearerGate(inner, authenticate, public_url=public_url))
     fixed_base = public_url.rstrip("/") if public_url else None
+    endpoint = RailEndpoint(
+        server=server,
+        sdk_app=sdk_app,
+        rail=rail,
+        authenticate=authenticate,
+        scopes=RAIL_SCOPES,
+        metadata_url=lambda scope: f"{fixed_base or base_url(scope)}{METADATA_PATH}",
+        security=security,
+        json_response=json_response,
+        memory_enabled=memory_enabled,
+        unit_of_work=unit_of_work,
+        agent_path=AGENT_PATH,
+    )
+    gate = endpoint
 
     async def metadata(request: Request) -> Response:
         resource = f"{fixed_base or base_url(request.scope)}{RAIL_PATH}"

@@ -1,8 +1,10 @@
-"""Calling the REST app in-process: one ASGI request, no socket, with an already-authenticated principal.
+"""Calling the REST app in-process: one ASGI request, no socket, with the caller's principal (or its check).
 
 The rail goes through the real routes (not the use cases) so validation, owner-scoping,
 status codes and error bodies are exactly the REST API's. The principal travels in the
-ASGI scope under `adapters_http.IN_PROCESS_PRINCIPAL_KEY`, which no HTTP client can set.
+ASGI scope under `adapters_http.IN_PROCESS_PRINCIPAL_KEY`, which no HTTP client can set; a
+`DeferredPrincipal` there is checked by the route in its own worker-thread call. A JSON body
+the rail already decoded travels as data (`IN_PROCESS_BODY_KEY`), never encoded to be decoded again.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import anyio
 import attrs
 from starlette.types import ASGIApp, Message, Scope
 
-from adapters_http import IN_PROCESS_PRINCIPAL_KEY
+from adapters_http import IN_PROCESS_BODY_KEY, IN_PROCESS_PRINCIPAL_KEY, DeferredPrincipal
 from memorybank_core import Principal
 
 QueryValue = str | int | float | bool
@@ -80,10 +82,12 @@ async def call_app(
     method: str,
     path: str,
     query: bytes = b"",
-    body: bytes | None = None,
-    principal: Principal,
+    body: object = None,
+    principal: Principal | DeferredPrincipal,
 ) -> HttpAnswer:
     """Send one request to `app` as `principal` and collect the whole answer.
+
+    `body` is the request's JSON body as data (None: no body); the route hands it to the core as is.
 
     `path` must already be percent-encoded (see `fill_path`). It is given to the app as is,
     as both `path` and `raw_path`: the router then matches encoded segments, so an encoded
@@ -94,7 +98,7 @@ async def call_app(
     """
     headers = [(b"host", IN_PROCESS_HOST.encode("ascii")), (b"accept", b"application/json")]
     if body is not None:
-        headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii"))]
+        headers.append((b"content-type", b"application/json"))
     scope: Scope = {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
@@ -111,6 +115,8 @@ async def call_app(
         "state": {},
         IN_PROCESS_PRINCIPAL_KEY: principal,
     }
+    if body is not None:
+        scope[IN_PROCESS_BODY_KEY] = body
     request_sent = False
     disconnected = anyio.Event()
     status: int | None = None
@@ -121,7 +127,7 @@ async def call_app(
         nonlocal request_sent
         if not request_sent:
             request_sent = True
-            return {"type": "http.request", "body": body or b"", "more_body": False}
+            return {"type": "http.request", "body": b"", "more_body": False}
         # A second read means the app waits for a disconnect: it only comes once the answer is complete.
         await disconnected.wait()
         return {"type": "http.disconnect"}

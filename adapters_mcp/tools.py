@@ -16,8 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
+import pydantic_core
+from mcp_types import methods
 from starlette.types import ASGIApp
 
+from adapters_http import CallerRefusedError, DeferredPrincipal
 from adapters_mcp.catalog import Capability, Catalog, JsonObject
 from adapters_mcp.inprocess import HttpAnswer, call_app, fill_path, query_string
 from adapters_mcp.memory_switch import memory_on
@@ -245,7 +248,9 @@ class CapabilityRail:
         """The two tool definitions."""
         return [tool.model_copy(deep=True) for tool in self._tools]
 
-    async def call(self, name: str, arguments: Mapping[str, Any] | None, principal: Principal) -> types.CallToolResult:
+    async def call(
+        self, name: str, arguments: Mapping[str, Any] | None, principal: Principal | DeferredPrincipal
+    ) -> types.CallToolResult:
         """Run tool `name` for `principal`; every failure but an unknown tool is a tool error.
 
         Raises:
@@ -288,21 +293,62 @@ class CapabilityRail:
         return _success(answer, answer)
 
     async def _execute(
-        self, arguments: Mapping[str, Any] | None, principal: Principal
+        self, arguments: Mapping[str, Any] | None, principal: Principal | DeferredPrincipal
     ) -> tuple[types.CallToolResult, str | None, int | None]:
+        outcome, name = await self._run(arguments, principal)
+        if isinstance(outcome, HttpAnswer):
+            return _route_result(name or "-", outcome), name, outcome.status
+        return outcome, name, None
+
+    async def execute_result_json(
+        self, arguments: Mapping[str, Any] | None, principal: Principal | DeferredPrincipal, *, protocol_version: str
+    ) -> bytes:
+        """`execute_capability`'s `CallToolResult` as the JSON the SDK would send for it at `protocol_version`,
+        with the route's JSON body spliced in as it came (never decoded and encoded again).
+
+        The HTTP transport's one-pass path (`adapters_mcp.exchange`); `call` is the same tool through the SDK.
+
+        Raises:
+            CallerRefusedError: `principal` is deferred and its check turned the caller away.
+        """
+        started = time.perf_counter()
+        outcome, name = await self._run(arguments, principal)
+        status = outcome.status if isinstance(outcome, HttpAnswer) else None
+        spliced = route_result_json(outcome) if isinstance(outcome, HttpAnswer) else None
+        if spliced is None:
+            result = _route_result(name or "-", outcome) if isinstance(outcome, HttpAnswer) else outcome
+            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            spliced = pydantic_core.to_json(methods.serialize_server_result("tools/call", protocol_version, dumped))
+            is_error = bool(result.is_error)
+        else:
+            is_error = status is not None and status >= 400
+        logger.info(
+            "mcp.tool tool=%s capability=%s status=%s outcome=%s ms=%.1f",
+            EXECUTE_TOOL,
+            name or "-",
+            status if status is not None else "-",
+            "error" if is_error else "ok",
+            _ms(started),
+        )
+        return spliced
+
+    async def _run(
+        self, arguments: Mapping[str, Any] | None, principal: Principal | DeferredPrincipal
+    ) -> tuple[HttpAnswer | types.CallToolResult, str | None]:
+        """The route's answer to `arguments`, or the rail's own error result; and the capability's name."""
         try:
             args = self._validated(EXECUTE_TOOL, _decoded(_without_nulls(arguments or {})))
         except ToolInputError as error:
-            return _input_error(error), None, None
+            return _input_error(error), None
         name = str(args["name"])
         capability = self.catalog.get(name)
         if capability is None:
             message = f'No capability named "{name}". Call search_capabilities to find a valid name.'
-            return _rail_error(UNKNOWN_CAPABILITY, message), None, None
+            return _rail_error(UNKNOWN_CAPABILITY, message), None
         try:
             path, query, body = _request_parts(capability, args)
         except ToolInputError as problem:
-            return _input_error(problem), name, None
+            return _input_error(problem), name
         try:
             # The deadline cancels the route's awaits; a storage call already running in the thread
             # pool finishes first (threads cannot be interrupted), so it bounds waiting, not work.
@@ -312,13 +358,15 @@ class CapabilityRail:
                 )
         except TimeoutError:
             message = f"{name} did not answer within {self._timeout:g} seconds; it may or may not have run."
-            return _rail_error(CAPABILITY_TIMEOUT, message), name, None
+            return _rail_error(CAPABILITY_TIMEOUT, message), name
+        except CallerRefusedError:
+            raise  # the caller was never admitted: the transport answers it
         except Exception:
             # The REST app answers its own errors; reaching here is a bug. Logged without arguments or content.
             logger.exception("mcp.tool capability=%s failed in-process", name)
             message = f"{name} failed unexpectedly; nothing about the failure is known to be the request's fault."
-            return _rail_error(CAPABILITY_FAILED, message), name, None
-        return _route_result(name, answer), name, answer.status
+            return _rail_error(CAPABILITY_FAILED, message), name
+        return answer, name
 
     def _validated(self, tool: str, arguments: Mapping[str, Any]) -> JsonObject:
         validator = self._validators[tool]
@@ -331,7 +379,7 @@ class CapabilityRail:
         return dict(arguments)
 
 
-def _request_parts(capability: Capability, args: Mapping[str, Any]) -> tuple[str, bytes, bytes | None]:
+def _request_parts(capability: Capability, args: Mapping[str, Any]) -> tuple[str, bytes, object]:
     path_values = {key: str(value) for key, value in dict(args.get("path", {})).items()}
     for param in capability.path_params:
         if not path_values.get(param):
@@ -341,8 +389,8 @@ def _request_parts(capability: Capability, args: Mapping[str, Any]) -> tuple[str
         raise ToolInputError(f"{capability.name} takes no body; pass its parameters in path or query.")
     if body is None and capability.has_body:
         raise ToolInputError(f"Missing body: {capability.name} takes a JSON object body (see its summary).")
-    encoded_body = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
-    return fill_path(capability.path, path_values), query_string(dict(args.get("query", {}))), encoded_body
+    # The body goes to the route as the data it already is: the core reads it after its gate.
+    return fill_path(capability.path, path_values), query_string(dict(args.get("query", {}))), body
 
 
 def _route_result(name: str, answer: HttpAnswer) -> types.CallToolResult:
@@ -354,11 +402,8 @@ def _route_result(name: str, answer: HttpAnswer) -> types.CallToolResult:
         return _rail_error(INSUFFICIENT_MCP_SCOPE, message, requiredScope=required)
     structured: JsonObject = {"status": answer.status, "body": body}
     if body is not None:
-        text = json.dumps(body, ensure_ascii=False)
-        advice = _AGENT_ADVICE.get(body.get("error")) if isinstance(body, dict) else None
-        if advice is not None:
-            # The body as the route gave it, then what the agent should tell the person.
-            text = f"{text}\n{advice}"
+        # The body as the route gave it, then (for a refusal the person should hear of) what the agent should say.
+        text = answer.body.decode("utf-8") + _advice(body)
     elif answer.body:
         # Not JSON (never expected from the REST app): the text is all there is to show.
         text = answer.body.decode("utf-8", "replace")
@@ -371,9 +416,43 @@ def _route_result(name: str, answer: HttpAnswer) -> types.CallToolResult:
     )
 
 
-def _json_body(answer: HttpAnswer) -> Any:
+def route_result_json(answer: HttpAnswer) -> bytes | None:
+    """`_route_result(name, answer)` as the JSON the SDK sends for it, built around the route's body bytes as
+    they are; None when the answer needs more than wrapping (not a JSON object or array, or a scope refusal)."""
+    raw = answer.body
+    if answer.status == 403 or raw[:1] not in (b"{", b"[") or not _is_json(answer):
+        return None
+    text = raw.decode("utf-8")
+    if answer.status >= 400:
+        # A refusal is small: read for its error code, which may call for advice to the agent.
+        text += _advice(json.loads(raw))
+    return b"".join(
+        (
+            b'{"content":[{"text":',
+            pydantic_core.to_json(text),
+            b',"type":"text"}],"isError":',
+            b"true" if answer.status >= 400 else b"false",
+            b',"structuredContent":{"status":',
+            str(answer.status).encode("ascii"),
+            b',"body":',
+            raw,
+            b"}}",
+        )
+    )
+
+
+def _advice(body: object) -> str:
+    advice = _AGENT_ADVICE.get(body.get("error")) if isinstance(body, dict) else None
+    return "" if advice is None else f"\n{advice}"
+
+
+def _is_json(answer: HttpAnswer) -> bool:
     content_type = (answer.header("content-type") or "").split(";")[0].strip().lower()
-    if not answer.body or content_type != "application/json":
+    return content_type == "application/json"
+
+
+def _json_body(answer: HttpAnswer) -> Any:
+    if not answer.body or not _is_json(answer):
         return None
     try:
         value = json.loads(answer.body)

@@ -137,3 +137,62 @@ def _watched(connection: sa.Connection) -> bool:
     """Whether a listener wants to see this connection's cursor executions."""
     dispatch = connection.dispatch
     return bool(dispatch.before_cursor_execute or dispatch.after_cursor_execute)
+
+
+class CompiledInsert:
+    """An INSERT of rows into one table, as driver SQL and positional values: compiled once per dialect and set
+    of columns, the rows' VALUES tuples repeated, each value bound by its column type's bind processor.
+
+    For statements sent several at once in one round trip (`insert_together`); SQLAlchemy's own
+    `insert()` stays the path everywhere else.
+    """
+
+    def __init__(self, table: sa.Table) -> None:
+        self.table = table
+        self._compiled: dict[tuple[str, tuple[str, ...]], tuple[str, str, list[tuple[str, _Processor | None]]]] = {}
+
+    def bind(self, dialect: sa.Dialect, rows: Sequence[Mapping[str, Any]]) -> tuple[str, list[Any]]:
+        """The SQL inserting `rows` (at least one, all with the same keys) and its values in order."""
+        keys = tuple(rows[0])
+        cache_key = (f"{dialect.name}+{dialect.driver}", keys)
+        if cache_key not in self._compiled:
+            compiled = self.table.insert().compile(dialect=dialect, column_keys=list(keys))
+            head, _, values = compiled.string.partition(" VALUES ")
+            names = list(compiled.positiontup or ())
+            processors: list[tuple[str, _Processor | None]] = [
+                (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)) for name in names
+            ]
+            self._compiled[cache_key] = (head, values, processors)
+        head, values_sql, bound_by = self._compiled[cache_key]
+        bound: list[Any] = []
+        for row in rows:
+            bound.extend(row[name] if processor is None else processor(row[name]) for name, processor in bound_by)
+        return f"{head} VALUES {', '.join([values_sql] * len(rows))}", bound
+
+
+def insert_together(
+    connection: sa.Connection, inserts: Sequence[tuple[CompiledInsert, Sequence[Mapping[str, Any]]]]
+) -> bool:
+    """Send `inserts` (each a table's rows) as one query, one round trip, in the connection's transaction.
+
+    Only on a `OneTripConnection` (several statements per query) that no listener watches; returns False,
+    having sent nothing, elsewhere (the caller then inserts its usual way). A failure of any of them
+    is SQLAlchemy's wrapped error, as for any statement; the transaction then rolls back as a whole.
+    """
+    if connection.dialect.driver != "mysqldb":
+        return False  # (and mysqlclient, which one_trip imports, may not even be installed)
+    from adapters_mysql.one_trip import OneTripConnection
+
+    dbapi_connection = connection.connection.dbapi_connection
+    if not isinstance(dbapi_connection, OneTripConnection) or _watched(connection):
+        return False
+    statements: list[str] = []
+    values: list[Any] = []
+    for insert, rows in inserts:
+        if rows:
+            sql, bound = insert.bind(connection.dialect, rows)
+            statements.append(sql)
+            values.extend(bound)
+    with dbapi_connection.reading_every_result():
+        connection.exec_driver_sql(";".join(statements), tuple(values))
+    return True

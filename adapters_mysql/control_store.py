@@ -1,18 +1,26 @@
 """`SqlControlStore`: the operators' gate switches and quotas in `memory_control`.
 
-The bank reads the controls of each request (`find`: one primary-key lookup of at most three rows,
-on the request's unit-of-work connection), so a change made by any process — `memorybank gate`,
-a host's admin code — applies to every worker's next request without a restart or a cache.
+The bank needs the controls of each request (`find`: the user's, the organization's and everyone's).
+A worker keeps those it read, each with the controls' change counter at the time
+(`adapters_mysql.change_counters`), and trusts them only while the counter is unchanged: every
+change through this store bumps the counter in its own transaction, and every request reads the
+counter (in the same statement as the token's revocation counter, once per request), so a change
+made by any process — `memorybank gate`, a host's admin code through `MemoryControls` — applies to
+every worker's very next request. A change written to `memory_control` by hand, not through this
+store, is not seen until the next change through it (or a restart).
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
+from adapters_mysql.change_counters import CONTROLS, bump, generations
 from adapters_mysql.compiled_reads import CompiledRead
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory_control
@@ -42,6 +50,8 @@ _FIND = CompiledRead(
 _SETTINGS = ("enabled", "max_memories", "max_characters")
 #: Bound as the organization when there is none: no control has an empty subject (`clean_subject_id`).
 _NO_ORGANIZATION = ""
+#: How many callers' controls a worker remembers (least recently used ones go first).
+REMEMBERED_CALLERS = 10_000
 
 
 class SqlControlStore(ControlStore):
@@ -49,12 +59,27 @@ class SqlControlStore(ControlStore):
 
     def __init__(self, engine: sa.Engine) -> None:
         self._engine = engine
+        self._remembered: OrderedDict[tuple[str, str], tuple[int, tuple[Control, ...]]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def find(self, *, user_id: str, org_id: str | None) -> Sequence[Control]:
-        parameters = {"user_id": user_id, "org_id": _NO_ORGANIZATION if org_id is None else org_id}
+        key = (user_id, _NO_ORGANIZATION if org_id is None else org_id)
+        generation = generations(self._engine).controls
+        with self._lock:
+            remembered = self._remembered.get(key)
+            if remembered is not None and remembered[0] == generation:
+                self._remembered.move_to_end(key)
+                return remembered[1]
+        parameters = {"user_id": key[0], "org_id": key[1]}
         with unavailable_on_driver_error("controls"), reading(self._engine) as connection:
-            rows = _FIND.all(connection, parameters)
-        return [_control(row) for row in rows]
+            found = tuple(_control(row) for row in _FIND.all(connection, parameters))
+        with self._lock:
+            # Read after the counter: a change committed in between bumps it, so this is re-read next time.
+            self._remembered[key] = (generation, found)
+            self._remembered.move_to_end(key)
+            while len(self._remembered) > REMEMBERED_CALLERS:
+                self._remembered.popitem(last=False)
+        return found
 
     def set(self, change: Control) -> Control:
         if change.updated_at is None:
@@ -76,11 +101,14 @@ class SqlControlStore(ControlStore):
             if connection.execute(memory_control.update().where(subject).values(**values)).rowcount == 0:
                 connection.execute(insert)
             row = connection.execute(sa.select(memory_control).where(subject)).one()
+            bump(connection, CONTROLS)
         return _control(row)
 
     def clear(self, *, kind: SubjectKind, subject_id: str) -> bool:
         with unavailable_on_driver_error("controls"), writing(self._engine) as connection:
-            return bool(connection.execute(memory_control.delete().where(_subject(kind, subject_id))).rowcount)
+            cleared = bool(connection.execute(memory_control.delete().where(_subject(kind, subject_id))).rowcount)
+            bump(connection, CONTROLS)
+        return cleared
 
     def unset_quota(self, *, kind: SubjectKind, subject_id: str, at: datetime) -> bool:
         subject = _subject(kind, subject_id)
@@ -93,6 +121,7 @@ class SqlControlStore(ControlStore):
             ).rowcount
             # In the same transaction: a control with nothing left set is no control.
             connection.execute(memory_control.delete().where(subject, memory_control.c.enabled.is_(None)))
+            bump(connection, CONTROLS)
         return bool(unset)
 
     def list(self) -> Sequence[Control]:

@@ -15,6 +15,9 @@ from sqlalchemy.pool import QueuePool
 #: Execution option that marks a write transaction. SQLite then opens it with BEGIN IMMEDIATE;
 #: other dialects ignore it.
 WRITE_OPTION = "memorybank_write"
+#: Execution option that marks a connection whose transactions only read (the unit of work's, `reading`'s):
+#: on MySQL through mysqlclient its statements run in autocommit, no transaction begun (`one_trip`).
+READ_OPTION = "memorybank_read"
 
 #: How long a SQLite connection waits for another writer before giving up, in milliseconds.
 SQLITE_BUSY_TIMEOUT_MS = 5000
@@ -54,9 +57,18 @@ def mysql_engine(url: URL) -> sa.Engine:
     # a busy server does not open and close overflow connections. hide_parameters: bound
     # values (memory content) never reach logs or exception messages.
     options: dict[str, Any] = {}
-    if url.get_driver_name() == "mysqldb":
-        options["connect_args"] = {"conv": _mysqldb_conversions()}
-    return sa.create_engine(
+    one_trip = url.get_driver_name() == "mysqldb"
+    if one_trip:
+        from MySQLdb.constants import CLIENT
+
+        options["connect_args"] = {
+            "conv": _mysqldb_conversions(),
+            # FOUND_ROWS as SQLAlchemy sets it (rowcount counts matched rows); several statements per
+            # query so a transaction's START TRANSACTION rides with its first statement (`one_trip`).
+            "client_flag": CLIENT.FOUND_ROWS | CLIENT.MULTI_STATEMENTS,
+            "autocommit": True,
+        }
+    engine = sa.create_engine(
         url,
         **options,
         pool_size=MYSQL_POOL_SIZE,
@@ -64,6 +76,38 @@ def mysql_engine(url: URL) -> sa.Engine:
         pool_recycle=MYSQL_POOL_RECYCLE_SECONDS,
         hide_parameters=True,
     )
+    if one_trip:
+        _one_trip_transactions(engine)
+    return engine
+
+
+def open_dbapi_connection(dialect: sa.Dialect, cargs: Any, cparams: Any) -> Any:
+    """A new DBAPI connection for `dialect`: a `OneTripConnection` through mysqlclient (every way we connect)."""
+    if dialect.driver == "mysqldb":
+        from adapters_mysql.one_trip import OneTripConnection
+
+        return OneTripConnection(*cargs, **cparams)
+    return dialect.loaded_dbapi.connect(*cargs, **cparams)
+
+
+def one_trip_connect(dialect: sa.Dialect, _record: Any, cargs: Any, cparams: Any) -> Any:
+    """The engine's `do_connect`: its one host through `open_dbapi_connection` (failover replaces it)."""
+    return open_dbapi_connection(dialect, cargs, cparams)
+
+
+def _one_trip_transactions(engine: sa.Engine) -> None:
+    """Connect through `OneTripConnection`; begin a transaction (lazily) unless the connection only reads."""
+    from adapters_mysql.one_trip import OneTripConnection
+
+    event.listen(engine, "do_connect", one_trip_connect)
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: sa.Connection) -> None:
+        options = connection.get_execution_options()
+        if options.get(WRITE_OPTION) or not options.get(READ_OPTION):
+            dbapi_connection = connection.connection.dbapi_connection
+            if isinstance(dbapi_connection, OneTripConnection):
+                dbapi_connection.begin_lazily()
 
 
 def _mysqldb_conversions() -> dict[Any, Any]:

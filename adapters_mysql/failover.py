@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import URL
 
+from adapters_mysql.engines import one_trip_connect, open_dbapi_connection
 from adapters_mysql.errors import driver_error_code
 from memorybank_core import InvalidInputError
 
@@ -107,6 +108,10 @@ class HostRing:
 def fail_over_between(engine: sa.Engine, ring: HostRing) -> None:
     """Make `engine` connect to the ring's hosts in turn, and drop connections to a node that is not ready."""
 
+    # This connect replaces the engine's own (to its one host); both open a connection the same way.
+    if event.contains(engine, "do_connect", one_trip_connect):
+        event.remove(engine, "do_connect", one_trip_connect)
+
     @event.listens_for(engine, "do_connect")
     def _connect(dialect: sa.Dialect, _record: Any, cargs: list[Any], cparams: dict[str, Any]) -> Any:
         dbapi = dialect.loaded_dbapi
@@ -114,7 +119,7 @@ def fail_over_between(engine: sa.Engine, ring: HostRing) -> None:
         for index, host in ring.in_order():
             params = {**cparams, "host": host.name, "port": host.port, "connect_timeout": CONNECT_TIMEOUT_SECONDS}
             try:
-                connection = dbapi.connect(*cargs, **params)
+                connection = open_dbapi_connection(dialect, cargs, params)
             except dbapi.Error as error:
                 last = error
                 continue

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
-from adapters_mysql.compiled_reads import CompiledRead
+from adapters_mysql.compiled_reads import CompiledInsert, CompiledRead, insert_together
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.owner import memory_row, owned_memories, owned_vectors, owner_parameter
 from adapters_mysql.schema import memory as memory_table
@@ -121,6 +121,11 @@ _PLAIN_READS = _ReadStatements.selecting(_ENTITY_COLUMNS)
 _CHECKED_READS = _ReadStatements.selecting(_CHECKED_COLUMNS)
 
 
+_MEMORY_INSERT = CompiledInsert(memory_table)
+_CONTEXT_INSERT = CompiledInsert(memory_context)
+_VECTOR_INSERT = CompiledInsert(memory_vector)
+
+
 class SqlMemoryStore(MemoryStore):
     """The `MemoryStore` port over SQLAlchemy Core; see `adapters_mysql.open_storage`.
 
@@ -175,10 +180,16 @@ class SqlMemoryStore(MemoryStore):
             raise InvalidInputError("id", "is already stored") from error
 
     def _insert(self, connection: sa.Connection, memories: Sequence[Memory], vectors: Sequence[dict[str, Any]]) -> None:
-        connection.execute(memory_table.insert(), [self._memory_row(memory) for memory in memories])
+        rows = [self._memory_row(memory) for memory in memories]
         contexts = [
             self.codec.context_row(context, memory.user_id) for memory in memories for context in memory.contexts
         ]
+        # A save's rows in one round trip where the connection allows it (adapters_mysql.one_trip).
+        if len(memories) == 1 and insert_together(
+            connection, [(_MEMORY_INSERT, rows), (_CONTEXT_INSERT, contexts), (_VECTOR_INSERT, vectors)]
+        ):
+            return
+        connection.execute(memory_table.insert(), rows)
         if contexts:
             connection.execute(memory_context.insert(), contexts)
         if vectors:

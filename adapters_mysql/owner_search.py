@@ -66,7 +66,8 @@ class OwnerScopedSearch(SearchEngine):
         self._candidate_limit = candidate_limit
 
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
-        tokens = self._indexer.query_tokens(user_id, query)
+        groups = self._indexer.query_token_groups(user_id, query)
+        tokens = list(dict.fromkeys(token for group in groups for token in group))
         if not tokens:
             return SearchHits(candidate_count=0)
         with unavailable_on_driver_error("search"), reading(self._engine) as connection:
@@ -92,6 +93,7 @@ class OwnerScopedSearch(SearchEngine):
             total_length=int(rows[0].owner_length),
             document_frequency=document_frequency,
             limit=limit,
+            groups=groups,
         )
 
     def _fetch(

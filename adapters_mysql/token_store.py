@@ -8,10 +8,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from adapters_mysql.compiled_reads import CompiledRead
+from adapters_mysql.change_counters import REVOCATIONS, bump, generations
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.schema import api_token, api_token_revocations
+from adapters_mysql.schema import api_token
 from adapters_mysql.unit_of_work import reading, writing
 from memorybank_core import ApiToken, TokenStore
 
@@ -64,9 +64,8 @@ class SqlTokenStore(TokenStore):
             return True
 
     def revocation_generation(self) -> int:
-        with unavailable_on_driver_error("token lookup"), reading(self._engine) as connection:
-            rows = _GENERATION.all(connection, {})
-        return int(rows[0].generation or 0) if rows else 0
+        # Read with the controls' counter, once per request (adapters_mysql.change_counters).
+        return generations(self._engine).revocations
 
     def _one(self, condition: sa.ColumnElement[bool]) -> ApiToken | None:
         with unavailable_on_driver_error("token lookup"), reading(self._engine) as connection:
@@ -74,21 +73,9 @@ class SqlTokenStore(TokenStore):
         return None if row is None else _token(row)
 
 
-#: Read on every request (the token check): on the DBAPI cursor, compiled once.
-_GENERATION = CompiledRead(sa.select(api_token_revocations.c.generation).where(api_token_revocations.c.id == 1))
-
-
 def count_revocation(connection: sa.Connection) -> None:
     """Bump the revocation counter in the caller's transaction: every server re-checks its cached tokens."""
-    bumped = connection.execute(
-        api_token_revocations.update()
-        .where(api_token_revocations.c.id == 1)
-        .values(generation=api_token_revocations.c.generation + 1)
-    ).rowcount
-    if bumped == 0:
-        # No row yet: a database made by `create_all`, not by migration 0005 (SQLite's first
-        # start). SQLite serializes writers, so two first revocations cannot both get here.
-        connection.execute(api_token_revocations.insert().values(id=1, generation=1))
+    bump(connection, REVOCATIONS)
 
 
 def _token(row: sa.Row[Any]) -> ApiToken:

@@ -9,26 +9,30 @@ context variable: each request's thread-pool call has its own context, so reques
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from adapters_mysql.engines import WRITE_OPTION, for_writing
+from adapters_mysql.engines import READ_OPTION, WRITE_OPTION, for_writing
 from memorybank_core import UnitOfWork
 
 _log = logging.getLogger("memorybank.storage")
+T = TypeVar("T")
 
 
 class _Unit:
     """The open unit of work of one engine's pool: its connection, checked out on first use."""
 
-    __slots__ = ("connection", "engine")
+    __slots__ = ("connection", "engine", "memo")
 
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
         self.connection: sa.Connection | None = None
+        self.memo: dict[object, Any] = {}
+        """What the unit read once for all its callers (`per_unit`); forgotten on every write."""
 
     def connect(self) -> sa.Connection:
         """The unit's connection: checked out on the first call, replaced when it was lost.
@@ -43,7 +47,8 @@ class _Unit:
             return current
         if current is not None and not current.closed:
             current.close()
-        self.connection = self.engine.connect()
+        # Reads until a write marks it (`writing`): on MySQL they run in autocommit, nothing left to end.
+        self.connection = self.engine.connect().execution_options(**{READ_OPTION: True})
         return self.connection
 
     def close(self) -> None:
@@ -106,6 +111,17 @@ class SqlUnitOfWork(UnitOfWork):
         yield
 
 
+def per_unit(engine: sa.Engine, key: object, read: Callable[[], T]) -> T:
+    """`read()`, once per unit of work (kept under `key` until the unit writes), or on each call outside one."""
+    unit = _current(engine)
+    if unit is None:
+        return read()
+    if key not in unit.memo:
+        unit.memo[key] = read()
+    value: T = unit.memo[key]
+    return value
+
+
 @contextmanager
 def reading(engine: sa.Engine) -> Iterator[sa.Connection]:
     """The unit's connection, or a fresh one for this call alone."""
@@ -114,7 +130,7 @@ def reading(engine: sa.Engine) -> Iterator[sa.Connection]:
         yield unit.connect()
         return
     with engine.connect() as connection:
-        yield connection
+        yield connection.execution_options(**{READ_OPTION: True})
 
 
 @contextmanager
@@ -130,6 +146,7 @@ def writing(engine: sa.Engine) -> Iterator[sa.Connection]:
             yield connection
         return
     current = unit.connect()
+    unit.memo.clear()  # a write may change what was read
     if current.in_transaction():
         current.commit()  # only reads so far: end their snapshot
     current.execution_options(**{WRITE_OPTION: True})
@@ -137,4 +154,5 @@ def writing(engine: sa.Engine) -> Iterator[sa.Connection]:
         with current.begin():
             yield current
     finally:
+        unit.memo.clear()
         current.execution_options(**{WRITE_OPTION: False})

@@ -20,10 +20,23 @@ from memorybank_core import READ_SCOPE, WRITE_SCOPE, EventSink, MemoryBank
 if TYPE_CHECKING:
     from memorybank.bootstrap import Runtime
 
+# `serve` searches hybrid by default (ADR 0036). The servers these benchmarks start measure lexical search
+# unless they say `--search hybrid` (benchmarks.hybrid, benchmarks.precision): their recorded figures are
+# lexical deployments', and a model per process would change what they measure.
+os.environ.setdefault("MEMORYBANK_SEARCH", "lexical")
+
 #: The MySQL/MariaDB server the benchmarks use (no database in it); tests use the same variable.
 SERVER_ENV = "MEMORYBANK_BENCH_MYSQL_URL"
 DEFAULT_SERVER = "mysql://root@127.0.0.1:3306"
 DATABASE_PREFIX = "memorybank_bench_"
+#: A prefix of its own for one run's databases (the smoke tests give each test one), so two runs on one server
+#: never create, fill or drop each other's database under the same name.
+DATABASE_PREFIX_ENV = "MEMORYBANK_BENCH_DB_PREFIX"
+
+
+def database_name(name: str) -> str:
+    """The MariaDB database that holds the benchmark database `name` on this run."""
+    return os.environ.get(DATABASE_PREFIX_ENV, DATABASE_PREFIX) + name
 
 
 def server_url() -> str:
@@ -35,7 +48,7 @@ def database_url(name: str) -> str:
     """The URL of the benchmark database `name`, creating the (empty) database if it is missing."""
     server = sa.make_url(server_url())
     engine = sa.create_engine(server, poolclass=sa.pool.NullPool)
-    database = DATABASE_PREFIX + name
+    database = database_name(name)
     with engine.begin() as connection:
         # An identifier cannot be bound; the name is ours (a fixed prefix and a size label).
         connection.exec_driver_sql(
@@ -50,7 +63,7 @@ def drop_database(name: str) -> None:
     server = sa.make_url(server_url())
     engine = sa.create_engine(server, poolclass=sa.pool.NullPool)
     with engine.begin() as connection:
-        connection.exec_driver_sql(f"DROP DATABASE IF EXISTS `{DATABASE_PREFIX + name}`")
+        connection.exec_driver_sql(f"DROP DATABASE IF EXISTS `{database_name(name)}`")
     engine.dispose()
 
 

@@ -32,6 +32,7 @@ from benchmarks.common import (
     table,
 )
 from memorybank_core import InMemoryControlStore, MemoryBank
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 
 if TYPE_CHECKING:
@@ -70,11 +71,11 @@ def measure(runtime: Runtime, *, repeats: int, budget: float) -> list[list[objec
     banks = _banks(runtime)
     who = Principal(user_id=new_id(USER_PREFIX), organization_id=new_id(ORGANIZATION_PREFIX))
     for n in range(MEMORIES):
-        banks["without"].save(who, {"content": f"benchmark memory {n} about harbours and ferries"})
+        banks["without"].save(who, JsonValue({"content": f"benchmark memory {n} about harbours and ferries"}))
     rows: list[list[object]] = []
     for operation, call in (
         ("list 20", lambda bank: bank.list(who, limit=20)),
-        ("save", lambda bank: bank.save(who, {"content": "one more benchmark memory about ferries"})),
+        ("save", lambda bank: bank.save(who, JsonValue({"content": "one more benchmark memory about ferries"}))),
     ):
         with_p50, without_p50 = (t.p50 for t in interleaved(call, banks, repeats=repeats, budget=budget))
         rows.append([operation, f"{with_p50:.2f}", f"{without_p50:.2f}", f"{with_p50 / without_p50:.2f}"])

@@ -57,11 +57,13 @@ class KeepAliveClient:
     httpx2); that is the client's cost, not the server's HTTP layer, so it is kept out.
     """
 
-    def __init__(self, base_url: str, secret: str) -> None:
+    def __init__(self, base_url: str, secret: str, *, accept: str | None = None) -> None:
         parts = urlsplit(base_url)
         self._socket = socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80))
         self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._headers = f"Host: {parts.netloc}\r\nAuthorization: Bearer {secret}\r\nContent-Type: application/json\r\n"
+        if accept is not None:
+            self._headers += f"Accept: {accept}\r\n"
         self._buffer = b""
 
     def __enter__(self) -> KeepAliveClient:
@@ -71,21 +73,40 @@ class KeepAliveClient:
         self._socket.close()
 
     def request(self, method: str, path: str, body: bytes = b"", *, expect: int) -> bytes:
-        """Send one request and read its whole response body (the server always sends Content-Length)."""
+        """Send one request and read its whole response body (sent with Content-Length, or chunked)."""
         head = f"{method} {path} HTTP/1.1\r\n{self._headers}Content-Length: {len(body)}\r\n\r\n"
         self._socket.sendall(head.encode() + body)
         while b"\r\n\r\n" not in self._buffer:
             self._buffer += self._receive()
         header, _, rest = self._buffer.partition(b"\r\n\r\n")
         lines = header.decode("latin-1").split("\r\n")
-        length = next((int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:")), 0)
-        while len(rest) < length:
-            rest += self._receive()
-        body_read, self._buffer = rest[:length], rest[length:]
+        if any(line.lower().replace(" ", "") == "transfer-encoding:chunked" for line in lines):
+            body_read, self._buffer = self._chunked(rest)
+        else:
+            length = next(
+                (int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:")), 0
+            )
+            while len(rest) < length:
+                rest += self._receive()
+            body_read, self._buffer = rest[:length], rest[length:]
         status = int(lines[0].split(" ")[1])
         if status != expect:
             raise RuntimeError(f"{method} {path}: {status} {body_read[:200]!r}")
         return body_read
+
+    def _chunked(self, rest: bytes) -> tuple[bytes, bytes]:
+        """A chunked body (the MCP SDK streams its answers) and what follows it."""
+        body = b""
+        while True:
+            while b"\r\n" not in rest:
+                rest += self._receive()
+            size_line, _, rest = rest.partition(b"\r\n")
+            size = int(size_line.split(b";")[0], 16)
+            while len(rest) < size + 2:
+                rest += self._receive()
+            body, rest = body + rest[:size], rest[size + 2 :]
+            if size == 0:
+                return body, rest
 
     def _receive(self) -> bytes:
         chunk = self._socket.recv(65536)

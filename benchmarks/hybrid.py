@@ -46,6 +46,7 @@ from benchmarks.common import Timing, database_url, drop_database, machine, tabl
 from benchmarks.locomo import DEFAULT_DATA, KS, Question, Retriever, Scores, Turn, evaluate, load, report
 from benchmarks.processes import descendants
 from harness.served import NO_RATE_LIMITS, REPO_ROOT, run_memorybank, serving
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE
 
@@ -195,7 +196,10 @@ def run_recall(data: Path, conversations_limit: int | None) -> None:
         results: dict[str, Scores] = {}
         hits: dict[str, list[int]] = {}
         paraphrase: dict[str, dict[int, float]] = {}
-        for name, args in (("hybrid (serve --search hybrid)", ("--search", "hybrid")), ("lexical (serve)", ())):
+        for name, args in (
+            ("hybrid (serve --search hybrid)", ("--search", "hybrid")),
+            ("lexical (serve --search lexical)", ("--search", "lexical")),
+        ):
             with serving(db_url, args=[*NO_RATE_LIMITS, *args]) as server:
                 if not results:
                     started = time.perf_counter()
@@ -259,7 +263,7 @@ def run_speed(memories: int, searches: int, workers: int, data: Path) -> None:
         rows: list[list[str]] = []
         measured: dict[str, tuple[Timing, Timing]] = {}
         rss: list[float] = []
-        for name, args in (("hybrid", ("--search", "hybrid")), ("lexical", ())):
+        for name, args in (("hybrid", ("--search", "hybrid")), ("lexical", ("--search", "lexical"))):
             server_args = [*NO_RATE_LIMITS, "--workers", str(workers), *args]
             with serving(db_url, args=server_args) as server:
                 saves: list[float] = []
@@ -346,7 +350,7 @@ def run_split(memories: int, searches: int, data: Path) -> None:
             bank = runtime.services.bank
             caller = _Caller(new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX))
             for text in texts:
-                bank.save(caller, {"content": text})
+                bank.save(caller, JsonValue({"content": text}))
             for query in queries[:5]:
                 bank.search(caller, query=query)
             stages: dict[str, list[float]] = {

@@ -49,6 +49,7 @@ from memorybank_core import (
     RateLimits,
     TokenPrincipal,
 )
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 
 SEARCH_LIMIT = 600
@@ -105,7 +106,7 @@ def _seed(db_url: str) -> tuple[str, str]:
         words = ["harbour", "crane", "schedule", "ferry", "invoice", "berth", "tide", "cargo"]
         for n in range(QUIET_MEMORIES):
             content = f"Note {n}: the {words[n % 8]} {words[(n * 3) % 8]} moved to {words[(n * 5) % 8]} day {n % 28}"
-            services.bank.save(quiet, {"content": content, "tags": [words[n % 8]]})
+            services.bank.save(quiet, JsonValue({"content": content, "tags": [words[n % 8]]}))
         quiet_secret = services.tokens.issue(user_id=quiet.user_id, org_id=org).secret
         flood_secret = services.tokens.issue(user_id=new_id(USER_PREFIX), org_id=org).secret
     return quiet_secret, flood_secret

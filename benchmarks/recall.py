@@ -1,15 +1,22 @@
-"""Recall on LoCoMo: does a question's evidence turn come back in the top 1 / 5 / 10?
+"""Recall and precision: does a question's memory come back, and does a question the bank cannot answer
+come back empty?
 
-    python -m benchmarks.recall [--data ../shared/data/locomo/locomo10.json] [--no-mysql]
+    python -m benchmarks.recall [--data ../shared/data/locomo/locomo10.json] [--conversations N]
+    python -m benchmarks.recall --engines [--no-mysql] [--conversations N]
+    python -m benchmarks.recall --hybrid [--conversations N]
 
-(Lexical against hybrid search, served: `python -m benchmarks.hybrid recall`.)
+By default, lexical and hybrid search through HTTP, on labelled sets of answerable and unanswerable
+questions (`benchmarks.precision`): recall@5 and @10, the results returned per unanswerable question,
+the share answered with nothing, and the other results beside a found one.
 
-One user per conversation; every dialogue turn is saved as one memory (`"Speaker: text"`, plus
-the shared photo's caption when there is one). Each question with resolvable evidence is asked
-through `MemoryBank.search` of each engine, and, over the very same turn texts in the same run,
-two public baselines: BM25 from `bm25s` (its English stopwords, no stemming) and SQLite FTS5 with
-the `porter` tokenizer (one table per conversation, its bm25 ranking). Prints recall@k and
-nDCG@10 overall and per question category.
+`--engines`: recall on LoCoMo of every engine in-process. One user per conversation; every dialogue
+turn is saved as one memory (`"Speaker: text"`, plus the shared photo's caption when there is one).
+Each question with resolvable evidence is asked through `MemoryBank.search` of each engine, and, over
+the very same turn texts in the same run, two public baselines: BM25 from `bm25s` (its English
+stopwords, no stemming) and SQLite FTS5 with the `porter` tokenizer (one table per conversation, its
+bm25 ranking). Prints recall@k and nDCG@10 overall and per question category.
+
+`--hybrid`: LoCoMo recall of lexical against hybrid search through HTTP (`benchmarks.hybrid recall`).
 
 LoCoMo is CC BY-NC 4.0 (non-commercial research use): it is read from ../shared, never copied here.
 """
@@ -37,6 +44,7 @@ from benchmarks.common import (
 from benchmarks.locomo import DEFAULT_DATA, KS, Retriever, Turn, evaluate, load, report
 from benchmarks.seed_search import SeedFulltextSearch, add_seed_index, fts5_query
 from memorybank_core import MemoryBank, RecordingEventSink, ids
+from memorybank_core.bodies import JsonValue
 
 
 @attrs.frozen
@@ -56,7 +64,7 @@ def save_turns(bank: MemoryBank, conversations: list[list[Turn]]) -> Saved:
     turn_of: dict[str, str] = {}
     for user, turns in zip(users, conversations, strict=True):
         for turn in turns:
-            turn_of[bank.save(user, {"content": turn.text[:8000]}).id] = turn.dia_id
+            turn_of[bank.save(user, JsonValue({"content": turn.text[:8000]})).id] = turn.dia_id
     return Saved(users=users, turn_of=turn_of)
 
 
@@ -146,9 +154,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Command line."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.recall", description=__doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json (read, never copied)")
-    parser.add_argument("--no-mysql", action="store_true", help="skip the two MySQL engines")
+    parser.add_argument("--no-mysql", action="store_true", help="--engines: skip the two MySQL engines")
     parser.add_argument("--conversations", type=int, default=None, help="use only the first N conversations")
+    parser.add_argument(
+        "--engines", action="store_true", help="instead, LoCoMo recall of every engine in-process, beside baselines"
+    )
+    parser.add_argument(
+        "--hybrid",
+        action="store_true",
+        help="instead, LoCoMo recall of lexical against hybrid search through `memorybank serve` (benchmarks.hybrid)",
+    )
     arguments = parser.parse_args(argv)
+    if arguments.hybrid:
+        from benchmarks.hybrid import run_recall  # the command dispatches; hybrid imports benchmarks.locomo, not this
+
+        run_recall(arguments.data, arguments.conversations)
+        return
+    if not arguments.engines:
+        from benchmarks.precision import run  # the command dispatches; precision imports benchmarks.locomo, not this
+
+        run(arguments.data, arguments.conversations)
+        return
     conversations, questions = load(arguments.data)
     if arguments.conversations is not None:
         conversations = conversations[: arguments.conversations]

@@ -12,15 +12,20 @@ client, do not. The command:
 2. starts the real `memorybank serve` (1 worker; rate limits on, at limits this single client stays
    under, in memory unless $MEMORYBANK_RATE_LIMIT_STORAGE names Redis; quotas and the gate on) and
    times, interleaved call by call over one keep-alive connection: `GET /healthz` (the bare
-   request), list (20), search for a rare and a common word (20 results), save with 2 contexts;
-   and in this process the same list use case (`MemoryBank.list` on the same database);
-3. prints the ratio table with each target and PASS/MISS;
+   request), list (20), search for a rare and a common word (20 results), save with 2 contexts,
+   the MCP rail's search (rare word) and save (a one-shot `tools/call` of `execute_capability`
+   on `/mcp/agent`, answered in SSE, on a second keep-alive connection), the floor
+   (`benchmarks.floor_app`) with each route's round trips; and in this process the same list use
+   case (`MemoryBank.list` on the same database);
+3. prints the ratio table with each target and PASS/MISS (the rail's at most 1.3 x REST), and our
+   own code's cost per route (route p50 - its floor's) against half of the last round's (issue 32);
 4. counts the database round trips each route costs, and the app's CPU per request (a second
-   server, `benchmarks.counted_serve`);
+   server, `benchmarks.counted_serve`), against issue 32's round-trip targets on MariaDB;
 5. puts wrk's mixed load (benchmarks/mix.lua: 60 % search, 20 % list, 20 % save, random users) on
    `--workers 2`, then `GET /healthz` under the same wrk on the same server (its ceiling), and
-   prints throughput as a share of that ceiling, p99, and how the CPU split between the app's
-   processes, the database server, wrk and the rest of the machine (from /proc over each run); then
+   prints throughput (against 1,000 requests/s) and as a share of that ceiling, p99, and how the
+   CPU split between the app's processes, the database server, wrk and the rest of the machine
+   (from /proc over each run); then
    deletes what the mix saved, so a second run measures the same corpus.
 """
 
@@ -134,6 +139,19 @@ SEARCH_RARE = f"HTTP search, rare word ({RARE})"
 SEARCH_COMMON = f"HTTP search, common word ({COMMON})"
 SAVE = "HTTP save, 2 contexts"
 IN_PROCESS_LIST = "in-process list (20), MemoryBank.list"
+MCP_SEARCH = f"MCP search, rare word ({RARE})"
+MCP_SAVE = "MCP save, 2 contexts"
+MCP_ACCEPT = "application/json, text/event-stream"
+RAIL = "/mcp/agent"
+#: The rail's calls beside the same REST request (issue 32's target: at most 1.3 x).
+MCP_BESIDE_REST = ((MCP_SEARCH, SEARCH_RARE), (MCP_SAVE, SAVE))
+MCP_TARGET = 1.3
+#: Round trips to MariaDB each route may make (issue 32).
+ROUND_TRIP_TARGETS = {LIST: 2, SEARCH_RARE: 3, SEARCH_COMMON: 3, SAVE: 4}
+#: Route p50 - floor p50 on MariaDB in the last round's two quiet runs (commit 9177533, docs/benchmarks.md):
+#: the target is half of it.
+LAST_ROUND_OWN_COST_MS = {LIST: (2.59, 3.57), SEARCH_RARE: (4.50, 5.83), SAVE: (3.79, 5.09)}
+MIX_TARGET_PER_SECOND = 1000
 
 
 def _save_body(number: int) -> bytes:
@@ -145,8 +163,29 @@ def _save_body(number: int) -> bytes:
     ).encode()
 
 
+def _rpc(arguments: dict[str, object]) -> bytes:
+    """A one-shot `tools/call` of `execute_capability`, as an agent sends it."""
+    params = {"name": "execute_capability", "arguments": arguments}
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
+
+
+def _rpc_result(answer: bytes) -> dict[str, object]:
+    """The structured content of a tool result, from its one SSE event (or plain JSON)."""
+    text = answer.decode()
+    data = next((line[len("data: ") :] for line in text.splitlines() if line.startswith("data: ")), text)
+    result = json.loads(data)["result"]
+    if result.get("isError"):
+        raise RuntimeError(f"the rail answered an error: {data[:200]}")
+    structured: dict[str, object] = result["structuredContent"]
+    return structured
+
+
 def _calls(
-    client: KeepAliveClient, bank: MemoryBank, principal: TokenPrincipal, saved: list[str]
+    client: KeepAliveClient,
+    rail: KeepAliveClient,
+    bank: MemoryBank,
+    principal: TokenPrincipal,
+    saved: list[str],
 ) -> dict[str, Callable[[], object]]:
     def search(word: str) -> Callable[[], object]:
         path = "/v1/memory/search?" + urlencode({"q": word, "limit": 20})
@@ -156,12 +195,24 @@ def _calls(
         answer = client.request("POST", "/v1/memory", _save_body(len(saved)), expect=201)
         saved.append(json.loads(answer)["memory"]["id"])
 
+    def rail_search() -> None:
+        _rpc_result(
+            rail.request("POST", RAIL, _rpc({"name": "getMemorySearch", "query": {"q": RARE, "limit": 20}}), expect=200)
+        )
+
+    def rail_save() -> None:
+        body = json.loads(_save_body(len(saved)))
+        structured = _rpc_result(rail.request("POST", RAIL, _rpc({"name": "postMemory", "body": body}), expect=200))
+        saved.append(structured["body"]["memory"]["id"])  # type: ignore[index]
+
     return {
         BARE: lambda: client.request("GET", "/healthz", expect=200),
         LIST: lambda: client.request("GET", "/v1/memory?limit=20", expect=200),
         SEARCH_RARE: search(RARE),
         SEARCH_COMMON: search(COMMON),
         SAVE: save,
+        MCP_SEARCH: rail_search,
+        MCP_SAVE: rail_save,
         IN_PROCESS_LIST: lambda: bank.list(principal, limit=20),
     }
 
@@ -187,10 +238,11 @@ def measure_requests(
         open_bank(prepared.url) as runtime,
         serving(prepared.url, args=GENEROUS_LIMITS) as server,
         KeepAliveClient(server.base_url, prepared.measured_secret) as client,
+        KeepAliveClient(server.base_url, prepared.measured_secret, accept=MCP_ACCEPT) as rail,
         floor_server(prepared.url) as floor_url,
         KeepAliveClient(floor_url, "") as floor_client,
     ):
-        calls = _calls(client, runtime.services.bank, prepared.measured, saved)
+        calls = _calls(client, rail, runtime.services.bank, prepared.measured, saved)
         for trips in floors:
             path = f"/floor?trips={trips}"
             calls[floor_name(trips)] = partial(floor_client.request, "GET", path, expect=200)
@@ -246,7 +298,47 @@ def ratio_targets(timings: dict[str, Timing]) -> list[Target]:
             added <= 1.5 * bare,
         )
     )
+    for rail_call, rest_call in MCP_BESIDE_REST:
+        ratio = timings[rail_call].p50 / timings[rest_call].p50
+        targets.append(
+            Target(f"{rail_call} p50 / {rest_call} p50", f"{ratio:.2f} x", f"≤ {MCP_TARGET:g} x", ratio <= MCP_TARGET)
+        )
     return targets
+
+
+def own_cost_targets(timings: dict[str, Timing], costs: dict[str, RouteCost]) -> list[Target]:
+    """Route p50 - its floor's p50 (our own code's cost) against half of the last round's (MariaDB)."""
+    targets = []
+    for name, (low, high) in LAST_ROUND_OWN_COST_MS.items():
+        floor = timings.get(floor_name(round(costs[name].round_trips)))
+        if floor is None:
+            continue
+        own = timings[name].p50 - floor.p50
+        targets.append(
+            Target(
+                f"{name}: route p50 - floor p50",
+                f"{own:.2f} ms",
+                f"≤ half of {low:.2f}-{high:.2f} ms ({low / 2:.2f}-{high / 2:.2f})",
+                own <= high / 2,
+            )
+        )
+    return targets
+
+
+def round_trip_targets(costs: dict[str, RouteCost]) -> list[Target]:
+    """Round trips per route against the issue's targets (MariaDB)."""
+    return [
+        Target(f"{name}: round trips", f"{costs[name].round_trips:g}", f"≤ {most}", costs[name].round_trips <= most)
+        for name, most in ROUND_TRIP_TARGETS.items()
+    ]
+
+
+def print_targets(targets: Sequence[Target]) -> None:
+    """A target table."""
+    print("| target | measured | target | |")
+    print("|---|---|---|---|")
+    for target in targets:
+        print(f"| {target.what} | {target.measured} | {target.target} | {'PASS' if target.met else 'MISS'} |")
 
 
 def print_requests(timings: dict[str, Timing], targets: Sequence[Target]) -> None:
@@ -257,10 +349,7 @@ def print_requests(timings: dict[str, Timing], targets: Sequence[Target]) -> Non
     for name, timing in timings.items():
         print(f"| {name} | {timing.p50:.2f} | {timing.p95:.2f} | {timing.p50 / bare:.2f} x |")
     print()
-    print("| target | measured | target | |")
-    print("|---|---|---|---|")
-    for target in targets:
-        print(f"| {target.what} | {target.measured} | {target.target} | {'PASS' if target.met else 'MISS'} |")
+    print_targets(targets)
 
 
 def print_floor(timings: dict[str, Timing], costs: dict[str, RouteCost]) -> None:
@@ -307,8 +396,9 @@ def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict
                 prepared.url, args=GENEROUS_LIMITS, module=COUNTED_SERVE, env={COUNT_ENV: str(count_file)}
             ) as server,
             KeepAliveClient(server.base_url, prepared.measured_secret) as client,
+            KeepAliveClient(server.base_url, prepared.measured_secret, accept=MCP_ACCEPT) as rail,
         ):
-            for name, call in _calls(client, runtime.services.bank, prepared.measured, saved).items():
+            for name, call in _calls(client, rail, runtime.services.bank, prepared.measured, saved).items():
                 if name == IN_PROCESS_LIST:
                     continue
                 for _ in range(3):
@@ -320,8 +410,10 @@ def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict
                     round_trips=(read_count(count_file) - before) / calls,
                     cpu_ms=(thread_cpu_seconds(server.process.pid) - cpu_before) * 1000 / calls,
                 )
-            for memory_id in saved:
-                client.request("DELETE", f"/v1/memory/{memory_id}", expect=204)
+            # A fresh connection: the server may have closed the first one while the rail's calls ran.
+            with KeepAliveClient(server.base_url, prepared.measured_secret) as cleaner:
+                for memory_id in saved:
+                    cleaner.request("DELETE", f"/v1/memory/{memory_id}", expect=204)
     return counts
 
 
@@ -387,10 +479,14 @@ def _delete_saved_since(url: str, started_at: datetime) -> None:
 
 
 def load_targets(mix: LoadRun, bare: LoadRun) -> list[Target]:
-    """The issue's load targets."""
+    """The issues' load targets."""
     share = mix.load.per_second / bare.load.per_second
     p99_ms = mix.load.p99_ms
+    per_second = mix.load.per_second
     return [
+        Target(
+            "mix requests/s", f"{per_second:,.0f}", f"≥ {MIX_TARGET_PER_SECOND:,}", per_second >= MIX_TARGET_PER_SECOND
+        ),
         Target("mix requests/s / bare requests/s", f"{100 * share:.1f} %", "≥ 35 %", share >= 0.35),
         Target("mix p99", f"{p99_ms:.1f} ms", "≤ 50 ms", p99_ms <= 50),
     ]
@@ -415,10 +511,7 @@ def print_load(
             f"| {m.database_cores:.2f} | {m.wrk_cores:.2f} | {m.other_cores:.2f} |"
         )
     print()
-    print("| target | measured | target | |")
-    print("|---|---|---|---|")
-    for target in targets:
-        print(f"| {target.what} | {target.measured} | {target.target} | {'PASS' if target.met else 'MISS'} |")
+    print_targets(targets)
 
 
 # --- command line ----------------------------------------------------------------------------
@@ -473,8 +566,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         print()
         print_floor(timings, costs)
+        if args.backend == "mariadb":
+            print()
+            print_targets(own_cost_targets(timings, costs))
         print()
         print_round_trips(costs, args.backend)
+        if args.backend == "mariadb":
+            print()
+            print_targets(round_trip_targets(costs))
         if not args.no_load:
             print()
             mix, bare = measure_load(

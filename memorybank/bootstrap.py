@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from collections.abc import Callable
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
     from adapters_http.draining import ConnectionDraining
     from adapters_mysql import SqlStorage
     from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings, SignInSettings
+    from memorybank.vector_fill import VectorFill
     from memorybank_core.offboarding import Offboarding
 
 __all__ = ["Overrides", "Ports", "Runtime", "Services", "build"]
@@ -199,9 +202,37 @@ class Runtime:
         if self._serving is None:
             raise RuntimeError("the served app needs build(settings, serving=True)")
         probe = self._storage.probe_ready if self._storage is not None else _always_ready
+        fill = self.vector_fill()
         return composition.build_server_app(
-            self._services, self.web, probe_ready=probe, forward=self.overrides.events, on_shutdown=self.close
+            self._services,
+            self.web,
+            probe_ready=probe,
+            forward=self.overrides.events,
+            on_shutdown=self.close,
+            readiness_details=None if fill is None else lambda: {"vectors": fill.details()},
+            on_startup=None if fill is None else fill.start,
         )
+
+    def fill_vectors(self) -> VectorFill | None:
+        """`vector_fill()`, started now (`memorybank mcp`; the served app starts its own when it starts)."""
+        fill = self.vector_fill()
+        if fill is not None:
+            fill.start()
+        return fill
+
+    def vector_fill(self) -> VectorFill | None:
+        """With hybrid search and the model loaded: what writes the vectors the memories lack, in the background
+        once started (memorybank.vector_fill), stopped when the runtime closes. None otherwise.
+        """
+        if not self.settings.search.hybrid or self._storage is None or self._storage.embedder is None:
+            return None  # lexical, or ports given to `build` (their caller fills their vectors)
+        from memorybank.serving import METRICS_DIR_ENV
+        from memorybank.vector_fill import VectorFill
+
+        shared = os.environ.get(METRICS_DIR_ENV)  # set for `serve --workers N`: the workers' shared directory
+        fill = VectorFill(self._storage, shared_dir=Path(shared) if shared else None)
+        self._closers.callback(fill.stop)
+        return fill
 
     def offboarding(self) -> Offboarding:
         """The operator's purge over the storage (`memorybank purge`).
@@ -322,10 +353,16 @@ def build(
     # Ports given bring their own search; a store given is searched as the settings say, as a database would be.
     if embedder is None and settings.search.hybrid and ports is None and search_engine is None:
         # Before the database is opened: a missing extra or model is one line, and nothing is held.
-        if search == "load":
-            embedder = semantic.load_embedder(settings.search)
-        elif search == "check":
-            semantic.check_embedder(settings.search)
+        try:
+            if search == "load":
+                embedder = semantic.load_embedder(settings.search)
+            elif search == "check":
+                semantic.check_embedder(settings.search)
+        except semantic.SemanticUnavailableError:
+            if settings.search.explicit:
+                raise
+            # Hybrid only by default, and the extra is missing: serve lexically (the banner says how to get it).
+            settings = attrs.evolve(settings, search=attrs.evolve(settings.search, mode="lexical"))
     fusion = semantic.fusion(settings.search)
     with contextlib.ExitStack() as closers:
         storage, created = None, False

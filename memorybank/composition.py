@@ -506,6 +506,7 @@ def build_app(
         authorization_servers=issuers.settings.issuers if issuers else (),
         scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
         memory_enabled=services.bank.memory_enabled,
+        unit_of_work=services.bank.unit_of_work,
     )
     return create_host_app(rest, mount, lifespan=lifespan)
 
@@ -558,14 +559,18 @@ def build_server_app(
     probe_ready: Callable[[], None],
     on_shutdown: Callable[[], None],
     forward: EventSink | None = None,
+    readiness_details: Callable[[], dict[str, object]] | None = None,
+    on_startup: Callable[[], None] | None = None,
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
     `services_with(events)` builds the services reporting to the app's metrics, which pass every event on to
     `forward` (default: the log). `probe_ready` raises `SchemaNotReadyError` or `UnavailableError` when the
-    database cannot serve (`/readyz`). `/healthz` and `/readyz` are public; `/metrics` is served only with a
-    `web.http.metrics_token`. On SIGTERM every response closes its connection (`ConnectionDraining`); when the app
-    shuts down it calls `on_shutdown` (`memorybank.bootstrap.Runtime.close`: whatever was opened for it).
+    database cannot serve (`/readyz`). `/healthz` and `/readyz` are public (`readiness_details`: more for
+    `/readyz` to say, such as the background vector fill's counts, which `on_startup` starts); `/metrics` is
+    served only with a `web.http.metrics_token`. On SIGTERM every response closes its connection
+    (`ConnectionDraining`); when the app shuts down it calls `on_shutdown` (`memorybank.bootstrap.Runtime.close`:
+    whatever was opened for it).
     """
     from adapters_http import SCHEMA_NOT_READY_REASON, system_routes
     from adapters_http.draining import ConnectionDraining
@@ -601,6 +606,8 @@ def build_server_app(
         # Only uvicorn's main thread may set handlers (a test client runs the lifespan elsewhere).
         if callable(uvicorn_handler) and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, on_sigterm)
+        if on_startup is not None:
+            on_startup()  # once serving starts, its logging configured (the background vector fill)
         try:
             yield
         finally:
@@ -610,7 +617,9 @@ def build_server_app(
         services,
         web,
         observer=metrics,
-        extra_routes=system_routes(readiness=readiness, metrics=metrics.render, metrics_token=web.http.metrics_token),
+        extra_routes=system_routes(
+            readiness=readiness, details=readiness_details, metrics=metrics.render, metrics_token=web.http.metrics_token
+        ),
         lifespan=drain_then_close,
     )
     draining = ConnectionDraining(app)

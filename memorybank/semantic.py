@@ -1,10 +1,12 @@
 """Hybrid search, wired in one place: loading the embedder and turning it on for a storage (its flags,
 `--search`, `--embedder-model` and `--hybrid-min-similarity`, are declared in `memorybank.settings`).
 
-Lexical search is the default and needs nothing here. `--search hybrid` loads the embedding model
-once per process (each `serve --workers` worker loads its own), makes saves write each memory's
+Hybrid search is what `serve` and `mcp` serve unless told lexical (`serving_default`); every other
+process keeps the declared lexical default and needs nothing here. Hybrid search loads the embedding
+model once per process (each `serve --workers` worker loads its own), makes saves write each memory's
 vector in their transaction, and makes search fuse BM25 with the vectors (docs/search.md). Without
-the `semantic` extra it stops with the one install line that fixes it.
+the `semantic` extra an explicit `--search hybrid` stops with the one install line that fixes it; the
+default falls back to lexical search and says that line (`memorybank.bootstrap`, `describe`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memorybank.settings import SearchChoice
+import attrs
+
+from memorybank.settings import SearchChoice, Settings
 from memorybank_core import Embedder, InvalidInputError, MemoryBankError
 from memorybank_core.wording import counted, pluralized
 from memorybank_search.fusion import Fusion
@@ -32,6 +36,13 @@ class SemanticUnavailableError(MemoryBankError, RuntimeError):
 
     def __init__(self, missing: str) -> None:
         super().__init__(f"hybrid search needs the semantic extra ({missing} is missing): {SEMANTIC_INSTALL_HINT}")
+
+
+def serving_default(settings: Settings) -> Settings:
+    """`settings` for `serve` and `mcp`: hybrid search unless `--search` or `MEMORYBANK_SEARCH` said otherwise."""
+    if settings.search.explicit or settings.search.hybrid:
+        return settings
+    return attrs.evolve(settings, search=attrs.evolve(settings.search, mode="hybrid"))
 
 
 def load_embedder(choice: SearchChoice) -> Embedder:
@@ -99,6 +110,8 @@ def describe(storage: SqlStorage, choice: SearchChoice) -> str:
         UnavailableError: the database cannot be reached.
     """
     if not choice.hybrid:
+        if not choice.explicit:
+            return f"search: lexical (BM25 per user); hybrid search, the default, needs {SEMANTIC_INSTALL_HINT}"
         return "search: lexical (BM25 per user)"
     if storage.embedder is None:
         return "search: hybrid (BM25 fused with a local embedding model, loaded by each worker)"
@@ -106,9 +119,8 @@ def describe(storage: SqlStorage, choice: SearchChoice) -> str:
     missing = storage.count_to_embed()
     if missing:
         line += (
-            f"; {counted(missing, 'memory')} {pluralized(missing, 'has')} no vector yet and "
-            f"{pluralized(missing, 'is')} found by their words only until "
-            "`memorybank reindex --embeddings`"
+            f"; {counted(missing, 'memory')} {pluralized(missing, 'has')} no vector yet: found by their words "
+            "until filled in the background (progress in the log and /readyz)"
         )
     return line
 

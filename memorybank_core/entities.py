@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import attrs
 
@@ -163,12 +163,19 @@ class Memory:
         )
 
 
+#: Why a search returned a memory: it shares words with the query, it means what the query asks
+#: (hybrid search: its vector stands out among the owner's), or both.
+MatchKind = Literal["words", "meaning", "both"]
+MATCH_KINDS: tuple[MatchKind, ...] = ("words", "meaning", "both")
+
+
 @attrs.frozen(kw_only=True)
 class SearchResult:
-    """A memory found by search, with its relevance: positive, higher is better."""
+    """A memory found by search, with its relevance (positive, higher is better) and why it was found."""
 
     memory: Memory
     score: float
+    match: MatchKind = "words"
 
 
 @attrs.frozen(kw_only=True)

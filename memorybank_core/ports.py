@@ -10,12 +10,21 @@ from abc import abstractmethod
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 import attrs
 
 from memorybank_core import limits
-from memorybank_core.entities import ApiToken, Control, Memory, PanelCredential, Quota, SubjectKind, Usage
+from memorybank_core.entities import (
+    ApiToken,
+    Control,
+    MatchKind,
+    Memory,
+    PanelCredential,
+    Quota,
+    SubjectKind,
+    Usage,
+)
 from memorybank_core.errors import ScreenBudgetExceededError
 from memorybank_core.rate_windows import RateLimit, WindowState
 
@@ -57,6 +66,11 @@ class SearchHit:
 
     memory_id: str
     score: float
+    match: MatchKind = "words"
+    """Why it matched (`SearchResult.match`); a lexical engine's hits all share words with the query."""
+    coverage: float | None = None
+    """The share of the query's weight (its terms' idf, the owner's own) the memory's words hold, 0 to 1;
+    None when the engine does not say. Hybrid search weighs a word match by it."""
 
 
 class SearchHits(list[SearchHit]):
@@ -69,23 +83,6 @@ class SearchHits(list[SearchHit]):
     def __init__(self, hits: Iterable[SearchHit] = (), *, candidate_count: int) -> None:
         super().__init__(hits)
         self.candidate_count = candidate_count
-
-
-@runtime_checkable
-class UndecodedBody(Protocol):
-    """A request body a facade has received but not decoded yet.
-
-    `MemoryBank.save` decodes it only after the gate, so a caller whose memory is switched off learns
-    nothing from the body's validation.
-    """
-
-    @abstractmethod
-    def decoded(self) -> object:
-        """The body's JSON value.
-
-        Raises:
-            InvalidInputError: the bytes are not JSON (a facade may raise its own errors for its framing).
-        """
 
 
 class MemoryStore(Protocol):

@@ -17,9 +17,12 @@ import attrs
 from memorybank_core import limits
 from memorybank_core.entities import Citation, Memory, MemoryContext, Origin, Scope, Source
 from memorybank_core.errors import InvalidInputError, Problem
-from memorybank_core.validation import clean_text
+from memorybank_core.validation import clean_count, clean_text
 
 T = TypeVar("T")
+
+DELETE_ALL_CONFIRMATION = "delete all"
+"""What a "delete all" call must say in `confirm`."""
 
 
 @attrs.frozen(kw_only=True)
@@ -103,6 +106,56 @@ class SaveRequest:
             updated_at=updated_at or created_at,
             contexts=contexts,
         )
+
+
+def _confirmed(_instance: object, _attribute: attrs.Attribute[str], value: object) -> None:
+    if value != DELETE_ALL_CONFIRMATION:
+        raise InvalidInputError("confirm", f'must be "{DELETE_ALL_CONFIRMATION}"')
+
+
+def _batch_size(_instance: object, _attribute: attrs.Attribute[int], value: object) -> None:
+    clean_count(value, path="limit", bound=limits.DELETE_ALL_BATCH)
+
+
+@attrs.frozen(kw_only=True)
+class DeleteAll:
+    """One confirmed step of "delete all": up to `limit` of the caller's memories.
+
+    `confirm` must be `DELETE_ALL_CONFIRMATION`, so nobody deletes everything by accident.
+
+    Raises:
+        InvalidInputError: (on construction) a wrong `confirm` or a `limit` out of bounds.
+    """
+
+    confirm: str = attrs.field(validator=_confirmed)
+    limit: int = attrs.field(default=limits.DELETE_ALL_BATCH.default, validator=_batch_size)
+
+    @classmethod
+    def parse(cls, data: object) -> DeleteAll:
+        """Parse a JSON object `{confirm, limit?}`, reporting every problem at once.
+
+        Raises:
+            InvalidInputError: listing every invalid field; nothing is deleted.
+        """
+        if not isinstance(data, Mapping):
+            raise InvalidInputError("body", "must be a JSON object")
+        collector = _Collector()
+        confirm = data.get("confirm")
+        if confirm != DELETE_ALL_CONFIRMATION:
+            collector.problems.append(Problem("confirm", f'must be "{DELETE_ALL_CONFIRMATION}"'))
+        limit = data.get("limit")
+        count: int | None = None
+        if "limit" in data and limit is None:
+            # An explicit null is not "the default": it is a limit of the wrong type.
+            collector.problems.append(Problem("limit", limits.DELETE_ALL_BATCH.describe()))
+        else:
+            # `1.0` is refused like any other non-integer (issue 27): a proxy that reads it as a float must not
+            # judge a different request than the server does. Only a JSON integer literal is an integer here.
+            count = collector.check(lambda: clean_count(limit, path="limit", bound=limits.DELETE_ALL_BATCH))
+        if collector.problems:
+            raise InvalidInputError.from_problems(collector.problems)
+        assert count is not None  # noqa: S101 - no problem was found, so the limit was read
+        return cls(confirm=DELETE_ALL_CONFIRMATION, limit=count)
 
 
 class _Collector:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 
 from memorybank_core import events, ids, limits
+from memorybank_core.bodies import Body
 from memorybank_core.clock import SystemClock
 from memorybank_core.configuration import BankSettings
 from memorybank_core.controls import resolve
@@ -26,7 +27,6 @@ from memorybank_core.entities import (
 )
 from memorybank_core.errors import (
     ForbiddenError,
-    InvalidInputError,
     MemoryDisabledError,
     NotFoundError,
     QuotaExceededError,
@@ -44,20 +44,17 @@ from memorybank_core.ports import (
     SearchEngine,
     SearchHits,
     SecretScreen,
-    UndecodedBody,
     UnitOfWork,
 )
-from memorybank_core.requests import SaveRequest
+from memorybank_core.requests import DeleteAll, SaveRequest
 from memorybank_core.secret_screening import screen_request
-from memorybank_core.validation import clean_count, clean_text
+from memorybank_core.validation import clean_text, clean_text_count
 
 READ_SCOPE = "mcp:read"
 WRITE_SCOPE = "mcp:write"
-DELETE_ALL_CONFIRMATION = "delete all"
 #: Characters of text above which a save hands its facade's connection back while the secret screen runs: about
 #: 0.2 ms of screening, the price of handing a pooled connection back and taking it again.
 SCREEN_WITHOUT_CONNECTION_ABOVE = 1_000
-"""What a "delete all" call must say in `confirm`."""
 
 
 class MemoryBank:
@@ -96,15 +93,13 @@ class MemoryBank:
         self._new_id = new_id
         self._secret_screen = secret_screen
 
-    def save(
-        self, principal: Principal, request: SaveRequest | UndecodedBody | object, *, source: Source = Source.CHAT
-    ) -> Memory:
+    def save(self, principal: Principal, request: SaveRequest | Body, *, source: Source = Source.CHAT) -> Memory:
         """Save a human-verified memory with its contexts in one atomic write.
 
-        `request` is a parsed `SaveRequest`, an untrusted JSON body (`{content, tags?, contexts?}`) parsed
-        here, or a facade's `UndecodedBody`, decoded here. The scope and the gate are checked first, so a
-        caller without `mcp:write` or switched off learns nothing from validation errors. The stored scope
-        is always 'user', whatever the caller sent; `source` is the server's word.
+        A host hands `request` as a `SaveRequest`; a facade hands the `Body` it received (`{content, tags?,
+        contexts?}`), read here. The scope and the gate are checked first, so a caller without `mcp:write`
+        or switched off learns nothing from the body. The stored scope is always 'user', whatever the
+        caller sent; `source` is the server's word.
 
         Raises:
             ForbiddenError: the principal lacks `mcp:write`.
@@ -137,16 +132,17 @@ class MemoryBank:
             assert parsed is not None  # noqa: S101 - set whenever nothing was refused
             return self._save(owner, principal.organization_id, parsed, source, policy, started)
 
-    def _screened(self, request: SaveRequest | UndecodedBody | object) -> SaveRequest:
+    def _screened(self, request: SaveRequest | Body) -> SaveRequest:
         """`request` decoded, validated and screened for credentials (the save's CPU work, done outside the unit).
 
         A facade that opened the unit early (HTTP, around its token check) hands its connection back while a long
         text is screened; a short one costs less to screen than a connection costs to hand back and take again.
         """
-        if isinstance(request, UndecodedBody):
-            request = request.decoded()
-        if not isinstance(request, SaveRequest):
-            request = SaveRequest.parse(request)
+        if isinstance(request, Body):
+            request = SaveRequest.parse(request.value())
+        elif not isinstance(request, SaveRequest):
+            # A host handing raw data: say what to hand instead (its data may be untrusted, so never guess).
+            raise TypeError("save takes a SaveRequest (SaveRequest.parse(data) for JSON-like data) or a Body")
         if self._secret_screen is not None and _screened_characters(request) > SCREEN_WITHOUT_CONNECTION_ABOVE:
             with self.unit_of_work.released():
                 screen_request(self._secret_screen, request)
@@ -181,8 +177,10 @@ class MemoryBank:
         )
         return memory
 
-    def search(self, principal: Principal, *, query: object, limit: object = None) -> list[SearchResult]:
+    def search(self, principal: Principal, *, query: str | None, limit: int | str | None = None) -> list[SearchResult]:
         """The principal's memories that match `query`, most relevant first; empty when nothing matches.
+
+        `None` is a parameter not given; a `str` limit is a facade's text as received (`"20"`), read here.
 
         Raises:
             ForbiddenError: the principal lacks `mcp:read`.
@@ -194,18 +192,22 @@ class MemoryBank:
         with self.unit_of_work():
             self._admit(principal, owner, "search")  # before validation, as for saves
             text = clean_text(query, path="q", bound=limits.QUERY)
-            count = clean_count(limit, path="limit", bound=limits.SEARCH_LIMIT)
+            count = clean_text_count(limit, path="limit", bound=limits.SEARCH_LIMIT)
             hits = self._search.search(user_id=owner, query=text, limit=count)
             found = self._store.get_many(user_id=owner, memory_ids=[hit.memory_id for hit in hits])
         # A memory deleted between ranking and loading is simply left out.
-        results = [SearchResult(memory=found[hit.memory_id], score=hit.score) for hit in hits if hit.memory_id in found]
+        results = [
+            SearchResult(memory=found[hit.memory_id], score=hit.score, match=hit.match)
+            for hit in hits
+            if hit.memory_id in found
+        ]
         fields: dict[str, str | int | float] = {"query_length": len(text), "limit": count, "result_count": len(results)}
         if isinstance(hits, SearchHits):
             fields["candidate_count"] = hits.candidate_count
         self._emit(events.SEARCHED, started, user_id=owner, **fields)
         return results
 
-    def list(self, principal: Principal, *, limit: object = None, cursor: str | None = None) -> MemoryPage:
+    def list(self, principal: Principal, *, limit: int | str | None = None, cursor: str | None = None) -> MemoryPage:
         """One page of the principal's memories, newest first.
 
         Pass the returned `next_cursor` to get the next page; each memory that lives
@@ -220,7 +222,7 @@ class MemoryBank:
         owner = _authorize(principal, READ_SCOPE)
         with self.unit_of_work():
             self._admit(principal, owner, "list")  # before validation, as for saves
-            count = clean_count(limit, path="limit", bound=limits.LIST_LIMIT)
+            count = clean_text_count(limit, path="limit", bound=limits.LIST_LIMIT)
             after = decode_cursor(cursor) if cursor is not None else None
             # One extra row tells whether another page exists without a second query.
             rows = list(self._store.list(user_id=owner, limit=count + 1, after=after))
@@ -265,20 +267,13 @@ class MemoryBank:
         self._emit(events.USAGE_READ, started, user_id=owner, memories=used.memories)
         return UsageReport(usage=used, quota=policy.quota)
 
-    def delete_batch(
-        self,
-        principal: Principal,
-        *,
-        confirm: object = None,
-        limit: object = None,
-        body: UndecodedBody | None = None,
-    ) -> DeletedBatch:
-        """One bounded step of "delete all": hard-delete up to `limit` of the principal's memories.
+    def delete_batch(self, principal: Principal, request: DeleteAll | Body) -> DeletedBatch:
+        """One bounded step of "delete all": hard-delete up to `request.limit` of the principal's memories.
 
-        `confirm` must be `DELETE_ALL_CONFIRMATION`: a caller cannot delete everything by accident.
-        Call again until `remaining` is 0; each call is one unit of work, so a page closed half-way
-        leaves whole memories deleted or kept, and the next call simply carries on. A facade passes its
-        undecoded JSON body (`{"confirm", "limit"?}`) as `body` instead: it is decoded after the gate.
+        A host hands a `DeleteAll` (its `confirm` must be `DELETE_ALL_CONFIRMATION`: nobody deletes
+        everything by accident); a facade hands the `Body` it received (`{"confirm", "limit"?}`), read
+        here after the gate. Call again until `remaining` is 0; each call is one unit of work, so a page
+        closed half-way leaves whole memories deleted or kept, and the next call simply carries on.
 
         Raises:
             ForbiddenError: the principal lacks `mcp:write`.
@@ -290,18 +285,9 @@ class MemoryBank:
         with self.unit_of_work():
             # The gate before validation, as on every route: a switched-off account learns nothing else.
             self._admit(principal, owner, "delete_all")
-            if body is not None:
-                confirm, limit = _delete_all_fields(body.decoded())
-            problems: list[InvalidInputError] = []
-            if confirm != DELETE_ALL_CONFIRMATION:
-                problems.append(InvalidInputError("confirm", f'must be "{DELETE_ALL_CONFIRMATION}"'))
-            try:
-                count = clean_count(limit, path="limit", bound=limits.DELETE_ALL_BATCH)
-            except InvalidInputError as error:
-                problems.append(error)
-            if problems:
-                raise InvalidInputError.from_problems([p for error in problems for p in error.problems])
-            batch = self._store.list(user_id=owner, limit=count, after=None)
+            if isinstance(request, Body):
+                request = DeleteAll.parse(request.value())
+            batch = self._store.list(user_id=owner, limit=request.limit, after=None)
             deleted = sum(1 for memory in batch if self._store.delete(user_id=owner, memory_id=memory.id))
             remaining = self._store.usage(user_id=owner).memories
         self._emit(events.DELETED_BATCH, started, user_id=owner, deleted=deleted, remaining=remaining)
@@ -382,17 +368,6 @@ def _authorize(principal: Principal, scope: str | None) -> str:
     if scope is not None and scope not in principal.scopes:
         raise ForbiddenError(scope)
     return user_id
-
-
-def _delete_all_fields(data: object) -> tuple[object, object]:
-    """`confirm` and `limit` of a decoded delete-all body."""
-    if not isinstance(data, dict):
-        raise InvalidInputError("body", "must be a JSON object")
-    # An explicit null is not "the default": it is a limit of the wrong type (None means absent here).
-    limit = "null" if "limit" in data and data["limit"] is None else data.get("limit")
-    # `1.0` is refused like any other non-integer (issue 27): a proxy that reads it as a float must not judge a
-    # different request than the server does. Only a JSON integer literal is an integer here.
-    return data.get("confirm"), limit
 
 
 def _screened_characters(request: SaveRequest) -> int:

@@ -60,6 +60,10 @@ def clean_text(value: object, *, path: str, bound: TextBound) -> str:
     return text
 
 
+#: Nine digits fit any count; a longer numeral is out of range anyway and refused with the bound.
+_INTEGER_TEXT = re.compile(r"-?[0-9]{1,9}")
+
+
 def clean_count(value: object, *, path: str, bound: CountBound) -> int:
     """Return `value` (or the bound's default for None) if it is an int within `bound`.
 
@@ -71,6 +75,20 @@ def clean_count(value: object, *, path: str, bound: CountBound) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not bound.min <= value <= bound.max:
         raise InvalidInputError(path, bound.describe())
     return value
+
+
+def clean_text_count(value: int | str | None, *, path: str, bound: CountBound) -> int:
+    """`clean_count`, where a `str` is a facade's text as received (a query parameter): a decimal integer
+    in it counts as that integer, anything else is refused with the bound, as a wrong value is.
+
+    Raises:
+        InvalidInputError: naming `path` and the bound.
+    """
+    if isinstance(value, str):
+        if not _INTEGER_TEXT.fullmatch(value):
+            raise InvalidInputError(path, bound.describe())
+        return clean_count(int(value), path=path, bound=bound)
+    return clean_count(value, path=path, bound=bound)
 
 
 def bounded_text(bound: TextBound) -> Any:

@@ -39,8 +39,14 @@ def best_matches(
     limit: int,
     *,
     lengths: Mapping[str, int] | None = None,
+    groups: Sequence[Sequence[str]] | None = None,
 ) -> list[SearchHit]:
     """The best `limit` documents by BM25, score descending then id descending; zero scores dropped.
+
+    Each hit's `coverage` is the share of the query's idf its document holds (a term of the query
+    the owner never wrote weighs the most): how much of what was asked its words answer. `groups`
+    gathers the tokens that spell one term (a term searched under two index schemes while a rewrite
+    is pending): the term weighs once, by the documents holding any of them.
 
     A document's length is the sum of its counts, unless `lengths` gives it: an engine that
     stores each document's length need only count the query's terms.
@@ -53,7 +59,12 @@ def best_matches(
     }
     constant = K1 * (1 - B)
     per_length = K1 * B / max(stats.average_length, 1e-9)
-    scored: list[tuple[float, str]] = []
+    spelled = [tuple(group) for group in groups] if groups is not None else [(term,) for term in weights]
+    term_weights = [
+        idf(stats.document_count, sum(stats.document_frequency.get(token, 0) for token in group)) for group in spelled
+    ]
+    total_weight = math.fsum(term_weights) or 1.0
+    scored: list[tuple[float, str, float]] = []
     for memory_id, counts in documents.items():
         length = lengths[memory_id] if lengths is not None else sum(counts.values())
         norm = constant + per_length * length
@@ -63,5 +74,11 @@ def best_matches(
             if frequency:
                 score += weight * frequency / (frequency + norm)
         if score > 0:
-            scored.append((score, memory_id))
-    return [SearchHit(memory_id=memory_id, score=score) for score, memory_id in heapq.nlargest(limit, scored)]
+            held = math.fsum(
+                weight for group, weight in zip(spelled, term_weights, strict=True) if any(counts.get(t) for t in group)
+            )
+            scored.append((score, memory_id, held / total_weight))
+    return [
+        SearchHit(memory_id=memory_id, score=score, coverage=coverage)
+        for score, memory_id, coverage in heapq.nlargest(limit, scored)
+    ]

@@ -44,10 +44,12 @@ def rank_candidates(
     total_length: int,
     document_frequency: Mapping[str, int] | None,
     limit: int,
+    groups: Sequence[Sequence[str]] | None = None,
 ) -> SearchHits:
     """BM25 over `candidates` with the owner's statistics; `document_frequency` None means count it here.
 
     Counting here is exact when `candidates` holds every owner document that matches any token.
+    `groups` gathers the tokens of one query term (`OwnerIndexer.query_token_groups`); None: one each.
     """
     documents = {candidate.memory_id: term_counts(tokens, candidate.search_terms) for candidate in candidates}
     if document_frequency is None:
@@ -58,4 +60,6 @@ def rank_candidates(
         document_frequency=document_frequency,
     )
     lengths = {candidate.memory_id: candidate.doc_length for candidate in candidates}
-    return SearchHits(best_matches(tokens, documents, stats, limit, lengths=lengths), candidate_count=len(candidates))
+    return SearchHits(
+        best_matches(tokens, documents, stats, limit, lengths=lengths, groups=groups), candidate_count=len(candidates)
+    )

@@ -1,63 +1,144 @@
-"""Fusing one owner's BM25 scores with the cosines of their memories' vectors: the hybrid ranking.
+"""Fusing one owner's BM25 scores with the cosines of their memories' vectors: the hybrid ranking, and which
+memories it returns at all.
 
-    score = w · bm25 / max(bm25) + (1 - w) · (cos - min cos) / (max cos - min cos)
+Every number is measured against **the owner's own memories only** (their vectors, their words'
+document frequencies): another user's data never moves a user's scores, nor whether a memory is found.
 
-Both sides are normalised over **the owner's own memories only** (every vector they hold, every
-lexical match): another user's data never moves a user's scores. With w = 0.5 and a stemmed
-BM25 side this measured R@10 0.662 on LoCoMo against 0.618 for FTS5 + porter, and held on a
-held-out set (docs/search.md). Scores lie in (0, 1].
+**Standing.** For a query, the cosines of all the owner's vectors have a mean and a spread; a memory's
+*standing* is how many standard deviations its cosine lies above that mean (a z-score). A question
+lifts a handful of memories far above the rest when the bank holds something about it, and none when
+it does not, whatever the cosine values themselves are (they differ by model, by query and by how
+alike a person's memories are). For a small bank the mean and spread are shrunk toward those of
+unrelated sentence pairs (`PRIOR_WEIGHT` pseudo-memories), so three memories cannot make a noise
+cosine stand out.
 
-A memory enters the results when it matches a query word, or when its cosine reaches
-`min_similarity`: without that floor a dense ranking returns every memory for every query, and a
-search for a word the user never wrote would list their whole bank.
+**Inclusion.** A memory is returned when
+
+- its meaning stands out: standing ≥ √(2 ln n), where n is how many vectors the owner has (at least
+  `MIN_BANK`): about as far as the highest of n unrelated memories reaches by chance (3.0 at 100
+  memories, 3.7 at 1,000), and its cosine ≥ `min_similarity`; or
+- its words answer much of the query: they hold at least `WORD_SHARE` of the query's weight (the
+  idf of its terms, the owner's own: a term the owner never wrote weighs the most), or at least
+  `WEAK_WORD_SHARE` and its standing is at least `WEAK_WORD_STANDING`; or
+- it matches a query word and has no vector yet: it is judged by its words alone, as lexical
+  search would (memories saved before hybrid search was on, until their vectors are written).
+
+A query asked of a bank that holds nothing about it then gets nothing: no memory stands out, and a
+word the owner wrote in passing ("office", "new") carries a small share of the query.
+
+**Ranking.** The memories returned are ordered by standing + `LEXICAL_WEIGHT` · bm25 / max(bm25), and
+the wire score is that number's logistic, in (0, 1). The thresholds were tuned on one half of the
+labelled sets of `benchmarks/precision.json` and LoCoMo and checked on the other half
+(docs/search.md, ADR 0036).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import attrs
 
-from memorybank_core import SearchHit, SearchHits
+from memorybank_core import MatchKind, SearchHit, SearchHits
 
-#: The lexical side's weight (the semantic side has the rest); best on LoCoMo for every model tried.
-LEXICAL_WEIGHT = 0.5
-#: The cosine a memory sharing no word with the query needs to be returned. all-MiniLM-L6-v2: unrelated
-#: sentence pairs score below 0.16 nine times in ten; the paraphrases of benchmarks/paraphrases.json 0.18 to 0.75.
+#: How many standard deviations of cosine the best word match (bm25 / max = 1) is worth in the ranking.
+LEXICAL_WEIGHT = 3.0
+#: A floor under the standing rule for memories that share no word with the query: all-MiniLM-L6-v2's
+#: unrelated sentence pairs score below 0.16 nine times in ten.
 MIN_SIMILARITY = 0.15
+#: A word match holding this share of the query's weight is returned whatever its meaning.
+WORD_SHARE = 0.35
+#: ... a weaker one needs this share and its meaning at least `WEAK_WORD_STANDING` above the mean.
+WEAK_WORD_SHARE = 0.2
+WEAK_WORD_STANDING = 1.0
+#: The bank size below which the standing a meaning match needs stops falling (√(2 ln 20) ≈ 2.45).
+MIN_BANK = 20
+#: Unrelated sentence pairs under all-MiniLM-L6-v2: mean and standard deviation of their cosine
+#: (measured over benchmarks/precision.json's bank and questions), weighing like this many memories.
+PRIOR_MEAN = 0.05
+PRIOR_DEVIATION = 0.09
+PRIOR_WEIGHT = 20
+
+
+@attrs.frozen
+class Standing:
+    """One query's cosines over one owner's vectors: their (shrunk) mean and spread, and what stands out."""
+
+    mean: float
+    deviation: float
+    needed: float
+    """The standing a memory sharing no word with the query needs."""
+
+    @classmethod
+    def of(cls, similarities: Mapping[str, float]) -> Standing:
+        """The standing of `similarities` (every owner vector's cosine with the query)."""
+        count = len(similarities)
+        values = similarities.values()
+        mean = math.fsum(values) / count if count else 0.0
+        variance = math.fsum((value - mean) ** 2 for value in values) / count if count else 0.0
+        # Shrink toward unrelated pairs: a pooled mean and variance, the prior weighing PRIOR_WEIGHT memories.
+        pooled = (PRIOR_WEIGHT * PRIOR_MEAN + count * mean) / (PRIOR_WEIGHT + count)
+        pooled_variance = (
+            PRIOR_WEIGHT * (PRIOR_DEVIATION**2 + (PRIOR_MEAN - pooled) ** 2) + count * (variance + (mean - pooled) ** 2)
+        ) / (PRIOR_WEIGHT + count)
+        needed = math.sqrt(2 * math.log(max(count, MIN_BANK)))
+        return cls(mean=pooled, deviation=math.sqrt(pooled_variance) or 1e-9, needed=needed)
+
+    def of_cosine(self, cosine: float) -> float:
+        """How many deviations `cosine` lies above the mean."""
+        return (cosine - self.mean) / self.deviation
 
 
 @attrs.frozen(kw_only=True)
 class Fusion:
-    """How the two sides are weighed, and the cosine a memory needs when it shares no query word."""
+    """How the two sides are weighed, and what a memory needs to be returned (module docstring)."""
 
     lexical_weight: float = LEXICAL_WEIGHT
     min_similarity: float = MIN_SIMILARITY
+    word_share: float = WORD_SHARE
+    weak_word_share: float = WEAK_WORD_SHARE
+    weak_word_standing: float = WEAK_WORD_STANDING
 
     def rank(self, lexical: Sequence[SearchHit], similarities: Mapping[str, float], limit: int) -> SearchHits:
-        """The best `limit` of the owner's memories by fused score, score descending then newer id first.
+        """The best `limit` of the owner's memories that the rule returns, best first, then newer id first.
 
-        `lexical` holds the owner's BM25 matches; `similarities` the cosine of every owner memory
-        that has a vector. Zero scores are dropped.
+        `lexical` holds the owner's BM25 matches (with their `coverage`, when the engine gives it);
+        `similarities` the cosine of every owner memory that has a vector.
         """
         best_bm25 = max((hit.score for hit in lexical), default=0.0)
-        bm25 = {hit.memory_id: hit.score / best_bm25 for hit in lexical} if best_bm25 > 0 else {}
-        low = min(similarities.values(), default=0.0)
-        spread = max(similarities.values(), default=0.0) - low
-        semantic_weight = 1.0 - self.lexical_weight
-        scored: list[tuple[float, str]] = []
-        for memory_id in bm25.keys() | similarities.keys():
-            lexical_part = bm25.get(memory_id, 0.0)
+        words = {hit.memory_id: hit for hit in lexical} if best_bm25 > 0 else {}
+        standing = Standing.of(similarities)
+        ranked: list[tuple[float, str, MatchKind]] = []
+        for memory_id in words.keys() | similarities.keys():
+            hit = words.get(memory_id)
             cosine = similarities.get(memory_id)
-            if lexical_part == 0.0 and (cosine is None or cosine < self.min_similarity):
+            z = None if cosine is None else standing.of_cosine(cosine)
+            meaning = z is not None and cosine is not None and z >= standing.needed and cosine >= self.min_similarity
+            if hit is not None and not meaning and not self._words_answer(hit, z):
+                hit = None
+            if hit is None and not meaning:
                 continue
-            # One vector (or all equal): nothing to spread, each is as near as the nearest.
-            semantic_part = 0.0 if cosine is None else (cosine - low) / spread if spread > 0 else 1.0
-            score = self.lexical_weight * lexical_part + semantic_weight * semantic_part
-            if score > 0:
-                scored.append((score, memory_id))
-        scored.sort(reverse=True)
+            match: MatchKind = "both" if hit is not None and meaning else "words" if hit is not None else "meaning"
+            lexical_part = hit.score / best_bm25 if hit is not None else 0.0
+            ranked.append(((z or 0.0) + self.lexical_weight * lexical_part, memory_id, match))
+        ranked.sort(reverse=True)
         return SearchHits(
-            (SearchHit(memory_id=memory_id, score=score) for score, memory_id in scored[:limit]),
-            candidate_count=len(bm25.keys() | similarities.keys()),
+            (
+                SearchHit(memory_id=memory_id, score=_logistic(value), match=match)
+                for value, memory_id, match in ranked[:limit]
+            ),
+            candidate_count=len(words.keys() | similarities.keys()),
         )
+
+    def _words_answer(self, hit: SearchHit, z: float | None) -> bool:
+        if z is None or hit.coverage is None:
+            # No vector yet, or an engine that does not say how much of the query it matched: lexically judged.
+            return True
+        return hit.coverage >= self.word_share or (
+            hit.coverage >= self.weak_word_share and z >= self.weak_word_standing
+        )
+
+
+def _logistic(value: float) -> float:
+    # In (0, 1) and monotonic: the wire's positive score, ordered as the ranking is.
+    return 1.0 / (1.0 + math.exp(-value)) if value > -700 else 5e-324

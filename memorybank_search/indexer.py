@@ -136,12 +136,22 @@ class OwnerIndexer:
 
     def query_tokens(self, user_id: str, query: str) -> list[str]:
         """The owner's tokens for `query`, deduplicated, in order; empty when nothing is searchable."""
+        return list(dict.fromkeys(token for group in self.query_token_groups(user_id, query) for token in group))
+
+    def query_token_groups(self, user_id: str, query: str) -> list[tuple[str, ...]]:
+        """Per query term, its tokens under every scheme searched (one while no rewrite is pending).
+
+        A memory holds a term when it holds any of its tokens: how much of a query a memory's words
+        answer (`SearchHit.coverage`) is counted per term, not per token.
+        """
         terms = self.analyzer.query_terms(query)
-        tokens: list[str] = []
-        for scheme in self._query_schemes:
-            if scheme is None:
-                tag = owner_tag(user_id)
-                tokens.extend(encode_term(tag, term) for term in terms)
-            else:
-                tokens.extend(scheme.token(user_id, term) for term in terms)
-        return list(dict.fromkeys(tokens))
+        tag = owner_tag(user_id)
+        return [
+            tuple(
+                dict.fromkeys(
+                    encode_term(tag, term) if scheme is None else scheme.token(user_id, term)
+                    for scheme in self._query_schemes
+                )
+            )
+            for term in terms
+        ]

@@ -27,7 +27,8 @@ class InMemorySearch(SearchEngine):
         self._documents: dict[str, dict[str, SearchDocument]] = {}
 
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
-        tokens = self._indexer.query_tokens(user_id, query)
+        groups = self._indexer.query_token_groups(user_id, query)
+        tokens = list(dict.fromkeys(token for group in groups for token in group))
         if not tokens:
             return SearchHits(candidate_count=0)
         with self._lock:
@@ -51,6 +52,7 @@ class InMemorySearch(SearchEngine):
             total_length=sum(document.doc_length for document in documents.values()),
             document_frequency=None,
             limit=limit,
+            groups=groups,
         )
 
 

@@ -12,6 +12,7 @@ import threading
 import pytest
 
 from memorybank_core import (
+    Body,
     InvalidInputError,
     MemoryBank,
     MemoryControls,
@@ -21,10 +22,10 @@ from memorybank_core import (
     QuotaExceededError,
     RecordingEventSink,
     SubjectKind,
-    UndecodedBody,
     Usage,
     charged_characters,
 )
+from memorybank_core.bodies import JsonValue
 from memorybank_testing.backends import Backend
 from memorybank_testing.principals import User, bank_over
 
@@ -39,10 +40,10 @@ class ControlsContract:
         self, bank: MemoryBank, controls: MemoryControls, alice: User
     ) -> None:
         controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=2)
-        kept = [bank.save(alice, {"content": f"note {n}"}).id for n in range(2)]
+        kept = [bank.save(alice, JsonValue({"content": f"note {n}"})).id for n in range(2)]
 
         with pytest.raises(QuotaExceededError) as refused:
-            bank.save(alice, {"content": "one too many"})
+            bank.save(alice, JsonValue({"content": "one too many"}))
 
         assert refused.value.exceeded == ("memories",)
         assert refused.value.limit["memories"] == 2
@@ -56,14 +57,14 @@ class ControlsContract:
         # The MemoryStore.add promise: the quota check and the write are one step, race-safe across saves.
         controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=3)
         for n in range(2):
-            bank.save(alice, {"content": f"before the race {n}"})
+            bank.save(alice, JsonValue({"content": f"before the race {n}"}))
         start = threading.Barrier(RACING_SAVES)
         outcomes: list[str] = []
 
         def save(n: int) -> None:
             start.wait(timeout=30)
             try:
-                bank.save(alice, {"content": f"racing save {n}"})
+                bank.save(alice, JsonValue({"content": f"racing save {n}"}))
                 outcomes.append("saved")
             except QuotaExceededError:
                 outcomes.append("refused")
@@ -81,29 +82,29 @@ class ControlsContract:
     def test_characters_count_content_tags_and_snippets_in_plaintext(
         self, bank: MemoryBank, controls: MemoryControls, alice: User
     ) -> None:
-        saved = bank.save(alice, {"content": "héllo 🎉", "tags": ["ab"], "contexts": [{"snippet": "xyz"}]})
+        saved = bank.save(alice, JsonValue({"content": "héllo 🎉", "tags": ["ab"], "contexts": [{"snippet": "xyz"}]}))
         assert charged_characters(saved) == len("héllo 🎉") + 2 + 3
         assert controls.effective(user_id=alice.user_id).usage == Usage(
             memories=1, characters=charged_characters(saved)
         )
 
         controls.set_quota(SubjectKind.USER, alice.user_id, max_characters=charged_characters(saved) + 4)
-        bank.save(alice, {"content": "four"})
+        bank.save(alice, JsonValue({"content": "four"}))
         with pytest.raises(QuotaExceededError) as refused:
-            bank.save(alice, {"content": "x"})
+            bank.save(alice, JsonValue({"content": "x"}))
         assert refused.value.exceeded == ("characters",)
         assert refused.value.requested == {"memories": 1, "characters": 1}
 
     def test_deleting_frees_quota_for_a_new_save(self, bank: MemoryBank, controls: MemoryControls, alice: User) -> None:
         controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=1, max_characters=10)
-        first = bank.save(alice, {"content": "ten chars!"})
+        first = bank.save(alice, JsonValue({"content": "ten chars!"}))
         with pytest.raises(QuotaExceededError):
-            bank.save(alice, {"content": "more"})
+            bank.save(alice, JsonValue({"content": "more"}))
 
         bank.delete(alice, memory_id=first.id)
 
         assert controls.effective(user_id=alice.user_id).usage == Usage()
-        bank.save(alice, {"content": "ten again!"})
+        bank.save(alice, JsonValue({"content": "ten again!"}))
 
     def test_one_users_quota_does_not_touch_another(
         self, bank: MemoryBank, controls: MemoryControls, alice: User
@@ -111,8 +112,8 @@ class ControlsContract:
         bob = User(organization_id=alice.organization_id)
         controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=0)
         with pytest.raises(QuotaExceededError):
-            bank.save(alice, {"content": "refused"})
-        bank.save(bob, {"content": "fine"})
+            bank.save(alice, JsonValue({"content": "refused"}))
+        bank.save(bob, JsonValue({"content": "fine"}))
         assert controls.effective(user_id=bob.user_id).usage.memories == 1
 
     def test_a_users_quota_wins_over_the_organizations_which_wins_over_the_default(
@@ -120,28 +121,28 @@ class ControlsContract:
     ) -> None:
         bank = bank_over(backend, default_quota=Quota(max_memories=1))
         colleague = User(organization_id=alice.organization_id)
-        bank.save(alice, {"content": "one"})
+        bank.save(alice, JsonValue({"content": "one"}))
         with pytest.raises(QuotaExceededError):
-            bank.save(alice, {"content": "two"})
+            bank.save(alice, JsonValue({"content": "two"}))
 
         controls.set_quota(SubjectKind.ORG, alice.organization_id, max_memories=2)
-        bank.save(alice, {"content": "two"})
+        bank.save(alice, JsonValue({"content": "two"}))
         controls.set_quota(SubjectKind.USER, colleague.user_id, max_memories=0)
         with pytest.raises(QuotaExceededError):
-            bank.save(colleague, {"content": "refused by the user's own quota"})
+            bank.save(colleague, JsonValue({"content": "refused by the user's own quota"}))
         effective = controls.effective(user_id=alice.user_id, org_id=alice.organization_id)
         assert effective.policy.quota == Quota(max_memories=2)
         # A user's own quota wins when it is larger too: one member may store more than the rest.
         controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=3)
-        bank.save(alice, {"content": "three, above the organization's two"})
+        bank.save(alice, JsonValue({"content": "three, above the organization's two"}))
         with pytest.raises(QuotaExceededError):
-            bank.save(alice, {"content": "four"})
+            bank.save(alice, JsonValue({"content": "four"}))
 
     def test_a_delete_of_a_missing_memory_leaves_the_usage_alone(
         self, bank: MemoryBank, controls: MemoryControls, alice: User, bob: User
     ) -> None:
-        bank.save(alice, {"content": "mine"})
-        theirs = bank.save(bob, {"content": "theirs"})
+        bank.save(alice, JsonValue({"content": "mine"}))
+        theirs = bank.save(bob, JsonValue({"content": "theirs"}))
         with pytest.raises(NotFoundError):
             bank.delete(alice, memory_id=theirs.id)
         assert controls.effective(user_id=alice.user_id).usage.memories == 1
@@ -150,20 +151,20 @@ class ControlsContract:
     def test_switching_a_user_off_refuses_every_memory_operation(
         self, bank: MemoryBank, controls: MemoryControls, alice: User, events: RecordingEventSink
     ) -> None:
-        saved = bank.save(alice, {"content": "kept while off"})
+        saved = bank.save(alice, JsonValue({"content": "kept while off"}))
         controls.set_gate(SubjectKind.USER, alice.user_id, enabled=False)
 
         for attempt in (
-            lambda: bank.save(alice, {"content": "new"}),
-            lambda: bank.save(alice, {"not": "even valid"}),
+            lambda: bank.save(alice, JsonValue({"content": "new"})),
+            lambda: bank.save(alice, JsonValue({"not": "even valid"})),
             lambda: bank.search(alice, query="kept"),
             lambda: bank.search(alice, query="", limit=0),  # the gate before any bound is checked
             lambda: bank.list(alice),
             lambda: bank.list(alice, limit="many", cursor="forged"),
             lambda: bank.delete(alice, memory_id=saved.id),
-            lambda: bank.delete_batch(alice, confirm="not the word", limit=0),
+            lambda: bank.delete_batch(alice, JsonValue({"confirm": "not the word", "limit": 0})),
             lambda: bank.save(alice, _UnreadBody()),
-            lambda: bank.delete_batch(alice, body=_UnreadBody()),
+            lambda: bank.delete_batch(alice, _UnreadBody()),
         ):
             with pytest.raises(MemoryDisabledError):
                 attempt()
@@ -211,7 +212,7 @@ class ControlsContract:
         controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=0)
         assert controls.clear(SubjectKind.USER, alice.user_id)
         assert not controls.clear(SubjectKind.USER, alice.user_id)
-        bank.save(alice, {"content": "on again, default quota"})
+        bank.save(alice, JsonValue({"content": "on again, default quota"}))
 
     def test_unsetting_a_quota_returns_it_to_the_next_level_and_keeps_the_gate(
         self, bank: MemoryBank, controls: MemoryControls, alice: User
@@ -220,21 +221,21 @@ class ControlsContract:
         controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=0)
         controls.set_gate(SubjectKind.USER, alice.user_id, enabled=True)
         with pytest.raises(QuotaExceededError):
-            bank.save(alice, {"content": "refused by the user's own quota"})
+            bank.save(alice, JsonValue({"content": "refused by the user's own quota"}))
 
         assert controls.unset_quota(SubjectKind.USER, alice.user_id)
         assert not controls.unset_quota(SubjectKind.USER, alice.user_id)
 
-        bank.save(alice, {"content": "within the organization's quota of one"})
+        bank.save(alice, JsonValue({"content": "within the organization's quota of one"}))
         with pytest.raises(QuotaExceededError):
-            bank.save(alice, {"content": "over the organization's quota"})
+            bank.save(alice, JsonValue({"content": "over the organization's quota"}))
         [kept] = [c for c in controls.list() if c.kind is SubjectKind.USER]
         assert (kept.enabled, kept.max_memories, kept.max_characters) == (True, None, None)
 
         assert controls.unset_quota(SubjectKind.ORG, alice.organization_id)
         # The organization's control held nothing else, so it is gone; the default quota applies.
         assert [c.kind for c in controls.list()] == [SubjectKind.USER]
-        bank.save(alice, {"content": "the default quota again"})
+        bank.save(alice, JsonValue({"content": "the default quota again"}))
 
     def test_everyones_quota_is_a_server_option_not_unset_here(self, controls: MemoryControls) -> None:
         with pytest.raises(InvalidInputError):
@@ -287,8 +288,8 @@ class ControlsContract:
         ]
 
 
-class _UnreadBody(UndecodedBody):
-    """A facade's body that must not be decoded: the gate comes first."""
+class _UnreadBody(Body):
+    """A facade's body that must not be read: the gate comes first."""
 
-    def decoded(self) -> object:
-        raise AssertionError("the body was decoded before the gate")
+    def value(self) -> object:
+        raise AssertionError("the body was read before the gate")

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memorybank_core import BulkMemoryWriter, InvalidInputError, Memory, MemoryBank, SaveRequest, Source
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import CONTEXT_PREFIX, MEMORY_PREFIX, new_id
 from memorybank_core.wire import export_line
 from memorybank_testing.backends import Backend
@@ -92,8 +93,8 @@ class ImportContract:
         owners = backend.require(backend.memory_owners, "memory_owners")
         assert list(owners.memory_owners()) == []
         for user in (alice, bob, alice):
-            bank.save(user, {"content": "an owner's note"})
+            bank.save(user, JsonValue({"content": "an owner's note"}))
         gone = User()
-        bank.delete(gone, memory_id=bank.save(gone, {"content": "deleted at once"}).id)
+        bank.delete(gone, memory_id=bank.save(gone, JsonValue({"content": "deleted at once"})).id)
 
         assert list(owners.memory_owners()) == sorted({alice.user_id, bob.user_id})

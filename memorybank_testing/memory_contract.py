@@ -24,8 +24,9 @@ from memorybank_core import (
     Source,
     limits,
 )
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import CONTEXT_PREFIX, MEMORY_PREFIX, is_id, new_id
-from memorybank_core.use_cases import DELETE_ALL_CONFIRMATION
+from memorybank_core.requests import DELETE_ALL_CONFIRMATION, DeleteAll
 from memorybank_testing.principals import User
 
 HOSTILE_TEXTS = [
@@ -61,7 +62,7 @@ class MemoryContract:
                 {"snippet": "no citation here"},
             ],
         }
-        saved = bank.save(alice, request)
+        saved = bank.save(alice, JsonValue(request))
 
         assert is_id(saved.id, prefix=MEMORY_PREFIX)
         assert saved.content == "User deploys into a Daytona sandbox"
@@ -89,12 +90,12 @@ class MemoryContract:
         assert bank.list(alice).memories[0].scope is Scope.USER
 
     def test_server_may_declare_the_source(self, bank: MemoryBank, alice: User) -> None:
-        memory = bank.save(alice, {"content": "from the desktop modal"}, source=Source.MODAL)
+        memory = bank.save(alice, JsonValue({"content": "from the desktop modal"}), source=Source.MODAL)
         assert bank.list(alice).memories[0].source is Source.MODAL == memory.source
 
     @pytest.mark.parametrize("text", HOSTILE_TEXTS)
     def test_hostile_text_round_trips_and_is_searchable(self, bank: MemoryBank, alice: User, text: str) -> None:
-        bank.save(alice, {"content": "unrelated filler about gardening"})
+        bank.save(alice, JsonValue({"content": "unrelated filler about gardening"}))
         memory_id = save(bank, alice, text, tags=[text[:64]], contexts=[{"snippet": text}])
         stored = bank.list(alice).memories[0]
         assert stored.id == memory_id
@@ -154,7 +155,7 @@ class MemoryContract:
     def test_a_host_id_with_surrounding_whitespace_is_refused(self, bank: MemoryBank, user_id: str) -> None:
         # MySQL ignores trailing spaces in comparisons: `bob ` would be `bob` there.
         with pytest.raises(ForbiddenError):
-            bank.save(User(user_id=user_id), {"content": "never stored"})
+            bank.save(User(user_id=user_id), JsonValue({"content": "never stored"}))
 
     def test_list_is_newest_first_and_owner_scoped(self, bank: MemoryBank, alice: User, bob: User) -> None:
         first = save(bank, alice, "first")
@@ -242,7 +243,7 @@ class MemoryContract:
         existing = save(bank, alice, "scoped lighthouse")
         limited = User(user_id=alice.user_id, organization_id=alice.organization_id, scopes=scopes)
         operations: dict[str, Callable[[], object]] = {
-            "save": lambda: bank.save(limited, {"content": "x"}),
+            "save": lambda: bank.save(limited, JsonValue({"content": "x"})),
             "search": lambda: bank.search(limited, query="lighthouse"),
             "list": lambda: bank.list(limited),
             "delete": lambda: bank.delete(limited, memory_id=existing),
@@ -264,8 +265,8 @@ class MemoryContract:
     ) -> None:
         reader = User(user_id=alice.user_id, organization_id=alice.organization_id, scopes=frozenset({"mcp:read"}))
         with pytest.raises(ForbiddenError):
-            bank.save(reader, {"content": ""})
-        saved = bank.save(alice, {"content": " from a JSON body ", "scope": "org"})
+            bank.save(reader, JsonValue({"content": ""}))
+        saved = bank.save(alice, JsonValue({"content": " from a JSON body ", "scope": "org"}))
         assert (saved.content, saved.scope) == ("from a JSON body", Scope.USER)
 
     def test_usage_counts_only_the_callers_memories_against_their_quota(
@@ -297,8 +298,8 @@ class MemoryContract:
             save(bank, alice, f"alice {n}")
         bobs = save(bank, bob, "Bob keeps this")
 
-        first = bank.delete_batch(alice, confirm=DELETE_ALL_CONFIRMATION, limit=2)
-        second = bank.delete_batch(alice, confirm=DELETE_ALL_CONFIRMATION, limit=2)
+        first = bank.delete_batch(alice, DeleteAll(confirm=DELETE_ALL_CONFIRMATION, limit=2))
+        second = bank.delete_batch(alice, DeleteAll(confirm=DELETE_ALL_CONFIRMATION, limit=2))
 
         assert (first.deleted, first.remaining, second.deleted, second.remaining) == (2, 1, 1, 0)
         assert bank.list(alice).memories == ()
@@ -309,7 +310,7 @@ class MemoryContract:
         save(bank, alice, "kept")
 
         with pytest.raises(InvalidInputError) as refused:
-            bank.delete_batch(alice, confirm="yes", limit=0)
+            bank.delete_batch(alice, JsonValue({"confirm": "yes", "limit": 0}))
 
         assert [p.path for p in refused.value.problems] == ["confirm", "limit"]
         assert len(bank.list(alice).memories) == 1
@@ -319,7 +320,7 @@ class MemoryContract:
         nobody = User(scopes=frozenset())
 
         with pytest.raises(ForbiddenError):
-            bank.delete_batch(reader, confirm=DELETE_ALL_CONFIRMATION)
+            bank.delete_batch(reader, DeleteAll(confirm=DELETE_ALL_CONFIRMATION))
         with pytest.raises(ForbiddenError):
             bank.usage(nobody)
         with pytest.raises(ForbiddenError):

@@ -17,6 +17,7 @@ from datetime import datetime
 import pytest
 
 from memorybank_core import InvalidInputError, MemoryBank, RecordingEventSink, TokenService
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, PURGE_RUN_PREFIX, new_id
 from memorybank_core.offboarding import (
     Offboarding,
@@ -55,7 +56,7 @@ class Population:
         contexts = [{"snippet": "from the harbor chat", "conversation_id": "c1"}, {"snippet": "second"}]
         for user, count in ((self.alice, 4), (self.alice_in_b, 2), (self.bob, 3), (self.carol, 2)):
             for n in range(count):
-                saved = bank.save(user, {"content": f"lighthouse note {n}", "contexts": contexts[: n % 3]})
+                saved = bank.save(user, JsonValue({"content": f"lighthouse note {n}", "contexts": contexts[: n % 3]}))
                 ids = self.saved_ids.setdefault((user.user_id, user.organization_id), [])
                 ids += [saved.id, *(c.id for c in saved.contexts)]
         self.secrets: dict[str, str] = {}

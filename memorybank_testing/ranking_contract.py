@@ -1,5 +1,6 @@
 """Ranking contract: an engine returns exactly what the in-memory reference returns, the same ids
-with the same scores, and no other user's saves or deletes ever change it.
+with the same scores and the same reasons (`match`), and no other user's saves or deletes ever change
+it, nor whether a memory is returned at all (hybrid search's inclusion rule reads the owner's bank only).
 
 It holds an engine to `memorybank_search`'s one analyzer and BM25 (the SQL engines and the
 reference all rank through `memorybank_search.rank_candidates`). An engine with a scoring of its
@@ -16,6 +17,7 @@ import uuid_utils
 from typeid import TypeID
 
 from memorybank_core import MemoryBank, SearchResult
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX
 from memorybank_testing.backends import BackendFactory
 from memorybank_testing.principals import User, bank_over
@@ -81,11 +83,12 @@ def bank_of(factory: BackendFactory) -> MemoryBank:
 def fill(bank: MemoryBank, user: User) -> None:
     for content, tags, snippets in CORPUS:
         request = {"content": content, "tags": list(tags), "contexts": [{"snippet": s} for s in snippets]}
-        bank.save(user, request)
+        bank.save(user, JsonValue(request))
 
 
-def ranking(results: list[SearchResult]) -> list[tuple[str, float]]:
-    return [(result.memory.id, result.score) for result in results]
+def ranking(results: list[SearchResult]) -> list[tuple[str, float, str]]:
+    # Which memories, in which order, with which scores, found for which reason: all of it must match.
+    return [(result.memory.id, result.score, result.match) for result in results]
 
 
 def a_user(n: int) -> User:
@@ -151,3 +154,25 @@ class RankingContract:
             for memory in page.memories:
                 bank.delete(other, memory_id=memory.id)
         assert {query: ranking(bank.search(alice, query=query, limit=20)) for query in QUERIES} == before
+
+    def test_a_question_the_bank_holds_nothing_about_finds_nothing_whatever_others_hold(
+        self, backend_factory: BackendFactory
+    ) -> None:
+        alice, bob = a_user(1), a_user(2)
+        bank = bank_of(backend_factory)
+        fill(bank, alice)
+        # Words no memory of the corpus holds (nor, under the test embedder, any of their hashed buckets).
+        question = "zebra walrus"
+        assert bank.search(alice, query=question, limit=20) == []
+        # Another person's bank full of exactly that changes nothing for Alice ...
+        for _ in range(3):
+            bank.save(bob, JsonValue({"content": "The zebra and the walrus", "tags": ["zebra"]}))
+        assert bank.search(alice, query=question, limit=20) == []
+        assert [r.memory.content for r in bank.search(bob, query=question, limit=20)][:1] == [
+            "The zebra and the walrus"
+        ]
+        # ... and once Alice writes it herself, she finds it by its words.
+        mine = bank.save(alice, JsonValue({"content": "We saw a zebra and a walrus"}))
+        found = bank.search(alice, query=question, limit=20)
+        assert found[0].memory.id == mine.id
+        assert found[0].match in {"words", "both"}

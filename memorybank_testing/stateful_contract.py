@@ -23,6 +23,7 @@ from hypothesis.stateful import (
 )
 
 from memorybank_core import InvalidInputError, NotFoundError, SaveRequest, limits
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import MEMORY_PREFIX, new_id
 from memorybank_testing.backends import BackendFactory
 from memorybank_testing.principals import User, bank_over
@@ -63,7 +64,7 @@ class MemoryBankMachine(RuleBasedStateMachine):
         # Rows no query matches: table-wide statistics (InnoDB's idf) never see a word in every row.
         filler = User()
         for text in ("unrelated background text", "another unrelated row", "third unrelated row"):
-            self.bank.save(filler, {"content": text})
+            self.bank.save(filler, JsonValue({"content": text}))
 
     @rule(who=st.integers(0, USERS - 1), content=contents(), contexts=st.integers(0, 3))
     def save(self, who: int, content: str, contexts: int) -> None:

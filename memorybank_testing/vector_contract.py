@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 
 from memorybank_core import Embedder, Embedding, MemoryBank, VectorStore
+from memorybank_core.bodies import JsonValue
 from memorybank_core.offboarding import Offboarding
-from memorybank_core.use_cases import DELETE_ALL_CONFIRMATION
+from memorybank_core.requests import DELETE_ALL_CONFIRMATION, DeleteAll
 from memorybank_search import embedding_text
 from memorybank_testing.backends import Backend
 from memorybank_testing.principals import User, start_clock
@@ -35,8 +36,8 @@ class VectorStoreContract:
     def test_a_saved_memory_has_its_embedders_vector_under_its_owner_only(
         self, bank: MemoryBank, vectors: VectorStore, embedder: Embedder, alice: User, bob: User
     ) -> None:
-        mine = bank.save(alice, {"content": "the harbor ferry leaves at nine", "tags": ["travel"]})
-        theirs = bank.save(bob, {"content": "the harbor ferry is bob's"})
+        mine = bank.save(alice, JsonValue({"content": "the harbor ferry leaves at nine", "tags": ["travel"]}))
+        theirs = bank.save(bob, JsonValue({"content": "the harbor ferry is bob's"}))
 
         assert self.owned(vectors, embedder, alice) == {mine.id: embedder.embed([embedding_text(mine)])[0]}
         assert self.owned(vectors, embedder, bob) == {theirs.id: embedder.embed([embedding_text(theirs)])[0]}
@@ -45,20 +46,20 @@ class VectorStoreContract:
     def test_another_models_vectors_are_never_returned(
         self, bank: MemoryBank, vectors: VectorStore, embedder: Embedder, alice: User
     ) -> None:
-        bank.save(alice, {"content": "a memory with a vector"})
+        bank.save(alice, JsonValue({"content": "a memory with a vector"}))
 
         assert dict(vectors.vectors(user_id=alice.user_id, model_id=embedder.model_id + "-other")) == {}
 
     def test_a_deleted_memorys_vector_goes_with_it(
         self, bank: MemoryBank, vectors: VectorStore, embedder: Embedder, alice: User
     ) -> None:
-        kept = bank.save(alice, {"content": "kept lantern note"})
-        gone = bank.save(alice, {"content": "deleted lantern note"})
-        batch = [bank.save(alice, {"content": f"batch lantern {n}"}).id for n in range(2)]
+        kept = bank.save(alice, JsonValue({"content": "kept lantern note"}))
+        gone = bank.save(alice, JsonValue({"content": "deleted lantern note"}))
+        batch = [bank.save(alice, JsonValue({"content": f"batch lantern {n}"})).id for n in range(2)]
 
         bank.delete(alice, memory_id=gone.id)
         assert set(self.owned(vectors, embedder, alice)) == {kept.id, *batch}
-        bank.delete_batch(alice, confirm=DELETE_ALL_CONFIRMATION, limit=2)
+        bank.delete_batch(alice, DeleteAll(confirm=DELETE_ALL_CONFIRMATION, limit=2))
 
         assert set(self.owned(vectors, embedder, alice)) == {kept.id}
 
@@ -66,8 +67,8 @@ class VectorStoreContract:
         self, backend: Backend, bank: MemoryBank, vectors: VectorStore, embedder: Embedder, alice: User, bob: User
     ) -> None:
         for n in range(3):
-            bank.save(alice, {"content": f"alice's quartz note {n}"})
-        bobs = bank.save(bob, {"content": "bob's quartz note"})
+            bank.save(alice, JsonValue({"content": f"alice's quartz note {n}"}))
+        bobs = bank.save(bob, JsonValue({"content": "bob's quartz note"}))
         offboarding = Offboarding(store=backend.require(backend.purge_store, "purge_store"), clock=start_clock())
 
         offboarding.purge_user(alice.user_id, batch_size=2)

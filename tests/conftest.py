@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +20,11 @@ from tests.contract.backends import FACTORIES, BackendFactory
 pytest_plugins = ("tests.mysql_server", "memorybank_testing.fixtures")
 
 __all__ = ["User", "backend_factory", "bank", "controls", "runtime", "start_clock"]
+
+# `serve` and `mcp` search hybrid by default, which loads the model (about 1 s and 300 MB per process): the
+# tests that start them say lexical unless they test hybrid search (`--search hybrid` beats this) or the
+# default itself (they clear it). Set before any test starts a process, which inherits it.
+os.environ.setdefault("MEMORYBANK_SEARCH", "lexical")
 
 
 @pytest.fixture(scope="session", params=[pytest.param(name, marks=entry.marks) for name, entry in FACTORIES.items()])

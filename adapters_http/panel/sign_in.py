@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute, Route
 
 from adapters_http.endpoint import log_unexpected, request_id, tag_response
 from adapters_http.errors import error_response, internal_error_response
-from adapters_http.inputs import is_json_media_type, parse_json
+from adapters_http.inputs import is_json_media_type
 from adapters_http.panel.csrf import SAME_HOST, PanelOrigin, is_panel_call
 from adapters_http.panel.oidc import PanelIdentityProvider, oidc_routes
 from adapters_http.panel.session_cookie import (
@@ -32,6 +32,7 @@ from adapters_http.refusals import (
     SignedOutError,
     TokenRejectedError,
 )
+from memorybank_core.bodies import decode_json
 from memorybank_core.panel_sessions import PanelSessions, StartedSession
 from memorybank_core.ports import Principal
 
@@ -129,7 +130,7 @@ async def _sign_in_body(request: Request) -> Mapping[str, str] | None:
         if len(raw) > _MAX_SIGN_IN_BYTES:
             return None
     try:
-        body = parse_json(raw)
+        body = decode_json(raw)
     except ValueError:
         return None
     if not isinstance(body, dict) or len(body) != 1:

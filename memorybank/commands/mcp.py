@@ -7,6 +7,7 @@ import logging
 import sys
 from typing import TextIO
 
+from memorybank import semantic
 from memorybank.commands.base import CommandError, Shared, Subcommands
 from memorybank.settings import Settings, add_arguments
 from memorybank_core import ids
@@ -47,12 +48,13 @@ def run_mcp(args: argparse.Namespace, settings: Settings, _out: TextIO) -> None:
     # Validate before touching the database, so a typo in a client's config is reported at once.
     ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
     ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
-    with bootstrap.build(settings) as runtime:
+    with bootstrap.build(semantic.serving_default(settings)) as runtime:
         server = runtime.local_rail(user_id=args.user, org_id=args.org)
         # stdout is the protocol: every message goes to stderr, which MCP clients keep as the server's log.
         logging.basicConfig(
             level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
         )
+        runtime.fill_vectors()  # hybrid search: memories saved without a vector get one in the background
         anyio.run(serve_stdio, server)
 
 

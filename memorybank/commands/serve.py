@@ -44,7 +44,9 @@ def run_serve(_args: argparse.Namespace, settings: Settings, out: TextIO) -> Non
             EXIT_BAD_INPUT,
         )
     # A supervisor of several workers only checks the model's files; each worker loads its own.
+    settings = semantic.serving_default(settings)
     with bootstrap.build(settings, serving=True, search="check" if http.workers > 1 else "load") as runtime:
+        settings = runtime.settings  # a default hybrid search without the semantic extra is lexical from here
         storage, oauth, panel_sign_in = runtime.storage, runtime.oauth, runtime.panel_sign_in
         # Bound here, before saying "serving": a port in use is one clear line, not a log after the banner.
         listener = _listen(http.host, http.port)

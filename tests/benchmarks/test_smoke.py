@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,9 @@ from benchmarks import (
     controls,
     corpus,
     hybrid,
+    precision,
     purge_impact,
+    rail_overhead,
     rate_limit_flood,
     recall,
     request_cost,
@@ -26,8 +29,8 @@ from benchmarks import (
     secret_screen,
     write_cost,
 )
-from benchmarks.common import SERVER_ENV, Timing, drop_database
-from harness.secret_cases import harmless, secrets
+from benchmarks.common import DATABASE_PREFIX_ENV, SERVER_ENV, Timing, drop_database
+from harness import secret_cases
 from memorybank_search import TextAnalyzer
 from tests.mysql_server import server_url
 from tests.sql.backends import storage_at
@@ -41,6 +44,8 @@ def bench_server(monkeypatch: pytest.MonkeyPatch) -> None:
     """Point the benchmarks at the test server (fails under CI when there is none)."""
     url = server_url()
     monkeypatch.setenv(SERVER_ENV, url.render_as_string(hide_password=False))
+    # Databases of this test's own: a benchmark run beside it (another checkout, a person) uses the same names.
+    monkeypatch.setenv(DATABASE_PREFIX_ENV, f"memorybank_bench_{secrets.token_hex(3)}_")
 
 
 def test_the_corpus_plants_its_words_at_the_promised_rates() -> None:
@@ -112,7 +117,7 @@ def test_the_recall_benchmark_scores_every_engine_on_a_toy_conversation(
 ) -> None:
     path = _toy_locomo(tmp_path)
     try:
-        recall.main(["--data", str(path)])
+        recall.main(["--engines", "--data", str(path)])
     finally:
         drop_database("recall")
     out = capsys.readouterr().out
@@ -182,9 +187,12 @@ def test_the_secret_screen_benchmark_counts_false_positives_and_prices_a_save(
 
     out = capsys.readouterr().out
     assert "| LoCoMo turns | 2 | 0 |" in out
-    assert f"| harmless table (tests/secrets) | {len(harmless())} | 0 |" in out
+    assert f"| harmless table (tests/secrets) | {len(secret_cases.harmless())} | 0 |" in out
     assert f"| paraphrases (benchmarks/paraphrases.json) | {2 * len(paraphrases)} | 0 |" in out
-    assert f"Real-shaped credentials found with their kind: {len(secrets())} of {len(secrets())}" in out
+    assert (
+        f"Real-shaped credentials found with their kind: {len(secret_cases.secrets())} of {len(secret_cases.secrets())}"
+        in out
+    )
     assert "The screen adds" in out
 
 
@@ -198,13 +206,48 @@ def test_every_paraphrase_question_shares_no_analyzed_term_with_its_memory() -> 
         assert not shared, (item, shared)
 
 
+def test_the_precision_benchmark_prints_recall_beside_precision_for_both_engines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recall.main(["--data", str(_toy_locomo(tmp_path))])
+    out = capsys.readouterr().out
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line.strip(" |").split(" | ") for line in out.splitlines() if ": " in line
+    }
+    for half in ("tuning", "held-out"):
+        for engine in ("hybrid", "lexical"):
+            assert f"notes, {half}: {engine}" in rows
+    # The notes bank: 130 answerable and 50 unanswerable questions, cut in two halves.
+    assert rows["notes, tuning: hybrid"][1:2] == ["65"]
+    assert rows["notes, tuning: hybrid"][6:7] == ["25"]
+    # Lexical search finds none of the questions that share no word with their memory; hybrid finds most.
+    assert rows["notes, tuning: lexical"][4] == "0.000"
+    assert float(rows["notes, tuning: hybrid"][4]) > 0.5
+    # The toy conversation: its answerable question, asked of its own bank.
+    assert rows["LoCoMo, tuning: lexical"][1:4] == ["2", "1.000", "1.000"]
+
+
+def test_the_precision_sets_are_labelled_as_they_say(tmp_path: Path) -> None:
+    # Every answer is a memory of the bank, unanswerable questions name none, no question is asked twice.
+    bank = precision.notes_bank()
+    assert len(bank.memories) == len(set(bank.memories)) == 100
+    texts = [question.text for question in bank.questions]
+    assert len(texts) == len(set(texts))
+    answerable = [question for question in bank.questions if question.relevant]
+    assert len(answerable) == 130
+    assert sum(question.paraphrase for question in answerable) >= 95
+    unanswerable = [question for question in bank.questions if not question.relevant]
+    assert (len(unanswerable), sum(question.near_miss for question in unanswerable)) == (66, 16)
+    assert {question.half for question in bank.questions} == {0, 1}
+
+
 def test_the_hybrid_recall_benchmark_compares_both_servers_on_a_toy_conversation(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     hybrid.main(["recall", "--data", str(_toy_locomo(tmp_path))])
     out = capsys.readouterr().out
     assert "| hybrid (serve --search hybrid) |" in out
-    assert "| lexical (serve) | 1.000 | 1.000 | 1.000 |" in out
+    assert "| lexical (serve --search lexical) | 1.000 | 1.000 | 1.000 |" in out
     assert "recall@10 hybrid - lexical: " in out
     assert "paraphrase set (60 questions" in out
 
@@ -253,7 +296,7 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     out = capsys.readouterr().out
     assert "| HTTP list (20) p50 / bare p50 |" in out
     assert re.search(r"\| HTTP list p50 - in-process list p50, in bare p50s \| .* \| (PASS|MISS) \|", out)
-    # Counted, not timed: a list is the token check, the controls and one joined read (and the reset).
+    # Counted, not timed: a list is the two change counters and one joined read (MariaDB: 2 round trips).
     assert re.search(r"\| GET /healthz \| 0 \|", out)
     assert re.search(r"\| HTTP list \(20\) \| [1-9][0-9.]* \|", out)
     # The floor ran with the round trips each route was counted to make, beside the routes.
@@ -262,6 +305,15 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     assert re.search(r"\| HTTP save, 2 contexts \| [1-9][0-9]* \| [0-9.]+ x \| [0-9.]+ x \| -?[0-9.]+ ms \|", out)
     assert re.search(r"\| mix 60/20/20 \| [0-9,]+ \|", out)
     assert "| mix requests/s / bare requests/s |" in out
+    # Issue 32: the rail beside REST, the mix against 1,000 requests/s, and (MariaDB) the round-trip targets.
+    assert re.search(r"\| MCP search, rare word \(\w+\) \| [0-9.]+ \|", out)
+    assert re.search(
+        r"\| MCP save, 2 contexts p50 / HTTP save, 2 contexts p50 \| [0-9.]+ x \| ≤ 1.3 x \| (PASS|MISS) \|", out
+    )
+    assert re.search(r"\| mix requests/s \| [0-9,]+ \| ≥ 1,000 \| (PASS|MISS) \|", out)
+    if backend == "mariadb":
+        assert re.search(r"\| HTTP save, 2 contexts: round trips \| 4 \| ≤ 4 \| PASS \|", out)
+        assert re.search(r"\| HTTP list \(20\): route p50 - floor p50 \| -?[0-9.]+ ms \|", out)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
@@ -311,3 +363,10 @@ def test_the_adversarial_benchmark_prints_each_routes_worst_input_beside_its_typ
     assert "| REST save | issue 27: pwd=` (one backtick) |" in out
     assert out.count("422 screen_budget_exceeded") >= 2
     assert "worst save / typical save at the bounds:" in out
+
+
+def test_the_rail_overhead_benchmark_prints_both_ways_of_serving_a_post(capsys: pytest.CaptureFixture[str]) -> None:
+    rail_overhead.main(["--calls", "3"])
+    out = capsys.readouterr().out
+    assert re.search(r"\| ping \| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \| [0-9.]+ x \|", out)
+    assert re.search(r"\| tools/list \| ", out)

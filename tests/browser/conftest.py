@@ -32,8 +32,9 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.wait import WebDriverWait
 
 from memorybank import bootstrap
-from memorybank.settings import Settings
+from memorybank.settings import SearchChoice, Settings
 from memorybank_core import (
+    Embedder,
     ListPosition,
     Memory,
     MemoryBank,
@@ -46,6 +47,7 @@ from memorybank_core import (
     UnavailableError,
     Usage,
 )
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.http.test_embedding import build_host, host_metadata
 
@@ -212,7 +214,7 @@ class World:
         )
         writer = TokenPrincipal(user_id=user_id, organization_id=org_id, scopes=frozenset({"mcp:read", "mcp:write"}))
         for memory in memories:
-            self.bank.save(writer, {"content": memory} if isinstance(memory, str) else dict(memory))
+            self.bank.save(writer, JsonValue({"content": memory} if isinstance(memory, str) else dict(memory)))
         principal = TokenPrincipal(user_id=user_id, organization_id=org_id, scopes=issued.token.scopes)
         return Person(principal=principal, token=issued.secret)
 
@@ -232,10 +234,15 @@ class World:
 
 
 @contextmanager
-def running_world(database: Path, *, port: int | None = None, **overrides: Any) -> Iterator[World]:
-    """The panel's server over an SQLite file: the real composition root, given `overrides` (`bootstrap.build`'s)."""
+def running_world(
+    database: Path, *, port: int | None = None, embedder: Embedder | None = None, **overrides: Any
+) -> Iterator[World]:
+    """The panel's server over an SQLite file: the real composition root, given `overrides` (`bootstrap.build`'s);
+    with an `embedder`, hybrid search."""
     settings = Settings.for_database(f"sqlite:///{database}")
-    with bootstrap.build(settings) as runtime:
+    if embedder is not None:
+        settings = attrs.evolve(settings, search=SearchChoice(mode="hybrid"))
+    with bootstrap.build(settings, embedder=embedder) as runtime:
         # The same database's ports, but a store that can be made to fail.
         store = FaultyStore(runtime.ports.store)
         served = bootstrap.build(settings, ports=runtime.ports, store=store, **overrides)

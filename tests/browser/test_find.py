@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from tests.browser.conftest import Panel, World
+from tests.browser.conftest import DESKTOP, Panel, World, running_world
 
 pytestmark = pytest.mark.browser
 
@@ -152,3 +153,48 @@ def test_a_search_that_fills_its_answer_says_it_shows_the_most_relevant_and_a_ta
     _search(panel, "003")  # other words, with fewer matches: all of them come, and the tag filters them all
     panel.until(lambda: panel.shown_texts() == ["Coffee note 003"])
     assert _summary(panel) == "1 memory matches “003” and is tagged “old”, most relevant first."
+
+
+@pytest.fixture(scope="module")
+def hybrid_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """The panel's server with hybrid search on (the real model, from the semantic extra)."""
+    from adapters_embedding import default_embedder
+
+    with running_world(tmp_path_factory.mktemp("hybrid") / "panel.sqlite3", embedder=default_embedder()) as running:
+        yield running
+
+
+def test_a_memory_found_by_meaning_says_it_is_related_and_the_count_says_which_are_which(
+    chromium: webdriver.Chrome, hybrid_world: World
+) -> None:
+    panel = Panel(chromium, hybrid_world)
+    panel.set_size(DESKTOP)
+    panel.sign_in(
+        hybrid_world.person(
+            [
+                "The staging cluster lives in eu-west",
+                "Quarterly planning offsite is in Lisbon the second week of March",
+                "The flight to Lisbon departs at 7:40 on Friday",
+                "Runs on Sunday mornings",
+            ]
+        )
+    )
+
+    _search(panel, "when does my plane to Portugal leave?")  # not one word in common with the flight
+
+    panel.until(lambda: panel.shown_texts() == ["The flight to Lisbon departs at 7:40 on Friday"])
+    assert _summary(panel) == "1 memory is related to “when does my plane to Portugal leave?”, most relevant first."
+    assert _marks(panel) == []
+    assert "Related: shares no word with your search" in panel.driver.find_element(By.ID, "memory-list").text
+    panel.state("search-related")
+
+    # A word the bank holds: only the memory that has it, counted as a match (not the planning note beside it).
+    _search(panel, "staging")
+    panel.until(lambda: panel.shown_texts() == ["The staging cluster lives in eu-west"])
+    assert _summary(panel) == "1 memory matches “staging”, most relevant first."
+    assert "Related" not in panel.driver.find_element(By.ID, "memory-list").text
+
+    # Both at once: the count line says how many of what it shows are which.
+    _search(panel, "staging plane to Portugal")
+    panel.until(lambda: len(panel.shown_texts()) == 2)
+    assert _summary(panel) == "2 memories: 1 matches “staging plane to Portugal”, 1 is related, most relevant first."

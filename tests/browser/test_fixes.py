@@ -10,6 +10,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
 from memorybank_core import Source, TokenPrincipal
+from memorybank_core.bodies import JsonValue
 from tests.browser.conftest import PHONE, Panel, World
 
 pytestmark = pytest.mark.browser
@@ -137,7 +138,7 @@ def test_at_320_px_the_separator_dot_never_ends_a_line(panel: Panel, world: Worl
     writer = TokenPrincipal(
         user_id=person.user_id, organization_id=person.principal.organization_id, scopes=frozenset({"mcp:write"})
     )
-    world.bank.save(writer, {"content": "Saved through the dialog"}, source=Source.MODAL)
+    world.bank.save(writer, JsonValue({"content": "Saved through the dialog"}), source=Source.MODAL)
     panel.set_size(NARROWEST)
     panel.sign_in(person)
 

@@ -13,6 +13,7 @@ from selenium.webdriver.common.by import By
 
 from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings, SignInSettings, user_id_for
 from memorybank_core import TokenPrincipal
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, new_id
 from tests.browser.conftest import Panel, World, free_port, running_world
 from tests.oauth.idp import CLIENT_SECRETS, Idp, running_idp
@@ -59,7 +60,7 @@ def save_for(world: World, idp: Idp, login: str, content: str) -> None:
         organization_id=new_id(ORGANIZATION_PREFIX),
         scopes=frozenset({"mcp:read", "mcp:write"}),
     )
-    world.bank.save(owner, {"content": content})
+    world.bank.save(owner, JsonValue({"content": content}))
 
 
 def log_in_at_provider(panel: Panel, login: str) -> None:

@@ -9,6 +9,7 @@ import pytest
 from memorybank import bootstrap
 from memorybank.settings import Settings
 from memorybank_core import PanelSessions, TokenPrincipal
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_core.tokens import KNOWN_SCOPES
 from tests.cli.conftest import Run
@@ -122,7 +123,7 @@ def test_panel_link_names_the_public_url_serve_is_told_and_says_when_it_guesses(
 def _save_as(db_url: str, user: str, content: str) -> None:
     with bootstrap.build(Settings.for_database(db_url)) as runtime:
         who = TokenPrincipal(user_id=user, organization_id=new_id(ORGANIZATION_PREFIX), scopes=KNOWN_SCOPES)
-        runtime.services.bank.save(who, {"content": content})
+        runtime.services.bank.save(who, JsonValue({"content": content}))
 
 
 def test_panel_link_for_a_user_with_memories_but_no_token_needs_org(run: Run, db_url: str) -> None:

@@ -25,6 +25,7 @@ from memorybank import bootstrap
 from memorybank.bootstrap import Runtime
 from memorybank.settings import Settings
 from memorybank_core import SaveRequest
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, new_id
 from tests.cli.conftest import Run, panel_session_from_token
 from tests.conftest import User
@@ -188,7 +189,7 @@ def test_the_purged_users_token_gets_401_over_http(database: str, run: Run) -> N
     services = runtime.services
     secrets = {}
     for user in (alice, bob):
-        services.bank.save(user, {"content": "the lighthouse keeper"})
+        services.bank.save(user, JsonValue({"content": "the lighthouse keeper"}))
         secrets[user.user_id] = services.tokens.issue(user_id=user.user_id, org_id=user.organization_id).secret
     with TestClient(runtime.app) as client:  # its shutdown closes the runtime
 

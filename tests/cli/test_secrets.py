@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
@@ -235,7 +236,8 @@ def test_the_local_rail_refuses_a_credential_with_advice_for_the_agent(db_url: s
     assert refused.is_error
     (block,) = refused.content
     assert isinstance(block, types.TextContent)
-    assert '"error": "secret_detected"' in block.text
+    # The route's body as it came (compact JSON), then the advice for the agent on its own line.
+    assert json.loads(block.text.split("\n")[0])["error"] == "secret_detected"
     assert "save a pointer" in block.text or "1Password under 'prod-aws'" in block.text
     assert case.secret not in block.text
     assert stored == ()

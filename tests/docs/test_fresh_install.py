@@ -36,7 +36,9 @@ def test_the_quickstart_then_the_develop_set_up_work_in_a_fresh_virtualenv(tmp_p
     works = _bash(
         f". {venv}/bin/activate && memorybank --help >/dev/null && memorybank prompt >/dev/null"
         f" && memorybank token create --db sqlite:///{tmp_path}/bank.sqlite3 | tail -n 1"
-        " && python -c 'import adapters_mcp.http_transport, uvicorn'",
+        " && python -c 'import adapters_mcp.http_transport, uvicorn'"
+        # The quickstart's server searches hybrid: its install brings the model, checked and loadable.
+        " && python -c 'from adapters_embedding import default_embedder; default_embedder()'",
         env,
     )
     assert works.returncode == 0, works.stderr[-3000:]

@@ -129,7 +129,9 @@ def test_the_wheel_installs_in_a_clean_virtualenv_and_serves_saves_searches_and_
     assert token.startswith("mbk_")
 
     log = tmp_path / "serve.log"
-    with serving(database, env=in_venv, log=log, python=str(python), cwd=elsewhere) as server:
+    # The default search (hybrid: the server extra brings the model), not the test run's lexical one.
+    served_env = {**in_venv, "MEMORYBANK_SEARCH": ""}
+    with serving(database, env=served_env, log=log, python=str(python), cwd=elsewhere) as server:
         bearer = {"Authorization": f"Bearer {token}"}
         saved = httpx2.post(
             f"{server.base_url}/v1/memory", json={"content": "The wheel serves from site-packages"}, headers=bearer
@@ -137,6 +139,15 @@ def test_the_wheel_installs_in_a_clean_virtualenv_and_serves_saves_searches_and_
         assert saved.status_code == 201, saved.text
         found = httpx2.get(f"{server.base_url}/v1/memory/search", params={"q": "wheel"}, headers=bearer)
         assert [result["id"] for result in found.json()["results"]] == [saved.json()["memory"]["id"]]
+        flight = httpx2.post(
+            f"{server.base_url}/v1/memory",
+            json={"content": "The flight to Lisbon departs at 7:40 on Friday"},
+            headers=bearer,
+        )
+        meant = httpx2.get(
+            f"{server.base_url}/v1/memory/search", params={"q": "when does my plane to Portugal leave?"}, headers=bearer
+        )
+        assert [(r["id"], r["match"]) for r in meant.json()["results"]] == [(flight.json()["memory"]["id"], "meaning")]
         page = httpx2.get(f"{server.base_url}/")
         assert page.status_code == 200
         assert page.headers["content-type"].startswith("text/html")
@@ -146,6 +157,7 @@ def test_the_wheel_installs_in_a_clean_virtualenv_and_serves_saves_searches_and_
         for asset in assets:
             answered = httpx2.get(f"{server.base_url}/{asset}")
             assert (asset, answered.status_code) == (asset, 200)
+    assert "search: hybrid (BM25 fused with all-MiniLM-L6-v2-int8" in log.read_text()
 
     _check_the_contract_suite_runs_from_the_wheel(wheel, python, in_venv, elsewhere / "host")
 

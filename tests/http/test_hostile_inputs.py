@@ -330,11 +330,10 @@ def test_a_wrong_method_is_a_json_405_listing_the_allowed_ones(
 
 
 def test_a_body_that_is_not_json_is_told_where_it_broke_and_never_quoted() -> None:
-    from adapters_http.inputs import parse_json
-    from memorybank_core import InvalidInputError
+    from memorybank_core import InvalidInputError, decode_json
 
     with pytest.raises(InvalidInputError) as raised:
-        parse_json(b'{"content": "secret words",}')
+        decode_json(b'{"content": "secret words",}')
 
     assert raised.value.problems[0].message.endswith("at line 1, column 28)")
     assert "secret" not in str(raised.value)

@@ -61,6 +61,7 @@ def test_search_returns_matching_memories_with_contexts_and_a_positive_score(as_
     results = response.json()["results"]
     assert [r["id"] for r in results] == [deal]
     assert results[0]["score"] > 0
+    assert results[0]["match"] == "words"  # why it was found: lexical search finds by words only
     assert results[0]["contexts"][0]["snippet"] == "call notes"
 
 

@@ -13,6 +13,7 @@ import httpx2
 import pytest
 
 from harness.served import run_memorybank, serving
+from tests.operations.test_serve_processes import _from_every_worker
 
 pytestmark = pytest.mark.serve_processes
 
@@ -56,6 +57,40 @@ def test_a_switch_flipped_by_another_process_applies_to_every_workers_next_reque
         assert run_memorybank(["gate", "on", "--all", "--db", database_url]).returncode == 0
         assert run_memorybank(["gate", "on", "--user", user, "--db", database_url]).returncode == 0
         assert _statuses(server.base_url, secret) == {(200, "")}
+
+
+def test_the_kill_switch_reaches_every_worker_that_cached_the_controls_and_the_rail_too(
+    database_url: str, tmp_path: Path
+) -> None:
+    # Each worker keeps the controls it read while their change counter stands (ADR 0037): both have read
+    # them before the switch, and both must refuse the very next request after it, then serve again after.
+    _user, secret = _person(database_url)
+    auth = {"Authorization": f"Bearer {secret}"}
+    log = tmp_path / "serve.log"
+    with serving(database_url, args=["--workers", "2", "--log-format", "json"], log=log) as server:
+        before = _from_every_worker(server.base_url, auth, log, workers=2)
+        assert run_memorybank(["gate", "off", "--all", "--db", database_url]).returncode == 0
+        off = _from_every_worker(server.base_url, auth, log, workers=2)
+        rail = httpx2.post(
+            f"{server.base_url}/mcp/agent",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "execute_capability", "arguments": {"name": "getMemory"}},
+            },
+            headers={**auth, "Accept": "application/json, text/event-stream"},
+            timeout=30,
+        )
+        assert run_memorybank(["gate", "on", "--all", "--db", database_url]).returncode == 0
+        on = _from_every_worker(server.base_url, auth, log, workers=2)
+
+    assert {status for _pid, status in before} == {200}
+    assert {status for _pid, status in off} == {403}
+    assert rail.status_code == 200
+    assert "memory_disabled" in rail.text
+    assert {status for _pid, status in on} == {200}
+    assert {pid for pid, _ in before} == {pid for pid, _ in off} == {pid for pid, _ in on}
 
 
 def test_the_deployment_quota_given_to_serve_reaches_every_worker(database_url: str, tmp_path: Path) -> None:

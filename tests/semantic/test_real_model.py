@@ -12,6 +12,7 @@ import shutil
 import socket
 import struct
 import sys
+import time
 from pathlib import Path
 
 import httpx2
@@ -29,23 +30,25 @@ from adapters_embedding import (
 from adapters_embedding.models import check_default_files, default_model_path
 from adapters_mysql import SqlStorage
 from harness.served import run_memorybank, served, serving
-from memorybank import bootstrap
+from memorybank import bootstrap, semantic
 from memorybank.cli import build_parser, main
 from memorybank.settings import Settings
 from memorybank_core import Embedding, MemoryBank
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_search import embedding_text
 from tests.conftest import User
 from tests.sql.backends import bank_on, storage_at
 
-PARAPHRASED = "Salesforce onboarding was slow and painful"
-QUESTION = "what did I think of the new CRM?"
+PARAPHRASED = "The flight to Lisbon departs at 7:40 on Friday"
+QUESTION = "when does my plane to Portugal leave?"
 OTHERS = [
     "Grandma's recipe uses cardamom and saffron",
     "Renewed the passport; it expires in 2034",
     "The kitchen faucet leaks",
     "Marathon training: long run every Sunday",
     "My manager prefers written updates over meetings",
+    "Salesforce onboarding was slow and painful",
 ]
 
 
@@ -82,7 +85,7 @@ def test_hybrid_search_finds_the_paraphrase_lexical_search_misses(tmp_path: Path
     alice = User()
     for storage in (lexical, hybrid):
         for text in [*OTHERS, PARAPHRASED]:
-            _bank(storage).save(alice, {"content": text})
+            _bank(storage).save(alice, JsonValue({"content": text}))
     assert _bank(lexical).search(alice, query=QUESTION) == []
     found = _bank(hybrid).search(alice, query=QUESTION)
     assert found[0].memory.content == PARAPHRASED
@@ -91,6 +94,21 @@ def test_hybrid_search_finds_the_paraphrase_lexical_search_misses(tmp_path: Path
     exact = _bank(hybrid).search(alice, query="saffron")
     assert exact[0].memory.content == OTHERS[0]
     lexical.close()
+    hybrid.close()
+
+
+@pytest.mark.parametrize(
+    "question", ["which podcast did my friend recommend?", "what is the parking policy at the new office?"]
+)
+def test_a_question_the_bank_holds_nothing_about_finds_nothing(
+    tmp_path: Path, embedder: OnnxEmbedder, question: str
+) -> None:
+    # Each has a memory at cosine 0.17-0.18, which the old fixed floor (0.15) returned; none stands out.
+    hybrid = _storage(tmp_path / "hybrid.sqlite3", embedder)
+    alice = User()
+    for text in [*OTHERS, PARAPHRASED]:
+        _bank(hybrid).save(alice, JsonValue({"content": text}))
+    assert _bank(hybrid).search(alice, query=question) == []
     hybrid.close()
 
 
@@ -103,7 +121,7 @@ def test_a_sealed_database_holds_no_vector_as_readable_numbers(tmp_path: Path, e
         directory.mkdir()
         storage = _storage(directory / "bank.sqlite3", embedder, sealed=sealed)
         bank, alice = _bank(storage), User()
-        saved = [bank.save(alice, {"content": text}) for text in texts]
+        saved = [bank.save(alice, JsonValue({"content": text})) for text in texts]
         vectors = embedder.embed([embedding_text(memory) for memory in saved])
         storage.close()
         raw[sealed] = b"".join(path.read_bytes() for path in directory.iterdir())
@@ -228,7 +246,7 @@ def test_the_similarity_floor_option_reaches_the_search(
     with bootstrap.build(Settings.resolve(args, {}), embedder=embedder) as runtime:
         bank, me = runtime.services.bank, User()
         for text in [*OTHERS, PARAPHRASED]:
-            bank.save(me, {"content": text})
+            bank.save(me, JsonValue({"content": text}))
         results = [result.memory.content for result in bank.search(me, query=QUESTION)]
 
     # The paraphrase shares no word with the question: only its cosine can let it through the floor.
@@ -266,9 +284,12 @@ def test_serve_hybrid_finds_the_paraphrase_over_http_after_reindex_embeddings(im
     results = answer.json()["results"]
     assert results[0]["content"] == PARAPHRASED
     assert all(0 < result["score"] <= 1 for result in results)
+    # Why each is there: the paraphrase shares no word with the question, so it was found by meaning; and
+    # nothing else in this bank stands out for a question about a flight.
+    assert [(result["content"], result["match"]) for result in results] == [(PARAPHRASED, "meaning")]
     assert saved.status_code == 201
     assert teeth.json()["results"][0]["content"] == "The dentist moved my cleaning"
-    with served(url) as base:
+    with served(url, args=["--search", "lexical"]) as base:
         lexical = httpx2.get(f"{base}/v1/memory/search", params={"q": QUESTION}, headers=headers, timeout=30)
     assert lexical.json()["results"] == []
 
@@ -294,3 +315,79 @@ def test_two_hybrid_workers_each_embed_their_saves_and_find_the_paraphrase(tmp_p
     # Every save, whichever worker took it, wrote its vector: nothing is left to backfill.
     backfill = run_memorybank(["reindex", "--embeddings", "--db", url], timeout=120)
     assert backfill.stdout.strip() == f"memorybank: embedded 0 memories with {DEFAULT_MODEL_ID}"
+
+
+def _ready_details(base_url: str) -> dict[str, object]:
+    answer = httpx2.get(f"{base_url}/readyz", timeout=30)
+    assert answer.status_code == 200, answer.text  # serving all along, lexically for what lacks a vector
+    details: dict[str, object] = answer.json()["details"]["vectors"]
+    return details
+
+
+def _until_filled(base_url: str, total: int) -> None:
+    deadline = time.monotonic() + 120
+    while (details := _ready_details(base_url))["state"] != "complete":
+        assert details["state"] in {"filling", "filling in another worker"}, details
+        assert time.monotonic() < deadline, details
+        time.sleep(0.2)
+    assert details == {"state": "complete", "embedded": total, "total": total}
+
+
+@pytest.mark.serve_processes
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_serve_searches_hybrid_by_default_and_fills_missing_vectors_in_the_background(
+    imported: tuple[str, str, str], tmp_path: Path, workers: str
+) -> None:
+    url, user, org = imported  # saved without vectors, as a lexical server or an import leaves them
+    secret = run_memorybank(["token", "create", "--db", url, "--user", user, "--org", org]).stdout.splitlines()[-1]
+    headers = {"Authorization": f"Bearer {secret}"}
+    log = tmp_path / "serve.log"
+    # No --search and no MEMORYBANK_SEARCH: the default.
+    with serving(url, env={"MEMORYBANK_SEARCH": ""}, args=["--workers", workers], log=log) as server:
+        _until_filled(server.base_url, len(OTHERS) + 1)
+        found = httpx2.get(f"{server.base_url}/v1/memory/search", params={"q": QUESTION}, headers=headers, timeout=30)
+    assert [(r["content"], r["match"]) for r in found.json()["results"]] == [(PARAPHRASED, "meaning")]
+    text = log.read_text()
+    assert "search: hybrid" in text
+    if workers == "1":  # the banner counts what is missing (a supervisor of workers does not load the model)
+        assert f"{len(OTHERS) + 1} memories have no vector yet" in text
+    # One walk, whichever worker claimed it; counts in the log, never a memory's words.
+    assert text.count(f"vectors: filled {len(OTHERS) + 1} memories") == 1
+    assert not any(memory in text for memory in [*OTHERS, PARAPHRASED])
+    backfill = run_memorybank(["reindex", "--embeddings", "--db", url], timeout=120)
+    assert backfill.stdout.strip() == f"memorybank: embedded 0 memories with {DEFAULT_MODEL_ID}"
+
+
+def test_a_default_hybrid_without_the_semantic_extra_serves_lexically_and_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [module for module in sys.modules if module.startswith("adapters_embedding")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    parsed = build_parser({}).parse_args(["serve", "--db", f"sqlite:///{tmp_path / 'bank.sqlite3'}"])
+    settings = semantic.serving_default(Settings.resolve(parsed, {}))
+    assert (settings.search.mode, settings.search.explicit) == ("hybrid", False)
+    with bootstrap.build(settings) as runtime:
+        assert runtime.settings.search.mode == "lexical"
+        assert semantic.describe(runtime.storage, runtime.settings.search) == (
+            "search: lexical (BM25 per user); hybrid search, the default, needs pip install 'memorybank[semantic]'"
+        )
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "mode"),
+    [
+        (["serve"], {}, "hybrid"),
+        (["mcp", "--user", "usr_01jwq4ks0mf6y9k7v3d8h2c5a1", "--org", "org_01jwq4ks0mf6y9k7v3d8h2c5a1"], {}, "hybrid"),
+        (["serve"], {"MEMORYBANK_SEARCH": "lexical"}, "lexical"),
+        (["serve", "--search", "lexical"], {"MEMORYBANK_SEARCH": "hybrid"}, "lexical"),
+        (["import", "x.jsonl"], {}, "lexical"),
+    ],
+)
+def test_serve_and_mcp_search_hybrid_unless_told_lexical(argv: list[str], env: dict[str, str], mode: str) -> None:
+    settings = Settings.resolve(build_parser({}).parse_args([*argv, "--db", "sqlite://"]), env)
+    if argv[0] in {"serve", "mcp"}:
+        settings = semantic.serving_default(settings)
+    assert settings.search.mode == mode
+    # Every other process (and a host's `Settings.for_database`) keeps the declared lexical default.
+    assert Settings.for_database("sqlite://").search.mode == "lexical"

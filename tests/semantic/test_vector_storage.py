@@ -18,6 +18,7 @@ from memorybank.commands.base import CommandError
 from memorybank.commands.reindex import fail_on_broken
 from memorybank.settings import Settings
 from memorybank_core import Embedder, Embedding, MemoryBank, PackedVectors
+from memorybank_core.bodies import JsonValue
 from memorybank_core.configuration import BankSettings
 from memorybank_core.offboarding import Offboarding
 from memorybank_search.hybrid import cosines
@@ -58,8 +59,8 @@ def storage(tmp_path: Path) -> Iterator[SqlStorage]:
 
 def test_a_save_writes_its_vector_in_the_same_transaction_and_a_delete_removes_it(storage: SqlStorage) -> None:
     bank, alice = _bank(storage), User()
-    kept = bank.save(alice, {"content": "the lighthouse keeper's storm log"})
-    gone = bank.save(alice, {"content": "renew the passport"})
+    kept = bank.save(alice, JsonValue({"content": "the lighthouse keeper's storm log"}))
+    gone = bank.save(alice, JsonValue({"content": "renew the passport"}))
     assert {(row.user_id, row.memory_id, row.model) for row in _vector_rows(storage)} == {
         (alice.user_id, kept.id, HashedTermsEmbedder.model_id),
         (alice.user_id, gone.id, HashedTermsEmbedder.model_id),
@@ -75,30 +76,30 @@ def test_a_save_refused_by_the_quota_writes_no_vector(storage: SqlStorage) -> No
         storage, Settings.for_database("sqlite://", bank=BankSettings(quota_memories=1, quota_characters=10_000))
     )
     alice = User()
-    bank.save(alice, {"content": "the only memory allowed"})
+    bank.save(alice, JsonValue({"content": "the only memory allowed"}))
     with pytest.raises(QuotaExceededError):
-        bank.save(alice, {"content": "one too many"})
+        bank.save(alice, JsonValue({"content": "one too many"}))
     assert len(_vector_rows(storage)) == 1
 
 
 def test_a_purge_removes_every_vector_of_the_user_and_only_theirs(storage: SqlStorage) -> None:
     bank, alice, bob = _bank(storage), User(), User()
     for number in range(5):
-        bank.save(alice, {"content": f"alice note {number} about harbors"})
-    kept = bank.save(bob, {"content": "bob's note about harbors"})
+        bank.save(alice, JsonValue({"content": f"alice note {number} about harbors"}))
+    kept = bank.save(bob, JsonValue({"content": "bob's note about harbors"}))
     Offboarding(store=storage.purge_store, clock=start_clock()).purge_user(alice.user_id, batch_size=2)
     assert [(row.user_id, row.memory_id) for row in _vector_rows(storage)] == [(bob.user_id, kept.id)]
 
 
 def test_another_users_near_duplicate_never_appears_and_never_shifts_a_score(storage: SqlStorage) -> None:
     bank, alice, bob = _bank(storage), User(), User()
-    mine = bank.save(alice, {"content": "kayak rental receipt from the lake"})
-    bank.save(alice, {"content": "grandma's cardamom recipe"})
+    mine = bank.save(alice, JsonValue({"content": "kayak rental receipt from the lake"}))
+    bank.save(alice, JsonValue({"content": "grandma's cardamom recipe"}))
     before = [(r.memory.id, r.score) for r in bank.search(alice, query="kayak receipt")]
     # Bob saves near-duplicates of Alice's memory: the same words, and the same vectors.
     for _ in range(30):
-        bank.save(bob, {"content": "kayak rental receipt from the lake"})
-        bank.save(bob, {"content": "kayak kayak receipt receipt"})
+        bank.save(bob, JsonValue({"content": "kayak rental receipt from the lake"}))
+        bank.save(bob, JsonValue({"content": "kayak kayak receipt receipt"}))
     after = [(r.memory.id, r.score) for r in bank.search(alice, query="kayak receipt")]
     assert after == before
     assert after[0][0] == mine.id
@@ -110,7 +111,7 @@ def test_sealed_vectors_are_stored_sealed_and_open_to_the_same_scores(tmp_path: 
     alice = User()
     for storage in (sealed, plain):
         for number in range(5):
-            _bank(storage).save(alice, {"content": f"note {number}: the lighthouse keeper logged the storm"})
+            _bank(storage).save(alice, JsonValue({"content": f"note {number}: the lighthouse keeper logged the storm"}))
     with sealed.engine.connect() as connection:
         stored = connection.execute(sa.select(memory_vector.c.vector, memory_vector.c.seal_state)).all()
     embedder = HashedTermsEmbedder()
@@ -131,8 +132,10 @@ def test_sealed_vectors_are_stored_sealed_and_open_to_the_same_scores(tmp_path: 
 def test_an_owners_vectors_are_read_packed_and_score_as_the_vectors_one_by_one(tmp_path: Path, sealed: bool) -> None:
     storage = _storage(tmp_path, sealed=sealed)
     bank, alice, bob = _bank(storage), User(), User()
-    saved = [bank.save(alice, {"content": f"note {n}: the lighthouse keeper logged the storm"}) for n in range(6)]
-    bank.save(bob, {"content": "note 0: the lighthouse keeper logged the storm"})
+    saved = [
+        bank.save(alice, JsonValue({"content": f"note {n}: the lighthouse keeper logged the storm"})) for n in range(6)
+    ]
+    bank.save(bob, JsonValue({"content": "note 0: the lighthouse keeper logged the storm"}))
     embedder = HashedTermsEmbedder()
     read = storage.vectors.vectors(user_id=alice.user_id, model_id=embedder.model_id)
     # One buffer for the scorer, still the mapping of the port: each memory's own vector, only Alice's.
@@ -149,8 +152,8 @@ def test_a_sealed_vector_moved_to_another_memory_does_not_open_and_the_memory_is
 ) -> None:
     storage = _storage(tmp_path, sealed=True)
     bank, alice = _bank(storage), User()
-    source = bank.save(alice, {"content": "orchids need bright indirect light"})
-    target = bank.save(alice, {"content": "the lighthouse keeper logged the storm"})
+    source = bank.save(alice, JsonValue({"content": "orchids need bright indirect light"}))
+    target = bank.save(alice, JsonValue({"content": "the lighthouse keeper logged the storm"}))
     with storage.engine.begin() as connection:
         stolen = connection.execute(
             sa.select(memory_vector.c.vector).where(memory_vector.c.memory_id == source.id)
@@ -165,7 +168,7 @@ def test_a_sealed_vector_moved_to_another_memory_does_not_open_and_the_memory_is
 def test_reindex_embeddings_backfills_memories_saved_by_lexical_search_and_resumes_after_a_stop(tmp_path: Path) -> None:
     lexical = _storage(tmp_path, hybrid=False)
     alice = User()
-    saved = [_bank(lexical).save(alice, {"content": f"note {n} about harbors and ships"}) for n in range(7)]
+    saved = [_bank(lexical).save(alice, JsonValue({"content": f"note {n} about harbors and ships"})) for n in range(7)]
     assert _vector_rows(lexical) == []
     lexical.close()
 
@@ -195,7 +198,7 @@ def test_reindex_embeddings_backfills_memories_saved_by_lexical_search_and_resum
 def test_vectors_of_another_model_are_never_compared_and_get_rewritten(tmp_path: Path) -> None:
     first = _storage(tmp_path)
     alice = User()
-    _bank(first).save(alice, {"content": "the harbor master's boat"})
+    _bank(first).save(alice, JsonValue({"content": "the harbor master's boat"}))
     first.close()
 
     class OtherModel(HashedTermsEmbedder):
@@ -213,7 +216,7 @@ def test_encrypt_and_key_rotation_seal_the_vectors_too_and_scores_stay_the_same(
     plaintext = _storage(tmp_path)
     alice = User()
     for number in range(4):
-        _bank(plaintext).save(alice, {"content": f"note {number}: the lighthouse keeper logged the storm"})
+        _bank(plaintext).save(alice, JsonValue({"content": f"note {number}: the lighthouse keeper logged the storm"}))
     before = [(r.memory.id, r.score) for r in _bank(plaintext).search(alice, query="lighthouse storm")]
     plaintext.close()
 
@@ -244,8 +247,8 @@ def test_a_vector_that_does_not_reseal_fails_the_rotation_and_keeps_its_key_in_u
     ring = new_key_ring()
     first = _rotated(tmp_path, ring, fresh=True)
     bank, alice = _bank(first), User()
-    source = bank.save(alice, {"content": "orchids need bright indirect light"})
-    target = bank.save(alice, {"content": "the lighthouse keeper logged the storm"})
+    source = bank.save(alice, JsonValue({"content": "orchids need bright indirect light"}))
+    target = bank.save(alice, JsonValue({"content": "the lighthouse keeper logged the storm"}))
     with first.engine.begin() as connection:
         stolen = connection.execute(
             sa.select(memory_vector.c.vector).where(memory_vector.c.memory_id == source.id)
@@ -275,7 +278,7 @@ def test_a_vector_that_does_not_reseal_fails_the_rotation_and_keeps_its_key_in_u
 def test_a_key_only_a_vector_still_uses_is_never_dropped(tmp_path: Path) -> None:
     ring = new_key_ring()
     first = _rotated(tmp_path, ring, fresh=True)
-    _bank(first).save(User(), {"content": "the lighthouse keeper logged the storm"})
+    _bank(first).save(User(), JsonValue({"content": "the lighthouse keeper logged the storm"}))
     first.close()
     rotated = ring.with_new_primary(new_index=True)
     second = _rotated(tmp_path, rotated)
@@ -289,7 +292,7 @@ def test_a_key_only_a_vector_still_uses_is_never_dropped(tmp_path: Path) -> None
 
 def test_a_plaintext_vector_keeps_a_database_open_to_plaintext_reads(tmp_path: Path) -> None:
     plaintext = _storage(tmp_path)
-    _bank(plaintext).save(User(), {"content": "the lighthouse keeper logged the storm"})
+    _bank(plaintext).save(User(), JsonValue({"content": "the lighthouse keeper logged the storm"}))
     plaintext.close()
     sealed = _rotated(tmp_path, new_key_ring())
     reindex.reindex(sealed.engine, sealed.indexer, sealed.codec)  # the rows only, not the vector
@@ -308,7 +311,7 @@ def test_encrypt_and_keys_rotate_exit_1_when_a_vector_kept_its_old_seal() -> Non
 def test_reindex_embeddings_racing_deletes_leaves_no_orphan_vector(tmp_path: Path) -> None:
     lexical = _storage(tmp_path, hybrid=False)
     alice = User()
-    saved = [_bank(lexical).save(alice, {"content": f"note {n} about harbors and ships"}) for n in range(6)]
+    saved = [_bank(lexical).save(alice, JsonValue({"content": f"note {n} about harbors and ships"})) for n in range(6)]
     lexical.close()
     storage = _storage(tmp_path, hybrid=False)
     bank = _bank(storage)

@@ -23,6 +23,7 @@ from adapters_mysql.schema import metadata
 from adapters_mysql.spider import is_sharded
 from memorybank import composition, portability
 from memorybank_core import NotFoundError, SaveRequest
+from memorybank_core.bodies import JsonValue
 from tests.conftest import User, start_clock
 from tests.contract.embedders import HashedTermsEmbedder
 from tests.sql.backends import bank_on, storage_at, url_of
@@ -81,7 +82,7 @@ def check_every_statement_carries_one_owner(storage: SqlStorage, statements: lis
     saved = [
         bank.save(alice, SaveRequest.parse({"content": f"lighthouse note {n}", "contexts": contexts})) for n in "abc"
     ]
-    theirs = bank.save(bob, {"content": "lighthouse of bob"})
+    theirs = bank.save(bob, JsonValue({"content": "lighthouse of bob"}))
     assert {r.memory.id for r in bank.search(alice, query="lighthouse")} == {m.id for m in saved}
     first = bank.list(alice, limit=2)
     assert first.next_cursor is not None

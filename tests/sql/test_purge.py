@@ -21,6 +21,7 @@ from adapters_mysql.revisions import VERSION_TABLE
 from adapters_mysql.schema import TABLES
 from memorybank import composition
 from memorybank_core import InvalidInputError, MemoryBank, SaveRequest, TokenService
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, new_id
 from memorybank_core.offboarding import (
     Offboarding,
@@ -337,8 +338,8 @@ def test_on_sqlite_no_token_of_a_purged_memory_stays_in_the_file(sqlite_storage:
     services = services_on(sqlite_storage)
     leaving, staying = User(), User()
     for n in range(50):
-        services.bank.save(staying, {"content": f"harbor note {n}"})
-    services.bank.save(leaving, {"content": "quixotiqzebrawords " * 20})
+        services.bank.save(staying, JsonValue({"content": f"harbor note {n}"}))
+    services.bank.save(leaving, JsonValue({"content": "quixotiqzebrawords " * 20}))
     path = Path(str(sqlite_storage.engine.url.database))
 
     def in_file() -> bool:

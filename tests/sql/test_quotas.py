@@ -33,6 +33,7 @@ from memorybank_core import (
     Usage,
     charged_characters,
 )
+from memorybank_core.bodies import JsonValue
 from memorybank_core.configuration import BankSettings
 from memorybank_search import OwnerIndexer
 from tests.conftest import User
@@ -54,7 +55,7 @@ def _stored(storage: SqlStorage, user_id: str) -> int:
 def test_concurrent_first_saves_build_one_ledger_row(storage: SqlStorage) -> None:
     alice = User()
     bank = _bank(storage)
-    threads = [threading.Thread(target=bank.save, args=(alice, {"content": f"first {n}"})) for n in range(8)]
+    threads = [threading.Thread(target=bank.save, args=(alice, JsonValue({"content": f"first {n}"}))) for n in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -90,14 +91,14 @@ def test_operators_creating_the_same_control_at_once_all_succeed_and_leave_one(s
 def test_a_refused_save_leaves_no_row_behind_in_any_table(storage: SqlStorage) -> None:
     alice = User()
     bank = _bank(storage, Quota(max_memories=1))
-    bank.save(alice, {"content": "the only one", "contexts": [{"snippet": "why"}]})
+    bank.save(alice, JsonValue({"content": "the only one", "contexts": [{"snippet": "why"}]}))
     with storage.engine.connect() as connection:
         before = {
             t: connection.execute(sa.select(sa.func.count()).select_from(t)).scalar()
             for t in (memory, memory_context, memory_usage)
         }
     with pytest.raises(QuotaExceededError):
-        bank.save(alice, {"content": "over", "contexts": [{"snippet": "refused"}]})
+        bank.save(alice, JsonValue({"content": "over", "contexts": [{"snippet": "refused"}]}))
     with storage.engine.connect() as connection:
         after = {
             t: connection.execute(sa.select(sa.func.count()).select_from(t)).scalar()
@@ -109,15 +110,15 @@ def test_a_refused_save_leaves_no_row_behind_in_any_table(storage: SqlStorage) -
 def test_a_missing_ledger_row_is_rebuilt_from_the_users_memories(storage: SqlStorage) -> None:
     alice = User()
     bank = _bank(storage, Quota(max_memories=3))
-    saved = [bank.save(alice, {"content": f"note {n}"}) for n in range(2)]
+    saved = [bank.save(alice, JsonValue({"content": f"note {n}"})) for n in range(2)]
     with storage.engine.begin() as connection:
         connection.execute(memory_usage.delete())
     assert storage.store.usage(user_id=alice.user_id) == Usage(
         memories=2, characters=sum(charged_characters(m) for m in saved)
     )
-    bank.save(alice, {"content": "the third fits"})
+    bank.save(alice, JsonValue({"content": "the third fits"}))
     with pytest.raises(QuotaExceededError):
-        bank.save(alice, {"content": "the fourth does not"})
+        bank.save(alice, JsonValue({"content": "the fourth does not"}))
 
 
 def test_migrate_counts_the_characters_of_memories_saved_before_revision_0010(new_database_url: str) -> None:
@@ -141,7 +142,7 @@ def test_migrate_counts_the_characters_of_memories_saved_before_revision_0010(ne
         controls = MemoryControls(controls=storage.controls, store=storage.store)
         controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=1)
         with pytest.raises(QuotaExceededError):
-            _bank(storage).save(alice, {"content": "over"})
+            _bank(storage).save(alice, JsonValue({"content": "over"}))
     finally:
         storage.close()
 
@@ -149,13 +150,13 @@ def test_migrate_counts_the_characters_of_memories_saved_before_revision_0010(ne
 def test_a_backfill_cut_short_leaves_no_ledger_undercounted(storage: SqlStorage) -> None:
     alice, bob = User(), User()
     bank = _bank(storage)
-    bank.save(alice, {"content": "measured before the cut"})
-    bank.save(bob, {"content": "where the backfill stops"})
+    bank.save(alice, JsonValue({"content": "measured before the cut"}))
+    bank.save(bob, JsonValue({"content": "where the backfill stops"}))
     with storage.engine.begin() as connection:  # as if both were saved before revision 0010
         connection.execute(memory.update().values(characters=None))
         connection.execute(memory_usage.delete())
     # A save meanwhile builds Alice's ledger with her unmeasured memory counted as 0 characters.
-    bank.save(alice, {"content": "saved while unmeasured"})
+    bank.save(alice, JsonValue({"content": "saved while unmeasured"}))
     inner = storage.store.inner
 
     def cut_at_bob(user_id: str, ids: list[str]) -> Mapping[str, Memory]:

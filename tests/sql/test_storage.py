@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from adapters_mysql import MysqlOwnerScopedSearch, SqliteOwnerScopedSearch, SqlStorage
 from harness.ci import in_ci
 from memorybank_core import InvalidInputError, UnavailableError
+from memorybank_core.bodies import JsonValue
 from memorybank_core.distribution import install_command
 from tests.conftest import User
 from tests.mysql_server import ThrowawayDatabase
@@ -90,7 +91,7 @@ def test_an_in_memory_sqlite_bank_is_one_database_shared_by_threads() -> None:
 
         def save(n: int) -> None:
             try:
-                bank.save(alice, {"content": f"threaded memory number{n}"})
+                bank.save(alice, JsonValue({"content": f"threaded memory number{n}"}))
             except BaseException as error:  # pragma: no cover - reported by the assertion below
                 errors.append(error)
 
@@ -115,7 +116,7 @@ def test_a_sqlite_file_bank_serves_concurrent_writers(tmp_path: Path) -> None:
 
         def work(user: User) -> None:
             for n in range(10):
-                saved = bank.save(user, {"content": f"concurrent note{n}"})
+                saved = bank.save(user, JsonValue({"content": f"concurrent note{n}"}))
                 if n % 3 == 0:
                     bank.delete(user, memory_id=saved.id)
 
@@ -145,7 +146,7 @@ def test_both_mysql_drivers_serve_the_bank(scheme: str) -> None:
         assert isinstance(storage.search_engine.inner, MysqlOwnerScopedSearch)
         bank = bank_on(storage)
         alice = User()
-        saved = bank.save(alice, {"content": "emoji 🦜 survive the utf8mb4 connection"})
+        saved = bank.save(alice, JsonValue({"content": "emoji 🦜 survive the utf8mb4 connection"}))
         assert bank.list(alice).memories == (saved,)
         assert [r.memory.id for r in bank.search(alice, query="survive")] == [saved.id]
     finally:

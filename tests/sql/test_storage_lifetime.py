@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from adapters_mysql import SqlStorage, StorageClosedError
 from memorybank_core import MemoryBank
+from memorybank_core.bodies import JsonValue
 from tests.conftest import User
 from tests.mysql_server import ThrowawayDatabase
 from tests.sql.backends import bank_on, storage_at
@@ -16,7 +17,7 @@ from tests.sql.backends import bank_on, storage_at
 
 def _save_one(storage: SqlStorage) -> MemoryBank:
     bank = bank_on(storage)
-    bank.save(User(), {"content": "kept while the storage is open"})
+    bank.save(User(), JsonValue({"content": "kept while the storage is open"}))
     return bank
 
 
@@ -29,7 +30,7 @@ def test_the_with_block_gives_the_storage_and_closes_it_at_its_end(tmp_path: Pat
 
     # A disposed SQLAlchemy engine would quietly open a new pool; a closed storage refuses instead.
     with pytest.raises(StorageClosedError, match="this storage is closed"):
-        bank.save(User(), {"content": "after the block"})
+        bank.save(User(), JsonValue({"content": "after the block"}))
     with pytest.raises(StorageClosedError), storage.engine.connect():
         pass  # pragma: no cover - the connection is refused
 

@@ -39,6 +39,7 @@ from memorybank_core import (
     UnitOfWork,
     limits,
 )
+from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, new_id
 from memorybank_core.wire import EXPORT_TIMESPEC, memory_json
 from memorybank_search import InMemorySearch, OwnerIndexer
@@ -204,7 +205,7 @@ def test_the_admin_commands_services_run_over_a_hosts_own_ports() -> None:
     issued = services.tokens.issue(user_id=alice.user_id, org_id=alice.organization_id)
     principal = services.tokens.authenticate(issued.secret)
     assert principal is not None
-    services.bank.save(principal, {"content": "saved over the host's ports"})
+    services.bank.save(principal, JsonValue({"content": "saved over the host's ports"}))
     assert services.controls is not None
     services.controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=5)
     assert services.controls.effective(user_id=alice.user_id).usage.memories == 1

@@ -30,6 +30,7 @@ from memorybank_core import (
     UnitOfWork,
     events,
 )
+from memorybank_core.bodies import JsonValue
 from memorybank_core.errors import ScreenBudgetExceededError
 from memorybank_core.ports import ScreenBudget
 from memorybank_core.secret_screening import save_a_pointer
@@ -121,7 +122,7 @@ def test_a_save_with_a_credential_in_content_tags_or_snippets_is_refused_and_wri
     body = {"content": aws.text, "tags": ["ops", github.secret], "contexts": [{"snippet": dsn.text}]}
 
     with pytest.raises(SecretDetectedError) as raised:
-        bank.save(alice, body)
+        bank.save(alice, JsonValue(body))
 
     error = raised.value
     assert isinstance(error, InvalidInputError)
@@ -147,7 +148,7 @@ def test_the_range_points_at_the_credential_in_the_trimmed_field() -> None:
     case = secrets()[0]
 
     with pytest.raises(SecretDetectedError) as raised:
-        bank.save(User(), {"content": f"   {case.text}  "})
+        bank.save(User(), JsonValue({"content": f"   {case.text}  "}))
 
     (problem,) = raised.value.secrets
     assert case.text[problem.start : problem.end] == case.secret
@@ -158,7 +159,7 @@ def test_without_a_screen_the_bank_saves_what_it_is_given() -> None:
     bank, store = _bank(None, RecordingEventSink())
     alice = User()
 
-    bank.save(alice, {"content": secrets()[0].text})
+    bank.save(alice, JsonValue({"content": secrets()[0].text}))
 
     assert len(store.list(user_id=alice.user_id, limit=10, after=None)) == 1
 
@@ -167,7 +168,7 @@ def test_bounds_are_checked_before_the_screen() -> None:
     bank, _ = _bank(SCREEN, RecordingEventSink())
 
     with pytest.raises(InvalidInputError) as raised:
-        bank.save(User(), {"content": " ", "tags": [secrets()[0].secret]})
+        bank.save(User(), JsonValue({"content": " ", "tags": [secrets()[0].secret]}))
 
     assert not isinstance(raised.value, SecretDetectedError)
 
@@ -271,7 +272,7 @@ def _recorded_bank() -> tuple[MemoryBank, _RecordingUnit, _WhereScreened]:
 def test_the_bank_screens_a_save_before_its_unit_of_work_opens() -> None:
     bank, _, screen = _recorded_bank()
 
-    bank.save(User(), {"content": "an ordinary memory"})
+    bank.save(User(), JsonValue({"content": "an ordinary memory"}))
 
     assert screen.seen == [(0, 0)]
 
@@ -280,8 +281,8 @@ def test_inside_a_facades_unit_a_long_save_is_screened_with_the_connection_hande
     bank, unit, screen = _recorded_bank()
 
     with unit():  # as the HTTP endpoint opens one around its token check
-        bank.save(User(), {"content": "ordinary words " * 100})
-        bank.save(User(), {"content": "a short one"})
+        bank.save(User(), JsonValue({"content": "ordinary words " * 100}))
+        bank.save(User(), JsonValue({"content": "a short one"}))
 
     assert screen.seen == [(1, 1), (1, 0)]
 
@@ -290,6 +291,6 @@ def test_a_refusal_of_the_screen_still_comes_after_the_gate() -> None:
     bank, _, _ = _recorded_bank()
 
     with pytest.raises(SecretDetectedError):
-        bank.save(User(), {"content": secrets()[0].text})
+        bank.save(User(), JsonValue({"content": secrets()[0].text}))
     with pytest.raises(ScreenBudgetExceededError):
-        bank.save(User(), filling("pwd=`", "pwd=`").body())
+        bank.save(User(), JsonValue(filling("pwd=`", "pwd=`").body()))

@@ -222,12 +222,19 @@ function renderFind(shown) {
   const { q, tag } = state.find;
   $("find-status").hidden = !isFinding(state.find) || !state.loaded || shown === 0;
   const one = shown === 1;
+  // Hybrid search also finds memories by meaning, sharing no word with the search: they are related, not
+  // matches, and the count line says how many of what it shows are which.
+  const related = q ? visibleMemories().filter((m) => m.match === "meaning").length : 0;
+  const matching = shown - related;
   const matches = `match${one ? "es" : ""} “${q}”`;
   const tagged = `${one ? "is" : "are"} tagged “${tag}”`;
   const best = `the ${SEARCH_LIMIT} most relevant memories that match “${q}”`;
   // Any one of the words matches, so rarer words, not more of them, narrow a search.
   const further = `More may match further down. Try rarer words${tag ? `, or no words to see every memory tagged “${tag}”` : ""}.`;
-  let summary = `${shown} ${one ? "memory" : "memories"} ${[q && matches, tag && tagged].filter(Boolean).join(" and ")}${q ? ", most relevant first" : ""}.`;
+  const found = !q || related === 0 ? matches : matching === 0 ? `${one ? "is" : "are"} related to “${q}”` : null;
+  let summary = found
+    ? `${shown} ${one ? "memory" : "memories"} ${[q && found, tag && tagged].filter(Boolean).join(" and ")}${q ? ", most relevant first" : ""}.`
+    : `${shown} memories: ${matching} ${matching === 1 ? "matches" : "match"} “${q}”, ${related} ${related === 1 ? "is" : "are"} related${tag ? `, all tagged “${tag}”` : ""}, most relevant first.`;
   if (state.searchFull) {
     summary = tag ? `${shown} of ${best} ${tagged}. ${further}` : `The ${shown} most relevant ${one ? "memory" : "memories"} that ${matches}. ${further}`;
   }

@@ -51,7 +51,8 @@ function contextsOf(memory) {
 
 /**
  * One memory's card. `find` marks the words a search matched and presses the tag being filtered by;
- * `onTag` makes each tag a button that filters by it.
+ * `onTag` makes each tag a button that filters by it. A search result found by meaning alone
+ * (`match: "meaning"`) says it is related rather than matching.
  */
 export function memoryCard(memory, { canDelete, onDelete, onTag = null, find = { q: "", tag: "" } }) {
   const saved = new Date(memory.created_at);
@@ -87,7 +88,7 @@ export function memoryCard(memory, { canDelete, onDelete, onTag = null, find = {
     if (event.detail > 1) return;
     onDelete(memory.id);
   });
-  const content = h("p", { className: "memory-content", id: contentId, dir: "auto" }, ...markMatches(memory.content, find.q));
+  const content = h("p", { className: "memory-content", id: contentId, dir: "auto" }, ...markMatches(memory.content, memory.match === "meaning" ? "" : find.q));
   let showAll = null;
   if (memory.content.length > LONG_MEMORY) {
     content.classList.add("is-clamped");
@@ -113,6 +114,10 @@ export function memoryCard(memory, { canDelete, onDelete, onTag = null, find = {
         { className: "memory-meta" },
         time,
         h("span", { className: "meta-source" }, h("span", { className: "meta-sep", "aria-hidden": "true", text: "·" }), SOURCES[memory.source] ?? memory.source),
+        // Found by meaning alone (hybrid search): none of its words is the search's, so nothing is marked; say why it is here.
+        memory.match === "meaning"
+          ? h("span", { className: "meta-source meta-related" }, h("span", { className: "meta-sep", "aria-hidden": "true", text: "·" }), "Related: shares no word with your search")
+          : null,
       ),
       contextsOf(memory),
     ),

@@ -1,0 +1,143 @@
+"""A request's round trips to MariaDB: how few, and that the fewer still see every revocation and gate change.
+
+Counted on the driver, as `benchmarks.counted_serve` counts them: each query, commit, rollback and
+ping a mysqlclient connection sends. A request here is what a memory route runs in its one unit of
+work: the bearer check, then the use case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import MySQLdb.connections
+import pytest
+
+from adapters_mysql import SqlStorage
+from memorybank import bootstrap
+from memorybank.settings import Settings
+from memorybank_core import (
+    JsonValue,
+    MemoryBank,
+    MemoryControls,
+    MemoryDisabledError,
+    QuotaExceededError,
+    SubjectKind,
+    TokenService,
+)
+from tests.conftest import User
+from tests.sql.backends import MysqlFactory
+
+pytestmark = pytest.mark.mysql
+
+
+class _RoundTrips:
+    """Counts what the driver sends to the server."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        connection = MySQLdb.connections.Connection
+        for name in ("query", "commit", "rollback", "ping"):
+            monkeypatch.setattr(connection, name, self._counted(getattr(connection, name)))
+
+    def _counted(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(connection: Any, *args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return original(connection, *args, **kwargs)
+
+        return counted
+
+
+class _Worker:
+    """One server process's view of the database: its own engine, pool, token and controls caches."""
+
+    def __init__(self, url: str) -> None:
+        runtime = bootstrap.build(Settings.for_database(url))
+        self.storage: SqlStorage = runtime.storage
+        services = runtime.services
+        self.tokens: TokenService = services.tokens
+        self.bank: MemoryBank = services.bank
+        assert services.controls is not None
+        self.controls: MemoryControls = services.controls
+
+    def request(self, secret: str, use_case: Callable[[Any], object]) -> object:
+        """The bearer check and the use case in one unit of work, as a memory route runs them."""
+        with self.bank.unit_of_work():
+            principal = self.tokens.authenticate(secret)
+            assert principal is not None
+            return use_case(principal)
+
+
+@pytest.fixture
+def workers(mysql_factory: MysqlFactory) -> Iterator[tuple[_Worker, _Worker]]:
+    mysql_factory.fresh()
+    first, second = _Worker(mysql_factory.url), _Worker(mysql_factory.url)
+    yield first, second
+    first.storage.close()
+    second.storage.close()
+
+
+def test_list_search_and_save_make_two_three_and_four_round_trips(
+    workers: tuple[_Worker, _Worker], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker, _ = workers
+    alice = User()
+    secret = worker.tokens.issue(user_id=alice.user_id, org_id=alice.organization_id).secret
+    body = {"content": "The lighthouse keeper's notes", "contexts": [{"snippet": "first"}, {"snippet": "second"}]}
+    calls: dict[str, Callable[[Any], object]] = {
+        "list": lambda principal: worker.bank.list(principal, limit=20),
+        "search": lambda principal: worker.bank.search(principal, query="lighthouse", limit=20),
+        "save": lambda principal: worker.bank.save(principal, JsonValue(body)),
+    }
+    for call in calls.values():
+        worker.request(secret, call)  # warm: the pool's connection, the token and controls caches
+    counted: dict[str, int] = {}
+    trips = _RoundTrips(monkeypatch)
+    for name, call in calls.items():
+        before = trips.count
+        worker.request(secret, call)
+        counted[name] = trips.count - before
+
+    assert counted == {"list": 2, "search": 3, "save": 4}
+
+
+def test_a_revocation_in_one_worker_refuses_the_very_next_request_in_another(
+    workers: tuple[_Worker, _Worker],
+) -> None:
+    first, second = workers
+    alice = User()
+    issued = first.tokens.issue(user_id=alice.user_id, org_id=alice.organization_id)
+    second.request(issued.secret, lambda principal: second.bank.list(principal))  # cached as verified there
+
+    first.tokens.revoke(issued.token.id)
+
+    with second.bank.unit_of_work():
+        assert second.tokens.authenticate(issued.secret) is None
+
+
+def test_the_kill_switch_in_one_worker_refuses_the_very_next_request_in_another_and_lifts_as_fast(
+    workers: tuple[_Worker, _Worker],
+) -> None:
+    first, second = workers
+    alice = User()
+    secret = second.tokens.issue(user_id=alice.user_id, org_id=alice.organization_id).secret
+    second.request(secret, lambda principal: second.bank.list(principal))  # the controls cached there
+
+    first.controls.set_gate(SubjectKind.ALL, "*", enabled=False)
+    with pytest.raises(MemoryDisabledError):
+        second.request(secret, lambda principal: second.bank.list(principal))
+
+    first.controls.set_gate(SubjectKind.ALL, "*", enabled=True)
+    assert second.request(secret, lambda principal: second.bank.list(principal)) is not None
+
+
+def test_a_quota_set_in_one_worker_applies_to_the_next_save_in_another(workers: tuple[_Worker, _Worker]) -> None:
+    first, second = workers
+    alice = User()
+    secret = second.tokens.issue(user_id=alice.user_id, org_id=alice.organization_id).secret
+    second.request(secret, lambda principal: second.bank.save(principal, JsonValue({"content": "one"})))
+
+    first.controls.set_quota(SubjectKind.USER, alice.user_id, max_memories=1)
+
+    with pytest.raises(QuotaExceededError):
+        second.request(secret, lambda principal: second.bank.save(principal, JsonValue({"content": "two"})))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,7 +45,7 @@ def bench_server(monkeypatch: pytest.MonkeyPatch) -> None:
     url = server_url()
     monkeypatch.setenv(SERVER_ENV, url.render_as_string(hide_password=False))
     # Databases of this test's own: a benchmark run beside it (another checkout, a person) uses the same names.
-    monkeypatch.setenv(DATABASE_PREFIX_ENV, f"memorybank_bench_{secrets.token_hex(3)}_")
+    monkeypatch.setenv(DATABASE_PREFIX_ENV, f"memorybank_bench_{uuid.uuid4().hex[:6]}_")
 
 
 def test_the_corpus_plants_its_words_at_the_promised_rates() -> None:

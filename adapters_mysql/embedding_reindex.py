@@ -24,7 +24,7 @@ import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.owner import memory_row, owned_vectors, personal_memories
+from adapters_mysql.owner import memory_row, owned_vectors, personal_memories, vector_row, vectors_after
 from adapters_mysql.schema import memory, memory_vector
 from adapters_mysql.sealed_rows import RowCodec
 from memorybank_core import BrokenSealError, Embedder, Memory
@@ -136,7 +136,7 @@ def _write(connection: sa.Connection, codec: RowCodec, model: str, memories: Seq
         ).first()
         if alive is None:
             continue
-        mine = sa.and_(owned_vectors(found.user_id), memory_vector.c.memory_id == found.id)
+        mine = vector_row(found.user_id, found.id)
         connection.execute(memory_vector.delete().where(mine))
         connection.execute(
             memory_vector.insert(),
@@ -169,10 +169,7 @@ def reseal_vectors(
                 sa.select(memory_vector)
                 .where(
                     stale,
-                    sa.or_(
-                        memory_vector.c.user_id > after_user,
-                        sa.and_(memory_vector.c.user_id == after_user, memory_vector.c.memory_id > after_memory),
-                    ),
+                    vectors_after(after_user, after_memory),
                 )
                 .order_by(memory_vector.c.user_id, memory_vector.c.memory_id)
                 .limit(batch_size)
@@ -192,8 +189,7 @@ def reseal_vectors(
                 resealed += connection.execute(
                     memory_vector.update()
                     .where(
-                        memory_vector.c.user_id == row.user_id,
-                        memory_vector.c.memory_id == row.memory_id,
+                        vector_row(row.user_id, row.memory_id),
                         memory_vector.c.seal_state.is_not_distinct_from(row.seal_state),
                     )
                     .values(vector=fresh["vector"], seal_state=fresh["seal_state"])

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from adapters_mysql.compiled_reads import CompiledInsert, CompiledRead, insert_together
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.owner import owned_memories, owned_vectors, owner_parameter
+from adapters_mysql.owner import memory_row, owned_memories, owned_vectors, owner_parameter
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context, memory_vector
 from adapters_mysql.sealed_rows import RowCodec
@@ -46,9 +46,7 @@ _CHECKED_COLUMNS = [column for column in memory_table.c if column.name != "searc
 
 
 #: Contexts joined to their memory: same owner (the shard key), same memory.
-_CONTEXT_OF_MEMORY = sa.and_(
-    memory_context.c.user_id == memory_table.c.user_id, memory_context.c.memory_id == memory_table.c.id
-)
+_CONTEXT_OF_MEMORY = memory_row(memory_context.c.user_id, memory_context.c.memory_id)
 _MEMORY_WITH_CONTEXTS = memory_table.outerjoin(memory_context, _CONTEXT_OF_MEMORY)
 _CONTEXT_COLUMNS = [column.label(f"context_{column.name}") for column in memory_context.c]
 
@@ -136,13 +134,20 @@ class SqlMemoryStore(MemoryStore):
     vector too (`memory_vector`), so a search never sees a saved memory without its vector.
     """
 
-    def __init__(self, engine: sa.Engine, indexer: OwnerIndexer, codec: RowCodec | None = None) -> None:
+    def __init__(
+        self,
+        engine: sa.Engine,
+        indexer: OwnerIndexer,
+        codec: RowCodec | None = None,
+        *,
+        embedder: Embedder | None = None,
+    ) -> None:
         self._engine = engine
         self._indexer = indexer
         self.codec = codec or RowCodec()
         self._reads = _CHECKED_READS if self.codec.reads_search_columns else _PLAIN_READS
-        self.embedder: Embedder | None = None
-        """Set by `SqlStorage.use_embedder`: saves then write each memory's vector too."""
+        self.embedder = embedder
+        """Hybrid search's model: saves then write each memory's vector too; None: lexical storage."""
 
     def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
         if memory.user_id != user_id:

@@ -47,6 +47,16 @@ def owned_vectors(owner: str | sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
     return memory_vector.c.user_id == owner
 
 
+def vector_row(owner: str | sa.ColumnElement[Any], memory_id: str | sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
+    """`memory_vector.user_id = :owner AND memory_vector.memory_id = :id`: one memory's vector."""
+    return sa.and_(owned_vectors(owner), memory_vector.c.memory_id == memory_id)
+
+
+def vectors_after(owner: str, memory_id: str) -> sa.ColumnElement[bool]:
+    """The vectors after `(owner, memory_id)` in a maintenance walk across owners, in key order (owner, memory)."""
+    return sa.or_(memory_vector.c.user_id > owner, sa.and_(owned_vectors(owner), memory_vector.c.memory_id > memory_id))
+
+
 def organization_memories(org: str | sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
     """`memory.org_id = :org AND memory.scope = 'user'`: the personal memories saved under an organization."""
     return sa.and_(memory.c.org_id == org, personal_memories())

@@ -1,8 +1,10 @@
 """`SqlStorage`: everything the bank needs from one SQL database; `open_storage(url)` opens one.
 
 A host with its own SQLAlchemy engine builds `SqlStorage(engine=…, indexer=…)` directly; the
-owner-scoped search engine of the engine's dialect comes with it. With a `sealer` (encryption at
-rest, docs/security.md) the store seals what it writes and the indexer must write its blind index.
+owner-scoped search engine of the engine's dialect comes with it, fused with the memories' vectors when
+it is built with an `embedder` (hybrid search is chosen at construction, never switched on later).
+With a `sealer` (encryption at rest, docs/security.md) the store seals what it writes and the indexer
+must write its blind index.
 
 `SqlStorage` assembles the ports over one engine. The jobs live by name beside it: opening a URL in
 `connect`, the schema's life in `lifecycle`, the key ring's adoption in `seal_keys`, the batch walks
@@ -106,10 +108,15 @@ class SqlStorage:
         display_url: str,
         sealer: Sealer | None = None,
         spider_head: bool = False,
+        embedder: Embedder | None = None,
+        fusion: Fusion | None = None,
     ) -> None:
         """Storage on `engine` (MySQL/MariaDB or SQLite); `display_url` names it in messages.
 
         With `sealer`, `indexer` must write that sealer's blind index (`OwnerIndexer(blind_index=sealer.index)`).
+        With `embedder` search is hybrid: saves also write each memory's vector, and search fuses BM25 with
+        it, weighed by `fusion` (default `Fusion()`). `memorybank_search.hybrid` (numpy, the `semantic`
+        extra) is imported only then: lexical storage needs neither.
         `spider_head`: the database is a Spider head (adapters_mysql.spider), whose deletes
         report no row counts (adapters_mysql.spider_store).
 
@@ -133,15 +140,21 @@ class SqlStorage:
         self.indexer = indexer
         self.sealer = sealer
         self.codec = RowCodec(sealer)
-        store = (SpiderMemoryStore if spider_head else SqlMemoryStore)(engine, indexer, self.codec)
-        # Every port is retried after a lost connection or a conflict (adapters_mysql.retrying).
-        self.store = ResilientMemoryStore(store)
+        store = (SpiderMemoryStore if spider_head else SqlMemoryStore)(engine, indexer, self.codec, embedder=embedder)
         self.lexical_search: SearchEngine = search_engine(engine, indexer)
-        """The owner-scoped BM25 engine of the dialect (what `search_engine` is, until `use_embedder`)."""
-        self.search_engine = ResilientSearch(self.lexical_search)
+        """The owner-scoped BM25 engine of the dialect (what `search_engine` fuses with vectors when hybrid)."""
         self.vectors = SqlVectorStore(engine, self.codec)
         """The owners' memory vectors (`memory_vector`), for hybrid search."""
-        self.embedder: Embedder | None = None
+        self.embedder = embedder
+        """Hybrid search's model; None: lexical search."""
+        served: SearchEngine = self.lexical_search
+        if embedder is not None:
+            from memorybank_search.hybrid import HybridSearch
+
+            served = HybridSearch(self.lexical_search, self.vectors, embedder, fusion=fusion)
+        # Every port is retried after a lost connection or a conflict (adapters_mysql.retrying).
+        self.store = ResilientMemoryStore(store)
+        self.search_engine = ResilientSearch(served)
         self.token_store = ResilientTokenStore(SqlTokenStore(engine))
         self.controls = ResilientControlStore(SqlControlStore(engine))
         self.unit_of_work = SqlUnitOfWork(engine)
@@ -157,19 +170,6 @@ class SqlStorage:
         """The schema's life: initialize, migrate, check_ready, probe_ready."""
         self._spider_head = spider_head
         self._closed = False
-
-    def use_embedder(self, embedder: Embedder, *, fusion: Fusion | None = None) -> None:
-        """Turn on hybrid search: saves also write each memory's vector, and search fuses BM25 with it
-        (weighed by `fusion`, default `Fusion()`).
-
-        `memorybank_search.hybrid` (numpy, the `semantic` extra) is imported here, not with the module:
-        lexical storage needs neither.
-        """
-        from memorybank_search.hybrid import HybridSearch
-
-        self.embedder = embedder
-        self.store.inner.embedder = embedder
-        self.search_engine = ResilientSearch(HybridSearch(self.lexical_search, self.vectors, embedder, fusion=fusion))
 
     @property
     def purge_store(self) -> PurgeStore:
@@ -242,13 +242,13 @@ class SqlStorage:
         return self.maintenance.reindex(everything=everything, batch_size=batch_size, progress=progress)
 
     def count_to_embed(self) -> int:
-        """See `Maintenance.count_to_embed`, for the embedder of `use_embedder`."""
+        """See `Maintenance.count_to_embed`, for the storage's embedder."""
         return self.maintenance.count_to_embed(self._require_embedder())
 
     def embed_missing(
         self, *, batch_size: int = DEFAULT_EMBEDDING_BATCH, progress: Callable[[int], None] | None = None
     ) -> EmbeddingReport:
-        """See `Maintenance.embed_missing`, for the embedder of `use_embedder`: `memorybank reindex --embeddings`."""
+        """See `Maintenance.embed_missing`, for the storage's embedder: `memorybank reindex --embeddings`."""
         return self.maintenance.embed_missing(self._require_embedder(), batch_size=batch_size, progress=progress)
 
     def measure_usage(self) -> int:
@@ -261,7 +261,7 @@ class SqlStorage:
 
     def _require_embedder(self) -> Embedder:
         if self.embedder is None:
-            raise ValueError("no embedder: call use_embedder first")
+            raise ValueError("no embedder: this storage was opened for lexical search")
         return self.embedder
 
     def close(self) -> None:
@@ -287,7 +287,14 @@ def _refuse_checkout(*_: Any) -> None:
     raise StorageClosedError("this storage is closed: open another (open_storage) to use the database again")
 
 
-def open_storage(url: str, *, indexer: OwnerIndexer, sealer: Sealer | None = None) -> SqlStorage:
+def open_storage(
+    url: str,
+    *,
+    indexer: OwnerIndexer,
+    sealer: Sealer | None = None,
+    embedder: Embedder | None = None,
+    fusion: Fusion | None = None,
+) -> SqlStorage:
     """Open SQL storage at `url` and check that the database answers.
 
     `url` is `mysql://user:pw@host:port/db` (mysqlclient), `mysql+pymysql://…`, for a
@@ -295,6 +302,7 @@ def open_storage(url: str, *, indexer: OwnerIndexer, sealer: Sealer | None = Non
     `sqlite:///path/file.sqlite3`, or `sqlite://` (in memory, for tests). Search is the
     dialect's owner-scoped engine, with `indexer`'s search documents. With a `sealer`
     (encryption at rest) every stored user text is sealed and `indexer` must write its blind index.
+    With an `embedder` search is hybrid (see `SqlStorage`).
     The schema is not touched: call `initialize`, `migrate` or `check_ready` next (they also
     check the key ring against the database).
 
@@ -306,7 +314,13 @@ def open_storage(url: str, *, indexer: OwnerIndexer, sealer: Sealer | None = Non
     engine, display_url, spider_head = open_database(url)
     try:
         return SqlStorage(
-            engine=engine, indexer=indexer, display_url=display_url, sealer=sealer, spider_head=spider_head
+            engine=engine,
+            indexer=indexer,
+            display_url=display_url,
+            sealer=sealer,
+            spider_head=spider_head,
+            embedder=embedder,
+            fusion=fusion,
         )
     except BaseException:
         engine.dispose()

@@ -635,7 +635,7 @@ def _is_placeholder(value: str) -> bool:
 def looks_random(token: str) -> bool:
     """Whether a bare base64-alphabet token reads as a key rather than a word, an identifier or a path.
 
-    Tuned on LoCoMo's turns, the docs and tests/secrets/table.py (ADR 0024): it flags about 85 % of random
+    Tuned on LoCoMo's turns, the docs and harness/secret_cases.py (ADR 0024): it flags about 85 % of random
     20-character alphanumeric strings, 96 % at 32 and 99 % at 40, and none of those ordinary texts.
     """
     digits = sum(c.isdigit() for c in token)

@@ -258,18 +258,21 @@ def served() -> Iterator[tuple[Any, dict[str, str]]]:
     """`memorybank serve`'s app over a fresh SQLite file, in-process, and a bearer token's headers."""
     from starlette.testclient import TestClient  # the server's packages, only when measuring
 
-    from adapters_mysql import open_storage
-    from memorybank import composition
+    from memorybank import bootstrap
+    from memorybank.settings import RateLimitChoice, Settings
 
     with tempfile.TemporaryDirectory(prefix="memorybank-adversarial-") as directory:
-        storage = open_storage(f"sqlite:///{Path(directory) / 'bank.sqlite3'}", indexer=OwnerIndexer())
-        storage.initialize()
-        token = composition.build_services(storage).tokens.issue(
+        # The routes' own cost, unlimited: the rate limits are off, as the inputs under test are many.
+        settings = Settings.for_database(
+            f"sqlite:///{Path(directory) / 'bank.sqlite3'}",
+            rate_limits=RateLimitChoice(storage_url="memory://", rules=("*=off",)),
+        )
+        runtime = bootstrap.build(settings, serving=True)  # the app's lifespan closes it
+        token = runtime.services.tokens.issue(
             user_id="usr_01h455vb4pex5vsknk084sn02q", org_id="org_01h455vb4pex5vsknk084sn02q"
         )
-        app = composition.build_server_app(storage, bind_host="127.0.0.1", metrics_token=None)
         # The rail serves loopback names only on a loopback bind, as `memorybank serve` does.
-        with TestClient(app, base_url="http://127.0.0.1:8080", raise_server_exceptions=False) as client:
+        with TestClient(runtime.app, base_url="http://127.0.0.1:8080", raise_server_exceptions=False) as client:
             yield client, {"Authorization": f"Bearer {token.secret}"}
 
 

@@ -15,7 +15,7 @@ import attrs
 import sqlalchemy as sa
 
 from memorybank.settings import OFF, REFUSE
-from memorybank_core import READ_SCOPE, WRITE_SCOPE, EventSink
+from memorybank_core import READ_SCOPE, WRITE_SCOPE, EventSink, MemoryBank
 
 if TYPE_CHECKING:
     from memorybank.bootstrap import Runtime
@@ -88,6 +88,18 @@ def open_bank(
 #: A benchmark that prices something else than the secret screen leaves it off (benchmarks.secret_screen
 #: prices it: 0.06-0.09 ms a save).
 NO_SCREEN = OFF
+
+
+def bank_with(runtime: Runtime | None = None, *, screen_setting: str = NO_SCREEN, **overrides: Any) -> MemoryBank:
+    """A variant bank, wired by the composition root over `runtime`'s ports (default: the core's in-memory ones)
+    with `overrides` (`bootstrap.build`'s: a stand-in `search_engine=`, `events=`, `secret_screen=`...), the
+    screen set by `screen_setting` unless one is given. It opens nothing: `runtime` stays the caller's to close."""
+    from memorybank import bootstrap
+    from memorybank.settings import Settings
+
+    settings = Settings.for_database("sqlite://", secret_screen=screen_setting)
+    ports = runtime.ports if runtime is not None else bootstrap.Ports.in_memory()
+    return bootstrap.build(settings, ports=ports, **overrides).services.bank
 
 
 @attrs.frozen

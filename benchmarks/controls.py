@@ -20,8 +20,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adapters_mysql.schema import memory_usage
-from benchmarks.common import NO_SCREEN, Principal, Timing, database_url, drop_database, machine, open_bank, table
-from memorybank_core import MemoryBank
+from benchmarks.common import (
+    NO_SCREEN,
+    Principal,
+    Timing,
+    bank_with,
+    database_url,
+    drop_database,
+    machine,
+    open_bank,
+    table,
+)
+from memorybank_core import InMemoryControlStore, MemoryBank
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 
@@ -32,10 +42,9 @@ MEMORIES = 40
 
 
 def _banks(runtime: Runtime) -> dict[str, MemoryBank]:
-    storage = runtime.storage
-    # The deliberate variant, by hand: the runtime's bank without the controls, and nothing else different
-    # (the screen is off in both, so the ratio is the controls' alone).
-    without = MemoryBank(store=storage.store, search_engine=storage.search_engine, unit_of_work=storage.unit_of_work)
+    # The deliberate variant: the runtime's bank with its controls read from memory (none set) instead of the
+    # database, and nothing else different (the screen is off in both), so the ratio is the controls' reads alone.
+    without = bank_with(runtime, controls=InMemoryControlStore())
     return {"with controls": runtime.services.bank, "without": without}
 
 

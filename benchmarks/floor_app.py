@@ -31,8 +31,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from harness.served import free_port
 from memorybank.serving import HTTP_PARSER
-from tests.served import free_port
 
 FLOOR_DB_ENV = "MEMORYBANK_FLOOR_DB"
 _BODY = b'{"status":"ok"}'

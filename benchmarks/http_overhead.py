@@ -31,9 +31,9 @@ import attrs
 import sqlalchemy as sa
 
 from benchmarks.common import open_bank
+from harness.served import NO_RATE_LIMITS, served
 from memorybank_core import SaveRequest, TokenPrincipal
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
-from tests.served import NO_RATE_LIMITS, served
 
 SEED_MEMORIES = 1000
 WARM_UP = 30

@@ -43,12 +43,12 @@ import attrs
 import httpx2
 
 from benchmarks.common import Timing, database_url, drop_database, machine, table
+from benchmarks.locomo import DEFAULT_DATA, KS, Question, Retriever, Scores, Turn, evaluate, load, report
 from benchmarks.processes import descendants
-from benchmarks.recall import DEFAULT_DATA, KS, Question, Retriever, Scores, Turn, evaluate, load, report
+from harness.served import NO_RATE_LIMITS, REPO_ROOT, run_memorybank, serving
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE
-from tests.served import NO_RATE_LIMITS, REPO_ROOT, run_memorybank, serving
 
 PARAPHRASES = Path(__file__).resolve().parent / "paraphrases.json"
 _BOOTSTRAP_RESAMPLES = 2000

@@ -39,9 +39,9 @@ import httpx2
 
 from benchmarks.common import machine, table
 from benchmarks.hybrid import PARAPHRASES, Account, client, migrate, new_account, save, search
-from benchmarks.recall import load
+from benchmarks.locomo import load
+from harness.served import NO_RATE_LIMITS, serving
 from memorybank_search import TextAnalyzer
-from tests.served import NO_RATE_LIMITS, serving
 
 PRECISION = Path(__file__).resolve().parent / "precision.json"
 #: Results asked for per question: an agent's usual page, and recall@10's.

@@ -33,8 +33,8 @@ from adapters_mcp.exchange import MCP_PRINCIPAL_KEY
 from adapters_mcp.http_transport import AGENT_PATH, _principal_from_request
 from adapters_mcp.server import build_server
 from benchmarks.common import run_header
-from memorybank_core import InMemoryStore, InMemoryTokenStore, MemoryBank, Principal, TokenService, ids
-from memorybank_search import InMemorySearch, OwnerIndexer
+from memorybank import bootstrap
+from memorybank_core import InMemoryStore, Principal, ids
 
 ACCEPT = "application/json, text/event-stream"
 METHODS = ("ping", "tools/list")
@@ -85,9 +85,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.rail_overhead", description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=400, help="requests of each kind (default: 400)")
     args = parser.parse_args(argv)
-    store = InMemoryStore()
-    bank = MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer()))
-    tokens = TokenService(store=InMemoryTokenStore())
+    services = bootstrap.build(store=InMemoryStore()).services  # the in-memory ports: no database
+    bank, tokens = services.bank, services.tokens
     issued = tokens.issue(user_id=ids.new_id(ids.USER_PREFIX), org_id=ids.new_id(ids.ORGANIZATION_PREFIX))
     principal = tokens.authenticate(issued.secret)
     assert principal is not None  # noqa: S101 - just issued

@@ -41,6 +41,7 @@ from adapters_ratelimit import LimitsRateLimiter
 from benchmarks.common import Timing, open_bank
 from benchmarks.http_overhead import KeepAliveClient
 from benchmarks.processes import children_cpu_seconds, cpu_seconds
+from harness.served import serving
 from memorybank_core import (
     Operation,
     RateLimitedError,
@@ -50,7 +51,6 @@ from memorybank_core import (
 )
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
-from tests.served import serving
 
 SEARCH_LIMIT = 600
 ROUNDS = 2

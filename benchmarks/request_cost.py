@@ -58,9 +58,9 @@ from benchmarks.floor_app import floor_server
 from benchmarks.http_overhead import KeepAliveClient
 from benchmarks.processes import thread_cpu_seconds
 from benchmarks.wrk import WrkLoad
+from harness.served import REPO_ROOT, serving
 from memorybank.portability import import_lines
 from memorybank_core import MemoryBank, TokenPrincipal
-from tests.served import REPO_ROOT, serving
 
 MEMORIES_PER_USER = 100
 SEED = 24

@@ -23,11 +23,21 @@ import sqlalchemy as sa
 from tqdm import tqdm
 
 from adapters_mysql.schema import memory
-from benchmarks.common import Principal, Timing, database_url, drop_database, machine, open_bank, table, time_calls
+from benchmarks.common import (
+    Principal,
+    Timing,
+    bank_with,
+    database_url,
+    drop_database,
+    machine,
+    open_bank,
+    table,
+    time_calls,
+)
 from benchmarks.corpus import MEMORIES_PER_USER, QUERIES, CorpusSpec, CorpusWriter
 from benchmarks.seed_search import SeedFulltextSearch, add_seed_index
 from memorybank.portability import import_lines
-from memorybank_core import MemoryBank, RecordingEventSink
+from memorybank_core import RecordingEventSink
 
 ENGINES = ("fulltext", "owner")
 
@@ -73,7 +83,7 @@ def measure(rows: int, engine: str, *, repeats: int, budget: float) -> dict[str,
         bank = runtime.services.bank
         if engine == "fulltext":  # the seed-literal engine is a stand-in no deployment serves: assembled here
             seed = SeedFulltextSearch(storage.engine)
-            bank = MemoryBank(store=storage.store, search_engine=seed, events=RecordingEventSink())
+            bank = bank_with(runtime, search_engine=seed, events=RecordingEventSink())
         principal = Principal(user_id=user, organization_id=org)
         timings = {}
         for label, query in QUERIES.items():

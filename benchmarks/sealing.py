@@ -36,7 +36,7 @@ from adapters_crypto import KeyRing, write_key_ring
 from adapters_mysql import SqlStorage
 from adapters_mysql.mysql_search import OWNER_FULLTEXT_INDEX_NAME, owner_fulltext_index_exists
 from adapters_mysql.schema import memory
-from benchmarks import recall
+from benchmarks import locomo, recall
 from benchmarks.common import NO_SCREEN, Principal, Timing, database_url, drop_database, machine, open_bank, table
 from benchmarks.corpus import QUERIES, CorpusSpec, CorpusWriter
 from benchmarks.scale import spec_for
@@ -173,15 +173,15 @@ def search_timings(storages: dict[str, Runtime], *, repeats: int, budget: float)
     return timings
 
 
-def recall_both(data: Path) -> dict[str, recall.Scores]:
+def recall_both(data: Path) -> dict[str, locomo.Scores]:
     """LoCoMo recall on a plaintext and a sealed MySQL database."""
-    conversations, questions = recall.load(data)
+    conversations, questions = locomo.load(data)
     scores = {}
     for mode in MODES:
         drop_database(f"seal_recall_{mode}")
         with _open(f"seal_recall_{mode}", mode) as runtime:
             bank = runtime.services.bank
-            scores[f"MySQL owner-scoped, {mode}"] = recall.evaluate(
+            scores[f"MySQL owner-scoped, {mode}"] = locomo.evaluate(
                 recall.searching(bank, recall.save_turns(bank, conversations)), questions
             )
     return scores
@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--budget", type=float, default=10.0, help="seconds per query and mode at most")
     parser.add_argument("--reload", action="store_true", help="rebuild kept databases")
     parser.add_argument("--no-recall", action="store_true")
-    parser.add_argument("--data", type=Path, default=recall.DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA)
     arguments = parser.parse_args(argv)
     print(f"machine: {machine()}", file=sys.stderr)
     sections = []
@@ -231,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     if not arguments.no_recall:
         scores = recall_both(arguments.data)
-        sections.append("LoCoMo recall\n\n" + recall.report(scores))
+        sections.append("LoCoMo recall\n\n" + locomo.report(scores))
     print("\n\n".join(sections))
 
 

@@ -4,7 +4,7 @@
 
 False positives: every LoCoMo turn (as `benchmarks.recall` reads them), every non-blank line of README.md
 and docs/, the synthetic corpus of the other benchmarks (`benchmarks.corpus`), both sides of the paraphrase
-set (benchmarks/paraphrases.json) and the harmless table of tests/secrets/table.py go through
+set (benchmarks/paraphrases.json) and the harmless table of harness/secret_cases.py go through
 `DetectSecretsScreen.find`; each flagged text is printed by its place and kind (never its text). The
 real-shaped credentials of the same table are the other side: how many are found. Cost: the screen alone
 on LoCoMo turns and on memories at the content bound (`limits.CONTENT.max`, 8,000 characters), wall and
@@ -26,13 +26,12 @@ from itertools import cycle, islice
 from pathlib import Path
 
 from adapters_secrets import DetectSecretsScreen
-from benchmarks.common import Principal, machine, open_bank, table
+from benchmarks.common import Principal, bank_with, machine, open_bank, table
 from benchmarks.corpus import CorpusSpec, CorpusWriter
 from benchmarks.hybrid import PARAPHRASES
-from benchmarks.recall import DEFAULT_DATA, load
-from memorybank_core import InMemoryStore, MemoryBank, RecordingEventSink, SaveRequest, SecretScreen, ids, limits
-from memorybank_search import InMemorySearch, OwnerIndexer
-from tests.secrets.table import harmless, secrets
+from benchmarks.locomo import DEFAULT_DATA, load
+from harness.secret_cases import harmless, secrets
+from memorybank_core import RecordingEventSink, SaveRequest, SecretScreen, ids, limits
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -160,13 +159,7 @@ def _paired_saves(
     banks = {}
     for label, wired in (("screened", screen), ("unscreened", None)):
         if store_name == "in-memory":
-            store = InMemoryStore()
-            banks[label] = MemoryBank(
-                store=store,
-                search_engine=InMemorySearch(store, OwnerIndexer()),
-                events=RecordingEventSink(),
-                secret_screen=wired,
-            )
+            banks[label] = bank_with(events=RecordingEventSink(), secret_screen=wired)  # None: the setting's (off)
             continue
         # As `serve --secret-screen refuse|off` builds it.
         runtime = open_bank(

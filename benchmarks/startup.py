@@ -99,17 +99,12 @@ def commands(checkout: Path, data: Path) -> dict[str, Callable[[], float]]:
 
 def readiness(runs: int, data: Path) -> tuple[float, float]:
     """Median seconds of the readiness probe of a ready database, and of the full check it replaced."""
-    from adapters_mysql import open_storage
-    from memorybank_search import OwnerIndexer
+    from benchmarks.common import open_bank
 
-    storage = open_storage(f"sqlite:///{data / 'ready.sqlite3'}", indexer=OwnerIndexer())
-    try:
-        storage.initialize()
-        storage.check_ready()
+    with open_bank(f"sqlite:///{data / 'ready.sqlite3'}") as runtime:  # initialized and checked, as `serve` opens it
+        storage = runtime.storage
         probe = [_timed(storage.probe_ready) for _ in range(runs * 20)]
         full = [_timed(storage.check_ready) for _ in range(runs)]
-    finally:
-        storage.close()
     return statistics.median(probe), statistics.median(full)
 
 

@@ -38,17 +38,14 @@ import attrs
 import sqlalchemy as sa
 from tqdm import tqdm
 
-from adapters_mysql import SqlStorage, open_storage
 from adapters_mysql.schema import api_token, memory
 from benchmarks import wrk
-from benchmarks.common import database_url, run_header, time_calls
+from benchmarks.common import database_url, open_bank, run_header, time_calls
 from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.http_overhead import KeepAliveClient
 from benchmarks.wrk import WrkLoad
+from harness.served import NO_RATE_LIMITS, REPO_ROOT, serving
 from memorybank.portability import import_lines
-from memorybank_core import TokenService
-from memorybank_search import OwnerIndexer
-from tests.served import NO_RATE_LIMITS, REPO_ROOT, serving
 
 MIX_USERS = 1000
 MIX_ROWS = 100_000
@@ -68,19 +65,12 @@ def _mix_url(backend: str, rows: int) -> str:
     return f"sqlite:///{SQLITE_HOME / f'mix_{rows}.sqlite3'}"
 
 
-def _open_schema(url: str) -> SqlStorage:
-    storage = open_storage(url, indexer=OwnerIndexer())
-    if storage.dialect_name == "mysql":
-        storage.migrate()
-    else:
-        storage.initialize()
-    return storage
-
-
 def prepare_mix(backend: str, rows: int, tokens_file: Path) -> str:
     """Make (or keep) the mix database, give each user a fresh token, write the secrets; its URL."""
     url = _mix_url(backend, rows)
-    storage = _open_schema(url)
+    # A MySQL database is migrated; an SQLite file is created ready.
+    runtime = open_bank(url, migrate=url.startswith("mysql"))
+    storage, tokens = runtime.storage, runtime.services.tokens
     try:
         with storage.engine.connect() as connection:
             present = connection.execute(sa.select(sa.func.count()).select_from(memory)).scalar_one()
@@ -93,7 +83,6 @@ def prepare_mix(backend: str, rows: int, tokens_file: Path) -> str:
         kept = SQLITE_HOME / f"tokens_{backend}_{rows}.txt"
         if kept.is_file():
             secrets = kept.read_text().split()
-            tokens = TokenService(store=storage.token_store)
             if len(secrets) == MIX_USERS and all(tokens.authenticate(secret) for secret in secrets[:5]):
                 tokens_file.write_text(kept.read_text())
                 return url
@@ -106,10 +95,9 @@ def prepare_mix(backend: str, rows: int, tokens_file: Path) -> str:
                 .order_by(memory.c.user_id)
                 .limit(MIX_USERS)
             ).all()
-        tokens = TokenService(store=storage.token_store)
         secrets = [tokens.issue(user_id=user_id, org_id=org_id).secret for user_id, org_id in owners]
     finally:
-        storage.close()
+        runtime.close()
     tokens_file.write_text("\n".join(secrets) + "\n")
     SQLITE_HOME.mkdir(exist_ok=True)
     (SQLITE_HOME / f"tokens_{backend}_{rows}.txt").write_text(tokens_file.read_text())
@@ -191,23 +179,23 @@ class Latency:
 def _measured_user_token(url: str, seed: int) -> Iterator[tuple[str, str, list[str]]]:
     """A token for the corpus's measured user, its id and 20 of its memory ids; the token is revoked after."""
     user_id = CorpusWriter(CorpusSpec(users=1, seed=seed)).measured_user
-    storage = open_storage(url, indexer=OwnerIndexer())
+    runtime = open_bank(url)  # checked ready
+    storage = runtime.storage
     try:
-        storage.check_ready()
         with storage.engine.connect() as connection:
             found = connection.execute(
                 sa.select(memory.c.id, memory.c.org_id).where(memory.c.user_id == user_id).limit(20)
             ).all()
         if not found:
             raise SystemExit(f"{url}: the measured user has no memories; run `python -m benchmarks.scale load` first")
-        tokens = TokenService(store=storage.token_store)
+        tokens = runtime.services.tokens
         issued = tokens.issue(user_id=user_id, org_id=found[0].org_id)
         try:
             yield issued.secret, user_id, [row.id for row in found]
         finally:
             tokens.revoke(issued.token.id)
     finally:
-        storage.close()
+        runtime.close()
 
 
 def measure_latency(rows: int, *, iterations: int, mix: bool = False) -> list[Latency]:
@@ -215,7 +203,7 @@ def measure_latency(rows: int, *, iterations: int, mix: bool = False) -> list[La
     url = database_url(f"mix_{rows}" if mix else str(rows))
     latencies: list[Latency] = []
     with _measured_user_token(url, MIX_SEED if mix else CorpusSpec(users=1).seed) as (secret, user_id, memory_ids):
-        storage = open_storage(url, indexer=OwnerIndexer())
+        storage = open_bank(url).storage
         try:
             # On one connection, as a request runs it (its unit of work): the query and the mapping.
             with storage.unit_of_work():

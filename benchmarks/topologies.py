@@ -20,11 +20,10 @@ from functools import partial
 
 from benchmarks.common import NO_SCREEN, Principal, Timing, machine, open_bank, table, time_calls
 from benchmarks.corpus import TEN_PERCENT, CorpusSpec, CorpusWriter
+from harness.clusters import galera_cluster, migrate_command, single_server, spider_cluster
+from harness.served import run_memorybank
 from memorybank import portability
 from memorybank_core import SaveRequest, ids
-from tests.clusters.nodes import galera_cluster, single_server, spider_cluster
-from tests.clusters.spider_deployment import migrate_command
-from tests.served import run_memorybank
 
 OPERATIONS = ("save", "search", "list")
 

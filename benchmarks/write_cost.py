@@ -23,12 +23,11 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from adapters_mysql import open_storage
-from benchmarks.common import NO_SCREEN, Principal, database_url, drop_database, machine, open_bank, table
+from benchmarks.common import NO_SCREEN, Principal, bank_with, database_url, drop_database, machine, open_bank, table
 from benchmarks.corpus import CorpusSpec, CorpusWriter
 from benchmarks.seed_search import add_seed_index
-from memorybank_core import InMemoryStore, MemoryBank, RecordingEventSink, SaveRequest, ids
-from memorybank_search import InMemorySearch, OwnerIndexer, TextAnalyzer
+from memorybank_core import MemoryBank, RecordingEventSink, SaveRequest, ids
+from memorybank_search import TextAnalyzer
 
 _MIB = 1024 * 1024
 
@@ -58,11 +57,9 @@ def saves_per_second(bank: MemoryBank, batch: Sequence[SaveRequest]) -> float:
 def variants(workdir: Path, *, mysql: bool) -> list[tuple[str, Callable[[], MemoryBank]]]:
     """(name, make a bank over an empty store) for each engine measured."""
     made: list[tuple[str, Callable[[], MemoryBank]]] = []
-    indexer = OwnerIndexer()
 
     def in_memory() -> MemoryBank:
-        store = InMemoryStore()
-        return MemoryBank(store=store, search_engine=InMemorySearch(store, indexer), events=RecordingEventSink())
+        return bank_with(events=RecordingEventSink())
 
     made.append(("in-memory", in_memory))
 
@@ -105,7 +102,8 @@ def analysis_microseconds(batch: Sequence[SaveRequest]) -> float:
 def index_sizes(rows: int) -> str:
     """Sizes of the `rows` scale database's table, secondary indexes and each FULLTEXT index."""
     url = database_url(str(rows))
-    storage = open_storage(url, indexer=OwnerIndexer())
+    runtime = open_bank(url)
+    storage = runtime.storage
     schema = sa.make_url(url).database
     try:
         with storage.engine.connect() as connection:

@@ -1,7 +1,8 @@
-"""The pieces of the composition root: indexer -> storage -> MemoryBank -> HTTP app and MCP rail.
+"""The pieces of the composition root: indexer -> storage -> ports -> services -> HTTP app and MCP rail.
 
-`memorybank.bootstrap.build` is the one caller that wires them from `Settings`; each function here
-builds one kind of object from what it is given, and nothing runs at import time.
+`memorybank.bootstrap.build` is the one caller that wires them from `Settings` (and its overrides); each
+function here builds one kind of object from the objects it is given (`Opening`, `Ports`, `ServiceOptions`, `Web`),
+and nothing runs at import time.
 """
 
 from __future__ import annotations
@@ -24,29 +25,50 @@ from adapters_mysql import (
     create_database,
     open_storage,
 )
-from memorybank import secret_settings
 from memorybank.oauth_settings import is_loopback
-from memorybank.settings import DatabaseChoice, KeyRingChoice, RateLimitChoice, prepare_embedded_directory
+from memorybank.settings import (
+    DatabaseChoice,
+    HttpSettings,
+    KeyRingChoice,
+    RateLimitChoice,
+    prepare_embedded_directory,
+)
 from memorybank_core import (
+    BulkMemoryWriter,
     Clock,
+    ControlStore,
+    Embedder,
     EventSink,
+    InMemoryControlStore,
+    InMemoryPanelSessionStore,
+    InMemoryStore,
+    InMemoryTokenStore,
     MemoryBank,
     MemoryControls,
+    MemoryOwners,
+    MemoryStore,
+    NoUnitOfWork,
     PanelSessions,
+    PanelSessionStore,
     Principal,
     RateLimitPolicy,
     RateLimits,
     Sealer,
+    SearchEngine,
+    SecretScreen,
     StoragePorts,
     TokenService,
+    TokenStore,
     UnavailableError,
+    UnitOfWork,
+    ids,
 )
 from memorybank_core.configuration import BankSettings
 from memorybank_core.distribution import install_command
 from memorybank_core.events import LoggingEventSink
-from memorybank_core.offboarding import Offboarding
+from memorybank_core.offboarding import Offboarding, PurgeStore
 from memorybank_core.tokens import SECRET_PREFIX
-from memorybank_search import OwnerIndexer
+from memorybank_search import Fusion, InMemorySearch, InMemoryVectors, OwnerIndexer
 
 # The web stack, the OAuth client and the cipher are imported by the functions that build with them, not
 # here: an admin command (`token create`, `migrate`) needs none of them and answers in well under a second
@@ -88,13 +110,27 @@ def load_sealer(keys: KeyRingChoice | None) -> Sealer | None:
     return AesGcmSealer(parse_key_ring(keys.text or "", origin=f"${keys.source}"))
 
 
-def open_ready_storage(choice: DatabaseChoice, keys: KeyRingChoice | None = None) -> SqlStorage:
+@attrs.frozen(kw_only=True)
+class Opening:
+    """How to open a database besides its URL: sealed (a key ring, or a sealer already built) and hybrid or not."""
+
+    keys: KeyRingChoice | None = None
+    """The key ring for encryption at rest; None (and no `sealer`): plaintext."""
+    sealer: Sealer | None = None
+    """A sealer already built (a test's fresh ring); wins over `keys`."""
+    embedder: Embedder | None = None
+    """Hybrid search's model; None: lexical."""
+    fusion: Fusion | None = None
+    """How hybrid search weighs BM25 against the vectors (default `Fusion()`)."""
+
+
+def open_ready_storage(choice: DatabaseChoice, opening: Opening | None = None) -> SqlStorage:
     """Open the chosen database and make sure its schema is the one this version serves.
 
     SQLite is embedded, so it is initialized in place (created on first use). A MySQL
     schema is never changed here: a missing, behind or index-less schema is refused
-    with a message naming `memorybank migrate`. `keys` is the key ring for encryption at rest
-    (None: plaintext); a database holding sealed memories is refused unless the ring opens them.
+    with a message naming `memorybank migrate`. `opening` says whether it is sealed (a database holding
+    sealed memories is refused unless the key ring opens them) and whether search is hybrid.
 
     Raises:
         InvalidInputError: ("db") a malformed or unsupported URL; ("key-file") a bad key ring.
@@ -103,7 +139,7 @@ def open_ready_storage(choice: DatabaseChoice, keys: KeyRingChoice | None = None
             ring does not open the database (`KeyRingError`).
         OSError: the embedded database's directory cannot be created.
     """
-    storage = _open_storage(choice, keys)
+    storage = _open_storage(choice, opening or Opening())
     try:
         if storage.dialect_name == "sqlite":
             storage.initialize()
@@ -114,7 +150,7 @@ def open_ready_storage(choice: DatabaseChoice, keys: KeyRingChoice | None = None
     return storage
 
 
-def open_storage_for_migration(choice: DatabaseChoice, keys: KeyRingChoice | None = None) -> tuple[SqlStorage, bool]:
+def open_storage_for_migration(choice: DatabaseChoice, opening: Opening | None = None) -> tuple[SqlStorage, bool]:
     """Open the chosen database without any schema check, for `memorybank migrate`; True if it was created.
 
     A MySQL database the server lacks is created (utf8mb4), as migrate is the install step.
@@ -126,11 +162,12 @@ def open_storage_for_migration(choice: DatabaseChoice, keys: KeyRingChoice | Non
         UnavailableError: the database cannot be reached.
         OSError: the embedded database's directory cannot be created.
     """
+    opening = opening or Opening()
     try:
-        return _open_storage(choice, keys), False
+        return _open_storage(choice, opening), False
     except DatabaseMissingError:
         create_database(choice.url)
-        return _open_storage(choice, keys), True
+        return _open_storage(choice, opening), True
 
 
 def migrate_sharded(choice: DatabaseChoice, shard_urls: Sequence[str], keys: KeyRingChoice | None) -> None:
@@ -147,12 +184,108 @@ def migrate_sharded(choice: DatabaseChoice, shard_urls: Sequence[str], keys: Key
     adapters_mysql.migrate_sharded(choice.url, shard_urls, indexer=OwnerIndexer())
 
 
-def _open_storage(choice: DatabaseChoice, keys: KeyRingChoice | None) -> SqlStorage:
-    sealer = load_sealer(keys)
+def _open_storage(choice: DatabaseChoice, opening: Opening) -> SqlStorage:
+    sealer = opening.sealer or load_sealer(opening.keys)
     prepare_embedded_directory(choice)
     # The one indexer of the process: the store writes its documents and the engine reads them.
     indexer = OwnerIndexer(blind_index=sealer.index if sealer is not None else None)
-    return open_storage(choice.url, indexer=indexer, sealer=sealer)
+    return open_storage(choice.url, indexer=indexer, sealer=sealer, embedder=opening.embedder, fusion=opening.fusion)
+
+
+@attrs.frozen(kw_only=True)
+class Ports:
+    """The storage ports the use cases run on: a database's (`of_database`), the core's in-memory ones
+    (`in_memory`), or a host's or a test's own (`of`). `attrs.evolve(ports, store=…)` swaps one.
+
+    Besides the six of `memorybank_core.StoragePorts`, the operator's: `bulk_writer` (`memorybank import`) and
+    `memory_owners` (`memorybank secrets scan`), None where the storage has none.
+    """
+
+    store: MemoryStore
+    search_engine: SearchEngine
+    controls: ControlStore
+    token_store: TokenStore
+    panel_sessions: PanelSessionStore
+    unit_of_work: UnitOfWork
+    bulk_writer: BulkMemoryWriter | None = None
+    memory_owners: MemoryOwners | None = None
+
+    @classmethod
+    def of(cls, storage: StoragePorts) -> Ports:
+        """The six ports of `storage`, a host's own bundle (`memorybank_core.StoragePorts`), without the operator's."""
+        return cls(
+            store=storage.store,
+            search_engine=storage.search_engine,
+            controls=storage.controls,
+            token_store=storage.token_store,
+            panel_sessions=storage.panel_sessions,
+            unit_of_work=storage.unit_of_work,
+        )
+
+    @classmethod
+    def of_database(cls, storage: SqlStorage) -> Ports:
+        """The SQL database's ports, the operator's included (each retried after a lost connection,
+        `adapters_mysql.retrying`)."""
+        return attrs.evolve(cls.of(storage), bulk_writer=storage.store, memory_owners=storage)
+
+    @classmethod
+    def in_memory(
+        cls, store: InMemoryStore | None = None, *, embedder: Embedder | None = None, fusion: Fusion | None = None
+    ) -> Ports:
+        """The core's in-memory ports over `store` (default: a new one), searched by the reference engine, hybrid
+        with `embedder`."""
+        memories = store if store is not None else InMemoryStore()
+        search: SearchEngine = InMemorySearch(memories, OwnerIndexer())
+        if embedder is not None:
+            from memorybank_search.hybrid import HybridSearch  # the semantic extra (numpy), only here
+
+            search = HybridSearch(search, InMemoryVectors(memories, embedder), embedder, fusion=fusion)
+        return cls(
+            store=memories,
+            search_engine=search,
+            controls=InMemoryControlStore(),
+            token_store=InMemoryTokenStore(),
+            panel_sessions=InMemoryPanelSessionStore(),
+            unit_of_work=NoUnitOfWork(),
+            bulk_writer=memories,
+            memory_owners=memories,
+        )
+
+    def writer(self) -> BulkMemoryWriter:
+        """`bulk_writer`, for `memorybank import`.
+
+        Raises:
+            RuntimeError: this storage writes no batch of memories.
+        """
+        if self.bulk_writer is None:
+            raise RuntimeError("these storage ports have no bulk writer (memorybank import)")
+        return self.bulk_writer
+
+    def owners(self) -> MemoryOwners:
+        """`memory_owners`, for `memorybank secrets scan`.
+
+        Raises:
+            RuntimeError: this storage cannot list who stores memories.
+        """
+        if self.memory_owners is None:
+            raise RuntimeError("these storage ports cannot list the owners of memories (memorybank secrets scan)")
+        return self.memory_owners
+
+
+@attrs.frozen(kw_only=True)
+class ServiceOptions:
+    """How the use cases behave over their ports: the deployment's rules, and the clock, events and ids they use."""
+
+    clock: Clock | None = None
+    events: EventSink | None = None
+    new_id: Callable[[str], str] | None = None
+    bank: BankSettings | None = None
+    """What the operator set for the use cases (`Settings.bank`: the quota where no operator set one; default:
+    `BankSettings()`)."""
+    secret_screen: SecretScreen | None = None
+    """Screens every save for credentials; None: off."""
+    rate_limits: RateLimits | None = None
+    """Checked on every memory route (REST, the MCP rail, the panel); None: no limits."""
 
 
 @attrs.frozen(kw_only=True)
@@ -181,57 +314,43 @@ def build_rate_limits(choice: RateLimitChoice) -> RateLimits:
     return RateLimits(limiter=LimitsRateLimiter(choice.storage_url), policy=policy)
 
 
-def build_services(
-    storage: StoragePorts,
-    *,
-    clock: Clock | None = None,
-    events: EventSink | None = None,
-    bank: BankSettings | None = None,
-    rate_limits: RateLimits | None = None,
-    secret_screen: str = secret_settings.REFUSE,
-) -> Services:
-    """The bank, the token service, the panel's sessions and the operator's controls over `storage`'s ports
-    (`SqlStorage`, or a host's own `StoragePorts`).
-
-    `bank` is what the use cases take (the deployment's quota where no operator set one; default: `BankSettings()`);
-    `rate_limits` apply on the memory routes. `secret_screen` is `refuse` (every save is screened for
-    credentials) or `off` (`memorybank.secret_settings`).
-    """
-    tokens = TokenService(store=storage.token_store, clock=clock)
+def build_services(ports: StoragePorts, options: ServiceOptions) -> Services:
+    """The bank, the token service, the panel's sessions and the operator's controls over `ports` (a `Ports`,
+    an `SqlStorage`, or a host's own `StoragePorts`), as `options` say."""
+    clock, events = options.clock, options.events
+    tokens = TokenService(store=ports.token_store, clock=clock)
     return Services(
         bank=MemoryBank(
-            store=storage.store,
-            search_engine=storage.search_engine,
+            store=ports.store,
+            search_engine=ports.search_engine,
             clock=clock,
             events=events,
-            unit_of_work=storage.unit_of_work,
-            controls=storage.controls,
-            settings=bank,
-            secret_screen=secret_settings.build_secret_screen(secret_screen),
+            unit_of_work=ports.unit_of_work,
+            controls=ports.controls,
+            settings=options.bank,
+            secret_screen=options.secret_screen,
+            new_id=options.new_id or ids.new_id,
         ),
         tokens=tokens,
-        panel_sessions=PanelSessions(store=storage.panel_sessions, tokens=tokens, clock=clock),
+        panel_sessions=PanelSessions(store=ports.panel_sessions, tokens=tokens, clock=clock),
         controls=MemoryControls(
-            controls=storage.controls,
-            store=storage.store,
-            default_quota=bank.quota if bank is not None else None,
+            controls=ports.controls,
+            store=ports.store,
+            default_quota=options.bank.quota if options.bank is not None else None,
             clock=clock,
             events=events,
-            unit_of_work=storage.unit_of_work,
+            unit_of_work=ports.unit_of_work,
         ),
-        rate_limits=rate_limits,
+        rate_limits=options.rate_limits,
     )
 
 
 def build_offboarding(
-    storage: SqlStorage, *, clock: Clock | None = None, events: EventSink | None = None
+    purge_store: PurgeStore, *, clock: Clock | None = None, events: EventSink | None = None
 ) -> Offboarding:
-    """The operator's purge over `storage`: for `memorybank purge` and a host's deletion hook, never a route.
-
-    Raises:
-        PurgeUnsupportedError: `storage` is a Spider head (docs/operations.md).
-    """
-    return Offboarding(store=storage.purge_store, clock=clock, events=events)
+    """The operator's purge over a `PurgeStore` port (`SqlStorage.purge_store`, which a Spider head refuses, or a
+    host's own): for `memorybank purge` and a host's deletion hook, never a route."""
+    return Offboarding(store=purge_store, clock=clock, events=events)
 
 
 def credential_check(tokens: TokenService, issuers: IssuerTokenVerifier | None) -> Authenticate:
@@ -295,38 +414,50 @@ def panel_callback_url(oauth: ResourceServerSettings) -> str:
     return oauth.resource.removesuffix(RAIL_PATH) + OIDC_CALLBACK_PATH
 
 
+@attrs.frozen(kw_only=True)
+class Web:
+    """How the apps are reached and who vouches for their callers (`HttpSettings` and the OAuth settings, built)."""
+
+    http: HttpSettings = attrs.field(factory=HttpSettings)
+    """The http group: its `host` sets the rail's DNS-rebinding protection (a loopback bind serves loopback host
+    names only), its `allowed_hosts` adds the names a reverse proxy forwards (`adapters_mcp.transport_security`),
+    and its `metrics_token` is the bearer token `/metrics` requires (None: no `/metrics`)."""
+    public_url: str | None = None
+    """`--public-url`: the panel answers to pages of this origin only, else to pages of the host names the rail
+    serves (`adapters_http.panel.PanelOrigin`)."""
+    issuers: IssuerTokenVerifier | None = None
+    """The OAuth issuers whose access tokens are accepted beside our own (`credential_check`)."""
+    panel_sign_in: SignInSettings | None = None
+    """The panel's "Sign in with <provider>" through one of the issuers."""
+
+
 def build_app(
     services: Services,
+    web: Web | None = None,
     *,
-    bind_host: str = "127.0.0.1",
-    allowed_hosts: Sequence[str] = (),
-    issuers: IssuerTokenVerifier | None = None,
-    panel_sign_in: SignInSettings | None = None,
     observer: RequestObserver | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     lifespan: Any = None,
-    public_url: str | None = None,
 ) -> Starlette:
     """The standalone app: the REST API, the management panel at `/` and the MCP rail at `/mcp/agent`.
 
-    Bearer tokens from the same database authenticate every request, and with `issuers`
+    Bearer tokens from the same database authenticate every request, and with `web.issuers`
     access tokens from the configured OAuth issuers too (see `credential_check`); the
     protected-resource metadata then lists those issuers, and every bearer challenge names it.
-    With `panel_sign_in` the panel offers "Sign in with <provider>" through one of them.
-    `bind_host` sets the rail's DNS-rebinding protection (a loopback bind serves loopback
-    host names only); `allowed_hosts` adds the names a reverse proxy forwards
-    (`adapters_mcp.transport_security`). The panel's session cookie authenticates the REST API too, on the
-    panel's own same-origin calls only (`build_rest_app`). Without the `mcp` extra the REST
-    API and the panel (without its copy-prompt button) are served alone, with a warning
-    naming the install. The panel answers to pages of `public_url`'s origin only (`--public-url`), else to pages
-    of the host names the rail serves (`adapters_http.panel.PanelOrigin`).
+    With `web.panel_sign_in` the panel offers "Sign in with <provider>" through one of them.
+    The panel's session cookie authenticates the REST API too, on the panel's own same-origin calls only
+    (`build_rest_app`); the panel answers to pages of `web.public_url`'s origin, else of the host names the rail
+    serves. Without the `mcp` extra the REST API and the panel (without its copy-prompt button) are served alone,
+    with a warning naming the install.
     """
     from adapters_http.panel import LOOPBACK_NAMES, PanelOrigin
 
-    served = (*LOOPBACK_NAMES, *allowed_hosts) if is_loopback(bind_host) else (allowed_hosts or None)
-    panel_origin = PanelOrigin.of(public_url, hosts=served)
+    web = web or Web()
+    issuers, http = web.issuers, web.http
+    served = (*LOOPBACK_NAMES, *http.allowed_hosts) if is_loopback(http.host) else (http.allowed_hosts or None)
+    panel_origin = PanelOrigin.of(web.public_url, hosts=served)
     authenticate = credential_check(services.tokens, issuers)
-    provider = panel_identity_provider(issuers, panel_sign_in)
+    provider = panel_identity_provider(issuers, web.panel_sign_in)
     try:
         require_mcp()
     except McpUnavailableError as error:
@@ -369,8 +500,8 @@ def build_app(
         rest,
         authenticate,
         catalog=default_catalog(services.bank.settings),
-        bind_host=bind_host,
-        allowed_hosts=allowed_hosts,
+        bind_host=http.host,
+        allowed_hosts=http.allowed_hosts,
         public_url=public_url,
         authorization_servers=issuers.settings.issuers if issuers else (),
         scopes_supported=issuers.settings.scopes_supported if issuers else RAIL_SCOPES,
@@ -422,32 +553,24 @@ def build_rest_app(
 
 
 def build_server_app(
-    storage: SqlStorage,
+    services_with: Callable[[EventSink], Services],
+    web: Web,
     *,
-    bind_host: str,
-    metrics_token: str | None,
-    allowed_hosts: Sequence[str] = (),
-    issuers: IssuerTokenVerifier | None = None,
-    bank: BankSettings | None = None,
-    rate_limits: RateLimits | None = None,
-    panel_sign_in: SignInSettings | None = None,
-    secret_screen: str = secret_settings.REFUSE,
-    on_shutdown: Callable[[], None] | None = None,
-    public_url: str | None = None,
+    probe_ready: Callable[[], None],
+    on_shutdown: Callable[[], None],
+    forward: EventSink | None = None,
     readiness_details: Callable[[], dict[str, object]] | None = None,
     on_startup: Callable[[], None] | None = None,
 ) -> ConnectionDraining:
     """What `memorybank serve` runs in each worker: `build_app` with health, readiness and metrics.
 
-    `bank` is what the use cases take (`Settings.bank`: the deployment's storage quota, `--quota-memories`...).
-    `rate_limits` (see `build_rate_limits`) applies to every memory route: REST, MCP rail and panel.
-    `secret_screen` (`refuse` or `off`) screens every save for credentials.
-
-    `/healthz` and `/readyz` are public (`readiness_details`: more for `/readyz` to say, such as the
-    background vector fill's counts, which `on_startup` starts); `/metrics` is served only with a
-    `metrics_token`. On SIGTERM every response closes its connection (`ConnectionDraining`); when the app shuts
-    down it calls `on_shutdown` (`memorybank.bootstrap.Runtime.close`: whatever was opened for it),
-    else closes `storage` (and `issuers`).
+    `services_with(events)` builds the services reporting to the app's metrics, which pass every event on to
+    `forward` (default: the log). `probe_ready` raises `SchemaNotReadyError` or `UnavailableError` when the
+    database cannot serve (`/readyz`). `/healthz` and `/readyz` are public (`readiness_details`: more for
+    `/readyz` to say, such as the background vector fill's counts, which `on_startup` starts); `/metrics` is
+    served only with a `web.http.metrics_token`. On SIGTERM every response closes its connection
+    (`ConnectionDraining`); when the app shuts down it calls `on_shutdown` (`memorybank.bootstrap.Runtime.close`:
+    whatever was opened for it).
     """
     from adapters_http import SCHEMA_NOT_READY_REASON, system_routes
     from adapters_http.draining import ConnectionDraining
@@ -456,12 +579,12 @@ def build_server_app(
     # `memorybank serve` has set PROMETHEUS_MULTIPROC_DIR.
     from adapters_metrics import PrometheusMetrics
 
-    metrics = PrometheusMetrics(forward=LoggingEventSink())
-    services = build_services(storage, events=metrics, bank=bank, rate_limits=rate_limits, secret_screen=secret_screen)
+    metrics = PrometheusMetrics(forward=forward or LoggingEventSink())
+    services = services_with(metrics)
 
     def readiness() -> str | None:
         try:
-            storage.probe_ready()
+            probe_ready()
         except SchemaNotReadyError:
             return SCHEMA_NOT_READY_REASON
         except UnavailableError:
@@ -488,25 +611,16 @@ def build_server_app(
         try:
             yield
         finally:
-            if on_shutdown is not None:
-                on_shutdown()
-            else:
-                if issuers is not None:
-                    issuers.close()
-                storage.close()
+            on_shutdown()
 
     app = build_app(
         services,
-        bind_host=bind_host,
-        allowed_hosts=allowed_hosts,
-        issuers=issuers,
-        panel_sign_in=panel_sign_in,
+        web,
         observer=metrics,
         extra_routes=system_routes(
-            readiness=readiness, details=readiness_details, metrics=metrics.render, metrics_token=metrics_token
+            readiness=readiness, details=readiness_details, metrics=metrics.render, metrics_token=web.http.metrics_token
         ),
         lifespan=drain_then_close,
-        public_url=public_url,
     )
     draining = ConnectionDraining(app)
     return draining

@@ -20,6 +20,7 @@ import attrs
 from memorybank.settings import SearchChoice, Settings
 from memorybank_core import Embedder, InvalidInputError, MemoryBankError
 from memorybank_core.wording import counted, pluralized
+from memorybank_search.fusion import Fusion
 
 if TYPE_CHECKING:
     from adapters_mysql import EmbeddingReport, SqlStorage
@@ -97,17 +98,9 @@ def _unavailable(error: ImportError) -> SemanticUnavailableError:
     return SemanticUnavailableError(missing)
 
 
-def apply_search(storage: SqlStorage, choice: SearchChoice, embedder: Embedder | None = None) -> None:
-    """Turn on `choice`'s search for `storage` (nothing to do for lexical); `embedder` if already loaded.
-
-    Raises:
-        SemanticUnavailableError: hybrid without the `semantic` extra.
-        InvalidInputError: ("embedder-model") unusable model files.
-    """
-    if choice.hybrid:
-        from memorybank_search import Fusion
-
-        storage.use_embedder(embedder or load_embedder(choice), fusion=Fusion(min_similarity=choice.min_similarity))
+def fusion(choice: SearchChoice) -> Fusion:
+    """How `choice`'s hybrid search weighs BM25 against the vectors (its similarity floor)."""
+    return Fusion(min_similarity=choice.min_similarity)
 
 
 def describe(storage: SqlStorage, choice: SearchChoice) -> str:

@@ -114,6 +114,10 @@ def quota_number(text: str) -> int:
 
 # --- The group the use cases take ---
 
+#: The commands that run the use cases for people, and so take the bank group's flags: the server, and the local
+#: rail on stdio (the same bank, one user).
+BANK_COMMANDS = ("serve", "mcp")
+
 
 @attrs.frozen(kw_only=True)
 class BankSettings:
@@ -123,6 +127,7 @@ class BankSettings:
         limits.QUOTA_MEMORIES_DEFAULT,
         variable="MEMORYBANK_QUOTA_MEMORIES",
         flag="--quota-memories",
+        commands=BANK_COMMANDS,
         metavar="N",
         parse=quota_number,
         shown_default=f"{limits.QUOTA_MEMORIES_DEFAULT:_}",
@@ -134,6 +139,7 @@ class BankSettings:
         limits.QUOTA_CHARACTERS_DEFAULT,
         variable="MEMORYBANK_QUOTA_CHARACTERS",
         flag="--quota-characters",
+        commands=BANK_COMMANDS,
         metavar="N",
         parse=quota_number,
         shown_default=f"{limits.QUOTA_CHARACTERS_DEFAULT:_}",

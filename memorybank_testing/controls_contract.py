@@ -27,7 +27,7 @@ from memorybank_core import (
 )
 from memorybank_core.bodies import JsonValue
 from memorybank_testing.backends import Backend
-from memorybank_testing.principals import User
+from memorybank_testing.principals import User, bank_over
 
 #: Saves racing for the last place under a quota: one must win, every other is refused.
 RACING_SAVES = 6
@@ -119,12 +119,7 @@ class ControlsContract:
     def test_a_users_quota_wins_over_the_organizations_which_wins_over_the_default(
         self, backend: Backend, controls: MemoryControls, alice: User
     ) -> None:
-        bank = MemoryBank(
-            store=backend.store,
-            search_engine=backend.search_engine,
-            controls=backend.controls,
-            default_quota=Quota(max_memories=1),
-        )
+        bank = bank_over(backend, default_quota=Quota(max_memories=1))
         colleague = User(organization_id=alice.organization_id)
         bank.save(alice, JsonValue({"content": "one"}))
         with pytest.raises(QuotaExceededError):

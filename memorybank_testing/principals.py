@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import attrs
 
-from memorybank_core import READ_SCOPE, WRITE_SCOPE, EventSink, FixedClock, MemoryBank, SecretScreen
+from memorybank_core import READ_SCOPE, WRITE_SCOPE, EventSink, FixedClock, MemoryBank, Quota, SecretScreen
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_testing.backends import Backend
 
@@ -26,10 +27,19 @@ def start_clock() -> FixedClock:
 
 
 def bank_over(
-    backend: Backend, events: EventSink | None = None, *, secret_screen: SecretScreen | None = None
+    backend: Backend,
+    events: EventSink | None = None,
+    *,
+    secret_screen: SecretScreen | None = None,
+    default_quota: Quota | None = None,
+    new_id: Callable[[str], str] = new_id,
 ) -> MemoryBank:
-    """The bank as the server wires it: over `backend`'s store, search engine, unit of work and operator
-    controls, with the save path's `secret_screen` when given (so the suite shows ordinary memories pass it)."""
+    """The bank as the server wires it, over a host's own ports: `backend`'s store, search engine, unit of work and
+    operator controls, with the save path's `secret_screen` when given (so the suite shows ordinary memories pass it).
+
+    The suite's one `MemoryBank(...)`: a host is its own composition root (memorybank's own is
+    `memorybank.bootstrap.build`, which this package cannot import), and every contract builds its bank here.
+    """
     return MemoryBank(
         store=backend.store,
         search_engine=backend.search_engine,
@@ -38,4 +48,6 @@ def bank_over(
         unit_of_work=backend.unit_of_work,
         controls=backend.controls,
         secret_screen=secret_screen,
+        default_quota=default_quota,
+        new_id=new_id,
     )

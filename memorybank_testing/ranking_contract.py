@@ -20,7 +20,7 @@ from memorybank_core import MemoryBank, SearchResult
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX
 from memorybank_testing.backends import BackendFactory
-from memorybank_testing.principals import User, start_clock
+from memorybank_testing.principals import User, bank_over
 
 #: Memories with repeated, shared and rare words, tags and snippets, short tokens and CJK.
 CORPUS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
@@ -77,10 +77,7 @@ def sequential_ids() -> Callable[[str], str]:
 
 
 def bank_of(factory: BackendFactory) -> MemoryBank:
-    backend = factory.fresh()
-    return MemoryBank(
-        store=backend.store, search_engine=backend.search_engine, clock=start_clock(), new_id=sequential_ids()
-    )
+    return bank_over(factory.fresh(), new_id=sequential_ids())
 
 
 def fill(bank: MemoryBank, user: User) -> None:

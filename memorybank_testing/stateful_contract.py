@@ -22,11 +22,11 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from memorybank_core import InvalidInputError, MemoryBank, NotFoundError, SaveRequest, limits
+from memorybank_core import InvalidInputError, NotFoundError, SaveRequest, limits
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import MEMORY_PREFIX, new_id
 from memorybank_testing.backends import BackendFactory
-from memorybank_testing.principals import User, start_clock
+from memorybank_testing.principals import User, bank_over
 
 #: Words every engine indexes: four letters or more, no engine's stopword, no stem of another.
 VOCABULARY = ["harbor", "falcon", "juniper", "kettle", "lantern", "meadow", "orchid", "quartz"]
@@ -54,8 +54,7 @@ class MemoryBankMachine(RuleBasedStateMachine):
 
     def __init__(self, factory: BackendFactory) -> None:
         super().__init__()
-        backend = factory.fresh()
-        self.bank = MemoryBank(store=backend.store, search_engine=backend.search_engine, clock=start_clock())
+        self.bank = bank_over(factory.fresh())
         self.users = [User() for _ in range(USERS)]
         self.owned: list[dict[str, tuple[str, datetime]]] = [{} for _ in range(USERS)]
         self.walk: Walk | None = None

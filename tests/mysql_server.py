@@ -17,13 +17,10 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
+from harness.ci import in_ci
+
 ENV_VAR = "MEMORYBANK_TEST_MYSQL_URL"
 DATABASE_PREFIX = "memorybank_test_"
-
-
-def in_ci() -> bool:
-    """True when running under CI (CI=true), where MySQL tests must not skip."""
-    return os.environ.get("CI", "").strip().lower() == "true"
 
 
 def server_url() -> sa.URL:

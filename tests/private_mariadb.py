@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from tests.mysql_server import in_ci
+from harness.ci import in_ci
 
 _CONFIG = """[mysqld]
 datadir={data}

@@ -8,10 +8,10 @@ from typing import Any
 
 import attrs
 
+from harness.served import memorybank_command
 from memorybank import bootstrap
 from memorybank.settings import Settings
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
-from tests.served import memorybank_command
 
 
 @attrs.frozen

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.mysql_server import in_ci
-from tests.served import free_port
+from harness.ci import in_ci
+from harness.served import free_port
 
 ENV_VAR = "MEMORYBANK_TEST_REDIS_URL"
 

@@ -62,7 +62,7 @@ def run_import(args: argparse.Namespace, settings: Settings, out: TextIO) -> Non
     screen = secret_settings.build_secret_screen(settings.secret_screen)
     with runtime(settings) as opened:
         report = portability.import_file(
-            args.file, opened.storage.store, show_progress=sys.stderr.isatty(), screen=screen, on_secret=args.on_secret
+            args.file, opened.ports.writer(), show_progress=sys.stderr.isatty(), screen=screen, on_secret=args.on_secret
         )
     for problem in report.skipped:
         sys.stderr.write(f"{PROGRAM}: skipped {problem.describe()}\n")
@@ -91,7 +91,7 @@ def run_export(args: argparse.Namespace, settings: Settings, out: TextIO) -> Non
     if args.out is not None and not args.out.parent.is_dir():
         raise CommandError(f"cannot write {args.out}: {args.out.parent} is not a directory", EXIT_BAD_INPUT)
     with runtime(settings) as opened:
-        store = opened.storage.store
+        store = opened.ports.store
         try:
             if args.out is None:
                 count = portability.export_user(store, args.user, out)

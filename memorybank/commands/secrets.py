@@ -55,7 +55,7 @@ def run_scan(_args: argparse.Namespace, settings: Settings, out: TextIO) -> None
     screen = secret_settings.build_secret_screen(secret_settings.REFUSE)
     assert screen is not None  # noqa: S101 - `refuse` always builds one; narrows the type
     with runtime(settings) as opened:
-        scan(opened.storage, opened.storage.store, screen, out)
+        scan(opened.ports.owners(), opened.ports.store, screen, out)
 
 
 def scan(owners: MemoryOwners, store: MemoryStore, screen: SecretScreen, out: TextIO) -> None:

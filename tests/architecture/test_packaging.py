@@ -8,8 +8,8 @@ from pathlib import Path
 from adapters_mysql import revisions
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-#: Checkout folders that are not shipped: the test suite and the benchmarks run from a checkout only.
-NOT_SHIPPED = {"tests", "benchmarks", "build", "dist"}
+#: Checkout folders that are not shipped: the test suite, the benchmarks and what they share run from a checkout only.
+NOT_SHIPPED = {"tests", "benchmarks", "harness", "build", "dist"}
 
 
 def _setuptools() -> dict[str, object]:

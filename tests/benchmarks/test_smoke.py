@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from adapters_mysql import open_storage
 from adapters_mysql.schema import memory
 from benchmarks import (
     adversarial,
@@ -31,9 +30,10 @@ from benchmarks import (
     write_cost,
 )
 from benchmarks.common import DATABASE_PREFIX_ENV, SERVER_ENV, Timing, drop_database
-from memorybank_search import OwnerIndexer, TextAnalyzer
+from harness import secret_cases
+from memorybank_search import TextAnalyzer
 from tests.mysql_server import server_url
-from tests.secrets.table import harmless, secrets
+from tests.sql.backends import storage_at
 
 #: Their own tier (`pytest -m benchmarks`, a step of .ci/run): the README's test command stays under 3 minutes.
 pytestmark = pytest.mark.benchmarks
@@ -187,9 +187,12 @@ def test_the_secret_screen_benchmark_counts_false_positives_and_prices_a_save(
 
     out = capsys.readouterr().out
     assert "| LoCoMo turns | 2 | 0 |" in out
-    assert f"| harmless table (tests/secrets) | {len(harmless())} | 0 |" in out
+    assert f"| harmless table (tests/secrets) | {len(secret_cases.harmless())} | 0 |" in out
     assert f"| paraphrases (benchmarks/paraphrases.json) | {2 * len(paraphrases)} | 0 |" in out
-    assert f"Real-shaped credentials found with their kind: {len(secrets())} of {len(secrets())}" in out
+    assert (
+        f"Real-shaped credentials found with their kind: {len(secret_cases.secrets())} of {len(secret_cases.secrets())}"
+        in out
+    )
     assert "The screen adds" in out
 
 
@@ -241,7 +244,7 @@ def test_the_precision_sets_are_labelled_as_they_say(tmp_path: Path) -> None:
 def test_the_hybrid_recall_benchmark_compares_both_servers_on_a_toy_conversation(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    recall.main(["--hybrid", "--data", str(_toy_locomo(tmp_path))])
+    hybrid.main(["recall", "--data", str(_toy_locomo(tmp_path))])
     out = capsys.readouterr().out
     assert "| hybrid (serve --search hybrid) |" in out
     assert "| lexical (serve --search lexical) | 1.000 | 1.000 | 1.000 |" in out
@@ -273,7 +276,7 @@ def _cost_corpus(backend: str, rows: int, tmp_path: Path, monkeypatch: pytest.Mo
     try:
         yield
         # What the run saved is gone: a second run measures the same corpus.
-        storage = open_storage(request_cost._url(backend, rows), indexer=OwnerIndexer())
+        storage = storage_at(request_cost._url(backend, rows))
         try:
             with storage.engine.connect() as connection:
                 assert connection.execute(sa.select(sa.func.count()).select_from(memory)).scalar_one() == rows

@@ -1,7 +1,7 @@
 """The browser tier: the management panel in headless Chromium (Debian's), driven by Selenium.
 
 One browser for the whole session, reset between tests. The panel is served by the real
-composition root (`composition.build_app`) over SQLite, in a uvicorn thread that a test can
+composition root (`bootstrap.build`, `Runtime.web_app`) over SQLite, in a uvicorn thread that a test can
 stop and start again (the server going down). The bank's store can be told to fail or to
 be slow. Elements are found by role and accessible name, as a person would find them.
 axe-core (pinned in package-lock.json) runs on every state; its results and a screenshot
@@ -31,7 +31,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.wait import WebDriverWait
 
-from memorybank import bootstrap, composition
+from memorybank import bootstrap
 from memorybank.settings import SearchChoice, Settings
 from memorybank_core import (
     Embedder,
@@ -235,39 +235,32 @@ class World:
 
 @contextmanager
 def running_world(
-    database: Path, *, port: int | None = None, embedder: Embedder | None = None, **app_options: Any
+    database: Path, *, port: int | None = None, embedder: Embedder | None = None, **overrides: Any
 ) -> Iterator[World]:
-    """The panel's server over an SQLite file: the real composition root, given `app_options` (`build_app`'s);
+    """The panel's server over an SQLite file: the real composition root, given `overrides` (`bootstrap.build`'s);
     with an `embedder`, hybrid search."""
     settings = Settings.for_database(f"sqlite:///{database}")
     if embedder is not None:
         settings = attrs.evolve(settings, search=SearchChoice(mode="hybrid"))
-    runtime = bootstrap.build(settings, embedder=embedder)
-    storage = runtime.storage
-    # The bank over a store that can be made to fail, so it is assembled here; the rest is the runtime's.
-    store = FaultyStore(storage.store)
-    tokens = TokenService(store=storage.token_store)
-    services = composition.Services(
-        bank=MemoryBank(store=store, search_engine=storage.search_engine, controls=storage.controls),
-        tokens=tokens,
-        panel_sessions=PanelSessions(store=storage.panel_sessions, tokens=tokens),
-        controls=MemoryControls(controls=storage.controls, store=store),
-    )
-    server = LiveServer(composition.build_app(services, **app_options), port)
-    server.start()
-    try:
-        assert services.controls is not None
-        yield World(
-            server=server,
-            bank=services.bank,
-            tokens=services.tokens,
-            sessions=services.panel_sessions,
-            store=store,
-            controls=services.controls,
-        )
-    finally:
-        server.stop()
-        runtime.close()
+    with bootstrap.build(settings, embedder=embedder) as runtime:
+        # The same database's ports, but a store that can be made to fail.
+        store = FaultyStore(runtime.ports.store)
+        served = bootstrap.build(settings, ports=runtime.ports, store=store, **overrides)
+        services = served.services
+        server = LiveServer(served.web_app(), port)
+        server.start()
+        try:
+            assert services.controls is not None
+            yield World(
+                server=server,
+                bank=services.bank,
+                tokens=services.tokens,
+                sessions=services.panel_sessions,
+                store=store,
+                controls=services.controls,
+            )
+        finally:
+            server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from harness.served import run_memorybank, served
 from tests.browser.conftest import Panel
-from tests.served import run_memorybank, served
 
 pytestmark = pytest.mark.browser
 

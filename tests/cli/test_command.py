@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.served import run_memorybank
 from memorybank.settings import DATABASE_URL_ENV, Settings, default_database_path, redacted
 from memorybank_core.distribution import install_command
 from tests.cli.conftest import Run
-from tests.served import run_memorybank
 
 
 @pytest.mark.parametrize(

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from adapters_mysql import open_storage
 from memorybank_core import Control, SubjectKind
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
-from memorybank_search import OwnerIndexer
 from tests.cli.conftest import Run
+from tests.sql.backends import storage_at
 
 
 def _controls(db_url: str) -> list[Control]:
-    storage = open_storage(db_url, indexer=OwnerIndexer())
+    storage = storage_at(db_url)
     try:
         return list(storage.controls.list())
     finally:

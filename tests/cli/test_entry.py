@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.served import REPO_ROOT
 from memorybank.entry import main
 from memorybank_core.distribution import install_command
-from tests.served import REPO_ROOT
 
 # A fresh interpreter where `import <name>` fails as if the package were not installed.
 _WITHOUT = (

@@ -10,7 +10,8 @@ import pytest
 from mcp import Client
 
 from adapters_mcp import MEMORY_BANK_PROMPT
-from memorybank import bootstrap, composition
+from memorybank import bootstrap
+from memorybank.cli import build_parser
 from memorybank.settings import Settings
 from memorybank_core import SaveRequest
 from memorybank_core.distribution import install_command
@@ -100,6 +101,29 @@ def test_the_local_rail_writes_and_reads_as_its_one_user_only(db_url: str) -> No
     assert [(m.content, m.org_id) for m in stored] == [("mine", me.organization_id)]
 
 
+def test_the_local_rail_keeps_the_quota_its_command_line_sets(db_url: str) -> None:
+    # `memorybank mcp --quota-memories 1`: the bank group's flags reach the rail's bank, as they reach `serve`'s.
+    me = User()
+    argv = ["mcp", "--db", db_url, "--user", me.user_id, "--org", me.organization_id, "--quota-memories", "1"]
+    settings = Settings.resolve(build_parser({}).parse_args(argv), {})
+    with bootstrap.build(settings) as runtime:
+        server = runtime.local_rail(user_id=me.user_id, org_id=me.organization_id)
+
+        async def two_saves() -> list[dict[str, object]]:
+            async with Client(server) as client:
+                saves = [
+                    await client.call_tool("execute_capability", {"name": "postMemory", "body": {"content": text}})
+                    for text in ("the first", "one too many")
+                ]
+            return [saved.structured_content or {} for saved in saves]
+
+        first, second = anyio.run(two_saves)
+
+    assert settings.bank.quota_memories == 1
+    assert first["status"] == 201
+    assert (second["status"], second["body"]["error"]) == (403, "quota_exceeded")  # type: ignore[index]
+
+
 @pytest.fixture
 def without_the_mcp_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
     """As after `pip install 'memorybank[sql,http]'`: importing the MCP facade fails on `mcp`."""
@@ -114,7 +138,7 @@ def test_serve_without_the_mcp_extra_serves_rest_alone_and_says_so(
     db_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     with bootstrap.build(Settings.for_database(db_url)) as runtime:
-        app = composition.build_app(runtime.services)
+        app = runtime.web_app()
 
     paths = {getattr(route, "path", None) for route in app.routes}
     assert "/v1/memory" in paths

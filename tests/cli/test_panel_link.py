@@ -6,26 +6,25 @@ import re
 
 import pytest
 
-from adapters_mysql import open_storage
 from memorybank import bootstrap
 from memorybank.settings import Settings
 from memorybank_core import PanelSessions, TokenPrincipal
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_core.tokens import KNOWN_SCOPES
-from memorybank_search import OwnerIndexer
 from tests.cli.conftest import Run
+from tests.sql.backends import storage_at
 
 URL = re.compile(r"^http://127\.0\.0\.1:8000/#link=(mbl_[A-Za-z0-9_-]{43})$")
 
 
 def _sessions(db_url: str) -> tuple[PanelSessions, object]:
-    storage = open_storage(db_url, indexer=OwnerIndexer())
+    storage = storage_at(db_url)
     return PanelSessions(store=storage.panel_sessions), storage
 
 
 def _redeem(db_url: str, code: str) -> TokenPrincipal | None:
-    storage = open_storage(db_url, indexer=OwnerIndexer())
+    storage = storage_at(db_url)
     try:
         started = PanelSessions(store=storage.panel_sessions).redeem_link(code)
     finally:
@@ -67,7 +66,7 @@ def test_panel_link_revoke_ends_the_users_sessions_and_unused_links(run: Run, db
     run("token", "create", "--db", db_url, "--user", user, "--org", org)
     unused = run("panel-link", "--db", db_url, "--user", user, "--org", org).last_line.rpartition("=")[2]
     used = run("panel-link", "--db", db_url, "--user", user, "--org", org).last_line.rpartition("=")[2]
-    storage = open_storage(db_url, indexer=OwnerIndexer())
+    storage = storage_at(db_url)
     sessions = PanelSessions(store=storage.panel_sessions)
     started = sessions.redeem_link(used)
     assert started is not None

@@ -13,6 +13,8 @@ import pytest
 from mcp import Client
 
 from benchmarks.adversarial import filling
+from harness.secret_cases import harmless, secrets
+from harness.served import run_memorybank, served
 from memorybank import bootstrap
 from memorybank.settings import Settings
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
@@ -20,8 +22,6 @@ from tests.cli.conftest import Outcome, Run
 from tests.cli.test_search_commands import ORG, USER, write_lines
 from tests.conftest import User
 from tests.rail_users import create_database, new_user
-from tests.secrets.table import harmless, secrets
-from tests.served import run_memorybank, served
 
 OTHER_USER, OTHER_ORG = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
 

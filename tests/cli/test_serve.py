@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from harness.served import free_port, run_memorybank, served
 from memorybank.commands import serve
 from tests.rail_users import create_database, new_user
-from tests.served import free_port, run_memorybank, served
 
 #: Real `memorybank serve` processes: the serve_processes tier (its own step in .ci/run).
 pytestmark = pytest.mark.serve_processes

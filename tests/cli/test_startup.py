@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from harness.served import REPO_ROOT
 from memorybank_core import ids
-from tests.served import REPO_ROOT
 
 #: Top-level packages these commands must not import.
 HEAVY = ("mcp", "mcp_types", "starlette", "sqlalchemy", "alembic", "uvicorn", "pydantic", "anyio")

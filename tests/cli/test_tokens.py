@@ -7,19 +7,18 @@ import re
 import pytest
 from starlette.testclient import TestClient
 
-from adapters_mysql import open_storage
 from memorybank import bootstrap
 from memorybank.settings import Settings
 from memorybank_core import READ_SCOPE, TokenService
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
-from memorybank_search import OwnerIndexer
 from tests.cli.conftest import Run, panel_session_from_token
+from tests.sql.backends import storage_at
 
 SECRET = re.compile(r"^mbk_[A-Za-z0-9_-]{43}$")
 
 
 def _authenticate(db_url: str, secret: str) -> tuple[str, str, frozenset[str]] | None:
-    storage = open_storage(db_url, indexer=OwnerIndexer())
+    storage = storage_at(db_url)
     try:
         principal = TokenService(store=storage.token_store).authenticate(secret)
     finally:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.clusters.nodes import require_cluster_tools
+from harness.clusters import require_cluster_tools
 from tests.sql.conftest import statements  # noqa: F401 - the statement capture, for the Spider head too
 
 

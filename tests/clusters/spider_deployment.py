@@ -9,12 +9,11 @@ from __future__ import annotations
 import atexit
 from contextlib import ExitStack
 
-from adapters_mysql import SqlStorage, open_storage
-from memorybank_search import OwnerIndexer
-from tests.clusters.nodes import DATABASE, SpiderCluster, require_cluster_tools, spider_cluster
+from adapters_mysql import SqlStorage
+from harness.clusters import DATABASE, SpiderCluster, migrate_command, require_cluster_tools, spider_cluster
+from harness.served import run_memorybank
 from tests.contract.backends import Backend, BackendFactory
-from tests.served import run_memorybank
-from tests.sql.backends import backend_of
+from tests.sql.backends import backend_of, storage_at
 
 _shared: tuple[ExitStack, SpiderCluster] | None = None
 
@@ -38,11 +37,6 @@ def shared_spider() -> SpiderCluster:
     return _shared[1]
 
 
-def migrate_command(cluster: SpiderCluster) -> list[str]:
-    """`memorybank migrate` for the whole deployment: data nodes first, then the head."""
-    return ["migrate", "--db", cluster.head.url(), "--shards", ",".join(cluster.shard_urls())]
-
-
 def empty_every_node(cluster: SpiderCluster) -> None:
     """Delete every row on the data nodes (the head holds none)."""
     for node in cluster.shards:
@@ -63,7 +57,7 @@ class SpiderFactory(BackendFactory):
 
     def __init__(self) -> None:
         self.cluster = shared_spider()
-        self.storage: SqlStorage = open_storage(self.cluster.head.url(), indexer=OwnerIndexer())
+        self.storage: SqlStorage = storage_at(self.cluster.head.url())
 
     def fresh(self) -> Backend:
         empty_every_node(self.cluster)

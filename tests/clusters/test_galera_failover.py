@@ -19,8 +19,8 @@ import attrs
 import httpx2
 import pytest
 
-from tests.clusters.nodes import APP_USER, DATABASE, GaleraCluster, Node, galera_cluster
-from tests.served import NO_RATE_LIMITS, run_memorybank, served
+from harness.clusters import APP_USER, DATABASE, GaleraCluster, Node, galera_cluster
+from harness.served import NO_RATE_LIMITS, run_memorybank, served
 
 USERS = 4
 CONTEXTS_PER_SAVE = 2

@@ -44,7 +44,7 @@ from typing import Any
 
 import attrs
 
-from tests.served import REPO_ROOT
+from harness.served import REPO_ROOT
 
 _NEEDS_MARK = re.compile(r"<!-- docs-test: needs (.+?) -->")
 _FILE_MARK = re.compile(r"<!-- docs-test: (file|pytest) ([\w.]+\.py) -->")

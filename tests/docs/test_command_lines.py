@@ -15,9 +15,9 @@ import shlex
 
 import pytest
 
+from harness.served import REPO_ROOT
 from memorybank.cli import build_parser
 from tests.docs.examples import pages
-from tests.served import REPO_ROOT
 
 _SHELL_BLOCK = re.compile(r"^```(?:bash|sh)\n(.*?)^```", re.S | re.M)
 #: What ends one command of a shell line: a pipe, a list operator, `&`, or a command substitution's edges.

@@ -12,8 +12,8 @@ import re
 import shlex
 import tomllib
 
+from harness.served import REPO_ROOT
 from memorybank.cli import build_parser
-from tests.served import REPO_ROOT
 
 CONTAINERFILE = REPO_ROOT / "Containerfile"
 

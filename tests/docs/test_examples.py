@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters_mysql import open_storage
-from memorybank_search import OwnerIndexer
+from harness.served import REPO_ROOT
 from tests.docs.embeddings import REQUESTS, apps
 from tests.docs.examples import (
     EXTRA_MODULES,
@@ -25,11 +24,11 @@ from tests.docs.examples import (
     stands_alone,
 )
 from tests.mysql_server import ThrowawayDatabase
-from tests.served import REPO_ROOT
+from tests.sql.backends import storage_at
 
 
 def _migrated(url: str) -> str:
-    storage = open_storage(url, indexer=OwnerIndexer())
+    storage = storage_at(url)
     try:
         storage.migrate()
     finally:

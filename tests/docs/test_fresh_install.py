@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.served import REPO_ROOT, run_shell
 from tests.docs.test_readme_quickstart import bash_blocks
-from tests.served import REPO_ROOT, run_shell
 
 pytestmark = pytest.mark.install
 

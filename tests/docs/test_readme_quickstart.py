@@ -20,7 +20,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.served import REPO_ROOT, free_port, run_shell
+from harness.served import REPO_ROOT, free_port, run_shell
 
 README = REPO_ROOT / "README.md"
 DOCUMENTED_ADDRESS = "127.0.0.1:8000"

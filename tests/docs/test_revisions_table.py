@@ -7,7 +7,7 @@ import re
 from alembic.script import ScriptDirectory
 
 from adapters_mysql.revisions import alembic_config, revisions_after
-from tests.served import REPO_ROOT
+from harness.served import REPO_ROOT
 
 _TABLE = re.compile(
     r"<!-- revisions-table: generated from migrations/versions -->\n(.*?)<!-- revisions-table: end -->", re.S

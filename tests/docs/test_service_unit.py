@@ -12,9 +12,9 @@ import re
 import shlex
 from pathlib import Path
 
+from harness.served import REPO_ROOT
 from memorybank.cli import build_parser
 from memorybank.settings import DECLARED, Settings
-from tests.served import REPO_ROOT
 
 PAGE = REPO_ROOT / "docs" / "operations.md"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from harness.served import REPO_ROOT
 from memorybank.settings import DECLARED, settings_table
-from tests.served import REPO_ROOT
 
 _TABLE = re.compile(
     r"<!-- settings-table: generated from memorybank.settings.DECLARED -->\n(.*?)<!-- settings-table: end -->", re.S

@@ -21,8 +21,8 @@ import httpx2
 import pytest
 
 from adapters_mysql.revisions import SCRIPTS_PACKAGE
+from harness.served import REPO_ROOT, serving
 from tests.docs.examples import examples
-from tests.served import REPO_ROOT, serving
 
 pytestmark = pytest.mark.install
 
@@ -79,7 +79,7 @@ def _check_the_wheel_ships_everything(wheel: Path, sdist: Path) -> None:
     static = sorted(path.name for path in (REPO_ROOT / "adapters_http/panel/static").iterdir())
     assert [name for name in static if f"adapters_http/panel/static/{name}" not in names] == []
     assert [package for package in TYPED if f"{package}/py.typed" not in names] == []
-    assert not [name for name in names if name.split("/")[0] in {"tests", "benchmarks", "migrations"}]
+    assert not [name for name in names if name.split("/")[0] in {"tests", "benchmarks", "harness", "migrations"}]
     with tarfile.open(sdist) as archive:
         in_sdist = {name.partition("/")[2] for name in archive.getnames()}
     assert {"migrations/env.py", "migrations/script.py.mako", "memorybank_testing/py.typed"} <= in_sdist

@@ -27,8 +27,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from adapters_mcp import MEMORY_BANK_PROMPT
+from harness.served import REPO_ROOT, served
 from tests.rail_users import RailUser, create_database, new_user, sse_data
-from tests.served import REPO_ROOT, served
 
 #: Real processes (stdio and HTTP): the serve_processes tier, so the README's test command stays quick.
 pytestmark = [pytest.mark.anyio, pytest.mark.serve_processes]

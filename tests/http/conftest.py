@@ -12,8 +12,9 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from adapters_http.panel import PANEL_HEADER, SESSION_COOKIE
-from memorybank.composition import Services, build_rest_app
-from memorybank_core import InMemoryPanelSessionStore, InMemoryTokenStore, MemoryBank, PanelSessions, TokenService
+from memorybank.bootstrap import Runtime
+from memorybank.composition import build_rest_app
+from memorybank_core import PanelSessions, TokenService
 from tests.conftest import User
 from tests.contract.backends import FACTORIES, BackendFactory
 
@@ -33,20 +34,25 @@ def backend_factory(request: pytest.FixtureRequest) -> Iterator[BackendFactory]:
 
 
 @pytest.fixture
-def tokens() -> TokenService:
-    return TokenService(store=InMemoryTokenStore())
+def clock() -> None:
+    """The system clock: the panel's cookie ages by the real time (adapters_http.panel.session_cookie)."""
 
 
 @pytest.fixture
-def panel_sessions(tokens: TokenService) -> PanelSessions:
-    return PanelSessions(store=InMemoryPanelSessionStore(), tokens=tokens)
+def tokens(runtime: Runtime) -> TokenService:
+    return runtime.services.tokens
 
 
 @pytest.fixture
-def app(bank: MemoryBank, tokens: TokenService, panel_sessions: PanelSessions) -> Starlette:
+def panel_sessions(runtime: Runtime) -> PanelSessions:
+    return runtime.services.panel_sessions
+
+
+@pytest.fixture
+def app(runtime: Runtime) -> Starlette:
     """The standalone server's REST app: bearer tokens, or the panel's session cookie on panel calls."""
-    services = Services(bank=bank, tokens=tokens, panel_sessions=panel_sessions)
-    return build_rest_app(services, authenticate=tokens.authenticate, prompt=TEST_PROMPT)
+    services = runtime.services
+    return build_rest_app(services, authenticate=services.tokens.authenticate, prompt=TEST_PROMPT)
 
 
 @pytest.fixture

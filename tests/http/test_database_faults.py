@@ -13,8 +13,8 @@ import pytest
 import sqlalchemy as sa
 
 from adapters_http import RETRY_AFTER_SECONDS
+from harness.served import NO_RATE_LIMITS, run_memorybank, served
 from tests.mysql_server import ThrowawayDatabase, server_url
-from tests.served import NO_RATE_LIMITS, run_memorybank, served
 
 CONTEXTS_PER_SAVE = 3
 CLIENT_THREADS = 4

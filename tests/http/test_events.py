@@ -9,8 +9,7 @@ from starlette.testclient import TestClient
 
 from adapters_http import bearer_token_resolver, create_app
 from memorybank_core import LoggingEventSink, MemoryBank, TokenService
-from tests.conftest import User, start_clock
-from tests.contract.backends import BackendFactory
+from tests.conftest import User
 from tests.http.conftest import caller_for
 
 CONTENT = "Quarterly revenue target is eleven million"
@@ -26,13 +25,15 @@ def _event_fields(record: logging.LogRecord) -> dict[str, object]:
     return fields
 
 
+@pytest.fixture
+def events() -> LoggingEventSink:
+    """Overrides the suite's recording sink: the log is what these tests read."""
+    return LoggingEventSink()
+
+
 def test_save_search_and_delete_are_logged_with_ids_and_counts_but_no_text(
-    backend_factory: BackendFactory, tokens: TokenService, alice: User, caplog: pytest.LogCaptureFixture
+    bank: MemoryBank, tokens: TokenService, alice: User, caplog: pytest.LogCaptureFixture
 ) -> None:
-    backend = backend_factory.fresh()
-    bank = MemoryBank(
-        store=backend.store, search_engine=backend.search_engine, clock=start_clock(), events=LoggingEventSink()
-    )
     with TestClient(create_app(bank, bearer_token_resolver(tokens))) as client:
         caller = caller_for(client, tokens, alice)
         with caplog.at_level(logging.INFO, logger="memorybank"):
@@ -67,12 +68,8 @@ def test_save_search_and_delete_are_logged_with_ids_and_counts_but_no_text(
 
 
 def test_the_account_routes_log_counts_and_never_the_exported_text(
-    backend_factory: BackendFactory, tokens: TokenService, alice: User, caplog: pytest.LogCaptureFixture
+    bank: MemoryBank, tokens: TokenService, alice: User, caplog: pytest.LogCaptureFixture
 ) -> None:
-    backend = backend_factory.fresh()
-    bank = MemoryBank(
-        store=backend.store, search_engine=backend.search_engine, clock=start_clock(), events=LoggingEventSink()
-    )
     with TestClient(create_app(bank, bearer_token_resolver(tokens))) as client:
         caller = caller_for(client, tokens, alice)
         caller.saved_id(CONTENT, tags=[TAG], contexts=[{"snippet": SNIPPET, "conversation_id": CONVERSATION}])

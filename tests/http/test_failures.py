@@ -11,18 +11,16 @@ from starlette.responses import Response
 from starlette.testclient import TestClient
 
 from adapters_http import RETRY_AFTER_SECONDS, bearer_token_resolver, create_app
+from memorybank import bootstrap
 from memorybank_core import (
     InMemoryStore,
-    InMemoryTokenStore,
     ListPosition,
     Memory,
     MemoryBank,
     Principal,
     Quota,
-    TokenService,
     UnavailableError,
 )
-from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.conftest import User
 
 SECRET_TEXT = "my-bank-pin-is-4321"
@@ -49,11 +47,10 @@ class BrokenStore(InMemoryStore):
 
 
 def _client_over(store: InMemoryStore, alice: User) -> tuple[TestClient, dict[str, str]]:
-    tokens = TokenService(store=InMemoryTokenStore())
+    services = bootstrap.build(store=store).services
+    tokens = services.tokens
     secret = tokens.issue(user_id=alice.user_id, org_id=alice.organization_id).secret
-    app = create_app(
-        MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer())), bearer_token_resolver(tokens)
-    )
+    app = create_app(services.bank, bearer_token_resolver(tokens))
     return TestClient(app, raise_server_exceptions=False), {"Authorization": f"Bearer {secret}"}
 
 

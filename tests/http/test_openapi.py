@@ -190,13 +190,13 @@ def test_a_parameter_whose_default_an_operator_sets_is_documented_as_configured(
 
 def test_the_served_document_is_built_from_the_banks_settings() -> None:
     from adapters_http import create_app
-    from memorybank_core import InMemoryStore, MemoryBank
+    from memorybank import bootstrap
+    from memorybank.settings import Settings
+    from memorybank_core import InMemoryStore
     from memorybank_core.configuration import BankSettings
-    from memorybank_search import InMemorySearch, OwnerIndexer
 
-    store = InMemoryStore()
     settings = BankSettings(quota_memories=3)
-    bank = MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer()), settings=settings)
+    bank = bootstrap.build(Settings.for_database("sqlite://", bank=settings), store=InMemoryStore()).services.bank
 
     async def nobody(_request: object) -> None:
         return None

@@ -14,7 +14,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from adapters_http.panel import PANEL_HEADER, SESSION_COOKIE
-from memorybank.composition import Services, build_app
+from memorybank.composition import Services, Web, build_app
+from memorybank.settings import HttpSettings
 from memorybank_core import MemoryBank, PanelSessions, TokenService
 from tests.conftest import User
 
@@ -26,19 +27,19 @@ def services(bank: MemoryBank, tokens: TokenService, panel_sessions: PanelSessio
     return Services(bank=bank, tokens=tokens, panel_sessions=panel_sessions)
 
 
-def _client(services: Services, **options: object) -> Iterator[TestClient]:
-    with TestClient(build_app(services, **options), raise_server_exceptions=False) as client:  # type: ignore[arg-type]
+def _client(services: Services, web: Web) -> Iterator[TestClient]:
+    with TestClient(build_app(services, web), raise_server_exceptions=False) as client:
         yield client
 
 
 @pytest.fixture
 def public(services: Services) -> Iterator[TestClient]:
-    yield from _client(services, public_url=PUBLIC)
+    yield from _client(services, Web(public_url=PUBLIC))
 
 
 @pytest.fixture
 def loopback(services: Services) -> Iterator[TestClient]:
-    yield from _client(services, bind_host="127.0.0.1")
+    yield from _client(services, Web(http=HttpSettings(host="127.0.0.1")))
 
 
 def _panel_call(client: TestClient, session: str, *, host: str, origin: str) -> int:
@@ -71,6 +72,6 @@ def test_an_allowed_host_is_served_as_the_rail_serves_it(
     services: Services, panel_sessions: PanelSessions, alice: User
 ) -> None:
     session = panel_sessions.start(alice).secret
-    for client in _client(services, bind_host="127.0.0.1", allowed_hosts=["bank.internal:*"]):
+    for client in _client(services, Web(http=HttpSettings(host="127.0.0.1", allowed_hosts=("bank.internal:*",)))):
         assert _panel_call(client, session, host="bank.internal:8080", origin="http://bank.internal:8080") == 201
         assert _panel_call(client, session, host="evil.example", origin="http://evil.example") == 401

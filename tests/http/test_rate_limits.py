@@ -12,22 +12,28 @@ from starlette.testclient import TestClient
 
 from adapters_http.openapi import build_openapi
 from adapters_ratelimit import LimitsRateLimiter
-from memorybank.composition import Services, build_app
-from memorybank_core import MemoryBank, PanelSessions, RateLimitPolicy, RateLimits, TokenService
+from harness.served import free_port
+from memorybank import bootstrap
+from memorybank.settings import HttpSettings, Settings
+from memorybank_core import PanelSessions, RateLimitPolicy, RateLimits, TokenService
 from tests.conftest import User
 from tests.http.conftest import Caller, caller_for, panel_caller_for
 from tests.mcp.conftest import rpc_caller
-from tests.served import free_port
 
 LIMIT = 3
 RATE_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy")
 
 
-def _client(
-    bank: MemoryBank, tokens: TokenService, sessions: PanelSessions, limits: RateLimits
-) -> Iterator[TestClient]:
-    services = Services(bank=bank, tokens=tokens, panel_sessions=sessions, rate_limits=limits)
-    with TestClient(build_app(services, allowed_hosts=["testserver"]), raise_server_exceptions=False) as client:
+#: The served app's settings here: the test client's host name is one a proxy would forward.
+SETTINGS = Settings.for_database("sqlite://", http=HttpSettings(allowed_hosts=("testserver",)))
+
+
+def _client(runtime: bootstrap.Runtime, limits: RateLimits) -> Iterator[TestClient]:
+    """`memorybank serve`'s app (REST, panel, rail) over the test's ports, with `limits`."""
+    with (
+        bootstrap.build(SETTINGS, ports=runtime.ports, rate_limits=limits) as limited,
+        TestClient(limited.web_app(), raise_server_exceptions=False) as client,
+    ):
         yield client
 
 
@@ -37,12 +43,10 @@ def rules() -> list[str]:
 
 
 @pytest.fixture
-def serve_client(
-    bank: MemoryBank, tokens: TokenService, panel_sessions: PanelSessions, rules: list[str]
-) -> Iterator[TestClient]:
+def serve_client(runtime: bootstrap.Runtime, rules: list[str]) -> Iterator[TestClient]:
     """`memorybank serve`'s app (REST, panel, rail) with small limits counted in memory."""
     limits = RateLimits(limiter=LimitsRateLimiter(), policy=RateLimitPolicy.from_rules(rules))
-    yield from _client(bank, tokens, panel_sessions, limits)
+    yield from _client(runtime, limits)
 
 
 def _error_schema() -> dict[str, Any]:
@@ -159,13 +163,13 @@ def test_a_token_limit_stops_one_token_while_the_users_other_token_goes_on(
 
 
 def test_with_the_limiter_store_down_requests_are_served_without_ratelimit_headers(
-    bank: MemoryBank, tokens: TokenService, panel_sessions: PanelSessions, alice: User
+    runtime: bootstrap.Runtime, tokens: TokenService, alice: User
 ) -> None:
     down = RateLimits(
         limiter=LimitsRateLimiter(f"redis://127.0.0.1:{free_port()}/0"),
         policy=RateLimitPolicy.from_rules(["*=1/minute"]),
     )
-    for client in _client(bank, tokens, panel_sessions, down):
+    for client in _client(runtime, down):
         alice_calls = caller_for(client, tokens, alice)
 
         answers = [alice_calls.save(f"Saved during the outage {n}") for n in range(3)]

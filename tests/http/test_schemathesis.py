@@ -15,8 +15,8 @@ from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
 from adapters_http import bearer_token_resolver, create_app
-from memorybank_core import InMemoryStore, InMemoryTokenStore, MemoryBank, TokenService
-from memorybank_search import InMemorySearch, OwnerIndexer
+from memorybank import bootstrap
+from memorybank_core import InMemoryStore, TokenService
 from tests.conftest import User
 
 # Heavy property-based tier: deselected by default (pyproject addopts), run by `.ci/run` as `-m fuzz`.
@@ -40,9 +40,8 @@ class CurrentApp:
 
 
 def _document_app() -> Starlette:
-    store = InMemoryStore()
-    bank = MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer()))
-    return create_app(bank, bearer_token_resolver(TokenService(store=InMemoryTokenStore())))
+    services = bootstrap.build(store=InMemoryStore()).services  # in memory: nothing to close
+    return create_app(services.bank, bearer_token_resolver(services.tokens))
 
 
 CURRENT = CurrentApp()

@@ -10,15 +10,14 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from adapters_mysql import SqlStorage, open_storage
 from benchmarks.adversarial import filling
-from memorybank import composition, secret_settings
+from harness.secret_cases import Case, harmless, secrets
+from memorybank import bootstrap, secret_settings
+from memorybank.settings import HttpSettings, RateLimitChoice, Settings
 from memorybank_core import PanelSessions, TokenService
 from memorybank_core.secret_screening import save_a_pointer
-from memorybank_search import OwnerIndexer
 from tests.conftest import User
 from tests.http.conftest import panel_caller_for
-from tests.secrets.table import Case, harmless, secrets
 
 METRICS_TOKEN = "metrics-token-for-the-screen-tests"
 USER = "usr_01h455vb4pex5vsknk084sn02q"
@@ -26,13 +25,15 @@ ORG = "org_01h455vb4pex5vsknk084sn02q"
 
 
 def _server(tmp_path: Path, *, secret_screen: str = secret_settings.REFUSE) -> tuple[TestClient, str]:
-    storage: SqlStorage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}", indexer=OwnerIndexer())
-    storage.initialize()
-    token = composition.build_services(storage).tokens.issue(user_id=USER, org_id=ORG).secret
-    app = composition.build_server_app(
-        storage, bind_host="127.0.0.1", metrics_token=METRICS_TOKEN, secret_screen=secret_screen
+    settings = Settings.for_database(
+        f"sqlite:///{tmp_path / 'bank.sqlite3'}",
+        secret_screen=secret_screen,
+        http=HttpSettings(metrics_token=METRICS_TOKEN),
+        rate_limits=RateLimitChoice(storage_url="memory://", rules=("*=off",)),
     )
-    return TestClient(app, raise_server_exceptions=False), token
+    runtime = bootstrap.build(settings, serving=True)  # the app's lifespan closes it
+    token = runtime.services.tokens.issue(user_id=USER, org_id=ORG).secret
+    return TestClient(runtime.app, raise_server_exceptions=False), token
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ import sqlalchemy as sa
 
 from adapters_http.panel import PANEL_HEADER, SECURE_SESSION_COOKIE
 from adapters_mysql.mysql_search import OWNER_FULLTEXT_INDEX_NAME
+from harness.served import run_memorybank, served
 from tests.mysql_server import ThrowawayDatabase
-from tests.served import run_memorybank, served
 
 #: Real processes: their own tier (`pytest -m serve_processes`), so the README's test command stays quick.
 pytestmark = pytest.mark.serve_processes

@@ -12,9 +12,9 @@ from typing import Any
 import attrs
 import pytest
 
+from harness.served import served
 from tests.node_packages import require_node
 from tests.rail_users import RailUser, create_database, new_user
-from tests.served import served
 
 INTEROP_DIR = Path(__file__).resolve().parent
 NODE_MODULES = INTEROP_DIR / "node_modules"

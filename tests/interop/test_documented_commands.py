@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.served import REPO_ROOT, run_shell
 from tests.interop.conftest import CLIENT_TIMEOUT_SECONDS, INTEROP_DIR
 from tests.rail_users import RailUser
-from tests.served import REPO_ROOT, run_shell
 
 pytestmark = pytest.mark.interop
 

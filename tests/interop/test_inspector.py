@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from harness.served import REPO_ROOT
 from tests.interop.conftest import INSPECTOR, Answer, run_node_client
 from tests.rail_users import RailUser
-from tests.served import REPO_ROOT
 
 pytestmark = pytest.mark.interop
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from adapters_oidc import user_id_for
+from harness.served import served
 from tests.interop.conftest import INTEROP_DIR, run_node_client
 from tests.oauth.idp import Idp, running_idp
-from tests.served import served
 
 pytestmark = [pytest.mark.interop, pytest.mark.oauth]
 

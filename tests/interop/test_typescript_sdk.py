@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from adapters_mcp import MEMORY_BANK_PROMPT
+from harness.served import REPO_ROOT
 from tests.interop.conftest import TS_CLIENT, run_node_client
 from tests.rail_users import RailUser
-from tests.served import REPO_ROOT
 
 pytestmark = pytest.mark.interop
 

@@ -14,7 +14,8 @@ from starlette.testclient import TestClient
 
 from adapters_http import bearer_token_resolver, create_app
 from adapters_mcp import CapabilityRail, McpMount, create_host_app, create_mcp_mount, default_catalog
-from memorybank_core import InMemoryTokenStore, MemoryBank, Principal, TokenService
+from memorybank.bootstrap import Runtime
+from memorybank_core import MemoryBank, Principal, TokenService
 from tests.conftest import User
 from tests.contract.backends import FACTORIES, BackendFactory
 from tests.rail_users import sse_data
@@ -56,8 +57,8 @@ def rail(rest_app: Starlette) -> CapabilityRail:
 
 
 @pytest.fixture
-def tokens() -> TokenService:
-    return TokenService(store=InMemoryTokenStore())
+def tokens(runtime: Runtime) -> TokenService:
+    return runtime.services.tokens
 
 
 @pytest.fixture

@@ -19,8 +19,9 @@ from starlette.testclient import TestClient
 from starlette.types import Message, Scope
 
 from adapters_http import bearer_token_resolver, create_app
-from memorybank.composition import Services, build_app
-from memorybank_core import InMemoryPanelSessionStore, MemoryBank, PanelSessions, TokenService
+from memorybank import bootstrap
+from memorybank.settings import HttpSettings, Settings
+from memorybank_core import MemoryBank, PanelSessions, TokenService
 from memorybank_core.ids import MEMORY_PREFIX, new_id
 from tests.conftest import User
 from tests.http.conftest import Caller, caller_for, panel_caller_for
@@ -90,15 +91,23 @@ class RailDoor(Door):
 
 
 @pytest.fixture
-def panel_sessions() -> PanelSessions:
-    return PanelSessions(store=InMemoryPanelSessionStore())
+def clock() -> None:
+    """The system clock: the panel's cookie ages by the real time (adapters_http.panel.session_cookie)."""
 
 
 @pytest.fixture
-def serve_client(bank: MemoryBank, tokens: TokenService, panel_sessions: PanelSessions) -> Iterator[TestClient]:
-    """`memorybank serve`'s app: REST, the panel and the rail, over one bank and one token store."""
-    services = Services(bank=bank, tokens=tokens, panel_sessions=panel_sessions)
-    with TestClient(build_app(services, allowed_hosts=["testserver"]), raise_server_exceptions=False) as client:
+def panel_sessions(runtime: bootstrap.Runtime) -> PanelSessions:
+    return runtime.services.panel_sessions
+
+
+@pytest.fixture
+def serve_client(runtime: bootstrap.Runtime) -> Iterator[TestClient]:
+    """`memorybank serve`'s app: REST, the panel and the rail, over the test's ports."""
+    settings = Settings.for_database("sqlite://", http=HttpSettings(allowed_hosts=("testserver",)))
+    with (
+        bootstrap.build(settings, ports=runtime.ports) as served,
+        TestClient(served.web_app(), raise_server_exceptions=False) as client,
+    ):
         yield client
 
 

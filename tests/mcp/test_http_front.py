@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from adapters_http import MAX_BODY_BYTES
+from harness.served import serving
 from tests.http.conftest import TWO_AUTHORIZATION_HEADERS_ANSWER
 from tests.mcp.conftest import MCP_ACCEPT, RpcCaller
 from tests.rail_users import create_database, new_user
-from tests.served import serving
 
 _LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 

@@ -10,8 +10,8 @@ import pytest
 
 from adapters_mcp import EXECUTE_TOOL, MEMORY_BANK_PROMPT, CapabilityRail
 from benchmarks.adversarial import filling
+from harness.secret_cases import Case, harmless, secrets
 from tests.conftest import User
-from tests.secrets.table import Case, harmless, secrets
 
 pytestmark = pytest.mark.anyio
 

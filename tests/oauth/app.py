@@ -12,16 +12,12 @@ import httpx2
 from starlette.testclient import TestClient
 
 from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings, SignInSettings
-from memorybank.composition import Services, build_app
+from memorybank import bootstrap
 from memorybank_core import (
-    InMemoryPanelSessionStore,
     InMemoryStore,
-    InMemoryTokenStore,
-    MemoryBank,
     PanelSessions,
     TokenService,
 )
-from memorybank_search import InMemorySearch, OwnerIndexer
 
 BASE_URL = "http://127.0.0.1:8000"
 RESOURCE = BASE_URL + "/mcp/agent"
@@ -91,25 +87,20 @@ def serving(
     verifier = IssuerTokenVerifier(
         ResourceServerSettings(issuers=tuple(issuers), resource=RESOURCE, **settings), http=http, clock=clock
     )
-    store = InMemoryStore()
-    tokens = TokenService(store=InMemoryTokenStore())
-    services = Services(
-        bank=MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer())),
-        tokens=tokens,
-        panel_sessions=PanelSessions(store=InMemoryPanelSessionStore(), tokens=tokens),
-    )
-    app = build_app(services, issuers=verifier, panel_sign_in=panel_sign_in)
+    runtime = bootstrap.build(store=InMemoryStore(), issuers=verifier, panel_sign_in=panel_sign_in)
+    services = runtime.services
     try:
-        with TestClient(app, base_url=BASE_URL) as client:
+        with TestClient(runtime.web_app(), base_url=BASE_URL) as client:
             yield Server(
                 client=client,
                 verifier=verifier,
-                tokens=tokens,
+                tokens=services.tokens,
                 clock=clock,
                 requests=requests,
                 sessions=services.panel_sessions,
             )
     finally:
+        runtime.close()
         verifier.close()
 
 

@@ -10,20 +10,14 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from adapters_oidc import IssuerTokenVerifier, ResourceServerSettings
+from harness.served import REPO_ROOT
+from memorybank import bootstrap
 from memorybank.cli import build_parser
-from memorybank.composition import Services, build_app
 from memorybank.oauth_settings import choose_oauth, choose_panel_sign_in
 from memorybank.settings import PANEL_CLIENT_SECRET_FILE_ENV, Settings
 from memorybank_core import (
-    InMemoryPanelSessionStore,
     InMemoryStore,
-    InMemoryTokenStore,
-    MemoryBank,
-    PanelSessions,
-    TokenService,
 )
-from memorybank_search import InMemorySearch, OwnerIndexer
-from tests.served import REPO_ROOT
 
 AUTH_DOC = (REPO_ROOT / "docs" / "auth.md").read_text()
 README = (REPO_ROOT / "README.md").read_text()
@@ -119,14 +113,7 @@ def test_the_documented_metadata_is_what_the_first_example_serves() -> None:
     documented = json.loads(re.findall(r"```json\n(.*?)```", AUTH_DOC, re.DOTALL)[0])
     argv, env = serve_commands()[0]
     verifier = IssuerTokenVerifier(settings_of(argv, env))
-    store = InMemoryStore()
-    services = Services(
-        bank=MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer())),
-        tokens=TokenService(store=InMemoryTokenStore()),
-        panel_sessions=PanelSessions(store=InMemoryPanelSessionStore()),
-    )
-
-    with TestClient(build_app(services, issuers=verifier)) as client:
+    with bootstrap.build(store=InMemoryStore(), issuers=verifier) as runtime, TestClient(runtime.web_app()) as client:
         served = client.get("/.well-known/oauth-protected-resource/mcp/agent").json()
     verifier.close()
 

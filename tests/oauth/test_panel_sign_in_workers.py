@@ -10,10 +10,10 @@ import pytest
 from adapters_http.panel import PANEL_HEADER, SESSION_COOKIE
 from adapters_http.panel.oidc import PENDING_COOKIE
 from adapters_oidc import user_id_for
+from harness.served import free_port, serving
 from memorybank.settings import SERVE_SETTINGS_ENV
 from tests.oauth.browser import sign_in_at_provider
 from tests.oauth.idp import CLIENT_SECRETS, running_idp
-from tests.served import free_port, serving
 
 pytestmark = pytest.mark.serve_processes
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.served import run_memorybank
 from tests.mysql_server import ThrowawayDatabase
-from tests.served import run_memorybank
 
 
 @pytest.fixture(params=["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from harness.served import run_memorybank, serving
 from tests.operations.test_serve_processes import _from_every_worker
-from tests.served import run_memorybank, serving
 
 pytestmark = pytest.mark.serve_processes
 

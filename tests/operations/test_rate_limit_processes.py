@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from harness.served import run_memorybank, serving
 from tests.redis_server import shared_redis_url
-from tests.served import run_memorybank, serving
 
 pytestmark = pytest.mark.serve_processes
 

@@ -1,21 +1,34 @@
 """`bootstrap.build`: the one composition root opens what the settings name and closes it, newest first,
-on exit or when building fails half-way (ADR 0027)."""
+on exit or when building fails half-way (ADR 0027); what a caller gives it replaces what the settings would
+build (ADR 0033)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
+from adapters_crypto import AesGcmSealer, new_key_ring
 from adapters_mysql import SqlStorage
+from harness.secret_cases import secrets
 from memorybank import bootstrap, composition
-from memorybank.settings import DatabaseChoice, KeyRingChoice, Settings
-from memorybank_core import InvalidInputError, QuotaExceededError, SecretDetectedError
+from memorybank.settings import DatabaseChoice, Settings
+from memorybank_core import (
+    InMemoryControlStore,
+    InMemoryStore,
+    InvalidInputError,
+    MemoryDisabledError,
+    QuotaExceededError,
+    RecordingEventSink,
+    SecretDetectedError,
+    SubjectKind,
+)
 from memorybank_core.bodies import JsonValue
-from tests.conftest import User
+from memorybank_search.hybrid import HybridSearch
+from tests.conftest import User, start_clock
 from tests.contract.embedders import HashedTermsEmbedder
-from tests.secrets.table import secrets
 
 
 @pytest.fixture
@@ -30,8 +43,8 @@ class Closings:
         self.closed: list[str] = []
         real_open = composition.open_ready_storage
 
-        def open_ready_storage(choice: DatabaseChoice, keys: KeyRingChoice | None = None) -> SqlStorage:
-            storage = real_open(choice, keys)
+        def open_ready_storage(choice: DatabaseChoice, opening: composition.Opening | None = None) -> SqlStorage:
+            storage = real_open(choice, opening)
             real_close = storage.close
 
             def close() -> None:
@@ -148,4 +161,75 @@ def test_the_hybrid_similarity_floor_reaches_the_search_engine(tmp_path: Path, f
         # (cosine 0.58): its meaning stands out of a one-memory bank, unless the floor is above its cosine.
         results = runtime.services.bank.search(alice, query="aquarium")
 
-    assert [(result.memory.id, result.match) for result in results] == ([(saved.id, "meaning")] if found else [])
+    assert [result.memory.id for result in results] == ([saved.id] if found else [])
+
+
+# --- overrides: what a caller gives instead of what the settings build -----------------------------------------
+
+
+def test_given_a_store_the_runtime_opens_no_database(tmp_path: Path) -> None:
+    store = InMemoryStore()
+    settings = Settings.for_database(f"sqlite:///{tmp_path / 'never.sqlite3'}")
+
+    with bootstrap.build(settings, store=store) as runtime:
+        saved = runtime.services.bank.save(User(), JsonValue({"content": "kept in memory only"}))
+        with pytest.raises(RuntimeError, match="ports given"):
+            _ = runtime.storage
+
+    assert store.owned(saved.user_id) == {saved.id: saved}
+    assert not (tmp_path / "never.sqlite3").exists()
+
+
+def test_a_given_port_replaces_the_databases_own_and_the_rest_stay(settings: Settings) -> None:
+    controls = InMemoryControlStore()
+    with bootstrap.build(settings) as opened:
+        wired = bootstrap.build(settings, ports=opened.ports, controls=controls)
+        alice = User()
+        assert wired.services.controls is not None
+        wired.services.controls.set_gate(SubjectKind.USER, alice.user_id, enabled=False)
+
+        with pytest.raises(MemoryDisabledError):
+            wired.services.bank.save(alice, JsonValue({"content": "switched off in the given controls"}))
+        opened.services.bank.save(alice, JsonValue({"content": "the database's own controls say nothing"}))
+        assert wired.ports.store is opened.ports.store
+        assert controls.list() != []
+
+
+def test_the_clock_events_and_ids_given_reach_the_bank_and_the_controls() -> None:
+    events = RecordingEventSink()
+    clock = start_clock()
+    with bootstrap.build(
+        store=InMemoryStore(), clock=clock, events=events, new_id=lambda prefix: f"{prefix}_x"
+    ) as built:
+        saved = built.services.bank.save(User(), JsonValue({"content": "a memory with a made-up id"}))
+
+    assert saved.id == "mem_x"
+    assert saved.created_at == datetime(2026, 7, 2, 12, 0, tzinfo=UTC)
+    assert [name for name, _fields in events.events] == ["memory.saved"]
+
+
+@pytest.mark.parametrize("given", ["store", "database"])
+def test_an_embedder_given_makes_search_hybrid_when_it_is_built(tmp_path: Path, given: str) -> None:
+    settings = Settings.for_database(f"sqlite:///{tmp_path / 'bank.sqlite3'}")
+    store = {"store": InMemoryStore()} if given == "store" else {}
+
+    with bootstrap.build(settings, embedder=HashedTermsEmbedder(), **store) as runtime:  # type: ignore[arg-type]
+        engine = runtime.ports.search_engine
+        hybrid = getattr(engine, "inner", engine)  # the SQL engine is wrapped in its retries
+        assert isinstance(hybrid, HybridSearch)
+        if given == "database":
+            assert runtime.storage.embedder is not None
+            assert runtime.storage.store.inner.embedder is runtime.storage.embedder
+
+
+def test_without_an_embedder_sql_search_is_lexical_and_stays_so(settings: Settings) -> None:
+    with bootstrap.build(settings) as runtime:
+        assert not isinstance(runtime.ports.search_engine.inner, HybridSearch)  # type: ignore[attr-defined]
+        assert not hasattr(runtime.storage, "use_embedder")
+
+
+def test_a_sealer_given_seals_what_the_database_stores(settings: Settings) -> None:
+    with bootstrap.build(settings, sealer=AesGcmSealer(new_key_ring())) as runtime:
+        runtime.services.bank.save(User(), JsonValue({"content": "sealed at rest"}))
+        assert runtime.storage.sealer is not None
+        assert "sealed" in runtime.storage.describe_mode()

@@ -16,10 +16,9 @@ import pytest
 import sqlalchemy as sa
 
 from adapters_http.panel import PANEL_HEADER, SESSION_COOKIE
-from adapters_mysql import open_storage
 from adapters_mysql.schema import memory, memory_context
-from memorybank_search import OwnerIndexer
-from tests.served import NO_RATE_LIMITS, run_memorybank, serving
+from harness.served import NO_RATE_LIMITS, run_memorybank, serving
+from tests.sql.backends import storage_at
 
 #: Each test starts real server processes with workers: a tier of its own (`pytest -m serve_processes`).
 pytestmark = pytest.mark.serve_processes
@@ -163,7 +162,7 @@ def test_sigterm_during_a_stream_of_saves_loses_no_acknowledged_save(database_ur
     assert acknowledged_before > 0, "no save was acknowledged before SIGTERM"
     assert stream.other_statuses == [], "a save was answered with an error instead of finishing"
     assert stopped_after < EXIT_SECONDS
-    storage = open_storage(database_url, indexer=OwnerIndexer())
+    storage = storage_at(database_url)
     try:
         with storage.engine.connect() as connection:
             stored: dict[str, str] = dict(connection.execute(sa.select(memory.c.id, memory.c.content)).all())

@@ -1,4 +1,4 @@
-"""Health, readiness and metrics of the server app, in process (`composition.build_server_app`)."""
+"""Health, readiness and metrics of the server app, in process (`bootstrap.Runtime.app`)."""
 
 from __future__ import annotations
 
@@ -12,36 +12,43 @@ from starlette.testclient import TestClient
 
 from adapters_mcp import build_catalog
 from adapters_metrics import PrometheusMetrics
-from adapters_mysql import SqlStorage, open_storage
+from adapters_mysql import SqlStorage
 from adapters_mysql.revisions import VERSION_TABLE
-from memorybank import composition
+from memorybank import bootstrap
+from memorybank.settings import HttpSettings, Settings
 from memorybank_core import UnavailableError
-from memorybank_search import OwnerIndexer
 
 METRICS_TOKEN = "metrics-secret-for-tests"
 
 
-def _client(storage: SqlStorage, *, metrics_token: str | None = METRICS_TOKEN) -> TestClient:
-    app = composition.build_server_app(storage, bind_host="127.0.0.1", metrics_token=metrics_token)
-    return TestClient(app, raise_server_exceptions=False)
+def _runtime(path: Path, *, metrics_token: str | None = METRICS_TOKEN, ready: bool = True) -> bootstrap.Runtime:
+    """The served runtime over the SQLite file at `path`; not `ready`: opened without its schema."""
+    settings = Settings.for_database(f"sqlite:///{path}", http=HttpSettings(metrics_token=metrics_token))
+    return bootstrap.build(settings, serving=True, migrating=not ready)
+
+
+def _client(runtime: bootstrap.Runtime) -> TestClient:
+    return TestClient(runtime.app, raise_server_exceptions=False)  # the app's lifespan closes the runtime
 
 
 @pytest.fixture
-def storage(tmp_path: Path) -> SqlStorage:
-    opened = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}", indexer=OwnerIndexer())
-    opened.initialize()
-    return opened  # the app's lifespan closes it
+def runtime(tmp_path: Path) -> bootstrap.Runtime:
+    return _runtime(tmp_path / "bank.sqlite3")
 
 
 @pytest.fixture
-def client(storage: SqlStorage) -> Iterator[TestClient]:
-    with _client(storage) as test_client:
+def storage(runtime: bootstrap.Runtime) -> SqlStorage:
+    return runtime.storage
+
+
+@pytest.fixture
+def client(runtime: bootstrap.Runtime) -> Iterator[TestClient]:
+    with _client(runtime) as test_client:
         yield test_client
 
 
-def _token(storage: SqlStorage) -> str:
-    services = composition.build_services(storage)
-    return services.tokens.issue(
+def _token(runtime: bootstrap.Runtime) -> str:
+    return runtime.services.tokens.issue(
         user_id="usr_01h455vb4pex5vsknk084sn02q", org_id="org_01h455vb4pex5vsknk084sn02q"
     ).secret
 
@@ -53,9 +60,7 @@ def test_health_and_readiness_answer_anyone(client: TestClient) -> None:
 
 
 def test_readiness_is_503_with_the_reason_when_the_schema_is_missing(tmp_path: Path) -> None:
-    bare = open_storage(
-        f"sqlite:///{tmp_path / 'empty.sqlite3'}", indexer=OwnerIndexer()
-    )  # never initialized: no tables
+    bare = _runtime(tmp_path / "empty.sqlite3", ready=False)  # never initialized: no tables
 
     with _client(bare) as client:
         ready = client.get("/readyz")
@@ -76,25 +81,25 @@ def test_operational_routes_stay_out_of_the_api_document_and_the_agents_catalog(
     assert sorted(build_catalog(document).names) == ["deleteMemoryById", "getMemory", "getMemorySearch", "postMemory"]
 
 
-def test_metrics_need_the_metrics_token(client: TestClient, storage: SqlStorage) -> None:
+def test_metrics_need_the_metrics_token(client: TestClient, runtime: bootstrap.Runtime) -> None:
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
     # A user's API token is not the metrics token.
-    assert client.get("/metrics", headers={"Authorization": f"Bearer {_token(storage)}"}).status_code == 401
+    assert client.get("/metrics", headers={"Authorization": f"Bearer {_token(runtime)}"}).status_code == 401
     answer = client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
     assert answer.status_code == 200
     assert answer.headers["content-type"].startswith("text/plain")
 
 
-def test_without_a_metrics_token_there_is_no_metrics_route(storage: SqlStorage) -> None:
-    with _client(storage, metrics_token=None) as client:
+def test_without_a_metrics_token_there_is_no_metrics_route(tmp_path: Path) -> None:
+    with _client(_runtime(tmp_path / "bank.sqlite3", metrics_token=None)) as client:
         assert client.get("/metrics").status_code == 404
 
 
 def test_metrics_count_requests_by_operation_and_status_and_never_name_users_or_text(
-    client: TestClient, storage: SqlStorage
+    client: TestClient, runtime: bootstrap.Runtime
 ) -> None:
-    secret = _token(storage)
+    secret = _token(runtime)
     auth = {"Authorization": f"Bearer {secret}"}
     content = "Quixotic marmalade inventory lives in the cellar"
     assert client.post("/v1/memory", json={"content": content}, headers=auth).status_code == 201
@@ -128,10 +133,10 @@ def test_a_database_failure_is_counted_as_a_database_error() -> None:
 
 
 def test_a_ready_server_answers_readiness_without_the_full_check_and_logs_nothing(
-    storage: SqlStorage, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    runtime: bootstrap.Runtime, storage: SqlStorage, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     storage.check_ready()  # what `serve` does before it listens
-    with _client(storage) as client:
+    with _client(runtime) as client:
         monkeypatch.setattr(storage.schema, "check_ready", _full_check_must_not_run)
         caplog.set_level(logging.DEBUG)
         answers = [client.get("/readyz") for _ in range(5)]
@@ -146,10 +151,10 @@ def _full_check_must_not_run() -> None:
 
 @pytest.mark.parametrize("vanishes", ["memory table", "version stamp", "database file"])
 def test_readiness_goes_503_when_the_schema_or_the_database_disappears(
-    tmp_path: Path, storage: SqlStorage, vanishes: str
+    tmp_path: Path, runtime: bootstrap.Runtime, storage: SqlStorage, vanishes: str
 ) -> None:
     storage.check_ready()
-    with _client(storage) as client:
+    with _client(runtime) as client:
         assert client.get("/readyz").status_code == 200
         if vanishes == "database file":
             storage.engine.dispose()

@@ -12,11 +12,11 @@ import pytest
 import redis
 
 from adapters_ratelimit import LimitsRateLimiter
+from harness.served import REPO_ROOT, free_port
 from memorybank_core import InvalidInputError, RateLimit
 from memorybank_core.ids import TOKEN_PREFIX, USER_PREFIX, new_id
 from memorybank_core.rate_limits import Operation, rate_limit_key
 from tests.redis_server import PrivateRedis, shared_redis_url
-from tests.served import REPO_ROOT, free_port
 
 THREE_PER_MINUTE = RateLimit(3, 60)
 

@@ -7,7 +7,7 @@ import pytest
 
 from adapters_secrets import DetectSecretsScreen
 from adapters_secrets.folding import fold
-from tests.secrets.table import Case, harmless, secrets
+from harness.secret_cases import Case, harmless, secrets
 
 SCREEN = DetectSecretsScreen()
 AWS = next(case for case in secrets() if case.name == "aws key id").secret  # AKIA + 16 characters

@@ -16,11 +16,11 @@ from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 from adapters_secrets import DetectSecretsScreen
 from adapters_secrets.screen import looks_random, shannon_entropy
 from benchmarks.adversarial import SHAPES, filled, filling
+from harness.secret_cases import harmless
 from memorybank_core import limits
 from memorybank_core.errors import ScreenBudgetExceededError
 from memorybank_core.ports import ScreenBudget
 from memorybank_core.secret_screening import SCREEN_BUDGET_EXCEEDED, find_secrets, secrets_in_memory
-from tests.secrets.table import harmless
 
 SCREEN = DetectSecretsScreen()
 #: Doubling a text may at most double its cost, with room for a loaded machine's noise; quadratic work is 4x.

@@ -29,6 +29,7 @@ from adapters_embedding import (
 )
 from adapters_embedding.models import check_default_files, default_model_path
 from adapters_mysql import SqlStorage
+from harness.served import run_memorybank, served, serving
 from memorybank import bootstrap, semantic
 from memorybank.cli import build_parser, main
 from memorybank.settings import Settings
@@ -36,9 +37,8 @@ from memorybank_core import Embedding, MemoryBank
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_search import embedding_text
-from tests.conftest import User, start_clock
-from tests.served import run_memorybank, served, serving
-from tests.sql.backends import storage_at
+from tests.conftest import User
+from tests.sql.backends import bank_on, storage_at
 
 PARAPHRASED = "The flight to Lisbon departs at 7:40 on Friday"
 QUESTION = "when does my plane to Portugal leave?"
@@ -58,15 +58,13 @@ def embedder() -> OnnxEmbedder:
 
 
 def _storage(path: Path, embedder: OnnxEmbedder | None, *, sealed: bool = False) -> SqlStorage:
-    storage = storage_at(f"sqlite:///{path}", AesGcmSealer(new_key_ring()) if sealed else None)
+    storage = storage_at(f"sqlite:///{path}", AesGcmSealer(new_key_ring()) if sealed else None, embedder=embedder)
     storage.initialize()
-    if embedder is not None:
-        storage.use_embedder(embedder)
     return storage
 
 
 def _bank(storage: SqlStorage) -> MemoryBank:
-    return MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=start_clock())
+    return bank_on(storage)
 
 
 def _floats(vector: Embedding) -> list[float]:

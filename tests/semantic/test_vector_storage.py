@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -15,29 +16,31 @@ from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_vector
 from memorybank.commands.base import CommandError
 from memorybank.commands.reindex import fail_on_broken
-from memorybank_core import Embedding, MemoryBank, PackedVectors
+from memorybank.settings import Settings
+from memorybank_core import Embedder, Embedding, MemoryBank, PackedVectors
 from memorybank_core.bodies import JsonValue
+from memorybank_core.configuration import BankSettings
 from memorybank_core.offboarding import Offboarding
 from memorybank_search.hybrid import cosines
 from tests.conftest import User, start_clock
 from tests.contract.embedders import HashedTermsEmbedder
-from tests.sql.backends import storage_at
+from tests.sql.backends import bank_on, storage_at
 
 
-def _storage(tmp_path: Path, *, sealed: bool = False, hybrid: bool = True) -> SqlStorage:
+def _storage(
+    tmp_path: Path, *, sealed: bool = False, hybrid: bool = True, embedder: Embedder | None = None
+) -> SqlStorage:
+    """The SQLite file in `tmp_path`, hybrid with `embedder` (default: the test embedder) unless not `hybrid`."""
     sealer = AesGcmSealer(new_key_ring()) if sealed else None
     tmp_path.mkdir(parents=True, exist_ok=True)
-    storage = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}", sealer)
+    chosen = (embedder or HashedTermsEmbedder()) if hybrid else None
+    storage = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}", sealer, embedder=chosen)
     storage.initialize()
-    if hybrid:
-        storage.use_embedder(HashedTermsEmbedder())
     return storage
 
 
-def _bank(storage: SqlStorage) -> MemoryBank:
-    return MemoryBank(
-        store=storage.store, search_engine=storage.search_engine, unit_of_work=storage.unit_of_work, clock=start_clock()
-    )
+def _bank(storage: SqlStorage, **overrides: Any) -> MemoryBank:
+    return bank_on(storage, **overrides)
 
 
 def _vector_rows(storage: SqlStorage) -> list[sa.Row[tuple[str, str, str]]]:
@@ -67,13 +70,10 @@ def test_a_save_writes_its_vector_in_the_same_transaction_and_a_delete_removes_i
 
 
 def test_a_save_refused_by_the_quota_writes_no_vector(storage: SqlStorage) -> None:
-    from memorybank_core import Quota, QuotaExceededError
+    from memorybank_core import QuotaExceededError
 
-    bank = MemoryBank(
-        store=storage.store,
-        search_engine=storage.search_engine,
-        unit_of_work=storage.unit_of_work,
-        default_quota=Quota(max_memories=1, max_characters=10_000),
+    bank = bank_on(
+        storage, Settings.for_database("sqlite://", bank=BankSettings(quota_memories=1, quota_characters=10_000))
     )
     alice = User()
     bank.save(alice, JsonValue({"content": "the only memory allowed"}))
@@ -196,14 +196,15 @@ def test_reindex_embeddings_backfills_memories_saved_by_lexical_search_and_resum
 
 
 def test_vectors_of_another_model_are_never_compared_and_get_rewritten(tmp_path: Path) -> None:
-    storage = _storage(tmp_path)
+    first = _storage(tmp_path)
     alice = User()
-    _bank(storage).save(alice, JsonValue({"content": "the harbor master's boat"}))
+    _bank(first).save(alice, JsonValue({"content": "the harbor master's boat"}))
+    first.close()
 
     class OtherModel(HashedTermsEmbedder):
         model_id = "another-model"
 
-    storage.use_embedder(OtherModel())
+    storage = _storage(tmp_path, embedder=OtherModel())
     assert storage.vectors.vectors(user_id=alice.user_id, model_id="another-model") == {}
     assert storage.count_to_embed() == 1
     assert storage.embed_missing().embedded == 1
@@ -221,9 +222,10 @@ def test_encrypt_and_key_rotation_seal_the_vectors_too_and_scores_stay_the_same(
 
     ring = new_key_ring()
     for current in (ring, ring.with_new_primary()):
-        sealed = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}", AesGcmSealer(current))
+        sealed = storage_at(
+            f"sqlite:///{tmp_path / 'bank.sqlite3'}", AesGcmSealer(current), embedder=HashedTermsEmbedder()
+        )
         sealed.check_ready()
-        sealed.use_embedder(HashedTermsEmbedder())
         sealed.reindex()  # `memorybank encrypt`, then `keys rotate`
         with sealed.engine.connect() as connection:
             states = set(connection.execute(sa.select(memory_vector.c.seal_state)).scalars())
@@ -233,12 +235,11 @@ def test_encrypt_and_key_rotation_seal_the_vectors_too_and_scores_stay_the_same(
 
 
 def _rotated(tmp_path: Path, ring: KeyRing, *, fresh: bool = False) -> SqlStorage:
-    storage = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}", AesGcmSealer(ring))
+    storage = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}", AesGcmSealer(ring), embedder=HashedTermsEmbedder())
     if fresh:
         storage.initialize()
     else:
         storage.check_ready()
-    storage.use_embedder(HashedTermsEmbedder())
     return storage
 
 
@@ -325,13 +326,14 @@ def test_reindex_embeddings_racing_deletes_leaves_no_orphan_vector(tmp_path: Pat
             deleted.append(victim.id)
             return super().embed(texts)
 
-    storage.use_embedder(DeletingWhileEmbedding())
-    report = storage.embed_missing(batch_size=3)
+    embedding = _storage(tmp_path, embedder=DeletingWhileEmbedding())
+    report = embedding.embed_missing(batch_size=3)
 
     assert len(deleted) == 2
     assert (report.embedded, report.skipped) == (4, 0)
-    with storage.engine.connect() as connection:
+    with embedding.engine.connect() as connection:
         remaining = set(connection.execute(sa.select(memory_table.c.id)).scalars())
-    assert {row.memory_id for row in _vector_rows(storage)} == remaining == {m.id for m in saved} - set(deleted)
-    assert storage.count_to_embed() == 0
+    assert {row.memory_id for row in _vector_rows(embedding)} == remaining == {m.id for m in saved} - set(deleted)
+    assert embedding.count_to_embed() == 0
+    embedding.close()
     storage.close()

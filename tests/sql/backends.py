@@ -1,28 +1,51 @@
 """SQL backend factories: SQLite (fresh-install path) and MySQL (migrate path).
 
-Each factory builds its database once per session; `fresh()` empties the tables.
-The contract suite and the adapter tests share them.
+Each factory builds its database once per session, through the composition root (`bootstrap.build`), so the
+storage is the one `memorybank serve` opens; `fresh()` empties the tables. The contract suite and the adapter
+tests share them.
 """
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
-from adapters_mysql import SqlStorage, open_storage
+from adapters_mysql import SqlStorage
 from adapters_mysql.schema import TABLES
-from memorybank_core import Embedder, Sealer
-from memorybank_search import OwnerIndexer
+from memorybank import bootstrap
+from memorybank.settings import Settings
+from memorybank_core import Embedder, MemoryBank, Sealer
+from memorybank_testing import start_clock
 from tests.contract.backends import Backend, BackendFactory, InMemoryFactory
 from tests.mysql_server import ThrowawayDatabase
 
 
-def storage_at(url: str, sealer: Sealer | None = None) -> SqlStorage:
-    """Storage at `url` as the composition root builds it: one indexer, the sealer's blind index if sealed."""
-    indexer = OwnerIndexer(blind_index=sealer.index if sealer is not None else None)
-    return open_storage(url, indexer=indexer, sealer=sealer)
+def storage_at(url: str, sealer: Sealer | None = None, *, embedder: Embedder | None = None) -> SqlStorage:
+    """Storage at `url` as the composition root opens it (one indexer, the sealer's blind index if sealed, hybrid
+    with `embedder`), with no schema check: `initialize`, `migrate` or `check_ready` it next, and close it."""
+    return bootstrap.build(Settings.for_database(url), migrating=True, sealer=sealer, embedder=embedder).storage
+
+
+def services_on(storage: SqlStorage, settings: Settings | None = None, **overrides: Any) -> bootstrap.Services:
+    """The services over `storage`'s ports as the composition root wires them, on the suite's clock; `overrides`
+    are `bootstrap.build`'s (e.g. `store=` a wrapper, `events=`)."""
+    built = bootstrap.build(
+        settings, ports=bootstrap.Ports.of_database(storage), **{"clock": start_clock(), **overrides}
+    )
+    return built.services  # it opened nothing: `storage` is the caller's to close
+
+
+def bank_on(storage: SqlStorage, settings: Settings | None = None, **overrides: Any) -> MemoryBank:
+    """The bank of `services_on`."""
+    return services_on(storage, settings, **overrides).bank
+
+
+def url_of(storage: SqlStorage) -> str:
+    """The URL `storage` was opened at, password included: to open the same database a second time."""
+    return storage.engine.url.render_as_string(hide_password=False)
 
 
 def backend_of(storage: SqlStorage, *, purges: bool = True) -> Backend:
@@ -49,11 +72,9 @@ class SqliteFactory(BackendFactory):
         self._directory = tempfile.TemporaryDirectory(prefix="memorybank-test-")
         self.path = Path(self._directory.name) / "memorybank.sqlite3"
         self.url = f"sqlite:///{self.path}"
-        self.storage: SqlStorage = storage_at(self.url, sealer)
+        self.storage: SqlStorage = storage_at(self.url, sealer, embedder=embedder)
         self.storage.initialize()
         self.embedder = embedder
-        if embedder is not None:
-            self.storage.use_embedder(embedder)
 
     def fresh(self) -> Backend:
         with self.storage.engine.begin() as connection:
@@ -78,9 +99,7 @@ class MysqlFactory(BackendFactory):
         self.url = self._database.url
         self.embedder = embedder
         try:
-            self.storage: SqlStorage = storage_at(self.url, sealer)
-            if embedder is not None:
-                self.storage.use_embedder(embedder)
+            self.storage: SqlStorage = storage_at(self.url, sealer, embedder=embedder)
             try:
                 self.storage.migrate()
             except BaseException:

@@ -22,10 +22,11 @@ from adapters_mysql import SqlStorage
 from adapters_mysql.schema import metadata
 from adapters_mysql.spider import is_sharded
 from memorybank import composition, portability
-from memorybank_core import MemoryBank, NotFoundError, SaveRequest
+from memorybank_core import NotFoundError, SaveRequest
 from memorybank_core.bodies import JsonValue
 from tests.conftest import User, start_clock
 from tests.contract.embedders import HashedTermsEmbedder
+from tests.sql.backends import bank_on, storage_at, url_of
 from tests.sql.conftest import Statement
 
 #: Every table sharded by user_id, from the schema.
@@ -46,15 +47,14 @@ SEARCH_MODES = ("lexical", "hybrid")
 
 
 @contextmanager
-def searching(storage: SqlStorage, mode: str) -> Iterator[None]:
-    """Run the block with `mode` search on the session's shared storage, then put lexical search back."""
-    saved = storage.embedder, storage.store.inner.embedder, storage.search_engine
-    if mode == "hybrid":
-        storage.use_embedder(HashedTermsEmbedder())
-    try:
-        yield
-    finally:
-        storage.embedder, storage.store.inner.embedder, storage.search_engine = saved
+def searching(storage: SqlStorage, mode: str) -> Iterator[SqlStorage]:
+    """The session's storage for lexical search; for hybrid, the same database opened again by the composition
+    root with an embedder (search is chosen at construction), closed after the block."""
+    if mode != "hybrid":
+        yield storage
+        return
+    with storage_at(url_of(storage), embedder=HashedTermsEmbedder()) as hybrid:
+        yield hybrid
 
 
 def vector_statement_kinds(statements: list[Statement]) -> set[str]:
@@ -77,7 +77,7 @@ def check_every_statement_carries_one_owner(storage: SqlStorage, statements: lis
     """Drive every per-user statement with two users; fail on any that binds no single owner."""
     assert {"memory", "memory_context"} <= set(SHARDED_TABLES)
     alice, bob = User(), User()
-    bank = MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=start_clock())
+    bank = bank_on(storage)
     contexts = [{"snippet": "from the harbor chat", "conversation_id": "c1"}, {"snippet": "second"}]
     saved = [
         bank.save(alice, SaveRequest.parse({"content": f"lighthouse note {n}", "contexts": contexts})) for n in "abc"
@@ -124,11 +124,11 @@ def check_purge_statements_carry_one_owner(storage: SqlStorage, statements: list
     organization = User().organization_id
     alice, bob, carol = User(organization_id=organization), User(organization_id=organization), User()
     bystander = User()
-    bank = MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=start_clock())
+    bank = bank_on(storage)
     for user in (alice, bob, carol, bystander):
         for n in range(3):
             bank.save(user, SaveRequest.parse({"content": f"note {n}", "contexts": [{"snippet": "s"}]}))
-    offboarding = composition.build_offboarding(storage, clock=start_clock())
+    offboarding = composition.build_offboarding(storage.purge_store, clock=start_clock())
     statements.clear()
     offboarding.purge_user(carol.user_id, batch_size=2)
     by_user = list(statements)

@@ -16,10 +16,10 @@ import pytest
 import sqlalchemy as sa
 
 from adapters_crypto import AesGcmSealer, new_key_ring
-from memorybank_core import MemoryBank, SaveRequest
-from tests.conftest import User, start_clock
+from memorybank_core import SaveRequest
+from tests.conftest import User
 from tests.private_mariadb import PrivateMariadb
-from tests.sql.backends import storage_at
+from tests.sql.backends import bank_on, storage_at
 
 CANARY = "qjvcanaryterm"
 CONTROL = "plaincontrolterm"
@@ -39,7 +39,7 @@ def _fill(url: str, word: str, *, sealed: bool) -> None:
     storage = storage_at(url, AesGcmSealer(new_key_ring()) if sealed else None)
     try:
         storage.migrate()
-        bank = MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=start_clock())
+        bank = bank_on(storage)
         alice = User()
         for number in range(30):
             body = {

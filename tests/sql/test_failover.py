@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from adapters_mysql import open_storage
 from adapters_mysql.failover import Host, split_hosts
+from harness.served import free_port
 from memorybank_core import InvalidInputError
-from memorybank_search import OwnerIndexer
 from tests.mysql_server import ThrowawayDatabase
-from tests.served import free_port
+from tests.sql.backends import storage_at
 from tests.sql.memories import make_memory, new_user
 
 
@@ -36,7 +35,7 @@ def test_an_ordinary_url_has_no_host_list() -> None:
 )
 def test_a_bad_host_list_is_refused_by_name(url: str, complaint: str) -> None:
     with pytest.raises(InvalidInputError) as raised:
-        open_storage(url, indexer=OwnerIndexer())
+        storage_at(url)
     assert raised.value.problems[0].path == "db"
     assert complaint in raised.value.problems[0].message
 
@@ -49,7 +48,7 @@ def test_a_host_that_refuses_connections_is_passed_over_and_named_nowhere_in_the
     dead = free_port()
     hosts = f"127.0.0.1:{dead},{real.host}:{real.port or 3306}"
     credentials = (real.username or "") + (f":{real.password}" if real.password else "")
-    storage = open_storage(f"mysql://{credentials}@{hosts}/{real.database}", indexer=OwnerIndexer())
+    storage = storage_at(f"mysql://{credentials}@{hosts}/{real.database}")
     try:
         storage.migrate()
         owner = new_user()

@@ -20,7 +20,6 @@ from adapters_mysql import (
     SchemaNotReadyError,
     SqliteOwnerScopedSearch,
     SqlStorage,
-    open_storage,
     rewrite_fence,
 )
 from adapters_mysql.revisions import alembic_config
@@ -28,6 +27,7 @@ from adapters_mysql.schema import memory
 from memorybank_core import SearchEngine
 from memorybank_search import SEARCH_VERSION, OwnerIndexer
 from memorybank_search.indexer import MAX_TOKEN_LENGTH, TAG_LENGTH, encode_term, owner_tag
+from tests.sql.backends import storage_at
 from tests.sql.conftest import Statement
 from tests.sql.memories import SAVED_AT, make_memory, new_user
 
@@ -151,7 +151,7 @@ def test_reindex_rewrites_stale_rows_and_only_them(storage: SqlStorage) -> None:
 
 
 def test_migrating_from_revision_0001_indexes_the_rows_it_holds(new_database_url: str) -> None:
-    storage = open_storage(new_database_url, indexer=OwnerIndexer())
+    storage = storage_at(new_database_url)
     try:
         with storage.engine.begin() as connection:
             command.upgrade(alembic_config(connection), "0001")
@@ -186,7 +186,7 @@ def test_migrating_from_revision_0001_indexes_the_rows_it_holds(new_database_url
 
 
 def test_check_ready_names_a_missing_owner_scoped_structure_and_migrate_restores_it(new_database_url: str) -> None:
-    storage = open_storage(new_database_url, indexer=OwnerIndexer())
+    storage = storage_at(new_database_url)
     try:
         storage.migrate()
         with storage.engine.begin() as connection:

@@ -32,6 +32,7 @@ from memorybank_core.offboarding import (
 from memorybank_core.panel_sessions import PanelSessions
 from memorybank_search import OwnerIndexer
 from tests.conftest import User, start_clock
+from tests.sql.backends import services_on
 from tests.sql.conftest import Statement
 from tests.sql.owner_statements import (
     SEARCH_MODES,
@@ -57,7 +58,7 @@ class Population:
         self.alice_in_b = User(user_id=self.alice.user_id, organization_id=ORG_B)
         self.bob = User(organization_id=ORG_A)
         self.carol = User(organization_id=ORG_B)
-        services = composition.build_services(storage, clock=start_clock())
+        services = services_on(storage)
         self.bank: MemoryBank = services.bank
         self.tokens: TokenService = services.tokens
         self.sessions: PanelSessions = services.panel_sessions
@@ -75,7 +76,7 @@ class Population:
         self.tokens.issue(user_id=self.alice.user_id, org_id=ORG_B)
 
     def offboarding(self) -> Offboarding:
-        return composition.build_offboarding(self.storage, clock=start_clock())
+        return composition.build_offboarding(self.storage.purge_store, clock=start_clock())
 
 
 @pytest.fixture
@@ -273,8 +274,8 @@ def test_a_rerun_after_a_finished_purge_removes_nothing_more(population: Populat
 
 @pytest.mark.parametrize("search", SEARCH_MODES)
 def test_every_purge_statement_binds_one_owner(storage: SqlStorage, statements: list[Statement], search: str) -> None:
-    with searching(storage, search):
-        check_purge_statements_carry_one_owner(storage, statements)
+    with searching(storage, search) as searched:
+        check_purge_statements_carry_one_owner(searched, statements)
     # The purge deleted the vectors under the same check (in either mode: a lexical server may purge vectors).
     assert "DELETE" in vector_statement_kinds(statements)
 
@@ -313,7 +314,7 @@ def test_a_spider_head_refuses_to_purge_with_a_message(tmp_path: Path) -> None:
     head = SqlStorage(engine=engine, indexer=OwnerIndexer(), display_url="head", spider_head=True)
     try:
         with pytest.raises(PurgeUnsupportedError, match="each data node"):
-            composition.build_offboarding(head)
+            composition.build_offboarding(head.purge_store)
     finally:
         head.close()
 
@@ -334,7 +335,7 @@ def test_a_pause_rests_between_batches_and_a_bad_one_is_refused(population: Popu
 
 
 def test_on_sqlite_no_token_of_a_purged_memory_stays_in_the_file(sqlite_storage: SqlStorage) -> None:
-    services = composition.build_services(sqlite_storage, clock=start_clock())
+    services = services_on(sqlite_storage)
     leaving, staying = User(), User()
     for n in range(50):
         services.bank.save(staying, JsonValue({"content": f"harbor note {n}"}))
@@ -348,7 +349,7 @@ def test_on_sqlite_no_token_of_a_purged_memory_stays_in_the_file(sqlite_storage:
 
     assert in_file()  # the check can see a token where there is one
 
-    composition.build_offboarding(sqlite_storage).purge_user(leaving.user_id)
+    composition.build_offboarding(sqlite_storage.purge_store).purge_user(leaving.user_id)
 
     assert not in_file()
     assert len(services.bank.search(staying, query="harbor")) == 20

@@ -21,6 +21,7 @@ from adapters_mysql.schema import memory, memory_context, memory_usage
 from adapters_mysql.seal_keys import register_primary
 from adapters_mysql.sealed_rows import SealState
 from adapters_mysql.usage import backfill_characters
+from memorybank.settings import Settings
 from memorybank_core import (
     Memory,
     MemoryBank,
@@ -33,20 +34,17 @@ from memorybank_core import (
     charged_characters,
 )
 from memorybank_core.bodies import JsonValue
+from memorybank_core.configuration import BankSettings
 from memorybank_search import OwnerIndexer
 from tests.conftest import User
-from tests.sql.backends import storage_at
+from tests.sql.backends import bank_on, storage_at
 from tests.sql.memories import make_memory
 
 
 def _bank(storage: SqlStorage, quota: Quota | None = None) -> MemoryBank:
-    return MemoryBank(
-        store=storage.store,
-        search_engine=storage.search_engine,
-        unit_of_work=storage.unit_of_work,
-        controls=storage.controls,
-        default_quota=quota,
-    )
+    quota = quota or Quota()
+    bank = BankSettings(quota_memories=quota.max_memories, quota_characters=quota.max_characters)
+    return bank_on(storage, Settings.for_database("sqlite://", bank=bank))
 
 
 def _stored(storage: SqlStorage, user_id: str) -> int:

@@ -16,7 +16,7 @@ from adapters_mysql.schema import memory
 from memorybank_core import MemoryBank, SaveRequest
 from tests.conftest import User
 from tests.mysql_server import ThrowawayDatabase
-from tests.sql.backends import storage_at
+from tests.sql.backends import bank_on, storage_at
 from tests.sql.conftest import DIALECTS
 
 WORD = "rotationword"
@@ -58,7 +58,7 @@ def test_rotation_under_load_loses_nothing_and_every_read_succeeds(
     try:
         old = _ready(url, AesGcmSealer(first), first=True, dialect=dialect)
         opened.append(old)
-        old_bank = MemoryBank(store=old.store, search_engine=old.search_engine)
+        old_bank = bank_on(old)
         kept: dict[str, set[str]] = {user.user_id: set() for user in users}
         for number in range(120):
             user = users[number % 3]
@@ -68,7 +68,7 @@ def test_rotation_under_load_loses_nothing_and_every_read_succeeds(
         server = _ready(url, AesGcmSealer(second), first=False, dialect=dialect)
         rotator = _ready(url, AesGcmSealer(second), first=False, dialect=dialect)
         opened += [server, rotator]
-        bank = MemoryBank(store=server.store, search_engine=server.search_engine)
+        bank = bank_on(server)
         errors: list[BaseException] = []
         stop = threading.Event()
         rotating = threading.Event()
@@ -119,7 +119,7 @@ def test_rotation_under_load_loses_nothing_and_every_read_succeeds(
         final_ring = second.without(first.primary) if new_index else second
         after = _ready(url, AesGcmSealer(final_ring), first=False, dialect=dialect)
         opened.append(after)
-        final = MemoryBank(store=after.store, search_engine=after.search_engine)
+        final = bank_on(after)
         for user in users:
             assert _all_listed(final, user) == kept[user.user_id]
             hits = {result.memory.id for result in final.search(user, query=WORD, limit=50)}

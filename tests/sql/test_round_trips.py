@@ -13,7 +13,9 @@ from typing import Any
 import MySQLdb.connections
 import pytest
 
-from adapters_mysql import SqlStorage, open_storage
+from adapters_mysql import SqlStorage
+from memorybank import bootstrap
+from memorybank.settings import Settings
 from memorybank_core import (
     JsonValue,
     MemoryBank,
@@ -23,7 +25,6 @@ from memorybank_core import (
     SubjectKind,
     TokenService,
 )
-from memorybank_search import OwnerIndexer
 from tests.conftest import User
 from tests.sql.backends import MysqlFactory
 
@@ -51,15 +52,13 @@ class _Worker:
     """One server process's view of the database: its own engine, pool, token and controls caches."""
 
     def __init__(self, url: str) -> None:
-        self.storage: SqlStorage = open_storage(url, indexer=OwnerIndexer())
-        self.tokens = TokenService(store=self.storage.token_store)
-        self.bank = MemoryBank(
-            store=self.storage.store,
-            search_engine=self.storage.search_engine,
-            unit_of_work=self.storage.unit_of_work,
-            controls=self.storage.controls,
-        )
-        self.controls = MemoryControls(controls=self.storage.controls, store=self.storage.store)
+        runtime = bootstrap.build(Settings.for_database(url))
+        self.storage: SqlStorage = runtime.storage
+        services = runtime.services
+        self.tokens: TokenService = services.tokens
+        self.bank: MemoryBank = services.bank
+        assert services.controls is not None
+        self.controls: MemoryControls = services.controls
 
     def request(self, secret: str, use_case: Callable[[Any], object]) -> object:
         """The bearer check and the use case in one unit of work, as a memory route runs them."""

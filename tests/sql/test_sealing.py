@@ -22,9 +22,9 @@ from adapters_mysql.sealed_rows import SealState
 from memorybank.portability import export_user, import_lines
 from memorybank_core import MemoryBank, SaveRequest, SealBinding, UnavailableError
 from memorybank_search import OwnerIndexer
-from tests.conftest import User, start_clock
+from tests.conftest import User
 from tests.mysql_server import ThrowawayDatabase
-from tests.sql.backends import storage_at
+from tests.sql.backends import bank_on, storage_at
 from tests.sql.conftest import DIALECTS
 
 CANARY = "zqxcanaryword"
@@ -76,7 +76,7 @@ def sealed(place: Place) -> tuple[SqlStorage, MemoryBank]:
 
 
 def bank_over(storage: SqlStorage) -> MemoryBank:
-    return MemoryBank(store=storage.store, search_engine=storage.search_engine, clock=start_clock())
+    return bank_on(storage)
 
 
 def save(bank: MemoryBank, user: User, content: str, **extra: Any) -> str:

@@ -10,9 +10,9 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters_mysql import MysqlOwnerScopedSearch, SqliteOwnerScopedSearch, SqlStorage, open_storage
+from adapters_mysql import MysqlOwnerScopedSearch, SqliteOwnerScopedSearch, SqlStorage
 from memorybank_core import limits
-from memorybank_search import OwnerIndexer
+from tests.sql.backends import storage_at
 from tests.sql.memories import SAVED_AT, make_memory, new_user
 
 #: Input that breaks a raw FTS5 MATCH or MySQL boolean mode; every engine must take it in stride.
@@ -49,7 +49,7 @@ NASTY_QUERIES = [
 @pytest.fixture(scope="module")
 def fts5_bank() -> Iterator[SqlStorage]:
     """An in-memory SQLite bank with a few memories, for property tests."""
-    storage = open_storage("sqlite://", indexer=OwnerIndexer())
+    storage = storage_at("sqlite://")
     storage.initialize()
     owner = "usr_property"
     for n, content in enumerate(["lighthouse keeper", "e-mail from the keeper", "c++ and rust", "东京 tower"]):

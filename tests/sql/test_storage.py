@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from adapters_mysql import MysqlOwnerScopedSearch, SqliteOwnerScopedSearch, SqlStorage, open_storage
-from memorybank_core import InvalidInputError, MemoryBank, UnavailableError
+from adapters_mysql import MysqlOwnerScopedSearch, SqliteOwnerScopedSearch, SqlStorage
+from harness.ci import in_ci
+from memorybank_core import InvalidInputError, UnavailableError
 from memorybank_core.bodies import JsonValue
 from memorybank_core.distribution import install_command
-from memorybank_search import OwnerIndexer
 from tests.conftest import User
-from tests.mysql_server import ThrowawayDatabase, in_ci
+from tests.mysql_server import ThrowawayDatabase
+from tests.sql.backends import bank_on, storage_at
 
 
 @pytest.mark.parametrize(
@@ -34,7 +35,7 @@ from tests.mysql_server import ThrowawayDatabase, in_ci
 )
 def test_a_bad_url_is_invalid_input_naming_db(url: str) -> None:
     with pytest.raises(InvalidInputError) as raised:
-        open_storage(url, indexer=OwnerIndexer())
+        storage_at(url)
     assert [problem.path for problem in raised.value.problems] == ["db"]
 
 
@@ -50,23 +51,23 @@ def test_a_missing_driver_is_invalid_input_that_says_how_to_install_it(
 ) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` raise ImportError
     with pytest.raises(InvalidInputError, match=re.escape(hint)) as raised:
-        open_storage(url, indexer=OwnerIndexer())
+        storage_at(url)
     assert raised.value.problems[0].path == "db"
 
 
 def test_an_unreachable_mysql_server_is_unavailable() -> None:
     # Port 1 on localhost: nothing listens there, so the connection is refused at once.
     with pytest.raises(UnavailableError, match="cannot connect"):
-        open_storage("mysql+pymysql://root@127.0.0.1:1/memorybank", indexer=OwnerIndexer())
+        storage_at("mysql+pymysql://root@127.0.0.1:1/memorybank")
 
 
 def test_a_sqlite_file_in_a_missing_directory_is_unavailable(tmp_path: Path) -> None:
     with pytest.raises(UnavailableError, match="cannot connect"):
-        open_storage(f"sqlite:///{tmp_path / 'missing' / 'bank.sqlite3'}", indexer=OwnerIndexer())
+        storage_at(f"sqlite:///{tmp_path / 'missing' / 'bank.sqlite3'}")
 
 
 def test_sqlite_connections_are_configured_for_a_threaded_server(tmp_path: Path) -> None:
-    storage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}", indexer=OwnerIndexer())
+    storage = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}")
     try:
         with storage.engine.connect() as connection:
             settings = {
@@ -81,10 +82,10 @@ def test_sqlite_connections_are_configured_for_a_threaded_server(tmp_path: Path)
 
 
 def test_an_in_memory_sqlite_bank_is_one_database_shared_by_threads() -> None:
-    storage = open_storage("sqlite://", indexer=OwnerIndexer())
+    storage = storage_at("sqlite://")
     try:
         storage.initialize()
-        bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
+        bank = bank_on(storage)
         alice = User()
         errors: list[BaseException] = []
 
@@ -107,10 +108,10 @@ def test_an_in_memory_sqlite_bank_is_one_database_shared_by_threads() -> None:
 
 
 def test_a_sqlite_file_bank_serves_concurrent_writers(tmp_path: Path) -> None:
-    storage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}", indexer=OwnerIndexer())
+    storage = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}")
     try:
         storage.initialize()
-        bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
+        bank = bank_on(storage)
         users = [User() for _ in range(4)]
 
         def work(user: User) -> None:
@@ -138,12 +139,12 @@ def test_both_mysql_drivers_serve_the_bank(scheme: str) -> None:
     storage: SqlStorage | None = None
     try:
         url = sa.make_url(database.url).set(drivername=scheme).render_as_string(hide_password=False)
-        storage = open_storage(url, indexer=OwnerIndexer())
+        storage = storage_at(url)
         storage.initialize()
         storage.check_ready()
         assert storage.dialect_name == "mysql"
         assert isinstance(storage.search_engine.inner, MysqlOwnerScopedSearch)
-        bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
+        bank = bank_on(storage)
         alice = User()
         saved = bank.save(alice, JsonValue({"content": "emoji 🦜 survive the utf8mb4 connection"}))
         assert bank.list(alice).memories == (saved,)
@@ -156,7 +157,7 @@ def test_both_mysql_drivers_serve_the_bank(scheme: str) -> None:
 
 @pytest.mark.mysql
 def test_the_mysql_url_fixture_gives_an_empty_database(mysql_url: str) -> None:
-    storage = open_storage(mysql_url, indexer=OwnerIndexer())
+    storage = storage_at(mysql_url)
     try:
         assert sa.inspect(storage.engine).get_table_names() == []
     finally:

@@ -7,22 +7,22 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from adapters_mysql import SqlStorage, StorageClosedError, open_storage
+from adapters_mysql import SqlStorage, StorageClosedError
 from memorybank_core import MemoryBank
 from memorybank_core.bodies import JsonValue
-from memorybank_search import OwnerIndexer
 from tests.conftest import User
 from tests.mysql_server import ThrowawayDatabase
+from tests.sql.backends import bank_on, storage_at
 
 
 def _save_one(storage: SqlStorage) -> MemoryBank:
-    bank = MemoryBank(store=storage.store, search_engine=storage.search_engine)
+    bank = bank_on(storage)
     bank.save(User(), JsonValue({"content": "kept while the storage is open"}))
     return bank
 
 
 def test_the_with_block_gives_the_storage_and_closes_it_at_its_end(tmp_path: Path) -> None:
-    opened = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}", indexer=OwnerIndexer())
+    opened = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}")
     with opened as storage:
         assert storage is opened
         storage.initialize()
@@ -41,7 +41,7 @@ def _fail_inside(storage: SqlStorage) -> None:
 
 
 def test_the_with_block_closes_the_storage_when_its_body_raises(tmp_path: Path) -> None:
-    storage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}", indexer=OwnerIndexer())
+    storage = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}")
     with pytest.raises(LookupError):
         _fail_inside(storage)
 
@@ -50,7 +50,7 @@ def test_the_with_block_closes_the_storage_when_its_body_raises(tmp_path: Path) 
 
 
 def test_closing_twice_is_harmless_and_the_storage_stays_closed(tmp_path: Path) -> None:
-    storage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}", indexer=OwnerIndexer())
+    storage = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}")
     storage.initialize()
     storage.close()
     storage.close()
@@ -63,16 +63,16 @@ def test_closing_twice_is_harmless_and_the_storage_stays_closed(tmp_path: Path) 
 
 def test_closing_one_storage_leaves_another_on_the_same_file_open(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'bank.sqlite3'}"
-    with open_storage(url, indexer=OwnerIndexer()) as first:
+    with storage_at(url) as first:
         first.initialize()
-    with open_storage(url, indexer=OwnerIndexer()) as second:
+    with storage_at(url) as second:
         second.check_ready()
         _save_one(second)
 
 
 @pytest.mark.mysql
 def test_a_closed_mysql_storage_holds_no_connection_and_refuses_use(mariadb: ThrowawayDatabase) -> None:
-    with open_storage(mariadb.url, indexer=OwnerIndexer()) as storage:
+    with storage_at(mariadb.url) as storage:
         storage.initialize()
         _save_one(storage)
         pool = storage.engine.pool

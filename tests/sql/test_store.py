@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from adapters_mysql import SqlStorage, open_storage
+from adapters_mysql import SqlStorage
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
 from memorybank_core import (
@@ -21,8 +21,7 @@ from memorybank_core import (
     UnavailableError,
     limits,
 )
-from memorybank_search import OwnerIndexer
-from tests.sql.backends import MysqlFactory
+from tests.sql.backends import MysqlFactory, storage_at
 from tests.sql.conftest import Statement
 from tests.sql.memories import SAVED_AT, make_memory, new_user
 from tests.sql.owner_statements import (
@@ -54,8 +53,8 @@ def rows_of(storage: SqlStorage, user_id: str) -> tuple[int, int]:
 def test_every_statement_on_the_memory_tables_carries_the_owner(
     storage: SqlStorage, statements: list[Statement], search: str
 ) -> None:
-    with searching(storage, search):
-        check_every_statement_carries_one_owner(storage, statements)
+    with searching(storage, search) as searched:
+        check_every_statement_carries_one_owner(searched, statements)
     if search == "hybrid":
         # Hybrid search's vectors were written, read and deleted under the same check.
         assert {"INSERT", "SELECT", "DELETE"} <= vector_statement_kinds(statements)
@@ -216,7 +215,7 @@ def test_timestamps_round_trip_with_microseconds_as_utc(storage: SqlStorage) -> 
 def test_a_committed_save_is_searchable_at_once_from_another_connection(sql_factory: Any) -> None:
     sql_factory.fresh()
     writer = sql_factory.storage
-    reader = open_storage(sql_factory.url, indexer=OwnerIndexer())
+    reader = storage_at(sql_factory.url)
     try:
         owner = new_user()
         for n in range(25):
@@ -305,7 +304,7 @@ def test_connections_killed_by_the_server_are_replaced_before_use(mysql_factory:
 def test_a_locked_sqlite_database_is_unavailable_not_a_traceback(sqlite_storage: SqlStorage) -> None:
     database = sqlite_storage.engine.url.database
     assert database is not None
-    storage = open_storage(f"sqlite:///{database}", indexer=OwnerIndexer())
+    storage = storage_at(f"sqlite:///{database}")
 
     @event.listens_for(storage.engine, "connect")
     def impatient(dbapi_connection: Any, _record: Any) -> None:
@@ -326,7 +325,7 @@ def test_a_locked_sqlite_database_is_unavailable_not_a_traceback(sqlite_storage:
 
 
 def test_a_database_that_is_gone_is_unavailable(tmp_path: Any) -> None:
-    storage = open_storage(f"sqlite:///{tmp_path / 'bank.sqlite3'}", indexer=OwnerIndexer())
+    storage = storage_at(f"sqlite:///{tmp_path / 'bank.sqlite3'}")
     storage.initialize()
     storage.close()
     (tmp_path / "bank.sqlite3").unlink()

@@ -6,18 +6,15 @@ import logging
 
 import pytest
 
-from memorybank_core import InMemoryStore, LoggingEventSink, MemoryBank, SaveRequest
-from memorybank_search import InMemorySearch, OwnerIndexer
+from memorybank import bootstrap
+from memorybank_core import InMemoryStore, LoggingEventSink, SaveRequest
 from tests.conftest import User, start_clock
 
 SECRET_WORDS = "zanzibar-content"
 
 
 def test_events_are_logged_without_content_snippets_or_queries(caplog: pytest.LogCaptureFixture) -> None:
-    store = InMemoryStore()
-    bank = MemoryBank(
-        store=store, search_engine=InMemorySearch(store, OwnerIndexer()), clock=start_clock(), events=LoggingEventSink()
-    )
+    bank = bootstrap.build(store=InMemoryStore(), clock=start_clock(), events=LoggingEventSink()).services.bank
     user = User()
     with caplog.at_level(logging.INFO, logger="memorybank.events"):
         memory = bank.save(

@@ -18,7 +18,7 @@ import attrs
 import pytest
 
 from adapters_secrets import DetectSecretsScreen
-from memorybank import composition
+from memorybank import bootstrap
 from memorybank.commands import secrets
 from memorybank.commands.base import CommandError
 from memorybank.portability import export_user, import_file, import_lines, memory_line, parse_line
@@ -200,7 +200,7 @@ class InMemoryStorage:
 
 def test_the_admin_commands_services_run_over_a_hosts_own_ports() -> None:
     # What `token`, `panel-link`, `gate` and `quota` drive, built by the composition root over in-memory ports.
-    services = composition.build_services(InMemoryStorage())
+    services = bootstrap.build(ports=InMemoryStorage()).services
     alice = User()
     issued = services.tokens.issue(user_id=alice.user_id, org_id=alice.organization_id)
     principal = services.tokens.authenticate(issued.secret)
@@ -228,3 +228,28 @@ def test_secrets_scan_runs_over_a_hosts_own_ports(capsys: pytest.CaptureFixture[
     [found] = out.getvalue().splitlines()
     assert found.split("\t")[:3] == ["aws_access_key", holding.id, leaky]
     assert "AKIA" not in out.getvalue() + capsys.readouterr().err
+
+
+def test_the_runtime_the_commands_open_carries_the_operators_ports(tmp_path: Path) -> None:
+    # `import`, `export` and `secrets scan` take these from `Runtime.ports`: the core's in-memory ones here.
+    runtime = bootstrap.build(store=InMemoryStore())
+    leaky = new_user()
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        json.dumps({"user_id": leaky, "org_id": new_id(ORGANIZATION_PREFIX), "content": "AKIAIOSFODNN7EXAMPLE"})
+    )
+
+    assert import_file(path, runtime.ports.writer(), show_progress=False).imported == 1
+    with pytest.raises(CommandError, match="1 memory of 1 owner holds"):
+        secrets.scan(runtime.ports.owners(), runtime.ports.store, DetectSecretsScreen(), io.StringIO())
+    exported = io.StringIO()
+    assert export_user(runtime.ports.store, leaky, exported) == 1
+
+
+def test_a_hosts_bundle_without_the_operators_ports_says_which_command_needs_them() -> None:
+    ports = bootstrap.build(ports=InMemoryStorage()).ports
+
+    with pytest.raises(RuntimeError, match="memorybank import"):
+        ports.writer()
+    with pytest.raises(RuntimeError, match="memorybank secrets scan"):
+        ports.owners()

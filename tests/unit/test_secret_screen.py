@@ -12,8 +12,11 @@ import pytest
 
 from adapters_secrets import KINDS, DetectSecretsScreen
 from benchmarks.adversarial import filling
-from benchmarks.recall import DEFAULT_DATA, SHARED_DATA_ENV, load
+from benchmarks.locomo import DEFAULT_DATA, SHARED_DATA_ENV, load
 from benchmarks.secret_screen import flagged, ordinary_texts
+from harness.secret_cases import Case, harmless, secrets
+from memorybank import bootstrap
+from memorybank.settings import OFF, Settings
 from memorybank_core import (
     SAVE_A_POINTER,
     InMemoryStore,
@@ -31,9 +34,7 @@ from memorybank_core.bodies import JsonValue
 from memorybank_core.errors import ScreenBudgetExceededError
 from memorybank_core.ports import ScreenBudget
 from memorybank_core.secret_screening import save_a_pointer
-from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.conftest import User, start_clock
-from tests.secrets.table import Case, harmless, secrets
 
 SCREEN = DetectSecretsScreen()
 
@@ -106,15 +107,11 @@ def test_the_screen_is_safe_to_share_between_threads() -> None:
 
 
 def _bank(screen: SecretScreen | None, sink: RecordingEventSink) -> tuple[MemoryBank, InMemoryStore]:
+    """The bank as the composition root wires it over an in-memory store, screened by `screen` (None: off)."""
     store = InMemoryStore()
-    bank = MemoryBank(
-        store=store,
-        search_engine=InMemorySearch(store, OwnerIndexer()),
-        clock=start_clock(),
-        events=sink,
-        secret_screen=screen,
-    )
-    return bank, store
+    settings = Settings.for_database("sqlite://", secret_screen=OFF) if screen is None else None
+    built = bootstrap.build(settings, store=store, clock=start_clock(), events=sink, secret_screen=screen)
+    return built.services.bank, store
 
 
 def test_a_save_with_a_credential_in_content_tags_or_snippets_is_refused_and_writes_nothing() -> None:
@@ -266,12 +263,9 @@ class _WhereScreened(SecretScreen):
 
 
 def _recorded_bank() -> tuple[MemoryBank, _RecordingUnit, _WhereScreened]:
-    store = InMemoryStore()
     unit = _RecordingUnit()
     screen = _WhereScreened(unit)
-    bank = MemoryBank(
-        store=store, search_engine=InMemorySearch(store, OwnerIndexer()), unit_of_work=unit, secret_screen=screen
-    )
+    bank = bootstrap.build(store=InMemoryStore(), unit_of_work=unit, secret_screen=screen).services.bank
     return bank, unit, screen
 
 

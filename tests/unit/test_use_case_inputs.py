@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memorybank import bootstrap
 from memorybank_core import (
     DELETE_ALL_CONFIRMATION,
     BodyTooLargeError,
@@ -17,13 +18,11 @@ from memorybank_core import (
     SaveRequest,
     UnsupportedMediaTypeError,
 )
-from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.conftest import User
 
 
 def _bank() -> MemoryBank:
-    store = InMemoryStore()
-    return MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer()))
+    return bootstrap.build(store=InMemoryStore()).services.bank
 
 
 def test_a_save_takes_a_value_or_a_body_and_the_same_memory_comes_of_either() -> None:

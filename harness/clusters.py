@@ -1,4 +1,4 @@
-"""Private MariaDB instances for the cluster tier and the topology benchmark.
+"""Private MariaDB instances for the cluster tier and the topology benchmark (`migrate_command` migrates a Spider one).
 
 Each node has its own `my.cnf`, data directory, socket and loopback port under one temporary
 directory, runs as the `mysql` user (Galera's rsync state transfer fails as root), and is
@@ -22,8 +22,8 @@ from typing import Any, Protocol, TypeVar
 
 import pytest
 
-from tests.mysql_server import in_ci
-from tests.served import free_port
+from harness.ci import in_ci
+from harness.served import free_port
 
 APP_USER = "memorybank"
 APP_PASSWORD = "memorybank-cluster-test"
@@ -390,3 +390,8 @@ class SingleServer:
 def single_server() -> AbstractContextManager[SingleServer]:
     """A started private server with the app's database and user."""
     return _running("memorybank-single-", SingleServer)
+
+
+def migrate_command(cluster: SpiderCluster) -> list[str]:
+    """`memorybank migrate` for the whole deployment: data nodes first, then the head."""
+    return ["migrate", "--db", cluster.head.url(), "--shards", ",".join(cluster.shard_urls())]

@@ -30,6 +30,7 @@ from adapters_http.refusals import (
 )
 from adapters_http.throttling import rate_limit_headers
 from memorybank_core.bodies import BodyTooLargeError, UnsupportedMediaTypeError
+from memorybank_core.conflicts import RevisionConflictError
 from memorybank_core.errors import (
     CredentialsRefusedError,
     ForbiddenError,
@@ -44,6 +45,7 @@ from memorybank_core.errors import (
 )
 from memorybank_core.rate_limits import RateLimitedError
 from memorybank_core.secret_screening import SAVE_A_POINTER, save_a_pointer
+from memorybank_core.wire import etag, memory_json
 
 #: Seconds a client should wait before retrying after a 503.
 RETRY_AFTER_SECONDS = 1
@@ -133,6 +135,13 @@ def _quota(error: QuotaExceededError, _metadata: str | None) -> Refinement:
         for name in error.exceeded
     ]
     return Refinement(body={"details": details})
+
+
+def _conflict(error: RevisionConflictError, _metadata: str | None) -> Refinement:
+    # The caller's own memory as it is now (the use case read it owner-scoped), and its tag to retry with.
+    if error.current is None:
+        return Refinement()
+    return Refinement(body={"memory": memory_json(error.current)}, headers={"ETag": etag(error.current)})
 
 
 def _too_large(error: BodyTooLargeError, _metadata: str | None) -> Refinement:
@@ -225,6 +234,16 @@ ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
     ),
     # Fixed text on purpose: malformed, never-existing and someone else's ids must give byte-identical bodies.
     (NotFoundError, ErrorSpec(404, "memory_not_found", "No memory with this id.")),
+    (
+        RevisionConflictError,
+        ErrorSpec(
+            412,
+            "revision_conflict",
+            "The memory changed since the revision this change was based on, so nothing was written; `memory` is "
+            "how it is now. Show it, and change that version if it still needs it.",
+            refine=_conflict,
+        ),
+    ),
     (BodyTooLargeError, ErrorSpec(413, "payload_too_large", "The request body is too large.", refine=_too_large)),
     (UnsupportedMediaTypeError, ErrorSpec(415, "unsupported_media_type", "Send the body as application/json.")),
     (

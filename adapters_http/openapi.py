@@ -41,6 +41,10 @@ def _header(description: str, schema: JsonSchema) -> JsonSchema:
 
 
 _DIGITS: JsonSchema = {"type": "string", "pattern": "^[0-9]+$"}
+_ETAG = _header(
+    'The memory\'s revision as a strong entity tag (`"3"`): send it back in `If-Match` to change that version only.',
+    {"type": "string", "pattern": '^"[0-9]+"$'},
+)
 _REQUEST_ID = _header("An id for this request, as logged by the server.", {"type": "string", "minLength": 1})
 _ERROR_HEADERS: dict[int, dict[str, JsonSchema]] = {
     401: {"WWW-Authenticate": _header("Always `Bearer ...`.", {"type": "string", "pattern": "^Bearer"})},
@@ -61,6 +65,13 @@ _ERROR_HEADERS: dict[int, dict[str, JsonSchema]] = {
         "RateLimit-Policy": _header(
             "`<limit>;w=<window seconds>` (draft-ietf-httpapi-ratelimit-headers-06).", {"type": "string"}
         ),
+    },
+    412: {
+        "ETag": {
+            "description": "The memory's current revision, on `revision_conflict`.",
+            "required": False,
+            "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
+        }
     },
     503: {
         "Retry-After": _header(
@@ -107,7 +118,7 @@ def _operation(route: RouteSpec, settings: BankSettings) -> JsonSchema:
     responses: dict[str, JsonSchema] = {}
     success: JsonSchema = {
         "description": _SUCCESS_TEXT.get(route.success_status, "Success"),
-        "headers": {REQUEST_ID_HEADER: _REQUEST_ID},
+        "headers": {REQUEST_ID_HEADER: _REQUEST_ID, **({"ETag": _ETAG} if route.etag else {})},
     }
     if route.success_schema is not None:
         success["content"] = {route.success_media_type: {"schema": copy.deepcopy(route.success_schema)}}
@@ -125,7 +136,8 @@ def _operation(route: RouteSpec, settings: BankSettings) -> JsonSchema:
         "tags": list(route.tags),
         "security": [{BEARER_SCHEME: [route.required_scope]}],
         "parameters": [_parameter(p, "path", defaults) for p in route.path_params]
-        + [_parameter(p, "query", defaults) for p in route.query_params],
+        + [_parameter(p, "query", defaults) for p in route.query_params]
+        + [_parameter(p, "header", defaults) for p in route.header_params],
         "responses": responses,
     }
     if route.body_schema is not None:
@@ -158,8 +170,8 @@ def build_openapi(
             "title": title,
             "version": API_VERSION,
             "description": (
-                "A per-user memory bank for AI agents: save human-verified memories, search, list and delete "
-                "them. Every call acts on the caller's own memories only."
+                "A per-user memory bank for AI agents: save human-verified memories, search, list, edit (with "
+                "their history) and delete them. Every call acts on the caller's own memories only."
             ),
         },
         "tags": [

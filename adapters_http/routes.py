@@ -23,7 +23,7 @@ from memorybank_core.entities import Origin
 from memorybank_core.ports import Principal
 from memorybank_core.rate_limits import Operation
 from memorybank_core.requests import DELETE_ALL_CONFIRMATION
-from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE
+from memorybank_core.use_cases import INCLUDE_RETIRED, READ_SCOPE, WRITE_SCOPE
 
 MEMORY_TAG = "Memory"
 """The tag every memory route an agent may call carries; capability catalogs include routes by tag."""
@@ -72,8 +72,12 @@ class RouteSpec:
     tags: tuple[str, ...] = (MEMORY_TAG,)
     path_params: tuple[Param, ...] = ()
     query_params: tuple[Param, ...] = ()
+    header_params: tuple[Param, ...] = ()
+    """Request headers the route reads (documented; a capability catalog leaves them out)."""
     body_schema: JsonSchema | None = None
     """The JSON request body; None when the route takes none."""
+    etag: bool = False
+    """The success answer carries the memory's `ETag` (its revision)."""
     match_path: str | None = None
     """The Starlette path when it differs from `path` (e.g. a convertor)."""
 
@@ -103,7 +107,19 @@ _ORIGINS = "|".join(f'"{origin.value}"' for origin in Origin)
 
 SAVE_SUMMARY = (
     'Save a memory. Body: {"content": "...", "tags"?: ["..."], "contexts"?: [{"snippet": "...", '
-    f'"conversation_id"?: "...", "message_id"?: "...", "origin"?: {_ORIGINS}}}]}}'
+    f'"conversation_id"?: "...", "message_id"?: "...", "origin"?: {_ORIGINS}}}], "supersedes"?: ["mem_..."]}}. '
+    "The answer lists similar memories you already have."
+)
+EDIT_SUMMARY = (
+    'Edit one of your memories (correct it, update it, restore it). Path: id (mem_...). Body: any of {"content": '
+    '"...", "tags": ["..."], "contexts": [...], "retired": false, "revision": n}.'
+)
+
+_MEMORY_ID = Param(
+    name="id",
+    schema={"type": "string", "minLength": 1},
+    description="The memory's id, `mem_` and 26 base32 characters.",
+    required=True,
 )
 
 MEMORY_ROUTES: tuple[RouteSpec, ...] = (
@@ -118,15 +134,22 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
             f"message ids (1 to {limits.CITATION_ID.max}). Text is stored trimmed. `scope` and `source` are "
             "set by the server; unknown fields are ignored. Every invalid field is reported at once. A memory "
             "holding what looks like a credential (an API key, a token, a private key, a password in a URL) is "
-            "refused with 422 `secret_detected`, naming each field, kind and character range, never the secret."
+            "refused with 422 `secret_detected`, naming each field, kind and character range, never the secret. "
+            f"`supersedes` names up to {limits.SUPERSEDES_MAX} of the caller's memories the new one replaces: in "
+            "the same transaction they are retired (left out of search and lists, readable by id with "
+            "`retired_by`, restorable); an id that is not the caller's is the one 404 and nothing is saved. "
+            f"The answer's `similar` lists up to {limits.SIMILAR_MAX} of the caller's current memories the new one "
+            "most resembles (by the server's search engine): ask the person whether it replaces one of them, then "
+            "edit that one (PATCH) or save with `supersedes` naming it."
         ),
         handler=MemoryHandlers.save,
         success_status=201,
         success_schema=schemas.ref("SavedMemory"),
-        error_statuses=(400, 401, 403, 413, 415, 422, 429, 503),
+        error_statuses=(400, 401, 403, 404, 412, 413, 415, 422, 429, 503),
         required_scope=WRITE_SCOPE,
         operation=Operation.SAVE,
         body_schema=schemas.SAVE_REQUEST,
+        etag=True,
     ),
     RouteSpec(
         method="GET",
@@ -183,6 +206,14 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
                 name="cursor",
                 schema={"type": "string", "minLength": 1, "maxLength": limits.CURSOR_MAX_LENGTH},
                 description="Where to continue: the `next_cursor` of the previous page.",
+            ),
+            Param(
+                name="include",
+                schema={"type": "string", "enum": [INCLUDE_RETIRED]},
+                description=(
+                    "`retired` also lists the memories a later save replaced (they carry `retired_by`); "
+                    "without it they are left out."
+                ),
             ),
         ),
     ),
@@ -241,14 +272,90 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
         body_schema=schemas.ref("DeleteAllRequest"),
     ),
     RouteSpec(
+        method="GET",
+        # `memoryId`, not `id`: the reference host's naming rule then gives the capability `getMemoryRevisions`
+        # (`ByMemoryId` restates the path parameter and is shortened away). Before the `{id}` routes, whose
+        # `path` convertor would match this path too.
+        path="/v1/memory/{memoryId}/revisions",
+        match_path="/v1/memory/{memoryId:path}/revisions",
+        summary=(
+            f"See a memory and its history: every version kept, newest first. Path: memoryId (mem_...). Query: "
+            f"limit? (1-{limits.REVISIONS_LIMIT.max}, default {limits.REVISIONS_LIMIT.default}), cursor?."
+        ),
+        description=(
+            "The memory as it is now (also a retired one, with `retired_by`) and a page of its versions, newest "
+            "first: the current one leads the first page, then the earlier versions the server keeps (the last "
+            "`MEMORYBANK_REVISIONS_KEPT`, 20 by default), each with when it was written, through which door (`rest`, "
+            "`mcp`, `panel`, `import`) and with which credential (an id or an issuer, never a secret). Any id that "
+            "is not one of the caller's memories gets the same 404. The answer's `ETag` is the memory's revision."
+        ),
+        handler=MemoryHandlers.revisions,
+        success_status=200,
+        success_schema=schemas.ref("MemoryRevisions"),
+        error_statuses=(400, 401, 403, 404, 429, 503),
+        required_scope=READ_SCOPE,
+        operation=Operation.LIST,
+        path_params=(
+            Param(
+                name="memoryId",
+                schema={"type": "string", "minLength": 1},
+                description="The memory's id, `mem_` and 26 base32 characters.",
+                required=True,
+            ),
+        ),
+        query_params=(
+            _count_param("limit", limits.REVISIONS_LIMIT, "Page size:"),
+            Param(
+                name="cursor",
+                schema={"type": "string", "minLength": 1, "maxLength": limits.CURSOR_MAX_LENGTH},
+                description="Where to continue: the `next_cursor` of the previous page.",
+            ),
+        ),
+        etag=True,
+    ),
+    RouteSpec(
+        method="PATCH",
+        path="/v1/memory/{id}",
+        match_path="/v1/memory/{id:path}",
+        summary=EDIT_SUMMARY,
+        description=(
+            "Changes one of the caller's memories: each of `content`, `tags` and `contexts` given replaces the "
+            'stored one, with a save\'s bounds and secret screen; `{"retired": false}` restores a memory a later '
+            "save replaced. The id and `created_at` stay, `updated_at` moves, and the version replaced is kept "
+            "(see the revisions route). `If-Match` (the `ETag` of an earlier answer) or the body's `revision` "
+            "names the version the change is based on: if the memory changed since, nothing is written and the "
+            "answer is 412 `revision_conflict` with the memory as it is now. A change that changes nothing "
+            "answers the memory as it is. Any id that is not one of the caller's memories gets the same 404."
+        ),
+        handler=MemoryHandlers.edit,
+        success_status=200,
+        success_schema=schemas.ref("EditedMemory"),
+        error_statuses=(400, 401, 403, 404, 412, 413, 415, 422, 429, 503),
+        required_scope=WRITE_SCOPE,
+        operation=Operation.SAVE,
+        path_params=(_MEMORY_ID,),
+        header_params=(
+            Param(
+                name="If-Match",
+                schema={"type": "string", "minLength": 1},
+                description=(
+                    'The `ETag` of the version the change is based on (`"3"`), or several, comma-separated; `*` '
+                    "accepts any. A weak or stale tag gets 412 `revision_conflict`."
+                ),
+            ),
+        ),
+        body_schema=schemas.ref("EditMemoryRequest"),
+        etag=True,
+    ),
+    RouteSpec(
         method="DELETE",
         path="/v1/memory/{id}",
         # `path` convertor: an id with slashes (path traversal) still reaches the handler and gets the one 404.
         match_path="/v1/memory/{id:path}",
         summary="Delete one of your memories and its contexts, permanently. Path: id (mem_...).",
         description=(
-            "Hard-deletes the memory and all its contexts. Any id that is not one of the caller's memories "
-            "(malformed, never existing, already deleted, someone else's) gets the same 404."
+            "Hard-deletes the memory with all its contexts and every kept earlier version. Any id that is not one "
+            "of the caller's memories (malformed, never existing, already deleted, someone else's) gets the same 404."
         ),
         handler=MemoryHandlers.delete,
         success_status=204,
@@ -256,14 +363,7 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
         error_statuses=(401, 403, 404, 429, 503),
         required_scope=WRITE_SCOPE,
         operation=Operation.DELETE,
-        path_params=(
-            Param(
-                name="id",
-                schema={"type": "string", "minLength": 1},
-                description="The memory's id, `mem_` and 26 base32 characters.",
-                required=True,
-            ),
-        ),
+        path_params=(_MEMORY_ID,),
     ),
 )
 """The memory routes, in matching order (the search route precedes the `{id}` route)."""

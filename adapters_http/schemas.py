@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from memorybank_core import limits
-from memorybank_core.entities import MATCH_KINDS, Origin, Scope, Source
+from memorybank_core.entities import MATCH_KINDS, Door, Origin, Scope, Source
 from memorybank_core.requests import DELETE_ALL_CONFIRMATION
 from memorybank_core.validation import INVISIBLE_CHARACTERS
 
@@ -73,6 +73,21 @@ CONTEXT_INPUT: JsonSchema = {
     },
 }
 
+_TAGS_INPUT: JsonSchema = {
+    # No maxItems: exact repeats are dropped before the bound is counted (33 copies of one
+    # tag are one tag), which JSON Schema cannot say; the core refuses more distinct tags.
+    "type": "array",
+    "items": _text(limits.TAG, "A tag,"),
+    "description": f"Up to {limits.TAGS_MAX} distinct tags; exact repeats are dropped.",
+}
+_CONTEXTS_INPUT: JsonSchema = {
+    "type": "array",
+    "maxItems": limits.CONTEXTS_MAX,
+    # Inlined, not a $ref: capability catalogs show this schema to agents as it stands.
+    "items": CONTEXT_INPUT,
+    "description": f"Up to {limits.CONTEXTS_MAX} snippets backing the memory.",
+}
+
 SAVE_REQUEST: JsonSchema = {
     "type": "object",
     "description": (
@@ -82,24 +97,47 @@ SAVE_REQUEST: JsonSchema = {
     "required": ["content"],
     "properties": {
         "content": _text(limits.CONTENT, "The memory: one crisp, self-contained statement,"),
-        "tags": _optional(
-            {
-                # No maxItems: exact repeats are dropped before the bound is counted (33 copies of one
-                # tag are one tag), which JSON Schema cannot say; the core refuses more distinct tags.
-                "type": "array",
-                "items": _text(limits.TAG, "A tag,"),
-                "description": f"Up to {limits.TAGS_MAX} distinct tags; exact repeats are dropped.",
-            }
-        ),
-        "contexts": _optional(
+        "tags": _optional(_TAGS_INPUT),
+        "contexts": _optional(_CONTEXTS_INPUT),
+        "supersedes": _optional(
             {
                 "type": "array",
-                "maxItems": limits.CONTEXTS_MAX,
-                # Inlined, not a $ref: capability catalogs show this schema to agents as it stands.
-                "items": CONTEXT_INPUT,
-                "description": f"Up to {limits.CONTEXTS_MAX} snippets backing the memory.",
+                "maxItems": limits.SUPERSEDES_MAX,
+                "items": {"type": "string", "minLength": limits.ID.min, "maxLength": limits.ID.max},
+                "description": (
+                    f"Ids (`mem_…`) of up to {limits.SUPERSEDES_MAX} of your memories this one replaces, once the "
+                    "person confirmed it: they are retired in the same transaction (left out of search and lists, "
+                    "kept, restorable). An id that is not one of yours is a 404 and nothing is saved."
+                ),
             }
         ),
+    },
+}
+
+EDIT_REQUEST: JsonSchema = {
+    "type": "object",
+    "description": (
+        "What to change: each field given replaces the stored one (with a save's bounds); the others stay. "
+        "At least one of content, tags, contexts or retired."
+    ),
+    "properties": {
+        "content": _text(limits.CONTENT, "The new wording,"),
+        "tags": _optional(_TAGS_INPUT),
+        "contexts": _optional(_CONTEXTS_INPUT),
+        "retired": {
+            "type": ["boolean", "null"],
+            "enum": [False, None],
+            "description": "`false` restores a memory a later save replaced (`retired_by`) into search and lists.",
+        },
+        "revision": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "description": (
+                "The revision your change is based on (as `If-Match` says it, for callers that cannot send "
+                "headers): if the memory changed since, nothing is written and the answer is 412 "
+                "`revision_conflict` with the memory as it is now."
+            ),
+        },
     },
 }
 
@@ -135,6 +173,16 @@ MEMORY_PROPERTIES: JsonSchema = {
     "created_at": _timestamp("When the memory was saved."),
     "updated_at": _timestamp("When the memory last changed."),
     "contexts": {"type": "array", "maxItems": limits.CONTEXTS_MAX, "items": _ref("MemoryContext")},
+    "revision": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "1 when saved; every edit, retirement or restore makes the next. Also the `ETag`.",
+    },
+    "retired_by": {
+        "type": ["string", "null"],
+        "maxLength": limits.ID.max,
+        "description": "The memory that replaced this one (a save's `supersedes`); null for a current memory.",
+    },
 }
 _MEMORY_REQUIRED = list(MEMORY_PROPERTIES)
 
@@ -165,8 +213,72 @@ SEARCH_RESULT: JsonSchema = {
 
 SAVED_MEMORY_RESPONSE: JsonSchema = {
     "type": "object",
+    "required": ["memory", "similar"],
+    "properties": {
+        "memory": _ref("Memory"),
+        "similar": {
+            "type": "array",
+            "maxItems": limits.SIMILAR_MAX,
+            "items": _ref("SearchResult"),
+            "description": (
+                f"Up to {limits.SIMILAR_MAX} of your current memories the new one most resembles, best first; "
+                "usually empty. Ask the person whether the new memory replaces one of them: if so, edit that one "
+                "(PATCH) instead, or save with `supersedes` naming it."
+            ),
+        },
+    },
+    "additionalProperties": False,
+}
+
+MEMORY_RESPONSE: JsonSchema = {
+    "type": "object",
     "required": ["memory"],
     "properties": {"memory": _ref("Memory")},
+    "additionalProperties": False,
+}
+
+REVISION: JsonSchema = {
+    "type": "object",
+    "description": "One version of a memory: its texts and retirement, when and through which door it was written.",
+    "required": ["revision", "content", "tags", "contexts", "retired_by", "updated_at", "door", "credential"],
+    "properties": {
+        "revision": MEMORY_PROPERTIES["revision"],
+        "content": MEMORY_PROPERTIES["content"],
+        "tags": MEMORY_PROPERTIES["tags"],
+        "contexts": MEMORY_PROPERTIES["contexts"],
+        "retired_by": MEMORY_PROPERTIES["retired_by"],
+        "updated_at": _timestamp("When this version was written."),
+        "door": {
+            "type": ["string", "null"],
+            "enum": [*(door.value for door in Door), None],
+            "description": "Through which door it was written; null before revisions were kept.",
+        },
+        "credential": {
+            "type": ["string", "null"],
+            "maxLength": limits.CREDENTIAL.max,
+            "description": "The credential that wrote it: a token or session id, or an issuer; never a secret.",
+        },
+    },
+    "additionalProperties": False,
+}
+
+REVISIONS_RESPONSE: JsonSchema = {
+    "type": "object",
+    "required": ["memory", "revisions", "next_cursor"],
+    "properties": {
+        "memory": _ref("Memory"),
+        "revisions": {
+            "type": "array",
+            "maxItems": limits.REVISIONS_LIMIT.max,
+            "items": _ref("MemoryRevision"),
+            "description": "Newest first: the current version leads the first page, then the earlier ones kept.",
+        },
+        "next_cursor": {
+            "type": ["string", "null"],
+            "maxLength": limits.CURSOR_MAX_LENGTH,
+            "description": "Pass as `cursor` for the next page; null on the last page.",
+        },
+    },
     "additionalProperties": False,
 }
 
@@ -287,6 +399,10 @@ ERROR: JsonSchema = {
             },
         },
         "required_scope": {"type": "string", "description": "For `insufficient_scope`: the scope the call needs."},
+        "memory": {
+            **_ref("Memory"),
+            "description": "For `revision_conflict`: the memory as it is now (yours), to show before deciding again.",
+        },
         "retry_after": {
             "type": "integer",
             "minimum": 1,
@@ -303,6 +419,10 @@ COMPONENTS: dict[str, JsonSchema] = {
     "Citation": CITATION,
     "SearchResult": SEARCH_RESULT,
     "SavedMemory": SAVED_MEMORY_RESPONSE,
+    "EditedMemory": MEMORY_RESPONSE,
+    "EditMemoryRequest": EDIT_REQUEST,
+    "MemoryRevision": REVISION,
+    "MemoryRevisions": REVISIONS_RESPONSE,
     "SearchResults": SEARCH_RESPONSE,
     "MemoryPage": MEMORY_PAGE_RESPONSE,
     "MemoryUsage": USAGE_RESPONSE,

@@ -7,8 +7,8 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from memorybank_core.entities import DeletedBatch, MemoryPage, SearchResult, UsageReport
-from memorybank_core.wire import Json, memory_json
+from memorybank_core.entities import DeletedBatch, MemoryPage, RevisionPage, SearchResult, UsageReport
+from memorybank_core.wire import Json, memory_json, revision_json
 
 
 class JsonResponse(Response):
@@ -36,6 +36,15 @@ def search_results_json(results: list[SearchResult]) -> Json:
 def memory_page_json(page: MemoryPage) -> Json:
     """The body of a list: one page and the cursor of the next."""
     return {"memories": [memory_json(memory) for memory in page.memories], "next_cursor": page.next_cursor}
+
+
+def revision_page_json(page: RevisionPage) -> Json:
+    """The body of a memory's history: the memory now, one page of its versions and the cursor of the next."""
+    return {
+        "memory": memory_json(page.memory),
+        "revisions": [revision_json(version) for version in page.revisions],
+        "next_cursor": page.next_cursor,
+    }
 
 
 def usage_json(report: UsageReport) -> Json:

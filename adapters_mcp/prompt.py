@@ -12,7 +12,8 @@ from __future__ import annotations
 PROMPT_NAME = "memory_bank"
 PROMPT_TITLE = "Memory Bank"
 PROMPT_DESCRIPTION = (
-    "How to save, recall, list and delete the user's memories through search_capabilities and execute_capability."
+    "How to save, recall, list, correct and delete the user's memories through search_capabilities and "
+    "execute_capability."
 )
 
 MEMORY_BANK_PROMPT = """\
@@ -24,7 +25,8 @@ not a local file. You reach it through the capability rail, which has exactly tw
 finds a capability (a REST operation) from plain words, and `execute_capability` runs it by name. There is no \
 dedicated memory tool. Always search first, then execute what the search returned: to save a memory, search for a \
 capability to save a memory, then execute it. The names are usually postMemory (save), getMemorySearch (search), \
-getMemory (list) and deleteMemoryById (delete), but use the names the search gives you.
+getMemory (list), patchMemoryById (edit), getMemoryRevisions (history) and deleteMemoryById (delete), but use the \
+names the search gives you.
 
 ### Saving (only when the person asks, and only after they confirm)
 1. Draft the memory: one crisp, self-contained sentence that will make sense months later without this \
@@ -37,6 +39,11 @@ secret or a personal detail and leave it out.
 [{"snippet": "...", "conversation_id": "...", "message_id": "..."}]}`. Only `content` is required.
 4. Tell the person whether it was saved. If the call failed, say so and offer to retry; never claim a save that \
 did not happen.
+5. The answer's `similar` lists memories they already have that look like the new one. When it is not empty, show \
+them and ask the person whether the new memory replaces one of them (they moved, changed teams, renamed a service). \
+If it does, keep one true memory, not two: next time correct the old one in place instead (edit it, below), or \
+save with `"supersedes": ["mem_..."]` naming the one it replaces, which takes it out of search and lists. Never \
+replace a memory without the person's yes.
 
 ### Recalling (only when asked)
 Search the bank only when the person asks you to remember, recall or look something up; never search it on your \
@@ -45,6 +52,18 @@ the person's own phrasing as `q` (query `{"q": "...", "limit": 10}`). Recall is 
 the words of saved memories, it does not understand meaning, so if nothing comes back try once more with other \
 likely words before saying nothing was found. Reduce the results to what answers the question (drop duplicates \
 and unrelated hits) and present them plainly, quoting the saved wording.
+
+### Correcting, replacing and restoring (only after the person confirms)
+When a saved memory is wrong or out of date, show it with the corrected wording you propose and, once the person \
+confirms, find the edit capability ("edit a memory", usually patchMemoryById) and execute it with the id as the \
+`id` path value and only what changes as the body, e.g. `{"path": {"id": "mem_..."}, "body": {"content": "...", \
+"revision": 3}}`: `revision` is the memory's `revision` as you last saw it, so an edit made meanwhile (by the \
+person in the panel, or another agent) is never overwritten. If the answer is `revision_conflict`, show the person \
+the memory as it is now (it is in the answer) and ask again before changing it. The bank keeps earlier versions: \
+to show what a memory said before, or to undo a change, find the history capability ("history of a memory", \
+usually getMemoryRevisions, path value `memoryId`) and edit the memory back to the version the person picks. A \
+memory replaced by a later save (`retired_by`) is restored with the body `{"retired": false}`; \
+`{"query": {"include": "retired"}}` on the list capability shows replaced memories too.
 
 ### Listing and deleting
 To show what is saved, find the list capability ("list my memories", usually getMemory) and page through it with \

@@ -36,7 +36,8 @@ SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("delete", "remove", "erase", "forget", "drop"),
     ("get", "fetch", "read", "show", "view"),
     ("list", "enumerate", "browse", "all"),
-    ("update", "edit", "change", "modify", "put", "patch"),
+    ("update", "edit", "change", "modify", "put", "patch", "correct", "fix", "replace", "restore"),
+    ("revision", "history", "version", "previous", "earlier", "past"),
 )
 """Words that mean the same thing to this catalog; every word of a group ranks as the group's first word.
 

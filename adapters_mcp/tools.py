@@ -57,6 +57,9 @@ _AGENT_ADVICE: dict[object, str] = {
     "they confirm.",
     "screen_budget_exceeded": "This memory was NOT saved: its text is too costly to check for credentials (a long "
     "run of assignments, keys or quotes). Save a shorter summary in plain words instead.",
+    "revision_conflict": "This memory was NOT changed: it changed since the revision you based the edit on (the "
+    "person or another agent edited it). `memory` above is how it is now. Show it to the person and ask whether your "
+    "change still applies before editing again with its current `revision`.",
     "memory_disabled": "Memory is switched off for this person's account by the operator of this memory bank; "
     "nothing was read or written. Tell the person; only the people who run the bank can switch it back on.",
 }

@@ -10,7 +10,8 @@ run it again: it resumes with the memories still without a current vector. A ser
 serving beside it; until a memory's batch commits, hybrid search finds it by its words only.
 
 `reseal_vectors` is the part of `encrypt` and `keys rotate` that concerns vectors: it seals them
-under the ring's current key without the model.
+under the ring's current key without the model; `reseal_revisions` does the same for the kept earlier
+versions of memories (`memory_revision`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import sqlalchemy as sa
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.owner import memory_row, owned_vectors, personal_memories, vector_row, vectors_after
-from adapters_mysql.schema import memory, memory_vector
+from adapters_mysql.schema import memory, memory_revision, memory_vector
 from adapters_mysql.sealed_rows import RowCodec
 from memorybank_core import BrokenSealError, Embedder, Memory
 from memorybank_search import embedding_text
@@ -68,7 +69,8 @@ def _vector_join(model: str, codec: RowCodec) -> sa.Select[str, str]:
     return (
         sa.select(memory.c.id, memory.c.user_id)
         .select_from(current)
-        .where(personal_memories(), memory_vector.c.memory_id.is_(None))
+        # A retired memory has no vector (no query finds it) until it is restored.
+        .where(personal_memories(), memory.c.retired_by.is_(None), memory_vector.c.memory_id.is_(None))
     )
 
 
@@ -195,3 +197,57 @@ def reseal_vectors(
                     .values(vector=fresh["vector"], seal_state=fresh["seal_state"])
                 ).rowcount
         after_user, after_memory = rows[-1].user_id, rows[-1].memory_id
+
+
+def reseal_revisions(
+    engine: sa.Engine, codec: RowCodec, *, batch_size: int = DEFAULT_EMBEDDING_BATCH * 16
+) -> ResealReport:
+    """Re-seal every kept revision whose seal state is not the one `codec` writes (`encrypt`, `keys rotate`).
+
+    Each body is opened and sealed again under the ring's current key, in batches of `batch_size`, one
+    transaction each, in key order. A revision that does not open is logged, left and counted (its key then
+    stays in use).
+
+    Raises:
+        UnavailableError: the database cannot be reached; committed batches stay done.
+    """
+    writer = for_writing(engine)
+    stale = memory_revision.c.seal_state.is_distinct_from(codec.state)
+    key = (memory_revision.c.user_id, memory_revision.c.memory_id, memory_revision.c.revision)
+    after: tuple[str, str, int] = ("", "", 0)
+    resealed = broken = 0
+    while True:
+        with unavailable_on_driver_error("reindex"), writer.begin() as connection:
+            rows = connection.execute(
+                sa.select(memory_revision)
+                .where(stale, sa.tuple_(*key) > sa.tuple_(*(sa.literal(value) for value in after)))
+                .order_by(*key)
+                .limit(batch_size)
+            ).all()
+            if not rows:
+                return ResealReport(resealed=resealed, broken=broken)
+            for row in rows:
+                try:
+                    body = codec.revision_body(row)
+                except BrokenSealError as error:
+                    _log.warning(
+                        "revision %s of memory %s does not open (%s): not re-sealed", row.revision, row.memory_id, error
+                    )
+                    broken += 1
+                    continue
+                resealed += connection.execute(
+                    memory_revision.update()
+                    .where(
+                        memory_revision.c.user_id == row.user_id,
+                        memory_revision.c.memory_id == row.memory_id,
+                        memory_revision.c.revision == row.revision,
+                        memory_revision.c.seal_state.is_not_distinct_from(row.seal_state),
+                    )
+                    .values(
+                        body=codec.seal_revision_body(
+                            body, user_id=row.user_id, memory_id=row.memory_id, revision=row.revision
+                        ),
+                        seal_state=codec.state,
+                    )
+                ).rowcount
+        after = (rows[-1].user_id, rows[-1].memory_id, rows[-1].revision)

@@ -68,11 +68,13 @@ class Maintenance:
         report = reindex.reindex(
             self._engine, self._indexer, self._codec, everything=everything, batch_size=batch_size, progress=progress
         )
-        # Hybrid search's vectors are sealed like the text they come from (no model needed to re-seal them).
+        # Hybrid search's vectors are sealed like the text they come from (no model needed to re-seal them),
+        # and so are the kept earlier versions of memories.
         vectors = embedding_reindex.reseal_vectors(self._engine, self._codec)
-        report = attrs.evolve(report, broken_vectors=vectors.broken)
-        # As for a broken row: a vector left under an old key still needs that key, so nothing is settled.
-        if self._sealer is not None and not report.broken and not report.broken_vectors:
+        revisions = embedding_reindex.reseal_revisions(self._engine, self._codec)
+        report = attrs.evolve(report, broken_vectors=vectors.broken, broken_revisions=revisions.broken)
+        # As for a broken row: a vector or revision left under an old key still needs that key: nothing is settled.
+        if self._sealer is not None and not report.broken and not report.broken_vectors and not report.broken_revisions:
             seal_keys.settle_keys(self._engine, self._sealer)
         if self._engine.dialect.name == "sqlite":
             with unavailable_on_driver_error("reindex"):

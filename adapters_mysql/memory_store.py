@@ -18,20 +18,25 @@ from adapters_mysql.compiled_reads import CompiledInsert, CompiledRead, insert_t
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.owner import memory_row, owned_memories, owned_vectors, owner_parameter
 from adapters_mysql.schema import memory as memory_table
-from adapters_mysql.schema import memory_context, memory_vector
+from adapters_mysql.schema import memory_context, memory_revision, memory_vector
 from adapters_mysql.sealed_rows import RowCodec
 from adapters_mysql.unit_of_work import reading, writing
-from adapters_mysql.usage import charge, charge_many, credit, read_usage
+from adapters_mysql.usage import charge, charge_many, credit, read_usage, recharge
 from memorybank_core import (
     BrokenSealError,
     Embedder,
+    Embedding,
     InvalidInputError,
     ListPosition,
     Memory,
+    MemoryChange,
     MemoryStore,
+    NotFoundError,
     Quota,
+    RevisionConflictError,
     UnavailableError,
     Usage,
+    charged_characters,
 )
 from memorybank_core.sealing import UnknownSealKeyError
 from memorybank_search import OwnerIndexer, embedding_text
@@ -43,6 +48,8 @@ _log = logging.getLogger("memorybank.storage")
 SEARCH_COLUMNS = frozenset({"search_terms", "doc_length", "search_version", "search_mac"})
 _ENTITY_COLUMNS = [column for column in memory_table.c if column.name not in SEARCH_COLUMNS]
 _CHECKED_COLUMNS = [column for column in memory_table.c if column.name != "search_version"]
+#: What a change of a memory never rewrites: who owns it, since when, and how it first came.
+_FIXED_COLUMNS = frozenset({"id", "user_id", "org_id", "scope", "source", "created_at"})
 
 
 #: Contexts joined to their memory: same owner (the shard key), same memory.
@@ -71,6 +78,9 @@ class _ReadStatements(NamedTuple):
     get_many: CompiledRead
     list_first: CompiledRead
     list_after: CompiledRead
+    list_first_all: CompiledRead
+    list_after_all: CompiledRead
+    """The lists with retired memories too (`include_retired`)."""
     contexts_from: int
     """Where a row's context columns start."""
 
@@ -85,21 +95,23 @@ class _ReadStatements(NamedTuple):
         # strictly after a position (expanded rather than a row comparison, so MySQL can range-scan the
         # (user_id, created_at, id) index); then those memories joined with their contexts. Only the
         # ids go through the derived table: with the TEXT columns MariaDB would materialize it on disk.
-        page_first = (
+        page_first_all = (
             sa.select(memory_table.c.id)
             .where(owned_memories(owner_parameter()))
             .order_by(memory_table.c.created_at.desc(), memory_table.c.id.desc())
             .limit(sa.bindparam("limit", type_=sa.Integer))
         )
-        page_after = page_first.where(
-            sa.or_(
-                memory_table.c.created_at < sa.bindparam("after_created_at", type_=memory_table.c.created_at.type),
-                sa.and_(
-                    memory_table.c.created_at == sa.bindparam("after_created_at", type_=memory_table.c.created_at.type),
-                    memory_table.c.id < sa.bindparam("after_id"),
-                ),
-            )
+        after = sa.or_(
+            memory_table.c.created_at < sa.bindparam("after_created_at", type_=memory_table.c.created_at.type),
+            sa.and_(
+                memory_table.c.created_at == sa.bindparam("after_created_at", type_=memory_table.c.created_at.type),
+                memory_table.c.id < sa.bindparam("after_id"),
+            ),
         )
+        page_after_all = page_first_all.where(after)
+        # A list leaves retired memories out unless asked (`GET /v1/memory?include=retired`).
+        page_first = page_first_all.where(memory_table.c.retired_by.is_(None))
+        page_after = page_first.where(after)
 
         def page_of(ids: sa.Select[Any]) -> sa.Select[Any]:
             page = ids.subquery("page")
@@ -112,6 +124,8 @@ class _ReadStatements(NamedTuple):
             CompiledRead(get_many, expanding="ids"),
             CompiledRead(page_of(page_first)),
             CompiledRead(page_of(page_after)),
+            CompiledRead(page_of(page_first_all)),
+            CompiledRead(page_of(page_after_all)),
             contexts_from=len(columns),
         )
 
@@ -149,8 +163,10 @@ class SqlMemoryStore(MemoryStore):
         self.embedder = embedder
         """Hybrid search's model: saves then write each memory's vector too; None: lexical storage."""
 
-    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
-        if memory.user_id != user_id:
+    def add(
+        self, *, user_id: str, memory: Memory, quota: Quota | None = None, retiring: Sequence[MemoryChange] = ()
+    ) -> None:
+        if memory.user_id != user_id or any(change.current.user_id != user_id for change in retiring):
             raise ValueError("a memory is added by its own owner")
         # Embedded before any row is locked (about 20 ms on one core); written in the same transaction.
         vectors = self._vector_rows([memory])
@@ -158,12 +174,119 @@ class SqlMemoryStore(MemoryStore):
             # The ledger first: over quota, the transaction rolls back before any row is written.
             charge(connection, memory, quota)
             self._insert(connection, [memory], vectors)
+            for change in retiring:
+                # A retired memory keeps its texts: only its version, search document and vector change.
+                self._revise_in(connection, user_id, change, None)
 
-    def add_many(self, memories: Sequence[Memory]) -> None:
-        """Store memories of any owners, with their contexts, in one transaction: all or none.
+    def revise(self, *, user_id: str, change: MemoryChange, quota: Quota | None = None) -> bool:
+        if change.current.user_id != user_id or change.current.id != change.previous.id:
+            raise ValueError("a memory is revised by its own owner, as itself")
+        vector = self._vector_of(change)
+        try:
+            with unavailable_on_driver_error("edit"), writing(self._engine) as connection:
+                growth = charged_characters(change.current) - charged_characters(change.previous)
+                # The ledger first, as for a save: over quota, nothing is written.
+                recharge(connection, user_id=user_id, characters=growth, quota=quota)
+                self._revise_in(connection, user_id, change, vector)
+        except NotFoundError:
+            return False
+        return True
+
+    def _vector_of(self, change: MemoryChange) -> Embedding | None:
+        """The new version's vector, embedded before any row is locked; None without an embedder, for a retired
+        memory (it has none), or when the embedded text is unchanged."""
+        if self.embedder is None or change.current.retired:
+            return None
+        if not change.previous.retired and embedding_text(change.previous) == embedding_text(change.current):
+            return None
+        return self.embedder.embed([embedding_text(change.current)])[0]
+
+    def _revise_in(
+        self, connection: sa.Connection, user_id: str, change: MemoryChange, vector: Embedding | None
+    ) -> None:
+        """Write `change` in the caller's transaction; raise to roll it back when it does not apply.
+
+        Raises:
+            NotFoundError: the owner has no such memory.
+            RevisionConflictError: the stored revision is not `change.previous.revision`.
+        """
+        previous, current = change.previous, change.current
+        values = self._memory_row(current)
+        mine = sa.and_(owned_memories(user_id), memory_table.c.id == current.id)
+        # The conditional update is the check and the lock: a racing change of the same memory waits, then
+        # finds another revision and updates nothing.
+        updated = connection.execute(
+            memory_table.update()
+            .where(mine, memory_table.c.revision == previous.revision)
+            .values({key: value for key, value in values.items() if key not in _FIXED_COLUMNS})
+        ).rowcount
+        if updated != 1:
+            if connection.execute(sa.select(memory_table.c.id).where(mine)).first() is None:
+                raise NotFoundError()
+            raise RevisionConflictError()
+        if current.contexts != previous.contexts:
+            connection.execute(
+                memory_context.delete().where(
+                    memory_context.c.user_id == user_id, memory_context.c.memory_id == current.id
+                )
+            )
+            if current.contexts:
+                connection.execute(
+                    memory_context.insert(), [self.codec.context_row(context, user_id) for context in current.contexts]
+                )
+        if self.embedder is not None and (current.retired or vector is not None):
+            connection.execute(
+                memory_vector.delete().where(owned_vectors(user_id), memory_vector.c.memory_id == current.id)
+            )
+            if vector is not None:
+                connection.execute(
+                    memory_vector.insert(),
+                    self.codec.vector_row(
+                        user_id=user_id, memory_id=current.id, model=self.embedder.model_id, embedding=vector
+                    ),
+                )
+        if change.keep_revisions > 0:
+            connection.execute(memory_revision.insert(), self.codec.revision_row(previous))
+        # Only the newest `keep_revisions` earlier versions stay (their numbers are consecutive, below `current`).
+        connection.execute(
+            memory_revision.delete().where(
+                memory_revision.c.user_id == user_id,
+                memory_revision.c.memory_id == current.id,
+                memory_revision.c.revision < current.revision - change.keep_revisions,
+            )
+        )
+
+    def revisions(self, *, user_id: str, memory_id: str, limit: int, before: int | None) -> Sequence[Memory]:
+        # The memory first (owner-scoped): a revision is only ever read beside its own, living memory.
+        found = self.get_many(user_id=user_id, memory_ids=[memory_id]).get(memory_id)
+        if found is None:
+            return []
+        newest = before if before is not None else found.revision
+        with unavailable_on_driver_error("revisions"), reading(self._engine) as connection:
+            rows = connection.execute(
+                sa.select(memory_revision)
+                .where(
+                    memory_revision.c.user_id == user_id,
+                    memory_revision.c.memory_id == memory_id,
+                    memory_revision.c.revision < newest,
+                )
+                .order_by(memory_revision.c.revision.desc())
+                .limit(limit)
+            ).all()
+        kept: list[Memory] = []
+        for row in rows:
+            try:
+                kept.append(self.codec.revision(row, found))
+            except BrokenSealError as error:
+                _log.warning("revision %s of memory %s does not open (%s): left out", row.revision, memory_id, error)
+        return kept
+
+    def add_many(self, memories: Sequence[Memory], revisions: Sequence[Memory] = ()) -> None:
+        """Store memories of any owners, with their contexts and `revisions` (earlier versions of them, kept as
+        revisions), in one transaction: all or none.
 
         For bulk loads (`memorybank import`): one multi-row insert per table. Each memory keeps
-        the id, owner and timestamps it carries.
+        the id, owner, timestamps and revision it carries.
 
         Raises:
             UnavailableError: storage cannot be reached; nothing was written.
@@ -176,6 +299,8 @@ class SqlMemoryStore(MemoryStore):
             with unavailable_on_driver_error("import"), writing(self._engine) as connection:
                 charge_many(connection, memories)
                 self._insert(connection, memories, vectors)
+                if revisions:
+                    connection.execute(memory_revision.insert(), [self.codec.revision_row(v) for v in revisions])
         except sa.exc.IntegrityError as error:
             raise InvalidInputError("id", "is already stored") from error
 
@@ -218,12 +343,18 @@ class SqlMemoryStore(MemoryStore):
             rows = self._reads.get_many.all(connection, {"owner": user_id, "ids": wanted})
         return _joined_memories(self.codec, rows, self._reads.contexts_from)
 
-    def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
+    def list(
+        self, *, user_id: str, limit: int, after: ListPosition | None, include_retired: bool = False
+    ) -> Sequence[Memory]:
         parameters: dict[str, Any] = {"owner": user_id, "limit": limit}
         if after is not None:
             parameters.update(after_created_at=after.created_at, after_id=after.memory_id)
+        reads = self._reads
         with unavailable_on_driver_error("list"), reading(self._engine) as connection:
-            statement = self._reads.list_after if after is not None else self._reads.list_first
+            if include_retired:
+                statement = reads.list_after_all if after is not None else reads.list_first_all
+            else:
+                statement = reads.list_after if after is not None else reads.list_first
             rows = statement.all(connection, parameters)
         page = list(_joined_memories(self.codec, rows, self._reads.contexts_from).values())
         page.sort(key=_newest_first, reverse=True)
@@ -257,11 +388,14 @@ class SqlMemoryStore(MemoryStore):
 
 
 def delete_dependents(connection: sa.Connection, user_id: str, memory_id: str) -> None:
-    """Delete the owner's memory's contexts and vector: the rows that go before the memory itself."""
+    """Delete the owner's memory's contexts, vector and kept revisions: the rows that go before the memory itself."""
     connection.execute(
         memory_context.delete().where(memory_context.c.user_id == user_id, memory_context.c.memory_id == memory_id)
     )
     connection.execute(memory_vector.delete().where(owned_vectors(user_id), memory_vector.c.memory_id == memory_id))
+    connection.execute(
+        memory_revision.delete().where(memory_revision.c.user_id == user_id, memory_revision.c.memory_id == memory_id)
+    )
 
 
 class _NothingDeleted(Exception):

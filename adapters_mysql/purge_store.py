@@ -19,7 +19,15 @@ import sqlalchemy as sa
 
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.owner import memory_row, organization_memories, owned_memories, owned_vectors
-from adapters_mysql.schema import api_token, memory, memory_context, memory_vector, panel_credential, purge_run
+from adapters_mysql.schema import (
+    api_token,
+    memory,
+    memory_context,
+    memory_revision,
+    memory_vector,
+    panel_credential,
+    purge_run,
+)
 from adapters_mysql.sqlite_search import purge_rewritten_text
 from adapters_mysql.token_store import count_revocation
 from adapters_mysql.unit_of_work import reading, writing
@@ -170,6 +178,12 @@ class SqlPurgeStore(PurgeStore):
                 connection.execute(
                     memory_vector.delete().where(owned_vectors(owner), memory_vector.c.memory_id.in_(memory_ids))
                 )
+                # And every kept earlier version: a purge leaves nothing of what the memories ever said.
+                connection.execute(
+                    memory_revision.delete().where(
+                        memory_revision.c.user_id == owner, memory_revision.c.memory_id.in_(memory_ids)
+                    )
+                )
                 connection.execute(memory.delete().where(mine, memory.c.id.in_(memory_ids)))
                 # The quota ledger no longer matches: rebuilt from what remains on the owner's next save.
                 forget_usage(connection, owner)
@@ -177,6 +191,7 @@ class SqlPurgeStore(PurgeStore):
                 # The user has no memory left: contexts and vectors still carrying the user's id (none,
                 # unless something wrote around the store) go too, so nothing of the user remains.
                 connection.execute(memory_vector.delete().where(owned_vectors(owner)))
+                connection.execute(memory_revision.delete().where(memory_revision.c.user_id == owner))
                 context_ids = list(
                     connection.execute(
                         sa.select(memory_context.c.id)

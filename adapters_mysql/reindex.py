@@ -39,12 +39,14 @@ _log = logging.getLogger("memorybank.storage")
 class ReindexReport:
     """What a walk did: rows rewritten, and rows left as they were because they do not open.
 
-    `broken_vectors`: hybrid search's vectors that did not open to be re-sealed (`Maintenance.reindex`).
+    `broken_vectors`: hybrid search's vectors that did not open to be re-sealed (`Maintenance.reindex`), and
+    `broken_revisions` the kept earlier versions of memories.
     """
 
     rewritten: int
     broken: int
     broken_vectors: int = 0
+    broken_revisions: int = 0
 
 
 def _stale(codec: RowCodec, everything: bool) -> sa.ColumnElement[bool]:

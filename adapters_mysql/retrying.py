@@ -47,6 +47,7 @@ from memorybank_core import (
     ControlStore,
     ListPosition,
     Memory,
+    MemoryChange,
     MemoryStore,
     Quota,
     SearchEngine,
@@ -120,13 +121,16 @@ class ResilientMemoryStore(MemoryStore):
     def __init__(self, store: SqlMemoryStore) -> None:
         self.inner = store
 
-    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
-        # The quota check is in the save's transaction: a repeat re-checks it; a landed save was charged once.
+    def add(
+        self, *, user_id: str, memory: Memory, quota: Quota | None = None, retiring: Sequence[MemoryChange] = ()
+    ) -> None:
+        # The quota check is in the save's transaction: a repeat re-checks it; a landed save was charged once
+        # (and retired what it replaces in the same transaction).
         def attempt(unknown: bool) -> None:
             if unknown and self._landed(user_id, memory.id):
                 return
             try:
-                self.inner.add(user_id=user_id, memory=memory, quota=quota)
+                self.inner.add(user_id=user_id, memory=memory, quota=quota, retiring=retiring)
             except exc.IntegrityError:
                 # The id is ours and fresh: a clash means an interrupted attempt landed after all.
                 if not self._landed(user_id, memory.id):
@@ -140,8 +144,34 @@ class ResilientMemoryStore(MemoryStore):
     def get_many(self, *, user_id: str, memory_ids: Sequence[str]) -> Mapping[str, Memory]:
         return retrying("load", lambda _unknown: self.inner.get_many(user_id=user_id, memory_ids=memory_ids))
 
-    def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
-        return retrying("list", lambda _unknown: self.inner.list(user_id=user_id, limit=limit, after=after))
+    def list(
+        self, *, user_id: str, limit: int, after: ListPosition | None, include_retired: bool = False
+    ) -> Sequence[Memory]:
+        return retrying(
+            "list",
+            lambda _unknown: self.inner.list(
+                user_id=user_id, limit=limit, after=after, include_retired=include_retired
+            ),
+        )
+
+    def revise(self, *, user_id: str, change: MemoryChange, quota: Quota | None = None) -> bool:
+        # After an interrupted attempt, the memory at the new revision means the change landed.
+        def attempt(unknown: bool) -> bool:
+            if unknown:
+                stored = self.inner.get_many(user_id=user_id, memory_ids=[change.current.id]).get(change.current.id)
+                if stored is None:
+                    return False
+                if stored.revision == change.current.revision:
+                    return True
+            return self.inner.revise(user_id=user_id, change=change, quota=quota)
+
+        return retrying("edit", attempt)
+
+    def revisions(self, *, user_id: str, memory_id: str, limit: int, before: int | None) -> Sequence[Memory]:
+        return retrying(
+            "revisions",
+            lambda _unknown: self.inner.revisions(user_id=user_id, memory_id=memory_id, limit=limit, before=before),
+        )
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:
         # After an interrupted attempt, nothing left to delete means the memory is gone.
@@ -150,9 +180,9 @@ class ResilientMemoryStore(MemoryStore):
     def usage(self, *, user_id: str) -> Usage:
         return retrying("usage", lambda _unknown: self.inner.usage(user_id=user_id))
 
-    def add_many(self, memories: Sequence[Memory]) -> None:
+    def add_many(self, memories: Sequence[Memory], revisions: Sequence[Memory] = ()) -> None:
         """Bulk import, not retried: a rerun of the import reports the lines already stored."""
-        self.inner.add_many(memories)
+        self.inner.add_many(memories, revisions)
 
 
 class ResilientSearch(SearchEngine):
@@ -160,6 +190,12 @@ class ResilientSearch(SearchEngine):
 
     def __init__(self, engine: SearchEngine) -> None:
         self.inner = engine
+
+    def __getattr__(self, name: str) -> object:
+        # The engine's optional attributes (`similar_min_share`) read through the retrying wrapper.
+        if name == "similar_min_share":
+            return getattr(self.inner, name)
+        raise AttributeError(name)
 
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
         return retrying("search", lambda _unknown: self.inner.search(user_id=user_id, query=query, limit=limit))

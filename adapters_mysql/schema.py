@@ -35,6 +35,9 @@ SEAL_STATE_LENGTH = 32
 #: A search-token authenticator: "<format>." + 43 base64url characters (HMAC-SHA256), with room to spare.
 SEARCH_MAC_LENGTH = 64
 
+#: A door's name (`memorybank_core.Door`: rest, mcp, panel, import), with room to spare.
+DOOR_LENGTH = 16
+
 #: The hex SHA-256 of a token, panel link or panel session secret (and of a purge digest).
 TOKEN_HASH_LENGTH = 64
 
@@ -119,6 +122,12 @@ memory = sa.Table(
     # The authenticator of a sealed row's search columns (tokens and their count), bound to the
     # row; NULL for plaintext rows and rows sealed before revision 0008 (token format 1).
     sa.Column("search_mac", sa.String(SEARCH_MAC_LENGTH), nullable=True),
+    # Memories that change (revision 0015): the version count (the ETag), the memory that replaced this one
+    # (NULL: current), and the door and credential that wrote this version (NULL: saved before 0015).
+    sa.Column("revision", sa.Integer(), nullable=False, server_default="1"),
+    sa.Column("retired_by", id_type(), nullable=True),
+    sa.Column("written_via", sa.String(DOOR_LENGTH), nullable=True),
+    sa.Column("written_by", sa.String(limits.CREDENTIAL.max), nullable=True),
     # Leftmost prefix serves `user_id = ?`; (created_at, id) serves the newest-first keyset listing;
     # scope and doc_length make the owner's BM25 statistics (count, total length) index-only.
     sa.Index("memory_user_id_created_at_id", "user_id", "created_at", "id", "scope", "doc_length"),
@@ -279,6 +288,25 @@ memory_vector = sa.Table(
     **MYSQL_TABLE_OPTIONS,
 )
 
+#: Each memory's kept earlier versions (revision 0015), keyed by owner, memory and revision so a Spider head shards
+#: it by `user_id` like the memory tables and every read is one owner's. `body` holds the version's content, tags,
+#: contexts and retirement as one JSON text (`sealed_rows.RowCodec.revision_row`), sealed on a sealed database
+#: (`seal_state`), so an old version is never plaintext and never searchable. Removed with its memory (delete,
+#: "delete all", purge); the oldest beyond the setting `revisions_kept` go as newer ones come.
+memory_revision = sa.Table(
+    "memory_revision",
+    metadata,
+    sa.Column("user_id", id_type(), primary_key=True),
+    sa.Column("memory_id", id_type(), primary_key=True),
+    sa.Column("revision", sa.Integer(), primary_key=True, autoincrement=False),
+    sa.Column("body", sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql"), nullable=False),
+    sa.Column("written_at", UtcDateTime(), nullable=False),
+    sa.Column("written_via", sa.String(DOOR_LENGTH), nullable=True),
+    sa.Column("written_by", sa.String(limits.CREDENTIAL.max), nullable=True),
+    sa.Column("seal_state", sa.String(SEAL_STATE_LENGTH), nullable=True),
+    **MYSQL_TABLE_OPTIONS,
+)
+
 #: The tables this package owns, in creation order.
 TABLES: tuple[sa.Table, ...] = (
     memory,
@@ -292,4 +320,5 @@ TABLES: tuple[sa.Table, ...] = (
     purge_run,
     reindex_generation,
     memory_vector,
+    memory_revision,
 )

@@ -31,7 +31,7 @@ import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import SchemaNotReadyError, driver_error_code, unavailable_on_driver_error
-from adapters_mysql.schema import memory, memory_vector, seal_key
+from adapters_mysql.schema import memory, memory_revision, memory_vector, seal_key
 from adapters_mysql.sealed_rows import RowCodec, SealState
 from memorybank_core import BlindIndex, BrokenSealError, SealBinding, Sealer
 from memorybank_core.wording import counted, pluralized
@@ -68,12 +68,14 @@ def _keys_of(state: str) -> tuple[str, ...]:
 class SealStatus:
     """What a database holds: registered key ids and how many memories carry each seal state (None: plaintext).
 
-    `vector_states`: the same count over hybrid search's vectors; empty when they were not read.
+    `vector_states`: the same count over hybrid search's vectors, and `revision_states` over the kept earlier
+    versions of memories; empty when they were not read.
     """
 
     registered: tuple[str, ...]
     states: Mapping[str | None, int]
     vector_states: Mapping[str | None, int] = attrs.field(factory=dict)
+    revision_states: Mapping[str | None, int] = attrs.field(factory=dict)
 
     @property
     def key_ids_seen(self) -> list[str]:
@@ -82,9 +84,10 @@ class SealStatus:
 
     @property
     def key_ids_in_rows(self) -> list[str]:
-        """The key ids rows (or vectors, when read) are sealed under: what cannot be read without the ring."""
+        """The key ids rows (or vectors and kept revisions, when read) are sealed under: what cannot be read
+        without the ring."""
         seen: set[str] = set()
-        for state in (*self.states, *self.vector_states):
+        for state in (*self.states, *self.vector_states, *self.revision_states):
             if state is not None:
                 seen.update(_keys_of(state))
         return sorted(seen)
@@ -93,6 +96,10 @@ class SealStatus:
     def plaintext_vectors(self) -> int:
         """How many vectors are stored in plaintext (0 when the vectors were not read)."""
         return self.vector_states.get(None, 0)
+
+    def revisions_behind(self, target_state: str | None) -> int:
+        """How many kept revisions are not sealed as `target_state` (0 when they were not read)."""
+        return sum(self.revision_states.values()) - self.revision_states.get(target_state, 0)
 
     def vectors_behind(self, target_state: str | None) -> int:
         """How many vectors are not sealed as `target_state` (0 when the vectors were not read)."""
@@ -127,8 +134,8 @@ class SealStatus:
 
     def strictest_policy(self) -> str:
         """The policy these rows allow: `bound` when no row is plaintext or unauthenticated, else `closed` or `open`."""
-        # A plaintext vector is a plaintext row too: once reads are `closed` it would fail closed.
-        if self.plaintext_rows or self.plaintext_vectors:
+        # A plaintext vector or revision is a plaintext row too: once reads are `closed` it would fail closed.
+        if self.plaintext_rows or self.plaintext_vectors or self.revision_states.get(None, 0):
             return "open"
         return "closed" if self.unauthenticated_rows else "bound"
 
@@ -149,6 +156,13 @@ class SealStatus:
                 "run `memorybank keys rotate`"
             )
         everything = f"all {total} memories" if total != 1 else "its one memory"
+        revisions = self.revisions_behind(target_state)
+        if revisions:
+            of_all = sum(self.revision_states.values())
+            return (
+                f"{mode}; {everything} sealed, but {revisions} of {counted(of_all, 'kept earlier version')} "
+                f"{pluralized(revisions, 'is')} plaintext or under older keys: run `memorybank keys rotate`"
+            )
         vectors = self.vectors_behind(target_state)
         if vectors:
             of_all = sum(self.vector_states.values())
@@ -167,7 +181,8 @@ def _part(count: int, total: int) -> str:
 def read_status(connection: sa.Connection, *, vectors: bool = False) -> SealStatus:
     """The database's key-check ids and seal-state counts (one pass over the seal-state index).
 
-    `vectors`: count the vectors' seal states too (a scan of `memory_vector`; see the module docstring).
+    `vectors`: count the seal states of vectors and kept revisions too (scans of `memory_vector` and
+    `memory_revision`; see the module docstring).
     """
     registered = tuple(connection.execute(sa.select(seal_key.c.key_id).order_by(seal_key.c.key_id)).scalars())
     counts = connection.execute(sa.select(memory.c.seal_state, sa.func.count()).group_by(memory.c.seal_state)).all()
@@ -178,10 +193,18 @@ def read_status(connection: sa.Connection, *, vectors: bool = False) -> SealStat
         if vectors
         else []
     )
+    revision_counts = (
+        connection.execute(
+            sa.select(memory_revision.c.seal_state, sa.func.count()).group_by(memory_revision.c.seal_state)
+        ).all()
+        if vectors
+        else []
+    )
     return SealStatus(
         registered=registered,
         states={state: int(count) for state, count in counts},
         vector_states={state: int(count) for state, count in vector_counts},
+        revision_states={state: int(count) for state, count in revision_counts},
     )
 
 
@@ -283,7 +306,7 @@ def forget_unused(connection: sa.Connection, sealer: Sealer) -> list[str]:
     """Drop the key-check values of keys no row or vector needs any more (not primary, not the index key); their ids."""
     status = read_status(connection, vectors=True)
     in_use = {sealer.primary_key_id, sealer.index.key_id}
-    for state in (*status.states, *status.vector_states):
+    for state in (*status.states, *status.vector_states, *status.revision_states):
         if state is not None:
             in_use.update(_keys_of(state))
     unused = [key_id for key_id in status.registered if key_id not in in_use]

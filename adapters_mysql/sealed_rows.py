@@ -21,6 +21,7 @@ import base64
 import json
 import re
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import attrs
@@ -28,6 +29,7 @@ import attrs
 from memorybank_core import (
     BrokenSealError,
     Citation,
+    Door,
     Embedding,
     Memory,
     MemoryContext,
@@ -36,16 +38,19 @@ from memorybank_core import (
     SealBinding,
     Sealer,
     Source,
+    WrittenBy,
 )
 from memorybank_core.embeddings import SCALE_SIZE
 from memorybank_core.entities import charged_characters
 from memorybank_core.sealing import UnknownSealKeyError
-from memorybank_core.wire import citation_ids
+from memorybank_core.wire import EXPORT_TIMESPEC, citation_ids, context_json
 from memorybank_search import SearchDocument
 
 MEMORY_TABLE = "memory"
 CONTEXT_TABLE = "memory_context"
 VECTOR_TABLE = "memory_vector"
+REVISION_TABLE = "memory_revision"
+_DOORS = frozenset(door.value for door in Door)
 _SEAL_STATE = re.compile(r"(k[0-9a-z]{8}):(k[0-9a-z]{8})(?::([0-9]{1,3}))?")
 
 
@@ -138,7 +143,82 @@ class RowCodec:
             "search_version": document.search_version,
             "search_mac": self.document_mac(saved.id, saved.user_id, document) if self._sealer is not None else None,
             "characters": charged_characters(saved),
+            "revision": saved.revision,
+            "retired_by": saved.retired_by,
+            **_written_columns(saved.written_by),
         }
+
+    def revision_row(self, version: Memory) -> dict[str, Any]:
+        """The `memory_revision` row keeping `version`, an earlier version of its memory: its texts in one JSON
+        body, sealed when keyed and bound to the owner, memory and revision (a row moved does not open)."""
+        body = json.dumps(
+            {
+                "content": version.content,
+                "tags": list(version.tags),
+                "contexts": [context_json(context, timespec=EXPORT_TIMESPEC) for context in version.contexts],
+                "retired_by": version.retired_by,
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        return {
+            "user_id": version.user_id,
+            "memory_id": version.id,
+            "revision": version.revision,
+            "body": self.seal_revision_body(
+                body, user_id=version.user_id, memory_id=version.id, revision=version.revision
+            ),
+            "written_at": version.updated_at,
+            **_written_columns(version.written_by),
+            "seal_state": self.state,
+        }
+
+    def seal_revision_body(self, body: str, *, user_id: str, memory_id: str, revision: int) -> str:
+        """A revision's JSON body as stored: sealed when keyed, bound to its owner, memory and revision."""
+        if self._sealer is None:
+            return body
+        return self._seal(body, REVISION_TABLE, "body", f"{memory_id}/{revision}", user_id)
+
+    def revision_body(self, row: Any) -> str:
+        """The JSON body of a `memory_revision` row, opened when sealed.
+
+        Raises:
+            BrokenSealError: a sealed body does not open here, or the row's state is not allowed.
+        """
+        if row.seal_state is not None:
+            if self._sealer is None:
+                raise BrokenSealError("the revision is sealed and no key ring is configured")
+            return self._open(row.body, REVISION_TABLE, "body", f"{row.memory_id}/{row.revision}", row.user_id)
+        if not self.plaintext_allowed:
+            raise BrokenSealError("a plaintext revision in a database whose rows are all sealed")
+        return str(row.body)
+
+    def revision(self, row: Any, memory: Memory) -> Memory:
+        """The earlier version a `memory_revision` row keeps, of `memory` (the current one, for what never changes).
+
+        Raises:
+            BrokenSealError: a sealed body does not open here, or the row's state is not allowed.
+        """
+        try:
+            values = json.loads(self.revision_body(row))
+            contexts = tuple(_context_from_json(context, memory.id) for context in values["contexts"])
+            return Memory.restore(
+                id=memory.id,
+                user_id=memory.user_id,
+                org_id=memory.org_id,
+                scope=memory.scope,
+                content=str(values["content"]),
+                source=memory.source,
+                tags=tuple(str(tag) for tag in values["tags"]),
+                created_at=memory.created_at,
+                updated_at=row.written_at,
+                contexts=contexts,
+                revision=int(row.revision),
+                retired_by=values.get("retired_by"),
+                written_by=_written_by(row),
+            )
+        except (ValueError, KeyError, TypeError) as error:
+            raise BrokenSealError("a kept revision is malformed") from error
 
     def document_mac(self, memory_id: str, user_id: str, document: SearchDocument) -> str:
         """The authenticator of `document` as the search tokens of memory `memory_id` of `user_id`."""
@@ -237,6 +317,9 @@ class RowCodec:
             created_at=row.created_at,
             updated_at=row.updated_at,
             contexts=tuple([self._context(context, sealed, row.user_id) for context in context_rows]),
+            revision=row.revision,
+            retired_by=row.retired_by,
+            written_by=_written_by(row),
         )
 
     def _context(self, row: Any, sealed: bool, user_id: str) -> MemoryContext:
@@ -289,6 +372,35 @@ class RowCodec:
         if not isinstance(value, str):
             raise BrokenSealError(f"{table}.{column} is not a sealed value")
         return self._sealer.open(value, SealBinding(table=table, column=column, row_id=row_id, user_id=user_id))
+
+
+def _written_columns(written_by: WrittenBy | None) -> dict[str, str | None]:
+    if written_by is None:
+        return {"written_via": None, "written_by": None}
+    return {"written_via": written_by.door.value, "written_by": written_by.credential}
+
+
+def _written_by(row: Any) -> WrittenBy | None:
+    # Our own rows: a door this version does not know (a newer server wrote it) reads as unknown.
+    if row.written_via not in _DOORS:
+        return None
+    return WrittenBy(door=Door(row.written_via), credential=row.written_by)
+
+
+def _context_from_json(value: dict[str, Any], memory_id: str) -> MemoryContext:
+    citation = value.get("citation")
+    return MemoryContext.restore(
+        id=value["id"],
+        memory_id=memory_id,
+        snippet=value["snippet"],
+        citation=(
+            Citation.restore(conversation_id=citation.get("conversation_id"), message_id=citation.get("message_id"))
+            if citation
+            else None
+        ),
+        origin=Origin(value["origin"]) if value.get("origin") is not None else None,
+        created_at=datetime.fromisoformat(value["created_at"].replace("Z", "+00:00")),
+    )
 
 
 def _terms_binding(memory_id: str, user_id: str) -> SealBinding:

@@ -87,6 +87,32 @@ def charge(connection: sa.Connection, memory_added: Memory, quota: Quota | None)
     raise RuntimeError(f"the usage ledger of {user_id} cannot be charged")  # pragma: no cover - a bug
 
 
+def recharge(connection: sa.Connection, *, user_id: str, characters: int, quota: Quota | None) -> None:
+    """Count `characters` more (fewer, when negative) for an existing memory of `user_id` (an edit), within
+    `quota` if it grows; run in the transaction that changes the memory, before its row changes.
+
+    Raises:
+        QuotaExceededError: it does not fit; the caller's transaction must roll back (nothing written).
+    """
+    if characters == 0:
+        return
+    change = memory_usage.update().values(characters=memory_usage.c.characters + characters)
+    mine = memory_usage.c.user_id == user_id
+    if quota is not None and characters > 0:
+        change = change.where(mine, memory_usage.c.characters + characters <= quota.max_characters)
+    else:
+        change = change.where(mine)
+    for _ in range(3):
+        if connection.execute(change).rowcount == 1:
+            return
+        usage = _read(connection, user_id)
+        if usage is None:
+            _create_if_missing(connection, user_id)
+        elif quota is not None:
+            check_quota(quota, usage, characters, new_memory=False)
+    raise RuntimeError(f"the usage ledger of {user_id} cannot be charged")  # pragma: no cover - a bug
+
+
 def charge_many(connection: sa.Connection, memories: Iterable[Memory]) -> None:
     """Count memories of any owners without a quota (bulk import, an operator's act)."""
     by_owner: dict[str, list[Memory]] = {}

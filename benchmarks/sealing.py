@@ -77,7 +77,9 @@ class _BulkWriter:
         self._storage = storage
         self._pending: list[Memory] = []
 
-    def add_many(self, memories: Sequence[Memory]) -> None:
+    def add_many(self, memories: Sequence[Memory], revisions: Sequence[Memory] = ()) -> None:
+        if revisions:
+            raise ValueError("the benchmark's corpora have no history")
         self._pending.extend(memories)
         if len(self._pending) >= BULK_ROWS:
             self.flush()

@@ -35,6 +35,8 @@ import attrs
 
 from memorybank_core import (
     BulkMemoryWriter,
+    Door,
+    ExportedMemory,
     InvalidInputError,
     ListPosition,
     Memory,
@@ -42,11 +44,14 @@ from memorybank_core import (
     SaveRequest,
     SecretScreen,
     Source,
+    WrittenBy,
     ids,
     secrets_in_memory,
+    with_history,
 )
+from memorybank_core.limits import REVISIONS_KEPT
 from memorybank_core.strict_json import RepeatedKeyError, strict_json
-from memorybank_core.wire import export_line
+from memorybank_core.wire import EXPORT_FORMAT, export_line
 
 #: Memories written per transaction.
 DEFAULT_BATCH_SIZE = 1000
@@ -130,7 +135,7 @@ def import_lines(
     imported = 0
     skipped: list[LineProblem] = []
     secret_lines: list[SecretLine] = []
-    batch: list[tuple[int, Memory]] = []
+    batch: list[tuple[int, ExportedMemory]] = []
     seen = 0
 
     def flush() -> None:
@@ -147,7 +152,7 @@ def import_lines(
         if not line.strip():
             continue
         try:
-            parsed = parse_line(line, now=now)
+            parsed = parse_exported(line, now=now)
         except InvalidInputError as error:
             skipped.append(LineProblem(number, tuple(f"{p.path} {p.message}" for p in error.problems)))
             continue
@@ -157,7 +162,7 @@ def import_lines(
             continue
         # A batch is one transaction, and a transaction never spans two users: on a sharded
         # database two users may live on two servers, where a commit of both is not atomic.
-        if batch and batch[-1][1].user_id != parsed.user_id:
+        if batch and batch[-1][1].memory.user_id != parsed.memory.user_id:
             flush()
         batch.append((number, parsed))
         if len(batch) >= batch_size:
@@ -179,7 +184,7 @@ def find_secret_lines(
         if not line.strip():
             continue
         try:
-            parsed = parse_line(line, now=now)
+            parsed = parse_exported(line, now=now)
         except InvalidInputError:
             continue
         secret = _secret_line(screen, number, parsed)
@@ -188,26 +193,27 @@ def find_secret_lines(
     return tuple(found)
 
 
-def _secret_line(screen: SecretScreen | None, number: int, memory: Memory) -> SecretLine | None:
+def _secret_line(screen: SecretScreen | None, number: int, line: ExportedMemory) -> SecretLine | None:
     if screen is None:
         return None
-    found = secrets_in_memory(screen, memory)
+    # Every version: an earlier one is stored too (sealed, never searched), and must not hold a secret either.
+    found = [problem for version in (line.memory, *line.revisions) for problem in secrets_in_memory(screen, version)]
     if not found:
         return None
     kinds = tuple(dict.fromkeys(problem.kind for problem in found))
-    return SecretLine(line=number, memory_id=memory.id, user_id=memory.user_id, kinds=kinds)
+    return SecretLine(line=number, memory_id=line.memory.id, user_id=line.memory.user_id, kinds=kinds)
 
 
-def _write(store: BulkMemoryWriter, batch: list[tuple[int, Memory]], skipped: list[LineProblem]) -> int:
+def _write(store: BulkMemoryWriter, batch: list[tuple[int, ExportedMemory]], skipped: list[LineProblem]) -> int:
     try:
-        store.add_many([memory for _, memory in batch])
+        store.add_many([line.memory for _, line in batch], [v for _, line in batch for v in line.revisions])
         return len(batch)
     except InvalidInputError:
         pass
     written = 0
-    for number, memory in batch:
+    for number, line in batch:
         try:
-            store.add_many([memory])
+            store.add_many([line.memory], line.revisions)
             written += 1
         except InvalidInputError as error:
             skipped.append(LineProblem(number, tuple(f"{p.path} {p.message}" for p in error.problems)))
@@ -219,6 +225,17 @@ def parse_line(line: str, *, now: Callable[[], datetime]) -> Memory:
 
     Raises:
         InvalidInputError: every problem found, each naming its field.
+    """
+    return parse_exported(line, now=now).memory
+
+
+def parse_exported(line: str, *, now: Callable[[], datetime]) -> ExportedMemory:
+    """The memory one JSON line describes, with its earlier versions (`revisions`, format 2).
+
+    A line of format 1 (no `format`) is a memory without history, written by this import (door `import`).
+
+    Raises:
+        InvalidInputError: every problem found, each naming its field (`revisions.0.content`).
     """
     try:
         data = strict_json(line)
@@ -238,32 +255,114 @@ def parse_line(line: str, *, now: Callable[[], datetime]) -> Memory:
             problems.append(error)
             return None
 
+    check(lambda: _format(data.get("format")))
     user_id = check(lambda: ids.parse_id(data.get("user_id"), prefix=ids.USER_PREFIX, field="user_id"))
     org_id = check(lambda: ids.parse_id(data.get("org_id"), prefix=ids.ORGANIZATION_PREFIX, field="org_id"))
-    memory_id = check(lambda: _optional_id(data.get("id"), ids.MEMORY_PREFIX, "id"))
-    created_at = check(lambda: _optional_time(data.get("created_at"), "created_at"))
-    updated_at = check(lambda: _optional_time(data.get("updated_at"), "updated_at"))
+    memory_id = check(lambda: _optional_id(data.get("id"), ids.MEMORY_PREFIX, "id")) or ids.new_id(ids.MEMORY_PREFIX)
+    created_at = check(lambda: _optional_time(data.get("created_at"), "created_at")) or now()
     source = check(lambda: _source(data.get("source")))
-    request: SaveRequest | None = check(lambda: SaveRequest.parse(_with_flat_citations(data)))
+    current = _version(data, "", check, created_at)
+    raw_versions = data.get("revisions")
+    if raw_versions is not None and (not isinstance(raw_versions, list) or len(raw_versions) > REVISIONS_KEPT.max):
+        problems.append(InvalidInputError("revisions", f"must be a list of at most {REVISIONS_KEPT.max} versions"))
+        raw_versions = None
+    versions = [
+        _version(raw if isinstance(raw, dict) else {}, f"revisions.{index}.", check, created_at)
+        for index, raw in enumerate(raw_versions or [])
+    ]
+    if not problems and versions and current.revision <= max(version.revision for version in versions):
+        problems.append(InvalidInputError("revision", "must be higher than every revision in revisions"))
+    if problems:
+        raise InvalidInputError.from_problems([p for error in problems for p in error.problems])
+
+    def memory_of(version: _Version) -> Memory:
+        memory = version.request.to_memory(
+            memory_id=memory_id,
+            user_id=user_id,
+            org_id=org_id,
+            source=source,
+            created_at=created_at,
+            updated_at=version.updated_at,
+            context_ids=[context_id or ids.new_id(ids.CONTEXT_PREFIX) for context_id in version.context_ids],
+            context_times=version.context_times,
+            written_by=version.written_by,
+        )
+        return attrs.evolve(memory, revision=version.revision, retired_by=version.retired_by)
+
+    return ExportedMemory(memory=memory_of(current), revisions=tuple(memory_of(version) for version in versions))
+
+
+@attrs.frozen
+class _Version:
+    """One version of a memory as a line (or one of its `revisions`) gives it, checked."""
+
+    request: SaveRequest
+    context_ids: list[str | None]
+    context_times: list[datetime | None]
+    updated_at: datetime | None
+    revision: int
+    retired_by: str | None
+    written_by: WrittenBy | None
+
+
+def _version(data: dict[str, Any], path: str, check: Callable[[Callable[[], Any]], Any], created_at: datetime) -> Any:
+    """The version `data` describes, its problems (named under `path`) given to `check`; None when it has any."""
+
+    def at(parse: Callable[[], Any]) -> Any:
+        def prefixed() -> Any:
+            try:
+                return parse()
+            except InvalidInputError as error:
+                raise InvalidInputError.from_problems(
+                    [attrs.evolve(problem, path=path + problem.path) for problem in error.problems]
+                ) from error
+
+        return check(prefixed)
+
+    request = at(lambda: SaveRequest.parse(_with_flat_citations({**data, "supersedes": None})))
     given = data.get("contexts")
     raw_contexts: list[object] = given if isinstance(given, list) else []
     context_ids: list[str | None] = []
     context_times: list[datetime | None] = []
     for index, raw in enumerate(raw_contexts):
-        context_ids.append(check(partial(_optional_id, _get(raw, "id"), ids.CONTEXT_PREFIX, f"contexts.{index}.id")))
-        context_times.append(check(partial(_optional_time, _get(raw, "created_at"), f"contexts.{index}.created_at")))
-    if problems or request is None:
-        raise InvalidInputError.from_problems([p for error in problems for p in error.problems])
-    return request.to_memory(
-        memory_id=memory_id or ids.new_id(ids.MEMORY_PREFIX),
-        user_id=user_id,
-        org_id=org_id,
-        source=source,
-        created_at=created_at or now(),
-        updated_at=updated_at,
-        context_ids=[context_id or ids.new_id(ids.CONTEXT_PREFIX) for context_id in context_ids],
-        context_times=context_times,
-    )
+        context_ids.append(at(partial(_optional_id, _get(raw, "id"), ids.CONTEXT_PREFIX, f"contexts.{index}.id")))
+        context_times.append(at(partial(_optional_time, _get(raw, "created_at"), f"contexts.{index}.created_at")))
+    updated_at = at(lambda: _optional_time(data.get("updated_at"), "updated_at"))
+    revision = at(lambda: _revision(data.get("revision")))
+    retired_by = at(lambda: _optional_id(data.get("retired_by"), ids.MEMORY_PREFIX, "retired_by"))
+    written_by = at(lambda: _written_by(data))
+    if request is None or revision is None:
+        return _Version(SaveRequest(content="-"), [], [], None, 1, None, None)  # reported through `check`
+    return _Version(request, context_ids, context_times, updated_at or created_at, revision, retired_by, written_by)
+
+
+def _format(value: object) -> int:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= EXPORT_FORMAT):
+        return value or 1
+    raise InvalidInputError("format", f"must be a format this version reads, 1 to {EXPORT_FORMAT}")
+
+
+def _revision(value: object) -> int:
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**31 - 1:
+        raise InvalidInputError("revision", "must be a whole number from 1")
+    return value
+
+
+def _written_by(data: dict[str, Any]) -> WrittenBy | None:
+    """Who wrote a version: as the line says (format 2, `door` present, null for unknown), else this import."""
+    if "door" not in data:
+        return WrittenBy(door=Door.IMPORT)
+    door, credential = data.get("door"), data.get("credential")
+    if door is None:
+        return None
+    choices = " or ".join(repr(choice.value) for choice in Door)
+    if not isinstance(door, str) or door not in {choice.value for choice in Door}:
+        raise InvalidInputError("door", f"must be {choices} or null")
+    if credential is not None and not isinstance(credential, str):
+        raise InvalidInputError("credential", "must be a string or null")
+    return WrittenBy(door=Door(door), credential=credential)
 
 
 def _with_flat_citations(data: dict[str, Any]) -> dict[str, Any]:
@@ -324,7 +423,8 @@ EXPORT_PAGE_SIZE = 100
 
 
 def export_user(store: MemoryStore, user_id: str, out: TextIO) -> int:
-    """Write every memory of `user_id` to `out`, one JSON line each, newest first; the count.
+    """Write every memory of `user_id` (retired ones too) to `out` with its kept earlier versions, one JSON line
+    each, newest first; the count.
 
     Raises:
         InvalidInputError: ("user") `user_id` is not a `usr_` TypeID.
@@ -334,9 +434,9 @@ def export_user(store: MemoryStore, user_id: str, out: TextIO) -> int:
     written = 0
     after: ListPosition | None = None
     while True:
-        page = store.list(user_id=user_id, limit=EXPORT_PAGE_SIZE, after=after)
-        for memory in page:
-            out.write(memory_line(memory) + "\n")
+        page = store.list(user_id=user_id, limit=EXPORT_PAGE_SIZE, after=after, include_retired=True)
+        for line in with_history(store, user_id=user_id, memories=page):
+            out.write(memory_line(line.memory, line.revisions) + "\n")
         written += len(page)
         if len(page) < EXPORT_PAGE_SIZE:
             return written

@@ -13,6 +13,7 @@ from memorybank_core.bodies import (
     decode_json,
 )
 from memorybank_core.clock import FixedClock, SystemClock
+from memorybank_core.conflicts import RevisionConflictError
 from memorybank_core.controls import Effective, MemoryControls, check_quota, clean_subject_id, resolve
 from memorybank_core.embeddings import Embedder, Embedding, PackedVectors, VectorStore
 from memorybank_core.entities import (
@@ -22,8 +23,11 @@ from memorybank_core.entities import (
     Citation,
     Control,
     DeletedBatch,
+    Door,
+    ExportedMemory,
     MatchKind,
     Memory,
+    MemoryChange,
     MemoryContext,
     MemoryPage,
     Origin,
@@ -31,12 +35,14 @@ from memorybank_core.entities import (
     PanelCredentialKind,
     Policy,
     Quota,
+    RevisionPage,
     Scope,
     SearchResult,
     Source,
     SubjectKind,
     Usage,
     UsageReport,
+    WrittenBy,
     charged_characters,
 )
 from memorybank_core.errors import (
@@ -56,6 +62,7 @@ from memorybank_core.errors import (
     UnavailableError,
 )
 from memorybank_core.events import LoggingEventSink, RecordingEventSink
+from memorybank_core.history import with_history
 from memorybank_core.inmemory import InMemoryControlStore, InMemoryPanelSessionStore, InMemoryStore, InMemoryTokenStore
 from memorybank_core.panel_sessions import IssuedLink, PanelSessions, StartedSession
 from memorybank_core.ports import (
@@ -84,7 +91,7 @@ from memorybank_core.ports import (
 )
 from memorybank_core.rate_limits import Operation, RateLimitedError, RateLimitPolicy, RateLimits
 from memorybank_core.rate_windows import RateLimit, WindowState
-from memorybank_core.requests import DELETE_ALL_CONFIRMATION, ContextInput, DeleteAll, SaveRequest
+from memorybank_core.requests import DELETE_ALL_CONFIRMATION, ContextInput, DeleteAll, EditRequest, SaveRequest
 from memorybank_core.sealing import BlindIndex, BrokenSealError, SealBinding, Sealer
 from memorybank_core.secret_screening import (
     SAVE_A_POINTER,
@@ -118,10 +125,13 @@ __all__ = [
     "CredentialsRefusedError",
     "DeleteAll",
     "DeletedBatch",
+    "Door",
+    "EditRequest",
     "Effective",
     "Embedder",
     "Embedding",
     "EventSink",
+    "ExportedMemory",
     "FixedClock",
     "ForbiddenError",
     "IdentityProviderSignIn",
@@ -140,6 +150,7 @@ __all__ = [
     "Memory",
     "MemoryBank",
     "MemoryBankError",
+    "MemoryChange",
     "MemoryContext",
     "MemoryControls",
     "MemoryDisabledError",
@@ -167,6 +178,8 @@ __all__ = [
     "RateLimits",
     "RecordingEventSink",
     "RefusedBody",
+    "RevisionConflictError",
+    "RevisionPage",
     "SaveRequest",
     "SchemaUnavailableError",
     "Scope",
@@ -199,6 +212,7 @@ __all__ = [
     "UsageReport",
     "VectorStore",
     "WindowState",
+    "WrittenBy",
     "charged_characters",
     "check_quota",
     "clean_subject_id",
@@ -207,4 +221,5 @@ __all__ = [
     "resolve",
     "scan_owner",
     "secrets_in_memory",
+    "with_history",
 ]

@@ -148,6 +148,19 @@ class BankSettings:
         example_value=900,
     )
 
+    revisions_kept: int = declare(
+        limits.REVISIONS_KEPT.default,
+        variable="MEMORYBANK_REVISIONS_KEPT",
+        flag="--revisions-kept",
+        metavar="N",
+        parse=whole(limits.REVISIONS_KEPT.min, limits.REVISIONS_KEPT.max),
+        shown_default=str(limits.REVISIONS_KEPT.default),
+        help="how many earlier versions of each memory an edit keeps (the oldest goes when an edit makes one more); "
+        "docs/http.md",
+        example="5",
+        example_value=5,
+    )
+
     @property
     def quota(self) -> Quota:
         """The deployment's default quota, where no operator set one."""

@@ -36,8 +36,9 @@ from memorybank_core.events import LoggingEventSink
 from memorybank_core.ports import Clock, ControlStore, EventSink, MemoryStore, NoUnitOfWork, UnitOfWork
 
 
-def check_quota(quota: Quota, usage: Usage, characters: int) -> None:
-    """Refuse one more memory of `characters` on top of `usage` if it breaks `quota`.
+def check_quota(quota: Quota, usage: Usage, characters: int, *, new_memory: bool = True) -> None:
+    """Refuse one more memory of `characters` on top of `usage` if it breaks `quota` (with `new_memory`
+    False, `characters` more of an existing memory: an edit that grows it).
 
     Raises:
         QuotaExceededError: naming each measure that would be broken.
@@ -45,7 +46,7 @@ def check_quota(quota: Quota, usage: Usage, characters: int) -> None:
     exceeded = tuple(
         name
         for name, over in (
-            (MEMORIES, usage.memories + 1 > quota.max_memories),
+            (MEMORIES, new_memory and usage.memories + 1 > quota.max_memories),
             (CHARACTERS, usage.characters + characters > quota.max_characters),
         )
         if over
@@ -55,7 +56,7 @@ def check_quota(quota: Quota, usage: Usage, characters: int) -> None:
             exceeded=exceeded,
             limit=quota.as_dict(),
             used=usage.as_dict(),
-            requested={MEMORIES: 1, CHARACTERS: characters},
+            requested={MEMORIES: int(new_memory), CHARACTERS: characters},
         )
 
 

@@ -10,6 +10,7 @@ from typing import Any, Literal, TypeVar
 import attrs
 
 from memorybank_core import limits
+from memorybank_core.errors import InvalidInputError
 from memorybank_core.validation import bounded_text, max_items, optional_bounded_text, utc_datetime
 
 _Entity = TypeVar("_Entity")
@@ -58,6 +59,29 @@ class Origin(enum.StrEnum):
 
     ACTIVE_CONVERSATION = "active_conversation"
     SEARCHED_CONVERSATION = "searched_conversation"
+
+
+class Door(enum.StrEnum):
+    """Which way a version of a memory was written: the REST API, an agent's MCP rail, the panel, or an import."""
+
+    REST = "rest"
+    MCP = "mcp"
+    PANEL = "panel"
+    IMPORT = "import"
+
+
+def _positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(attribute.name, "must be a whole number from 1")
+
+
+@attrs.frozen(kw_only=True)
+class WrittenBy:
+    """Who wrote one version of a memory: the door, and the credential behind the call (an id or an issuer,
+    never a secret); None when the caller named none (a local rail, a host's own principal)."""
+
+    door: Door
+    credential: str | None = attrs.field(default=None, validator=optional_bounded_text(limits.CREDENTIAL))
 
 
 @attrs.frozen(kw_only=True)
@@ -129,6 +153,18 @@ class Memory:
     contexts: tuple[MemoryContext, ...] = attrs.field(
         default=(), converter=_contexts, validator=max_items(limits.CONTEXTS_MAX)
     )
+    revision: int = attrs.field(default=1, validator=_positive)
+    """1 when saved; every change (an edit, a retirement, a restore) makes the next. The ETag of the memory."""
+    retired_by: str | None = attrs.field(default=None, validator=optional_bounded_text(limits.ID))
+    """The memory that replaced this one (a save's `supersedes`): a retired memory is left out of search and
+    lists, still readable by id, and restorable. None for a current memory."""
+    written_by: WrittenBy | None = None
+    """Who wrote this version; None for versions written before revisions were kept."""
+
+    @property
+    def retired(self) -> bool:
+        """Whether a later memory replaced this one."""
+        return self.retired_by is not None
 
     @classmethod
     def restore(
@@ -144,6 +180,9 @@ class Memory:
         created_at: datetime,
         updated_at: datetime,
         contexts: tuple[MemoryContext, ...],
+        revision: int = 1,
+        retired_by: str | None = None,
+        written_by: WrittenBy | None = None,
     ) -> Memory:
         """A memory read back from storage, not validated again (see `_restored`)."""
         return _restored(
@@ -159,6 +198,9 @@ class Memory:
                 "created_at": created_at,
                 "updated_at": updated_at,
                 "contexts": contexts,
+                "revision": revision,
+                "retired_by": retired_by,
+                "written_by": written_by,
             },
         )
 
@@ -167,6 +209,35 @@ class Memory:
 #: (hybrid search: its vector stands out among the owner's), or both.
 MatchKind = Literal["words", "meaning", "both"]
 MATCH_KINDS: tuple[MatchKind, ...] = ("words", "meaning", "both")
+
+
+@attrs.frozen(kw_only=True)
+class MemoryChange:
+    """One change of a stored memory: `previous`, the version as last read, and `current`, the one replacing it
+    (same id, the next revision). A store writes it only if `previous.revision` is still the stored one, and
+    keeps `previous` as a revision, with at most `keep_revisions` of the memory's earlier versions."""
+
+    previous: Memory
+    current: Memory
+    keep_revisions: int = limits.REVISIONS_KEPT.default
+
+
+@attrs.frozen(kw_only=True)
+class ExportedMemory:
+    """A memory with its kept earlier versions, newest first: one line of an export."""
+
+    memory: Memory
+    revisions: tuple[Memory, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class RevisionPage:
+    """A memory as it is now and one page of its versions, newest first (the current one leads the first page),
+    with the cursor of the next page (None at the end)."""
+
+    memory: Memory
+    revisions: tuple[Memory, ...]
+    next_cursor: str | None
 
 
 @attrs.frozen(kw_only=True)

@@ -13,6 +13,12 @@ SAVED = "memory.saved"
 SEARCHED = "memory.searched"
 LISTED = "memory.listed"
 DELETED = "memory.deleted"
+#: A memory was changed: edited or restored (fields: memory_id, user_id, revision, door).
+EDITED = "memory.edited"
+#: A person read one memory's versions (fields: memory_id, user_id, result_count).
+REVISIONS_READ = "memory.revisions_read"
+#: A save's answer looked for similar memories (fields: memory_id, user_id, result_count).
+SIMILAR_FOUND = "memory.similar_found"
 #: One batch of a person's "delete all" (fields: user_id, deleted, remaining).
 DELETED_BATCH = "memory.deleted_batch"
 #: A person read their own use and quota (fields: user_id, memories).

@@ -15,12 +15,14 @@ from datetime import datetime
 
 import attrs
 
+from memorybank_core.conflicts import RevisionConflictError
 from memorybank_core.controls import check_quota, merge
 from memorybank_core.entities import (
     EVERYONE,
     ApiToken,
     Control,
     Memory,
+    MemoryChange,
     PanelCredential,
     Quota,
     Scope,
@@ -28,7 +30,7 @@ from memorybank_core.entities import (
     Usage,
     charged_characters,
 )
-from memorybank_core.errors import InvalidInputError
+from memorybank_core.errors import InvalidInputError, NotFoundError
 from memorybank_core.ports import (
     BulkMemoryWriter,
     ControlStore,
@@ -41,27 +43,39 @@ from memorybank_core.ports import (
 
 
 class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners):
-    """Memories in a dict per owner."""
+    """Memories in a dict per owner, each memory's kept revisions in another."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_owner: dict[str, dict[str, Memory]] = {}
+        # Per owner and memory, the kept earlier versions, oldest first.
+        self._revisions: dict[str, dict[str, list[Memory]]] = {}
 
-    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
+    def add(
+        self, *, user_id: str, memory: Memory, quota: Quota | None = None, retiring: Sequence[MemoryChange] = ()
+    ) -> None:
         if memory.user_id != user_id:
             raise ValueError("a memory is added by its own owner")
         with self._lock:
             owned = self._by_owner.setdefault(user_id, {})
+            for change in retiring:
+                self._check(owned, change)
             if quota is not None:
                 check_quota(quota, _usage_of(owned.values()), charged_characters(memory))
             owned[memory.id] = memory
+            for change in retiring:
+                self._write(user_id, owned, change)
 
     def get_many(self, *, user_id: str, memory_ids: Sequence[str]) -> Mapping[str, Memory]:
-        owned = self.owned(user_id)
+        owned = self.owned(user_id, include_retired=True)
         return {memory_id: owned[memory_id] for memory_id in memory_ids if memory_id in owned}
 
-    def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
-        newest_first = sorted(self.owned(user_id).values(), key=_position, reverse=True)
+    def list(
+        self, *, user_id: str, limit: int, after: ListPosition | None, include_retired: bool = False
+    ) -> Sequence[Memory]:
+        newest_first = sorted(
+            self.owned(user_id, include_retired=include_retired).values(), key=_position, reverse=True
+        )
         if after is not None:
             boundary = (after.created_at, after.memory_id)
             newest_first = [m for m in newest_first if _position(m) < boundary]
@@ -74,18 +88,60 @@ class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners):
             if memory is None or memory.scope is not Scope.USER:
                 return False
             del owned[memory_id]
+            self._revisions.get(user_id, {}).pop(memory_id, None)
             return True
+
+    def revise(self, *, user_id: str, change: MemoryChange, quota: Quota | None = None) -> bool:
+        with self._lock:
+            owned = self._by_owner.get(user_id, {})
+            stored = owned.get(change.previous.id)
+            if stored is None or stored.scope is not Scope.USER:
+                return False
+            self._check(owned, change)
+            grows = charged_characters(change.current) - charged_characters(stored)
+            if quota is not None and grows > 0:
+                check_quota(quota, _usage_of(owned.values()), grows, new_memory=False)
+            self._write(user_id, owned, change)
+            return True
+
+    def revisions(self, *, user_id: str, memory_id: str, limit: int, before: int | None) -> Sequence[Memory]:
+        with self._lock:
+            kept = list(self._revisions.get(user_id, {}).get(memory_id, ()))
+        newest_first = [m for m in reversed(kept) if before is None or m.revision < before]
+        return newest_first[:limit]
 
     def usage(self, *, user_id: str) -> Usage:
         with self._lock:
             return _usage_of(self._by_owner.get(user_id, {}).values())
 
-    def owned(self, user_id: str) -> dict[str, Memory]:
-        """A snapshot of the owner's personal memories by id."""
+    def owned(self, user_id: str, *, include_retired: bool = False) -> dict[str, Memory]:
+        """A snapshot of the owner's personal memories by id (the current ones, unless `include_retired`)."""
         with self._lock:
-            return {k: m for k, m in self._by_owner.get(user_id, {}).items() if m.scope is Scope.USER}
+            return {
+                k: m
+                for k, m in self._by_owner.get(user_id, {}).items()
+                if m.scope is Scope.USER and (include_retired or m.retired_by is None)
+            }
 
-    def add_many(self, memories: Sequence[Memory]) -> None:
+    def revision_count(self, user_id: str) -> int:
+        """How many earlier versions of the owner's memories are kept (for tests: none outlives its memory)."""
+        with self._lock:
+            return sum(len(kept) for kept in self._revisions.get(user_id, {}).values())
+
+    def _check(self, owned: dict[str, Memory], change: MemoryChange) -> None:
+        stored = owned.get(change.previous.id)
+        if stored is None or stored.scope is not Scope.USER:
+            raise NotFoundError()
+        if stored.revision != change.previous.revision:
+            raise RevisionConflictError()
+
+    def _write(self, user_id: str, owned: dict[str, Memory], change: MemoryChange) -> None:
+        owned[change.current.id] = change.current
+        kept = self._revisions.setdefault(user_id, {}).setdefault(change.current.id, [])
+        kept.append(change.previous)
+        del kept[: max(0, len(kept) - change.keep_revisions)]
+
+    def add_many(self, memories: Sequence[Memory], revisions: Sequence[Memory] = ()) -> None:
         with self._lock:
             taken = {m.id for owned in self._by_owner.values() for m in owned.values()}
             taken |= {c.id for owned in self._by_owner.values() for m in owned.values() for c in m.contexts}
@@ -94,6 +150,8 @@ class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners):
                 raise InvalidInputError("id", "is already stored")
             for memory in memories:
                 self._by_owner.setdefault(memory.user_id, {})[memory.id] = memory
+            for version in sorted(revisions, key=lambda m: m.revision):
+                self._revisions.setdefault(version.user_id, {}).setdefault(version.id, []).append(version)
 
     def memory_owners(self) -> Sequence[str]:
         with self._lock:
@@ -111,6 +169,7 @@ class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners):
             )[:limit]
             for memory in chosen:
                 del owned[memory.id]
+                self._revisions.get(user_id, {}).pop(memory.id, None)
             return chosen
 
     def owners_in(self, org_id: str) -> Sequence[str]:

@@ -48,6 +48,17 @@ LIST_LIMIT = CountBound(1, 100, default=20)
 DELETE_ALL_BATCH = CountBound(1, 500, default=200)
 #: Memories an export reads per page (one unit of work each), however many there are in all.
 EXPORT_PAGE = LIST_LIMIT.max
+#: Memories one save may replace (`supersedes`): a correction replaces one or a few, never a bank.
+SUPERSEDES_MAX = 10
+#: A page of one memory's versions (`GET /v1/memory/{memoryId}/revisions`), newest first.
+REVISIONS_LIMIT = CountBound(1, 100, default=20)
+#: Earlier versions kept per memory, a setting (`MEMORYBANK_REVISIONS_KEPT`): the newest are kept, an older one
+#: goes when an edit makes one more. 0 keeps none (edits still count revisions, for If-Match).
+REVISIONS_KEPT = CountBound(0, 1_000, default=20)
+#: At most this many of a person's current memories come back as `similar` on a save's answer.
+SIMILAR_MAX = 3
+#: A credential named in a revision (a token or session id, or an issuer URL), cut to this many characters.
+CREDENTIAL = TextBound(1, 255)
 
 #: Units of work the secret screen may spend on one save (all its texts together), or on one stored memory when
 #: `secrets scan` reads it back: each unit is one place the screen judges in Python beyond its linear regex scans

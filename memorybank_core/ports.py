@@ -20,6 +20,7 @@ from memorybank_core.entities import (
     Control,
     MatchKind,
     Memory,
+    MemoryChange,
     PanelCredential,
     Quota,
     SubjectKind,
@@ -33,7 +34,8 @@ class Principal(Protocol):
     """Who is calling: a read-only view that a host's own user object can satisfy.
 
     An optional `credential_id` attribute (the token or session behind the call) lets per-credential
-    rate limits apply; without it only the user's limits do.
+    rate limits apply; without it only the user's limits do. It (else an optional `issuer`) is also recorded
+    as who wrote each version of a memory: an id, never a secret.
     """
 
     @property
@@ -89,29 +91,57 @@ class MemoryStore(Protocol):
     """Durable storage of memories with their contexts, always scoped to one owner."""
 
     @abstractmethod
-    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
+    def add(
+        self, *, user_id: str, memory: Memory, quota: Quota | None = None, retiring: Sequence[MemoryChange] = ()
+    ) -> None:
         """Store `memory` and all its contexts atomically: all of it or none of it.
 
         The owner's usage (`usage`) grows by one memory and its `charged_characters` in the same
         transaction. With a `quota`, the growth is conditional on staying within it, race-safe
         against concurrent saves of the same owner: at the quota, nothing is written.
 
+        `retiring` are the owner's memories this one replaces (a save's `supersedes`), each changed to
+        its retired version in the same transaction, as `revise` would (their previous versions kept).
+
         Raises:
             QuotaExceededError: the save would take the owner over `quota`; nothing was written.
+            NotFoundError: a memory of `retiring` is not the owner's (any more); nothing was written.
+            RevisionConflictError: a memory of `retiring` changed since it was read; nothing was written.
             UnavailableError: storage cannot be reached; nothing was written.
         """
 
     @abstractmethod
     def get_many(self, *, user_id: str, memory_ids: Sequence[str]) -> Mapping[str, Memory]:
-        """The owner's memories among `memory_ids`, with contexts, keyed by id; others are absent."""
+        """The owner's memories among `memory_ids` (retired ones too), with contexts, keyed by id; others are absent."""
 
     @abstractmethod
-    def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
-        """Up to `limit` of the owner's memories, newest first, strictly after `after`."""
+    def list(
+        self, *, user_id: str, limit: int, after: ListPosition | None, include_retired: bool = False
+    ) -> Sequence[Memory]:
+        """Up to `limit` of the owner's memories, newest first, strictly after `after`; retired ones only if asked."""
 
     @abstractmethod
     def delete(self, *, user_id: str, memory_id: str) -> bool:
-        """Delete the owner's memory and all its contexts atomically, and shrink their usage; False if none such."""
+        """Delete the owner's memory with its contexts and every kept revision atomically, and shrink their usage;
+        False if none such."""
+
+    @abstractmethod
+    def revise(self, *, user_id: str, change: MemoryChange, quota: Quota | None = None) -> bool:
+        """Replace the owner's memory `change.previous` by `change.current` atomically: its row, contexts and
+        search document, `change.previous` kept as a revision, the oldest revisions beyond
+        `change.keep_revisions` removed, and the usage changed by the difference in characters (within
+        `quota` when given, if it grows). False when the owner has no such memory (any more).
+
+        Raises:
+            RevisionConflictError: the stored revision is not `change.previous.revision`; nothing was written.
+            QuotaExceededError: the change would take the owner over `quota`; nothing was written.
+            UnavailableError: storage cannot be reached; nothing was written.
+        """
+
+    @abstractmethod
+    def revisions(self, *, user_id: str, memory_id: str, limit: int, before: int | None) -> Sequence[Memory]:
+        """Up to `limit` of the kept earlier versions of the owner's memory, newest first, each with a revision
+        below `before` (None: below the current one); empty for a memory that is not the owner's."""
 
     @abstractmethod
     def usage(self, *, user_id: str) -> Usage:
@@ -122,8 +152,10 @@ class BulkMemoryWriter(Protocol):
     """A store that writes many memories, of any owners, in one all-or-nothing step (`memorybank import`)."""
 
     @abstractmethod
-    def add_many(self, memories: Sequence[Memory]) -> None:
-        """Store `memories` with their contexts, all or none; each keeps the id, owner and times it carries.
+    def add_many(self, memories: Sequence[Memory], revisions: Sequence[Memory] = ()) -> None:
+        """Store `memories` with their contexts, all or none; each keeps the id, owner, times and revision it
+        carries. `revisions` are earlier versions of them (an export's history), kept as `MemoryStore.revise` keeps
+        them, in the same step.
 
         Each owner's usage grows by what was added, with no quota: an import is the operator's act.
 

@@ -15,7 +15,7 @@ from typing import TypeVar
 import attrs
 
 from memorybank_core import limits
-from memorybank_core.entities import Citation, Memory, MemoryContext, Origin, Scope, Source
+from memorybank_core.entities import Citation, Memory, MemoryContext, Origin, Scope, Source, WrittenBy
 from memorybank_core.errors import InvalidInputError, Problem
 from memorybank_core.validation import clean_count, clean_text
 
@@ -42,10 +42,12 @@ class SaveRequest:
     content: str
     tags: tuple[str, ...] = ()
     contexts: tuple[ContextInput, ...] = ()
+    supersedes: tuple[str, ...] = ()
+    """Ids of the caller's memories this one replaces: they are retired in the save's transaction."""
 
     @classmethod
     def parse(cls, data: object) -> SaveRequest:
-        """Parse a JSON object `{content, tags?, contexts?}`.
+        """Parse a JSON object `{content, tags?, contexts?, supersedes?}`.
 
         Raises:
             InvalidInputError: listing every invalid field; nothing is saved.
@@ -56,9 +58,10 @@ class SaveRequest:
         content = collector.check(lambda: clean_text(data.get("content"), path="content", bound=limits.CONTENT))
         tags = collector.check(lambda: _parse_tags(data.get("tags"), collector))
         contexts = collector.check(lambda: _parse_contexts(data.get("contexts"), collector))
-        if content is None or tags is None or contexts is None or collector.problems:
+        supersedes = collector.check(lambda: _parse_supersedes(data.get("supersedes")))
+        if content is None or tags is None or contexts is None or supersedes is None or collector.problems:
             raise InvalidInputError.from_problems(collector.problems)
-        return cls(content=content, tags=tags, contexts=contexts)
+        return cls(content=content, tags=tags, contexts=contexts, supersedes=supersedes)
 
     def to_memory(
         self,
@@ -71,28 +74,14 @@ class SaveRequest:
         context_ids: Sequence[str],
         context_times: Sequence[datetime | None] = (),
         updated_at: datetime | None = None,
+        written_by: WrittenBy | None = None,
     ) -> Memory:
         """The memory this request describes, once its ids and times are chosen; its scope is always 'user'.
 
         `context_ids` gives one id per context; a context without a time in `context_times` gets `created_at`.
         """
-        if len(context_ids) != len(self.contexts):
-            raise ValueError("one context id per context")
-        times = list(context_times) + [None] * (len(self.contexts) - len(context_times))
-        contexts = tuple(
-            MemoryContext(
-                id=context_id,
-                memory_id=memory_id,
-                snippet=context.snippet,
-                citation=(
-                    Citation(conversation_id=context.conversation_id, message_id=context.message_id)
-                    if context.conversation_id is not None or context.message_id is not None
-                    else None
-                ),
-                origin=context.origin,
-                created_at=time or created_at,
-            )
-            for context, context_id, time in zip(self.contexts, context_ids, times, strict=True)
+        contexts = build_contexts(
+            self.contexts, memory_id=memory_id, context_ids=context_ids, created_at=created_at, times=context_times
         )
         return Memory(
             id=memory_id,
@@ -105,6 +94,97 @@ class SaveRequest:
             created_at=created_at,
             updated_at=updated_at or created_at,
             contexts=contexts,
+            written_by=written_by,
+        )
+
+
+def build_contexts(
+    inputs: Sequence[ContextInput],
+    *,
+    memory_id: str,
+    context_ids: Sequence[str],
+    created_at: datetime,
+    times: Sequence[datetime | None] = (),
+) -> tuple[MemoryContext, ...]:
+    """The contexts `inputs` describe, once their ids are chosen; one without a time in `times` gets `created_at`."""
+    if len(context_ids) != len(inputs):
+        raise ValueError("one context id per context")
+    padded = list(times) + [None] * (len(inputs) - len(times))
+    return tuple(
+        MemoryContext(
+            id=context_id,
+            memory_id=memory_id,
+            snippet=context.snippet,
+            citation=(
+                Citation(conversation_id=context.conversation_id, message_id=context.message_id)
+                if context.conversation_id is not None or context.message_id is not None
+                else None
+            ),
+            origin=context.origin,
+            created_at=time or created_at,
+        )
+        for context, context_id, time in zip(inputs, context_ids, padded, strict=True)
+    )
+
+
+#: The fields an edit may change (at least one of them, or `retired`).
+EDITABLE_FIELDS = ("content", "tags", "contexts")
+
+
+@attrs.frozen(kw_only=True)
+class EditRequest:
+    """A validated change of one memory: each field given replaces the stored one; None leaves it as it is."""
+
+    content: str | None = None
+    tags: tuple[str, ...] | None = None
+    contexts: tuple[ContextInput, ...] | None = None
+    restore: bool = False
+    """`{"retired": false}`: bring a retired memory back into search and lists."""
+    revision: int | None = None
+    """The revision the change was based on, for callers that cannot send `If-Match` (an agent's rail)."""
+
+    @classmethod
+    def parse(cls, data: object) -> EditRequest:
+        """Parse a JSON object `{content?, tags?, contexts?, retired?: false, revision?}`, with a save's bounds.
+
+        Raises:
+            InvalidInputError: listing every invalid field, or a body that changes nothing; nothing is written.
+        """
+        if not isinstance(data, Mapping):
+            raise InvalidInputError("body", "must be a JSON object")
+        collector = _Collector()
+        content = (
+            collector.check(lambda: clean_text(data.get("content"), path="content", bound=limits.CONTENT))
+            if data.get("content") is not None
+            else None
+        )
+        tags = collector.check(lambda: _parse_tags(data["tags"], collector)) if data.get("tags") is not None else None
+        contexts = (
+            collector.check(lambda: _parse_contexts(data["contexts"], collector))
+            if data.get("contexts") is not None
+            else None
+        )
+        retired = data.get("retired")
+        if retired is not None and retired is not False:
+            collector.problems.append(
+                Problem(
+                    "retired",
+                    "can only be false (restore); to retire a memory, save the one that replaces it with supersedes",
+                )
+            )
+        revision = data.get("revision")
+        if revision is not None and (isinstance(revision, bool) or not isinstance(revision, int) or revision < 1):
+            collector.problems.append(Problem("revision", "must be a whole number from 1"))
+        if collector.problems:
+            raise InvalidInputError.from_problems(collector.problems)
+        if content is None and tags is None and contexts is None and retired is None:
+            raise InvalidInputError("body", "must change at least one of content, tags, contexts or retired")
+        return cls(
+            content=content,
+            tags=tags,
+            contexts=contexts,
+            restore=retired is False,
+            revision=revision if isinstance(revision, int) else None,
         )
 
 
@@ -188,6 +268,18 @@ def _parse_tags(value: object, collector: _Collector) -> tuple[str, ...]:
         if tag is not None:
             tags.setdefault(tag)
     return tuple(tags)
+
+
+def _parse_supersedes(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    expected = f"must be a list of at most {limits.SUPERSEDES_MAX} memory ids"
+    if not isinstance(value, list) or len(value) > limits.SUPERSEDES_MAX:
+        raise InvalidInputError("supersedes", expected)
+    if not all(isinstance(item, str) and limits.ID.min <= len(item) <= limits.ID.max for item in value):
+        raise InvalidInputError("supersedes", expected)
+    # A malformed id is not refused here: like any id that is not the caller's, it is "not found" (404).
+    return tuple(dict.fromkeys(value))
 
 
 def _repeat_key(item: object) -> object:

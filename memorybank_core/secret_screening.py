@@ -7,12 +7,12 @@ case, bulk import and `memorybank secrets scan`, so all three judge a memory the
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from memorybank_core.entities import Memory
 from memorybank_core.errors import ScreenBudgetExceededError, SecretDetectedError, SecretProblem
 from memorybank_core.ports import ListPosition, MemoryStore, ScreenBudget, SecretFinding, SecretScreen
-from memorybank_core.requests import SaveRequest
+from memorybank_core.requests import EditRequest, SaveRequest
 
 #: What the person or agent should do instead, when no particular credential was found (the prompt, the docs).
 SAVE_A_POINTER = (
@@ -57,9 +57,15 @@ def find_secrets(
     Raises:
         ScreenBudgetExceededError: naming the field where the budget ran out; the memory counts as unscreened.
     """
+    return _screened_fields(screen, _fields(content, tags, snippets), budget)
+
+
+def _screened_fields(
+    screen: SecretScreen, fields: Iterable[tuple[str, str]], budget: ScreenBudget | None
+) -> tuple[SecretProblem, ...]:
     budget = budget if budget is not None else ScreenBudget()
     problems: list[SecretProblem] = []
-    for path, text in _fields(content, tags, snippets):
+    for path, text in fields:
         try:
             found = screen.find(text, budget)
         except ScreenBudgetExceededError as error:
@@ -83,6 +89,25 @@ def screen_request(screen: SecretScreen | None, request: SaveRequest) -> None:
         tags=request.tags,
         snippets=[context.snippet for context in request.contexts],
     )
+    if found:
+        raise SecretDetectedError(found)
+
+
+def screen_edit(screen: SecretScreen | None, request: EditRequest) -> None:
+    """Refuse an edit if a text it writes holds a credential (what it leaves as it is was screened when written).
+
+    Raises:
+        SecretDetectedError: naming each field, kind and range found; never the secret.
+        ScreenBudgetExceededError: the screen's budget ran out before it could judge the texts.
+    """
+    if screen is None:
+        return
+    fields: list[tuple[str, str]] = []
+    if request.content is not None:
+        fields.append(("content", request.content))
+    fields += [(f"tags.{index}", tag) for index, tag in enumerate(request.tags or ())]
+    fields += [(f"contexts.{index}.snippet", context.snippet) for index, context in enumerate(request.contexts or ())]
+    found = _screened_fields(screen, fields, None)
     if found:
         raise SecretDetectedError(found)
 
@@ -118,7 +143,7 @@ def scan_owner(
     """
     after: ListPosition | None = None
     while True:
-        page = store.list(user_id=user_id, limit=SCAN_PAGE_SIZE, after=after)
+        page = store.list(user_id=user_id, limit=SCAN_PAGE_SIZE, after=after, include_retired=True)
         for memory in page:
             found = secrets_in_memory(screen, memory)
             if found:

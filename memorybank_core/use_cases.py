@@ -1,4 +1,4 @@
-"""The use cases: save, search, list and delete, all owner-scoped.
+"""The use cases: save, search, list, edit and delete, all owner-scoped.
 
 Policy lives here and only here: scope forcing, input bounds, required scopes,
 and 'not found' looking the same as 'not yours'.
@@ -6,33 +6,46 @@ and 'not found' looking the same as 'not yours'.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import attrs
 
 from memorybank_core import events, ids, limits
 from memorybank_core.bodies import Body
 from memorybank_core.clock import SystemClock
 from memorybank_core.configuration import BankSettings
+from memorybank_core.conflicts import RevisionConflictError
 from memorybank_core.controls import resolve
 from memorybank_core.cursor import decode_cursor, encode_cursor
 from memorybank_core.entities import (
     DeletedBatch,
+    Door,
+    ExportedMemory,
     Memory,
+    MemoryChange,
     MemoryPage,
     Policy,
     Quota,
+    RevisionPage,
     SearchResult,
     Source,
     UsageReport,
+    WrittenBy,
 )
 from memorybank_core.errors import (
     ForbiddenError,
+    InvalidInputError,
     MemoryDisabledError,
     NotFoundError,
     QuotaExceededError,
     SecretDetectedError,
 )
 from memorybank_core.events import LoggingEventSink
+from memorybank_core.history import with_history
 from memorybank_core.ports import (
     Clock,
     ControlStore,
@@ -46,15 +59,26 @@ from memorybank_core.ports import (
     SecretScreen,
     UnitOfWork,
 )
-from memorybank_core.requests import DeleteAll, SaveRequest
-from memorybank_core.secret_screening import screen_request
-from memorybank_core.validation import clean_text, clean_text_count
+from memorybank_core.requests import DeleteAll, EditRequest, SaveRequest, build_contexts
+from memorybank_core.secret_screening import screen_edit, screen_request
+from memorybank_core.validation import check_characters, clean_text, clean_text_count
 
 READ_SCOPE = "mcp:read"
 WRITE_SCOPE = "mcp:write"
 #: Characters of text above which a save hands its facade's connection back while the secret screen runs: about
 #: 0.2 ms of screening, the price of handing a pooled connection back and taking it again.
 SCREEN_WITHOUT_CONNECTION_ABOVE = 1_000
+INCLUDE_RETIRED = "retired"
+"""What a list's `include` says to list retired memories too."""
+SIMILAR_MIN_SHARE = 0.3
+"""A current memory is `similar` to a new one when the engine scores it at least this share of the new memory's
+own score, with the new memory's words as the query: the share for an engine that names none of its own (an
+optional `similar_min_share` attribute), such as lexical BM25. benchmarks/similar.py measures the choice
+(docs/search.md): 54 % of replaced memories found, 3 % of unrelated saves flagged."""
+#: Attempts of a change that named no revision, when another change lands between its read and its write.
+_CHANGE_ATTEMPTS = 3
+
+_log = logging.getLogger("memorybank.bank")
 
 
 class MemoryBank:
@@ -73,15 +97,25 @@ class MemoryBank:
         default_quota: Quota | None = None,
         secret_screen: SecretScreen | None = None,
         settings: BankSettings | None = None,
+        similar_min_share: float | None = None,
     ) -> None:
         """`controls` holds the operators' gate switches and quotas (`memorybank_core.controls`); without it
         memory is on for everyone. `default_quota` applies where no operator set one (default: `Quota()`).
         `secret_screen` refuses saves holding credentials (`memorybank_core.secret_screening`); the composition
         root always wires one unless an operator turned it off, and a host embedding the bank should too.
-        `settings` is what the operator configured for the use cases (`memorybank.settings` resolves it);
-        `default_quota`, when given, wins over its quota.
+        `settings` is what the operator configured for the use cases (`memorybank.settings` resolves it):
+        `default_quota`, when given, wins over its quota; `revisions_kept` is how many earlier versions of each
+        memory an edit keeps. `similar_min_share` is the share of a new memory's own score another needs to be
+        `similar` (`similar`): by default the search engine's own (`similar_min_share` attribute), else
+        `SIMILAR_MIN_SHARE`.
         """
         self.settings: BankSettings = settings or BankSettings()
+        self.revisions_kept: int = self.settings.revisions_kept
+        self.similar_min_share: float = (
+            similar_min_share
+            if similar_min_share is not None
+            else getattr(search_engine, "similar_min_share", SIMILAR_MIN_SHARE)
+        )
         self._store = store
         self._controls = controls
         self.default_quota: Quota = default_quota or self.settings.quota
@@ -93,13 +127,22 @@ class MemoryBank:
         self._new_id = new_id
         self._secret_screen = secret_screen
 
-    def save(self, principal: Principal, request: SaveRequest | Body, *, source: Source = Source.CHAT) -> Memory:
+    def save(
+        self,
+        principal: Principal,
+        request: SaveRequest | Body,
+        *,
+        source: Source = Source.CHAT,
+        door: Door = Door.REST,
+    ) -> Memory:
         """Save a human-verified memory with its contexts in one atomic write.
 
         A host hands `request` as a `SaveRequest`; a facade hands the `Body` it received (`{content, tags?,
-        contexts?}`), read here. The scope and the gate are checked first, so a caller without `mcp:write`
-        or switched off learns nothing from the body. The stored scope is always 'user', whatever the
-        caller sent; `source` is the server's word.
+        contexts?, supersedes?}`), read here. The scope and the gate are checked first, so a caller without
+        `mcp:write` or switched off learns nothing from the body. The stored scope is always 'user', whatever
+        the caller sent; `source` is the server's word, and so is `door` (recorded with the credential as who
+        wrote this version). The memories named in `supersedes` are retired in the same transaction: left out
+        of search and lists, kept and restorable.
 
         Raises:
             ForbiddenError: the principal lacks `mcp:write`.
@@ -110,6 +153,7 @@ class MemoryBank:
             ScreenBudgetExceededError: (an InvalidInputError) the texts cost more than the screen's budget to
                 judge; nothing is written (never stored unscreened).
             QuotaExceededError: the owner's storage quota is full; nothing is written.
+            NotFoundError: an id in `supersedes` is not one of the caller's memories; nothing is written.
             UnavailableError: storage is down; nothing is written.
         """
         started = time.perf_counter()
@@ -130,7 +174,7 @@ class MemoryBank:
             if refusal is not None:
                 raise refusal
             assert parsed is not None  # noqa: S101 - set whenever nothing was refused
-            return self._save(owner, principal.organization_id, parsed, source, policy, started)
+            return self._save(owner, principal, parsed, source, policy, started, _written_by(principal, door))
 
     def _screened(self, request: SaveRequest | Body) -> SaveRequest:
         """`request` decoded, validated and screened for credentials (the save's CPU work, done outside the unit).
@@ -151,21 +195,37 @@ class MemoryBank:
         return request
 
     def _save(
-        self, owner: str, org_id: str, request: SaveRequest, source: Source, policy: Policy, started: float
+        self,
+        owner: str,
+        principal: Principal,
+        request: SaveRequest,
+        source: Source,
+        policy: Policy,
+        started: float,
+        written_by: WrittenBy,
     ) -> Memory:
+        now = self._clock.now()
         memory = request.to_memory(
             memory_id=self._new_id(ids.MEMORY_PREFIX),
             user_id=owner,
-            org_id=org_id,
+            org_id=principal.organization_id,
             source=source,
-            created_at=self._clock.now(),
+            created_at=now,
             context_ids=[self._new_id(ids.CONTEXT_PREFIX) for _ in request.contexts],
+            written_by=written_by,
         )
-        try:
-            self._store.add(user_id=owner, memory=memory, quota=policy.quota)
-        except QuotaExceededError as error:
-            self._emit(events.QUOTA_REFUSED, started, user_id=owner, exceeded=",".join(error.exceeded))
-            raise
+        for attempt in range(_CHANGE_ATTEMPTS):
+            retiring = self._retiring(owner, request.supersedes, memory.id, now, written_by)
+            try:
+                self._store.add(user_id=owner, memory=memory, quota=policy.quota, retiring=retiring)
+                break
+            except QuotaExceededError as error:
+                self._emit(events.QUOTA_REFUSED, started, user_id=owner, exceeded=",".join(error.exceeded))
+                raise
+            except RevisionConflictError:
+                # A memory it replaces changed meanwhile: nothing was written; retire its newer version.
+                if attempt == _CHANGE_ATTEMPTS - 1:
+                    raise
         self._emit(
             events.SAVED,
             started,
@@ -174,8 +234,228 @@ class MemoryBank:
             context_count=len(memory.contexts),
             tag_count=len(memory.tags),
             content_length=len(memory.content),
+            superseded=len(request.supersedes),
         )
         return memory
+
+    def _retiring(
+        self, owner: str, memory_ids: Sequence[str], replacement: str, now: datetime, written_by: WrittenBy
+    ) -> list[MemoryChange]:
+        """The changes retiring the owner's memories `memory_ids` in favour of `replacement`.
+
+        Raises:
+            NotFoundError: one of them is not the owner's (malformed, unknown, someone else's alike).
+        """
+        if not memory_ids:
+            return []
+        if not all(ids.is_id(memory_id, prefix=ids.MEMORY_PREFIX) for memory_id in memory_ids):
+            raise NotFoundError()
+        found = self._store.get_many(user_id=owner, memory_ids=memory_ids)
+        if len(found) != len(memory_ids):
+            raise NotFoundError()
+        return [
+            self._change(found[memory_id], now=now, written_by=written_by, retired_by=replacement)
+            for memory_id in memory_ids
+        ]
+
+    def _change(self, previous: Memory, *, now: datetime, written_by: WrittenBy, **changes: Any) -> MemoryChange:
+        """`previous` changed as `changes` say, as its next revision written now by `written_by`."""
+        current = attrs.evolve(
+            previous, revision=previous.revision + 1, updated_at=now, written_by=written_by, **changes
+        )
+        return MemoryChange(previous=previous, current=current, keep_revisions=self.revisions_kept)
+
+    def edit(
+        self,
+        principal: Principal,
+        *,
+        memory_id: str,
+        request: EditRequest | Body,
+        if_match: Collection[int] | None = None,
+        door: Door = Door.REST,
+    ) -> Memory:
+        """Change one of the principal's memories: content, tags and/or contexts (`EditRequest`), or restore a
+        retired one (`{"retired": false}`). The id and `created_at` stay; the version it replaces is kept.
+
+        A host hands `request` as an `EditRequest`; a facade hands the `Body` it received, read with a save's
+        bounds and secret screen. `if_match` (the revisions of an `If-Match` header; None: any) and the body's
+        `revision` name the versions the change was based on: when the stored one is another, nothing is
+        written. Without either, a change that raced another is applied to the newer version. A change that
+        changes nothing answers the memory as it is, without a new revision.
+
+        Raises:
+            ForbiddenError: the principal lacks `mcp:write`.
+            MemoryDisabledError: an operator switched memory off for the principal; nothing is written.
+            NotFoundError: no such memory for this owner (malformed, unknown and someone else's alike).
+            InvalidInputError: the body breaks a bound or changes nothing; nothing is written.
+            SecretDetectedError: (an InvalidInputError) a text it writes looks like a credential.
+            RevisionConflictError: the memory is not at a revision the caller named; it carries the current one.
+            QuotaExceededError: the edit would take the owner over their quota; nothing is written.
+            UnavailableError: storage is down; nothing is written.
+        """
+        started = time.perf_counter()
+        owner = _authorize(principal, WRITE_SCOPE)
+        # Decoding, validation and the secret screen before the unit opens, as for a save (ADR 0031); what they
+        # refuse is raised after the gate, so a switched-off account learns nothing from them.
+        parsed: EditRequest | None = None
+        refusal: Exception | None = None
+        try:
+            parsed = self._screened_edit(request)
+        except Exception as error:
+            refusal = error
+        with self.unit_of_work():
+            policy = self._admit(principal, owner, "edit")
+            if isinstance(refusal, SecretDetectedError):
+                self._emit(events.SECRET_REFUSED, started, user_id=owner, kinds=",".join(refusal.kinds))
+            if refusal is not None:
+                raise refusal
+            assert parsed is not None  # noqa: S101 - set whenever nothing was refused
+            request = parsed
+            allowed = _allowed_revisions(if_match, request.revision)
+            if not ids.is_id(memory_id, prefix=ids.MEMORY_PREFIX):
+                raise NotFoundError()
+            written_by = _written_by(principal, door)
+            for attempt in range(_CHANGE_ATTEMPTS):
+                current = self._find(owner, memory_id)
+                if allowed is not None and current.revision not in allowed:
+                    raise RevisionConflictError(current)
+                change = self._edited(current, request, written_by)
+                if change is None:
+                    return current
+                try:
+                    if not self._store.revise(user_id=owner, change=change, quota=policy.quota):
+                        raise NotFoundError()
+                except QuotaExceededError as error:
+                    self._emit(events.QUOTA_REFUSED, started, user_id=owner, exceeded=",".join(error.exceeded))
+                    raise
+                except RevisionConflictError as error:
+                    if allowed is not None or attempt == _CHANGE_ATTEMPTS - 1:
+                        raise RevisionConflictError(self._find(owner, memory_id)) from error
+                    continue
+                self._emit(
+                    events.EDITED,
+                    started,
+                    memory_id=memory_id,
+                    user_id=owner,
+                    revision=change.current.revision,
+                    door=written_by.door.value,
+                )
+                return change.current
+        raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+
+    def _screened_edit(self, request: EditRequest | Body) -> EditRequest:
+        """`request` read, validated and screened for credentials (CPU work, done outside the unit)."""
+        if isinstance(request, Body):
+            request = EditRequest.parse(request.value())
+        elif not isinstance(request, EditRequest):
+            # A host handing raw data: say what to hand instead (its data may be untrusted, so never guess).
+            raise TypeError("edit takes an EditRequest (EditRequest.parse(data) for JSON-like data) or a Body")
+        screen_edit(self._secret_screen, request)
+        return request
+
+    def _find(self, owner: str, memory_id: str) -> Memory:
+        found = self._store.get_many(user_id=owner, memory_ids=[memory_id]).get(memory_id)
+        if found is None:
+            raise NotFoundError()
+        return found
+
+    def _edited(self, current: Memory, request: EditRequest, written_by: WrittenBy) -> MemoryChange | None:
+        """The change `request` makes to `current`, or None when it changes nothing."""
+        now = self._clock.now()
+        contexts = current.contexts
+        if request.contexts is not None and [_context_key(c) for c in current.contexts] != [
+            (c.snippet, c.conversation_id, c.message_id, c.origin) for c in request.contexts
+        ]:
+            contexts = build_contexts(
+                request.contexts,
+                memory_id=current.id,
+                context_ids=[self._new_id(ids.CONTEXT_PREFIX) for _ in request.contexts],
+                created_at=now,
+            )
+        content = request.content if request.content is not None else current.content
+        tags = request.tags if request.tags is not None else current.tags
+        retired_by = None if request.restore else current.retired_by
+        if (content, tags, contexts, retired_by) == (
+            current.content,
+            current.tags,
+            current.contexts,
+            current.retired_by,
+        ):
+            return None
+        return self._change(
+            current,
+            now=now,
+            written_by=written_by,
+            content=content,
+            tags=tags,
+            contexts=contexts,
+            retired_by=retired_by,
+        )
+
+    def revisions(
+        self, principal: Principal, *, memory_id: str, limit: int | str | None = None, cursor: str | None = None
+    ) -> RevisionPage:
+        """One of the principal's memories as it is now, and a page of its versions, newest first: the current
+        one first, then the earlier ones kept (`revisions_kept`). Pass `next_cursor` for the next page.
+
+        Raises:
+            ForbiddenError: the principal lacks `mcp:read`.
+            MemoryDisabledError: an operator switched memory off for the principal.
+            NotFoundError: no such memory for this owner (malformed, unknown and someone else's alike).
+            InvalidInputError: `limit` is out of bounds or `cursor` is not one we issued.
+        """
+        started = time.perf_counter()
+        owner = _authorize(principal, READ_SCOPE)
+        with self.unit_of_work():
+            self._admit(principal, owner, "revisions")
+            count = clean_text_count(limit, path="limit", bound=limits.REVISIONS_LIMIT)
+            before = _revision_cursor(cursor) if cursor is not None else None
+            if not ids.is_id(memory_id, prefix=ids.MEMORY_PREFIX):
+                raise NotFoundError()
+            current = self._find(owner, memory_id)
+            page: list[Memory] = [] if before is not None else [current]
+            if before is None or before > 1:
+                # One extra row tells whether another page exists without a second query.
+                wanted = count - len(page) + 1
+                page += self._store.revisions(user_id=owner, memory_id=memory_id, limit=wanted, before=before)
+        shown, more = page[:count], len(page) > count
+        next_cursor = str(shown[-1].revision) if more and shown else None
+        self._emit(events.REVISIONS_READ, started, memory_id=memory_id, user_id=owner, result_count=len(shown))
+        return RevisionPage(memory=current, revisions=tuple(shown), next_cursor=next_cursor)
+
+    def similar(self, principal: Principal, memory: Memory) -> list[SearchResult]:
+        """Up to `limits.SIMILAR_MAX` of the principal's current memories that `memory` (just saved) most
+        resembles, by the search engine the bank runs: those it scores at least `similar_min_share` of
+        `memory`'s own score, with `memory`'s words as the query. Best first.
+
+        Never raises: it runs after the save committed, and a save is not undone by a failed look-up
+        (logged by type, empty answer). Needs `mcp:read` as a search does; without it, nothing.
+        """
+        started = time.perf_counter()
+        try:
+            owner = _authorize(principal, READ_SCOPE)
+            query = memory.content[: limits.QUERY.max]
+            with self.unit_of_work():
+                hits = self._search.search(user_id=owner, query=query, limit=limits.SIMILAR_MAX + 1)
+                own = next((hit.score for hit in hits if hit.memory_id == memory.id), None)
+                chosen = [
+                    hit
+                    for hit in hits
+                    if own is not None and hit.memory_id != memory.id and hit.score >= own * self.similar_min_share
+                ][: limits.SIMILAR_MAX]
+                found = self._store.get_many(user_id=owner, memory_ids=[hit.memory_id for hit in chosen])
+        except ForbiddenError:
+            return []
+        except Exception as error:  # the save stands whatever the look-up does
+            _log.warning("similar memories of %s not found (%s)", memory.id, type(error).__name__)
+            return []
+        results = [
+            SearchResult(memory=found[hit.memory_id], score=hit.score, match=hit.match)
+            for hit in chosen
+            if hit.memory_id in found and not found[hit.memory_id].retired
+        ]
+        self._emit(events.SIMILAR_FOUND, started, memory_id=memory.id, user_id=owner, result_count=len(results))
+        return results
 
     def search(self, principal: Principal, *, query: str | None, limit: int | str | None = None) -> list[SearchResult]:
         """The principal's memories that match `query`, most relevant first; empty when nothing matches.
@@ -195,11 +475,11 @@ class MemoryBank:
             count = clean_text_count(limit, path="limit", bound=limits.SEARCH_LIMIT)
             hits = self._search.search(user_id=owner, query=text, limit=count)
             found = self._store.get_many(user_id=owner, memory_ids=[hit.memory_id for hit in hits])
-        # A memory deleted between ranking and loading is simply left out.
+        # A memory deleted (or retired) between ranking and loading is simply left out.
         results = [
             SearchResult(memory=found[hit.memory_id], score=hit.score, match=hit.match)
             for hit in hits
-            if hit.memory_id in found
+            if hit.memory_id in found and not found[hit.memory_id].retired
         ]
         fields: dict[str, str | int | float] = {"query_length": len(text), "limit": count, "result_count": len(results)}
         if isinstance(hits, SearchHits):
@@ -207,8 +487,15 @@ class MemoryBank:
         self._emit(events.SEARCHED, started, user_id=owner, **fields)
         return results
 
-    def list(self, principal: Principal, *, limit: int | str | None = None, cursor: str | None = None) -> MemoryPage:
-        """One page of the principal's memories, newest first.
+    def list(
+        self,
+        principal: Principal,
+        *,
+        limit: int | str | None = None,
+        cursor: str | None = None,
+        include: str | None = None,
+    ) -> MemoryPage:
+        """One page of the principal's memories, newest first; retired ones only with `include="retired"`.
 
         Pass the returned `next_cursor` to get the next page; each memory that lives
         through the whole walk is returned exactly once.
@@ -216,7 +503,7 @@ class MemoryBank:
         Raises:
             ForbiddenError: the principal lacks `mcp:read`.
             MemoryDisabledError: an operator switched memory off for the principal.
-            InvalidInputError: `limit` is out of bounds or `cursor` is not one we issued.
+            InvalidInputError: `limit` or `include` is out of bounds or `cursor` is not one we issued.
         """
         started = time.perf_counter()
         owner = _authorize(principal, READ_SCOPE)
@@ -224,8 +511,14 @@ class MemoryBank:
             self._admit(principal, owner, "list")  # before validation, as for saves
             count = clean_text_count(limit, path="limit", bound=limits.LIST_LIMIT)
             after = decode_cursor(cursor) if cursor is not None else None
+            if include not in (None, INCLUDE_RETIRED):
+                raise InvalidInputError("include", f'must be "{INCLUDE_RETIRED}" or absent')
             # One extra row tells whether another page exists without a second query.
-            rows = list(self._store.list(user_id=owner, limit=count + 1, after=after))
+            rows = list(
+                self._store.list(
+                    user_id=owner, limit=count + 1, after=after, include_retired=include == INCLUDE_RETIRED
+                )
+            )
         page, more = rows[:count], len(rows) > count
         next_cursor = (
             encode_cursor(ListPosition(created_at=page[-1].created_at, memory_id=page[-1].id)) if more else None
@@ -287,14 +580,15 @@ class MemoryBank:
             self._admit(principal, owner, "delete_all")
             if isinstance(request, Body):
                 request = DeleteAll.parse(request.value())
-            batch = self._store.list(user_id=owner, limit=request.limit, after=None)
+            batch = self._store.list(user_id=owner, limit=request.limit, after=None, include_retired=True)
             deleted = sum(1 for memory in batch if self._store.delete(user_id=owner, memory_id=memory.id))
             remaining = self._store.usage(user_id=owner).memories
         self._emit(events.DELETED_BATCH, started, user_id=owner, deleted=deleted, remaining=remaining)
         return DeletedBatch(deleted=deleted, remaining=remaining)
 
-    def export(self, principal: Principal) -> Iterator[Memory]:
-        """Every memory of the principal, newest first, read a page per unit of work (for a streamed download).
+    def export(self, principal: Principal) -> Iterator[ExportedMemory]:
+        """Every memory of the principal (retired ones too) with its kept earlier versions, newest first, read a
+        page per unit of work (for a streamed download).
 
         The checks run at once, before the first memory is yielded; a memory saved or deleted while
         the export runs may or may not be in it, and none is repeated.
@@ -306,10 +600,13 @@ class MemoryBank:
         owner = _authorize(principal, READ_SCOPE)
         with self.unit_of_work():
             self._admit(principal, owner, "export")
-            first = self._store.list(user_id=owner, limit=limits.EXPORT_PAGE, after=None)
-        return self._export_from(principal, owner, first)
+            first = self._store.list(user_id=owner, limit=limits.EXPORT_PAGE, after=None, include_retired=True)
+            exported = with_history(self._store, user_id=owner, memories=first)
+        return self._export_from(principal, owner, exported)
 
-    def _export_from(self, principal: Principal, owner: str, page: Sequence[Memory]) -> Iterator[Memory]:
+    def _export_from(
+        self, principal: Principal, owner: str, page: Sequence[ExportedMemory]
+    ) -> Iterator[ExportedMemory]:
         started = time.perf_counter()
         exported = 0
         while True:
@@ -317,10 +614,12 @@ class MemoryBank:
             exported += len(page)
             if len(page) < limits.EXPORT_PAGE:
                 break
-            after = ListPosition(created_at=page[-1].created_at, memory_id=page[-1].id)
+            last = page[-1].memory
+            after = ListPosition(created_at=last.created_at, memory_id=last.id)
             with self.unit_of_work():
                 self._admit(principal, owner, "export")
-                page = self._store.list(user_id=owner, limit=limits.EXPORT_PAGE, after=after)
+                memories = self._store.list(user_id=owner, limit=limits.EXPORT_PAGE, after=after, include_retired=True)
+                page = with_history(self._store, user_id=owner, memories=memories)
         self._emit(events.EXPORTED, started, user_id=owner, exported=exported)
 
     def memory_enabled(self, principal: Principal) -> bool:
@@ -368,6 +667,50 @@ def _authorize(principal: Principal, scope: str | None) -> str:
     if scope is not None and scope not in principal.scopes:
         raise ForbiddenError(scope)
     return user_id
+
+
+def _written_by(principal: Principal, door: Door) -> WrittenBy:
+    """Who is writing: the door, and the principal's credential (its `credential_id`, else its `issuer`) if it
+    names one that can be recorded; never a secret, which a principal does not carry."""
+    for name in ("credential_id", "issuer"):
+        value = getattr(principal, name, None)
+        if isinstance(value, str) and value.strip():
+            credential = value.strip()[: limits.CREDENTIAL.max]
+            try:
+                check_characters(credential, path=name)
+            except InvalidInputError:
+                continue
+            return WrittenBy(door=door, credential=credential)
+    return WrittenBy(door=door)
+
+
+def _allowed_revisions(if_match: Collection[int] | None, named: int | None) -> set[int] | None:
+    """The revisions a change may apply to: those of `If-Match` and the body's `revision` (each that is given)."""
+    allowed = set(if_match) if if_match is not None else None
+    if named is not None:
+        allowed = {named} if allowed is None else allowed & {named}
+    return allowed
+
+
+def _context_key(context: object) -> tuple[object, ...]:
+    citation = getattr(context, "citation", None)
+    return (
+        getattr(context, "snippet", None),
+        citation.conversation_id if citation is not None else None,
+        citation.message_id if citation is not None else None,
+        getattr(context, "origin", None),
+    )
+
+
+def _revision_cursor(cursor: str) -> int:
+    """The revision a revisions cursor names (the last one already returned).
+
+    Raises:
+        InvalidInputError: ("cursor") not a cursor we issued.
+    """
+    if not cursor.isascii() or not cursor.isdigit() or len(cursor) > 10 or int(cursor) < 1:
+        raise InvalidInputError("cursor", "must be the next_cursor of the previous page")
+    return int(cursor)
 
 
 def _screened_characters(request: SaveRequest) -> int:

@@ -7,6 +7,7 @@ with microseconds and the owner's ids; the SQL citation column is `citation_ids`
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,10 +46,25 @@ def context_json(context: MemoryContext, *, timespec: str = WIRE_TIMESPEC) -> Js
     }
 
 
-def export_line(memory: Memory) -> str:
-    """One line of an export (`memorybank export`, the panel's download): the wire's memory object
-    with the owner's ids and microsecond timestamps, which `memorybank import` reads back as exactly `memory`."""
-    line = {**memory_json(memory, timespec=EXPORT_TIMESPEC), "user_id": memory.user_id, "org_id": memory.org_id}
+#: The export format's version, written on every line: 2 added each memory's history (`revisions`), its
+#: retirement and who wrote it; lines without a `format` (version 1) import as memories without history.
+EXPORT_FORMAT = 2
+
+
+def export_line(memory: Memory, revisions: Sequence[Memory] = ()) -> str:
+    """One line of an export (`memorybank export`, the panel's download): the wire's memory object with the
+    owner's ids, microsecond timestamps, who wrote it and its kept earlier versions (newest first), which
+    `memorybank import` reads back as exactly `memory` and `revisions`."""
+    current = revision_json(memory, timespec=EXPORT_TIMESPEC)
+    line = {
+        **memory_json(memory, timespec=EXPORT_TIMESPEC),
+        "user_id": memory.user_id,
+        "org_id": memory.org_id,
+        "format": EXPORT_FORMAT,
+        "door": current["door"],
+        "credential": current["credential"],
+        "revisions": [revision_json(version, timespec=EXPORT_TIMESPEC) for version in revisions],
+    }
     return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -63,4 +79,28 @@ def memory_json(memory: Memory, *, timespec: str = WIRE_TIMESPEC) -> Json:
         "created_at": utc_timestamp(memory.created_at, timespec=timespec),
         "updated_at": utc_timestamp(memory.updated_at, timespec=timespec),
         "contexts": [context_json(context, timespec=timespec) for context in memory.contexts],
+        "revision": memory.revision,
+        "retired_by": memory.retired_by,
+    }
+
+
+def etag(memory: Memory) -> str:
+    """The memory's entity tag: its revision, quoted (a strong tag, RFC 9110 section 8.8.3)."""
+    return f'"{memory.revision}"'
+
+
+def revision_json(version: Memory, *, timespec: str = WIRE_TIMESPEC) -> Json:
+    """One version of a memory, as its history shows it: its texts and retirement, when it was written, through
+    which door (`rest`, `mcp`, `panel`, `import`) and with which credential (an id or an issuer, never a secret);
+    both null for versions written before revisions were kept."""
+    written_by = version.written_by
+    return {
+        "revision": version.revision,
+        "content": version.content,
+        "tags": list(version.tags),
+        "contexts": [context_json(context, timespec=timespec) for context in version.contexts],
+        "retired_by": version.retired_by,
+        "updated_at": utc_timestamp(version.updated_at, timespec=timespec),
+        "door": written_by.door.value if written_by is not None else None,
+        "credential": written_by.credential if written_by is not None else None,
     }

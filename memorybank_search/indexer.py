@@ -124,7 +124,10 @@ class OwnerIndexer:
         return len(self._query_schemes) > 1
 
     def document(self, memory: Memory) -> SearchDocument:
-        """The search document of `memory`: what the SQL engines store beside it."""
+        """The search document of `memory`: what the SQL engines store beside it. A retired memory's is empty:
+        no query finds it (it stays readable by id), on every engine alike."""
+        if memory.retired:
+            return SearchDocument(search_terms="", doc_length=0, search_version=SEARCH_VERSION)
         terms = [term for field in search_fields(memory) for term in self.analyzer.document_terms(field)]
         if self.blind_index is None:
             tag = owner_tag(memory.user_id)

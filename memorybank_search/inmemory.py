@@ -21,10 +21,10 @@ class InMemorySearch(SearchEngine):
     def __init__(self, store: InMemoryStore, indexer: OwnerIndexer) -> None:
         self._store = store
         self._indexer = indexer
-        # Memories never change once saved: each one's document is computed once, per owner and id,
-        # and a search keeps only the owner's current memories (deleted ones leave the cache).
+        # A memory's document is computed once per version (owner, id and revision), and a search keeps only
+        # the owner's memories as they are now (deleted ones and older versions leave the cache).
         self._lock = threading.Lock()
-        self._documents: dict[str, dict[str, SearchDocument]] = {}
+        self._documents: dict[str, dict[tuple[str, int], SearchDocument]] = {}
 
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
         groups = self._indexer.query_token_groups(user_id, query)
@@ -33,12 +33,14 @@ class InMemorySearch(SearchEngine):
             return SearchHits(candidate_count=0)
         with self._lock:
             known = self._documents.get(user_id, {})
-        documents = {
-            memory_id: known.get(memory_id) or self._indexer.document(memory)
-            for memory_id, memory in self._store.owned(user_id).items()
+        # Retired memories too, as the SQL engines count every row of the owner (their documents are empty).
+        versions = {
+            (memory_id, memory.revision): known.get((memory_id, memory.revision)) or self._indexer.document(memory)
+            for memory_id, memory in self._store.owned(user_id, include_retired=True).items()
         }
         with self._lock:
-            self._documents[user_id] = documents
+            self._documents[user_id] = versions
+        documents = {memory_id: document for (memory_id, _), document in versions.items()}
         wanted = set(tokens)
         candidates = [
             Candidate(memory_id, document.search_terms, document.doc_length)
@@ -63,18 +65,19 @@ class InMemoryVectors(VectorStore):
         self._store = store
         self._embedder = embedder
         self._lock = threading.Lock()
-        self._vectors: dict[str, dict[str, Embedding]] = {}
+        self._vectors: dict[str, dict[tuple[str, int], Embedding]] = {}
 
     def vectors(self, *, user_id: str, model_id: str) -> Mapping[str, Embedding]:
         if model_id != self._embedder.model_id:
             return {}
-        owned = self._store.owned(user_id)
+        # Current memories only: a retired one has no vector, as in SQL storage, so no query finds it.
+        owned = {(memory_id, m.revision): m for memory_id, m in self._store.owned(user_id).items()}
         with self._lock:
             known = self._vectors.get(user_id, {})
-        missing = [memory_id for memory_id in owned if memory_id not in known]
-        fresh = dict(zip(missing, self._embedder.embed([embedding_text(owned[i]) for i in missing]), strict=True))
-        # Deleted memories leave the cache with this owner's next search.
-        current = {memory_id: known.get(memory_id) or fresh[memory_id] for memory_id in owned}
+        missing = [version for version in owned if version not in known]
+        fresh = dict(zip(missing, self._embedder.embed([embedding_text(owned[v]) for v in missing]), strict=True))
+        # Deleted memories and older versions leave the cache with this owner's next search.
+        current = {version: known.get(version) or fresh[version] for version in owned}
         with self._lock:
             self._vectors[user_id] = current
-        return current
+        return {memory_id: vector for (memory_id, _), vector in current.items()}

@@ -11,7 +11,7 @@ In a test module of yours (docs/embedding.md shows it whole, on a toy store)::
         yield factory
         factory.close()
 
-    class TestMyBackend(MemoryContract, ControlsContract, RankingContract, StatefulContract):
+    class TestMyBackend(MemoryContract, RevisionContract, ControlsContract, RankingContract, StatefulContract):
         pass
 
 A contract of another port (`TokenStoreContract`, `PanelSessionContract`, `PurgeContract`,
@@ -29,6 +29,7 @@ pytest.register_assert_rewrite(
     "memorybank_testing.memory_contract",
     "memorybank_testing.controls_contract",
     "memorybank_testing.ranking_contract",
+    "memorybank_testing.revision_contract",
     "memorybank_testing.stateful_contract",
     "memorybank_testing.token_contract",
     "memorybank_testing.panel_session_contract",
@@ -46,6 +47,7 @@ from memorybank_testing.panel_session_contract import PanelSessionContract  # no
 from memorybank_testing.principals import User, bank_over, start_clock  # noqa: E402
 from memorybank_testing.purge_contract import PurgeContract  # noqa: E402
 from memorybank_testing.ranking_contract import RankingContract  # noqa: E402
+from memorybank_testing.revision_contract import RevisionContract  # noqa: E402
 from memorybank_testing.stateful_contract import MemoryBankMachine, StatefulContract  # noqa: E402
 from memorybank_testing.token_contract import TokenStoreContract  # noqa: E402
 from memorybank_testing.unit_of_work_contract import UnitOfWorkContract  # noqa: E402
@@ -62,6 +64,7 @@ __all__ = [
     "PanelSessionContract",
     "PurgeContract",
     "RankingContract",
+    "RevisionContract",
     "StatefulContract",
     "TokenStoreContract",
     "UnitOfWorkContract",

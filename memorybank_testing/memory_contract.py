@@ -287,7 +287,7 @@ class MemoryContract:
         saved = [save(bank, alice, f"memory {n}") for n in range(limits.EXPORT_PAGE + 3)]
         save(bank, bob, "Bob's")
 
-        exported = [memory.id for memory in bank.export(alice)]
+        exported = [line.memory.id for line in bank.export(alice)]
 
         assert exported == list(reversed(saved))
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import attrs
 
 from memorybank_core import READ_SCOPE, WRITE_SCOPE, EventSink, FixedClock, MemoryBank, Quota, SecretScreen
+from memorybank_core.configuration import BankSettings
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from memorybank_testing.backends import Backend
 
@@ -33,6 +34,7 @@ def bank_over(
     secret_screen: SecretScreen | None = None,
     default_quota: Quota | None = None,
     new_id: Callable[[str], str] = new_id,
+    settings: BankSettings | None = None,
 ) -> MemoryBank:
     """The bank as the server wires it, over a host's own ports: `backend`'s store, search engine, unit of work and
     operator controls, with the save path's `secret_screen` when given (so the suite shows ordinary memories pass it).
@@ -50,4 +52,5 @@ def bank_over(
         secret_screen=secret_screen,
         default_quota=default_quota,
         new_id=new_id,
+        settings=settings,
     )

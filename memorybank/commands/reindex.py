@@ -106,3 +106,10 @@ def fail_on_broken(report: ReindexReport) -> None:
             "not open with this key ring and kept its old seal (memory ids in the log; those memories are found "
             f"by their words): run `{PROGRAM} reindex --embeddings` to write them again, then this command again"
         )
+    if report.broken_revisions:
+        count = report.broken_revisions
+        raise CommandError(
+            f"{count} kept earlier {'version does' if count == 1 else 'versions do'} not open with this key ring and "
+            f"kept {'its' if count == 1 else 'their'} old seal (memory ids and revisions in the log); the keys "
+            "they need stay in use"
+        )

@@ -27,6 +27,7 @@ from benchmarks import (
     route_profile,
     scale,
     secret_screen,
+    similar,
     write_cost,
 )
 from benchmarks.common import DATABASE_PREFIX_ENV, SERVER_ENV, Timing, drop_database
@@ -347,6 +348,26 @@ def test_the_hybrid_split_benchmark_times_every_stage_of_a_search(
         "fusion",
         "the rest (the bank, loading the results)",
     }
+
+
+def test_the_similar_benchmark_prints_both_measures_for_each_threshold(capsys: pytest.CaptureFixture[str]) -> None:
+    data = similar.load()
+    assert len(data["pairs"]) >= 100
+    assert len({(pair["topic"], pair["person"]) for pair in data["pairs"]}) == len(data["pairs"])
+    small = {
+        "pairs": [p for p in data["pairs"] if p["topic"] in ("home city", "employer")],
+        "unrelated": data["unrelated"],
+    }
+
+    outcomes = similar.measure(small, None, (0.3, 0.9))
+
+    assert outcomes[0.3].pairs == 8
+    assert outcomes[0.3].unrelated == 4 * (len(data["unrelated"]) - similar.FILLER)
+    assert outcomes[0.9].found <= outcomes[0.3].found
+    similar.main(["--lexical-only"])
+    out = capsys.readouterr().out
+    assert "| lexical | 0.3 (default) |" in out
+    assert "replaced found" in out
 
 
 def test_the_adversarial_benchmark_prints_each_routes_worst_input_beside_its_typical_one(

@@ -38,6 +38,7 @@ from memorybank_core import (
     ListPosition,
     Memory,
     MemoryBank,
+    MemoryChange,
     MemoryControls,
     MemoryStore,
     PanelSessions,
@@ -123,8 +124,10 @@ class FaultyStore(MemoryStore):
         self.fail_list = self.fail_delete = False
         self.list_delay = 0.0
 
-    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
-        self._store.add(user_id=user_id, memory=memory, quota=quota)
+    def add(
+        self, *, user_id: str, memory: Memory, quota: Quota | None = None, retiring: Sequence[MemoryChange] = ()
+    ) -> None:
+        self._store.add(user_id=user_id, memory=memory, quota=quota, retiring=retiring)
 
     def usage(self, *, user_id: str) -> Usage:
         return self._store.usage(user_id=user_id)
@@ -132,11 +135,19 @@ class FaultyStore(MemoryStore):
     def get_many(self, *, user_id: str, memory_ids: Sequence[str]) -> Mapping[str, Memory]:
         return self._store.get_many(user_id=user_id, memory_ids=memory_ids)
 
-    def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
+    def list(
+        self, *, user_id: str, limit: int, after: ListPosition | None, include_retired: bool = False
+    ) -> Sequence[Memory]:
         time.sleep(self.list_delay)
         if self.fail_list:
             raise UnavailableError("list")
-        return self._store.list(user_id=user_id, limit=limit, after=after)
+        return self._store.list(user_id=user_id, limit=limit, after=after, include_retired=include_retired)
+
+    def revise(self, *, user_id: str, change: MemoryChange, quota: Quota | None = None) -> bool:
+        return self._store.revise(user_id=user_id, change=change, quota=quota)
+
+    def revisions(self, *, user_id: str, memory_id: str, limit: int, before: int | None) -> Sequence[Memory]:
+        return self._store.revisions(user_id=user_id, memory_id=memory_id, limit=limit, before=before)
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:
         if self.fail_delete:

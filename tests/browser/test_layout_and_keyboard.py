@@ -58,16 +58,16 @@ def test_a_keyboard_alone_reaches_every_control_sees_focus_and_deletes_and_undoe
         "Search",
     ]
     assert [n if not n.startswith("just now") else "time" for n in names[8:]] == [
+        "Show replaced memories",
         "time",
+        "Edit memory: The staging database is read-only on…",
+        "History of memory: The staging database is read-only on…",
         "Delete memory: The staging database is read-only on…",
         "Show memories tagged schedule",
         "Show memories tagged location",
         "time",
-        "Delete memory: Works in the Europe/Lisbon time zone",
-        "Show memories tagged style",
-        "time",
-        "1 context",
-        "Delete memory: Prefers concise answers with code first",
+        "Edit memory: Works in the Europe/Lisbon time zone",
+        "History of memory: Works in the Europe/Lisbon time zone",
     ]
 
     # On a memory's time, the exact time shows for the keyboard too.

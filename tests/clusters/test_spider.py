@@ -117,7 +117,7 @@ def test_the_head_defines_every_table_of_the_data_nodes_sharded_by_user(cluster:
     assert node_tables <= set(engines)
     assert {engines[table] for table in node_tables} == {"SPIDER"}
     # The two memory tables and the quota ledger, which a save changes in the same transaction (one node).
-    assert partitioned == {"memory", "memory_context", "memory_usage", "memory_vector"}
+    assert partitioned == {"memory", "memory_context", "memory_usage", "memory_vector", "memory_revision"}
     assert cluster.head.query(f"SELECT COUNT(*) FROM `{DATABASE}`.memorybank_spider_table")[0][0] > 0  # noqa: S608
 
 

@@ -159,9 +159,11 @@ def test_the_hosts_openapi_document_keeps_the_reference_names_under_its_prefix(h
     assert sorted(op["operationId"] for methods in document["paths"].values() for op in methods.values()) == [
         "deleteMemoryById",
         "getMemory",
+        "getMemoryByMemoryIdRevisions",
         "getMemoryExport",
         "getMemorySearch",
         "getMemoryUsage",
+        "patchMemoryById",
         "postMemory",
         "postMemoryDeleteAll",
     ]

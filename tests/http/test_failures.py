@@ -17,6 +17,7 @@ from memorybank_core import (
     ListPosition,
     Memory,
     MemoryBank,
+    MemoryChange,
     Principal,
     Quota,
     UnavailableError,
@@ -33,13 +34,23 @@ class BrokenStore(InMemoryStore):
         super().__init__()
         self.error = error
 
-    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
+    def add(
+        self, *, user_id: str, memory: Memory, quota: Quota | None = None, retiring: Sequence[MemoryChange] = ()
+    ) -> None:
         raise self.error
 
     def get_many(self, *, user_id: str, memory_ids: Sequence[str]) -> Mapping[str, Memory]:
         raise self.error
 
-    def list(self, *, user_id: str, limit: int, after: ListPosition | None) -> Sequence[Memory]:
+    def list(
+        self, *, user_id: str, limit: int, after: ListPosition | None, include_retired: bool = False
+    ) -> Sequence[Memory]:
+        raise self.error
+
+    def revise(self, *, user_id: str, change: MemoryChange, quota: Quota | None = None) -> bool:
+        raise self.error
+
+    def revisions(self, *, user_id: str, memory_id: str, limit: int, before: int | None) -> Sequence[Memory]:
         raise self.error
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:

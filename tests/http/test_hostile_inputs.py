@@ -314,7 +314,8 @@ def test_an_unknown_path_is_a_json_404(client: TestClient) -> None:
         ("POST", "/v1/memory/search", {"GET", "HEAD"}),
         ("DELETE", "/v1/memory/search", {"GET", "HEAD"}),
         ("OPTIONS", "/v1/memory", {"GET", "HEAD", "POST"}),
-        ("GET", "/v1/memory/mem_01h455vb4pex5vsknk084sn02q", {"DELETE"}),
+        ("GET", "/v1/memory/mem_01h455vb4pex5vsknk084sn02q", {"DELETE", "PATCH"}),
+        ("POST", "/v1/memory/mem_01h455vb4pex5vsknk084sn02q/revisions", {"GET", "HEAD"}),
         ("POST", "/openapi.json", {"GET", "HEAD"}),
     ],
 )

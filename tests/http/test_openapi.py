@@ -26,7 +26,14 @@ def test_the_served_document_is_the_generated_one(client: TestClient) -> None:
 
 
 #: The reference host's four routes, an agent's: tagged Memory, exposed over MCP.
-AGENT_OPERATIONS = {"postMemory", "getMemorySearch", "getMemory", "deleteMemoryById"}
+AGENT_OPERATIONS = {
+    "postMemory",
+    "getMemorySearch",
+    "getMemory",
+    "deleteMemoryById",
+    "patchMemoryById",
+    "getMemoryByMemoryIdRevisions",
+}
 #: The person's own routes (issue 22), additive: tagged Account, never MCP capabilities.
 ACCOUNT_OPERATIONS = {"getMemoryUsage", "getMemoryExport", "postMemoryDeleteAll"}
 
@@ -52,7 +59,8 @@ def test_the_save_summary_spells_out_the_body_shape() -> None:
 
     assert summary == (
         'Save a memory. Body: {"content": "...", "tags"?: ["..."], "contexts"?: [{"snippet": "...", '
-        '"conversation_id"?: "...", "message_id"?: "...", "origin"?: "active_conversation"|"searched_conversation"}]}'
+        '"conversation_id"?: "...", "message_id"?: "...", "origin"?: "active_conversation"|"searched_conversation"}], '
+        '"supersedes"?: ["mem_..."]}. The answer lists similar memories you already have.'
     )
 
 
@@ -96,11 +104,24 @@ def test_scopes_and_documented_errors_per_operation() -> None:
         "getMemorySearch": [{"bearerAuth": ["mcp:read"]}],
         "getMemory": [{"bearerAuth": ["mcp:read"]}],
         "deleteMemoryById": [{"bearerAuth": ["mcp:write"]}],
+        "patchMemoryById": [{"bearerAuth": ["mcp:write"]}],
+        "getMemoryByMemoryIdRevisions": [{"bearerAuth": ["mcp:read"]}],
         "getMemoryUsage": [{"bearerAuth": ["mcp:read"]}],
         "getMemoryExport": [{"bearerAuth": ["mcp:read"]}],
         "postMemoryDeleteAll": [{"bearerAuth": ["mcp:write"]}],
     }
-    assert set(operations["postMemory"]["responses"]) == {"201", "400", "401", "403", "413", "415", "422", "429", "503"}
+    assert set(operations["postMemory"]["responses"]) == {
+        *("201", "400", "401", "403", "404", "412", "413", "415", "422", "429", "503")
+    }
+    assert set(operations["patchMemoryById"]["responses"]) == {
+        *("200", "400", "401", "403", "404", "412", "413", "415", "422", "429", "503")
+    }
+    assert operations["patchMemoryById"]["responses"]["200"]["headers"]["ETag"]["required"] is True
+    assert operations["postMemory"]["responses"]["201"]["headers"]["ETag"]["required"] is True
+    assert [(p["name"], p["in"]) for p in operations["patchMemoryById"]["parameters"]] == [
+        ("id", "path"),
+        ("If-Match", "header"),
+    ]
     assert set(operations["deleteMemoryById"]["responses"]) == {"204", "401", "403", "404", "429", "503"}
     assert "content" not in operations["deleteMemoryById"]["responses"]["204"]
 

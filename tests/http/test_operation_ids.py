@@ -28,24 +28,30 @@ def test_the_memory_routes_keep_the_reference_names_and_the_account_routes_follo
         ("GET", "/v1/memory/search"): "getMemorySearch",
         ("GET", "/v1/memory"): "getMemory",
         ("DELETE", "/v1/memory/{id}"): "deleteMemoryById",
+        ("PATCH", "/v1/memory/{id}"): "patchMemoryById",
+        # The reference rule names the path parameter; its shortening drops `ByMemoryId` (below).
+        ("GET", "/v1/memory/{memoryId}/revisions"): "getMemoryByMemoryIdRevisions",
         ("GET", "/v1/memory/usage"): "getMemoryUsage",
         ("GET", "/v1/memory/export"): "getMemoryExport",
         ("POST", "/v1/memory/delete-all"): "postMemoryDeleteAll",
     }
 
 
-def test_capability_names_of_the_memory_routes_equal_their_operation_ids() -> None:
+def test_capability_names_of_the_memory_routes_are_their_operation_ids_structurally_shortened() -> None:
     names = check_route_table(MEMORY_ROUTES)
 
     assert sorted(names.values()) == [
         "deleteMemoryById",
         "getMemory",
         "getMemoryExport",
+        "getMemoryRevisions",
         "getMemorySearch",
         "getMemoryUsage",
+        "patchMemoryById",
         "postMemory",
         "postMemoryDeleteAll",
     ]
+    assert names["getMemoryByMemoryIdRevisions"] == "getMemoryRevisions"
     assert all(len(name) <= MAX_NAME_LENGTH for name in names.values())
 
 

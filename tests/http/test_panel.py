@@ -81,8 +81,9 @@ def test_the_page_has_no_inline_script_or_style_and_carries_the_prompt_as_text(c
     assert TEST_PROMPT.splitlines()[2] in page
 
 
-#: The panel's whole script, every module together: its size when this was set (52.7 kB), plus about 15 %.
-PANEL_SCRIPT_BUDGET = 60_000
+#: The panel's whole script, every module together: 52.7 kB when first set (budget 60 kB); editing, history and
+#: replaced memories (issue 29, revisions.js) brought it to 64.2 kB, so the budget is that plus about 9 %.
+PANEL_SCRIPT_BUDGET = 70_000
 
 
 def test_the_panels_script_stays_small_and_imports_only_its_own_modules() -> None:

@@ -32,7 +32,12 @@ def test_save_answers_201_with_the_stored_memory_trimmed_and_scoped_to_the_user(
 
     assert response.status_code == 201
     memory = response.json()["memory"]
-    assert set(memory) == {"id", "content", "tags", "source", "scope", "created_at", "updated_at", "contexts"}
+    assert set(memory) == {
+        *("id", "content", "tags", "source", "scope", "created_at", "updated_at", "contexts", "revision"),
+        "retired_by",
+    }
+    assert (memory["revision"], memory["retired_by"], response.headers["ETag"]) == (1, None, '"1"')
+    assert response.json()["similar"] == []
     assert memory["id"].startswith("mem_")
     assert memory["content"] == "Acme renewal is due in March"
     assert memory["tags"] == ["deals", "acme"]

@@ -27,12 +27,19 @@ def document(paths: dict[str, dict[str, Any]], components: dict[str, Any] | None
     return {"openapi": "3.1.0", "info": {"title": "t", "version": "1"}, "paths": paths, "components": components or {}}
 
 
-def test_the_default_catalog_holds_exactly_the_four_memory_capabilities() -> None:
+def test_the_default_catalog_holds_exactly_the_six_memory_capabilities() -> None:
     catalog = default_catalog()
 
-    assert sorted(catalog.names) == ["deleteMemoryById", "getMemory", "getMemorySearch", "postMemory"]
+    assert sorted(catalog.names) == [
+        "deleteMemoryById",
+        "getMemory",
+        "getMemoryRevisions",
+        "getMemorySearch",
+        "patchMemoryById",
+        "postMemory",
+    ]
     # The account routes (use, export, delete all) are the person's, never an agent's.
-    assert len(catalog) == len([route for route in MEMORY_ROUTES if "Memory" in route.tags]) == 4
+    assert len(catalog) == len([route for route in MEMORY_ROUTES if "Memory" in route.tags]) == 6
 
 
 def test_get_capabilities_need_read_and_all_others_write() -> None:
@@ -43,6 +50,8 @@ def test_get_capabilities_need_read_and_all_others_write() -> None:
         "getMemorySearch": "mcp:read",
         "getMemory": "mcp:read",
         "deleteMemoryById": "mcp:write",
+        "patchMemoryById": "mcp:write",
+        "getMemoryRevisions": "mcp:read",
     }
 
 
@@ -65,8 +74,27 @@ def test_capabilities_carry_their_parameters_and_body() -> None:
     )
     assert search.query_params == ("q", "limit")
     assert not search.has_body
-    assert listing.query_params == ("limit", "cursor")
+    assert listing.query_params == ("limit", "cursor", "include")
     assert (delete.method, delete.path, delete.path_params) == ("DELETE", "/v1/memory/{id}", ("id",))
+    edit, history = catalog.get("patchMemoryById"), catalog.get("getMemoryRevisions")
+    assert edit is not None
+    assert history is not None
+    # If-Match is a header an agent cannot send: the body's `revision` says the same.
+    assert (edit.method, edit.path, edit.path_params, edit.query_params, edit.has_body) == (
+        "PATCH",
+        "/v1/memory/{id}",
+        ("id",),
+        (),
+        True,
+    )
+    assert edit.body_schema is not None
+    assert set(edit.body_schema["properties"]) == {"content", "tags", "contexts", "retired", "revision"}
+    assert (history.path, history.path_params, history.query_params) == (
+        "/v1/memory/{memoryId}/revisions",
+        ("memoryId",),
+        ("limit", "cursor"),
+    )
+    assert "supersedes" in dict(save.body_schema or {})["properties"]
     assert save.body_schema is not None
     assert save.body_schema["required"] == ["content"]
 

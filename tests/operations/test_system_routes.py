@@ -78,7 +78,14 @@ def test_operational_routes_stay_out_of_the_api_document_and_the_agents_catalog(
     document = client.get("/openapi.json").json()
 
     assert not {"/healthz", "/readyz", "/metrics"} & set(document["paths"])
-    assert sorted(build_catalog(document).names) == ["deleteMemoryById", "getMemory", "getMemorySearch", "postMemory"]
+    assert sorted(build_catalog(document).names) == [
+        "deleteMemoryById",
+        "getMemory",
+        "getMemoryRevisions",
+        "getMemorySearch",
+        "patchMemoryById",
+        "postMemory",
+    ]
 
 
 def test_metrics_need_the_metrics_token(client: TestClient, runtime: bootstrap.Runtime) -> None:

@@ -22,7 +22,7 @@ from adapters_mysql import SqlStorage
 from adapters_mysql.schema import metadata
 from adapters_mysql.spider import is_sharded
 from memorybank import composition, portability
-from memorybank_core import NotFoundError, SaveRequest
+from memorybank_core import EditRequest, NotFoundError, SaveRequest
 from memorybank_core.bodies import JsonValue
 from tests.conftest import User, start_clock
 from tests.contract.embedders import HashedTermsEmbedder
@@ -87,6 +87,17 @@ def check_every_statement_carries_one_owner(storage: SqlStorage, statements: lis
     first = bank.list(alice, limit=2)
     assert first.next_cursor is not None
     bank.list(alice, limit=2, cursor=first.next_cursor)
+    # Memories that change: an edit, a save that supersedes, a restore, the history, the list of retired ones.
+    bank.edit(
+        alice,
+        memory_id=saved[1].id,
+        request=EditRequest.parse({"content": "lighthouse note b, corrected", "contexts": []}),
+    )
+    replacing = bank.save(alice, SaveRequest.parse({"content": "lighthouse note d", "supersedes": [saved[2].id]}))
+    bank.edit(alice, memory_id=saved[2].id, request=EditRequest.parse({"retired": False}))
+    assert len(bank.revisions(alice, memory_id=saved[2].id).revisions) == 3
+    bank.list(alice, include="retired")
+    bank.delete(alice, memory_id=replacing.id)
     bank.delete(alice, memory_id=saved[0].id)
     with pytest.raises(NotFoundError):
         bank.delete(alice, memory_id=theirs.id)

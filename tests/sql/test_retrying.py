@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 import pytest
@@ -12,7 +12,7 @@ from adapters_mysql import SqlStorage
 from adapters_mysql.memory_store import SqlMemoryStore
 from adapters_mysql.retrying import Failure, ResilientMemoryStore, ResilientTokenStore, classify, retrying
 from adapters_mysql.token_store import SqlTokenStore
-from memorybank_core import Memory, Quota, UnavailableError
+from memorybank_core import Memory, MemoryChange, Quota, UnavailableError
 from memorybank_core.ids import TOKEN_PREFIX, new_id
 from memorybank_testing.token_contract import START, a_token
 from tests.sql.memories import make_memory, new_user
@@ -47,8 +47,12 @@ class FlakyStore(SqlMemoryStore):
             write()
         raise driver_failure(code)
 
-    def add(self, *, user_id: str, memory: Memory, quota: Quota | None = None) -> None:
-        self._fail_or_run(lambda: super(FlakyStore, self).add(user_id=user_id, memory=memory, quota=quota))
+    def add(
+        self, *, user_id: str, memory: Memory, quota: Quota | None = None, retiring: Sequence[MemoryChange] = ()
+    ) -> None:
+        self._fail_or_run(
+            lambda: super(FlakyStore, self).add(user_id=user_id, memory=memory, quota=quota, retiring=retiring)
+        )
 
     def delete(self, *, user_id: str, memory_id: str) -> bool:
         return bool(self._fail_or_run(lambda: super(FlakyStore, self).delete(user_id=user_id, memory_id=memory_id)))

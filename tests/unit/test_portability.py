@@ -147,10 +147,13 @@ def test_parse_line_builds_the_same_memory_as_the_exported_line() -> None:
 
 
 def test_the_export_line_is_the_wire_memory_with_the_owners_ids_and_microseconds() -> None:
-    # One shape of a memory in JSON (memorybank_core.wire): export adds only who owns it.
+    # One shape of a memory in JSON (memorybank_core.wire): export adds who owns it, the format, who wrote this
+    # version and its history.
     original: Memory = make_memory(USER, "exact", snippets=("with citation", "plain"))
     exported_line = json.loads(memory_line(original))
     assert (exported_line.pop("user_id"), exported_line.pop("org_id")) == (original.user_id, original.org_id)
+    popped = [exported_line.pop(key) for key in ("format", "door", "credential", "revisions")]
+    assert popped == [2, None, None, []]
     assert exported_line == memory_json(original, timespec=EXPORT_TIMESPEC)
     assert exported_line["created_at"].endswith(f".{original.created_at.microsecond:06d}Z")
 

@@ -5,11 +5,12 @@ export const PANEL_HEADER = "X-Memorybank-Panel";
 
 /** A failed call, with words a person can read. kind: "network" | "signed-out" | "http". */
 export class ApiError extends Error {
-  constructor(kind, status, message, code = null) {
+  constructor(kind, status, message, code = null, body = null) {
     super(message);
     this.kind = kind;
     this.status = status;
     this.code = code;
+    this.body = body; // the error's JSON (a 412 carries the memory as it is now)
   }
 }
 
@@ -28,19 +29,22 @@ const PLAIN_WORDS = {
 const CODE_WORDS = {
   memory_disabled: "Memory is switched off for your account.",
   quota_exceeded: "Your memory bank is full; delete old memories to make room.",
+  revision_conflict: "This memory was changed somewhere else since you opened it.",
+  secret_detected: "It holds what looks like a password or key; save where the secret is kept instead.",
 };
 
 function errorFor(status, body) {
   if (status === 401) return new ApiError("signed-out", status, "Your session has ended. Sign in again.", body?.error);
-  if (CODE_WORDS[body?.error]) return new ApiError("http", status, CODE_WORDS[body.error], body.error);
+  if (CODE_WORDS[body?.error]) return new ApiError("http", status, CODE_WORDS[body.error], body.error, body);
   const words = PLAIN_WORDS[status] ?? `The server answered with an unexpected error (HTTP ${status}).`;
-  return new ApiError("http", status, words, body?.error ?? null);
+  return new ApiError("http", status, words, body?.error ?? null, body);
 }
 
 export function createApi({ apiBase }) {
-  async function call(method, url, { body, keepalive = false } = {}) {
+  async function call(method, url, { body, keepalive = false, revision = null } = {}) {
     const headers = { [PANEL_HEADER]: "1", Accept: "application/json" };
     if (body !== undefined) headers["Content-Type"] = "application/json";
+    if (revision !== null) headers["If-Match"] = `"${revision}"`; // the version this change is based on
     let response;
     try {
       response = await fetch(url, {
@@ -97,10 +101,17 @@ export function createApi({ apiBase }) {
     exportFile: () => download(`${memories}/export`),
     deleteAllBatch: () => call("POST", `${memories}/delete-all`, { body: { confirm: "delete all" } }),
     // Without a limit the server's own page size applies (the bank's setting, as /openapi.json says).
-    list: (limit, cursor) => {
+    list: (limit, cursor, withRetired = false) => {
       const query = new URLSearchParams(limit ? { limit: String(limit) } : {});
       if (cursor) query.set("cursor", cursor);
+      if (withRetired) query.set("include", "retired");
       return call("GET", `${memories}?${query}`);
+    },
+    edit: (id, body, revision) => call("PATCH", `${memories}/${encodeURIComponent(id)}`, { body, revision }),
+    history: (id, cursor) => {
+      const query = new URLSearchParams({ limit: "20" });
+      if (cursor) query.set("cursor", cursor);
+      return call("GET", `${memories}/${encodeURIComponent(id)}/revisions?${query}`);
     },
     remove: (id, { keepalive = false } = {}) => call("DELETE", `${memories}/${encodeURIComponent(id)}`, { keepalive }),
     who: () => call("GET", "panel/session"),

@@ -5,6 +5,7 @@ import { createAccount } from "./account.js";
 import { createApi } from "./api.js";
 import { isFinding, readFind, writeFind } from "./find.js";
 import { deletedPlaceholder, firstWords, memoryCard, refreshTimes } from "./memory-card.js";
+import { createRevisions } from "./revisions.js";
 import { createToasts } from "./toasts.js";
 import { undoWindow } from "./undo-window.js";
 
@@ -60,7 +61,21 @@ const state = {
   searchFull: false, // the search answered its largest page: more may match than are shown
   generation: 0, // bumped by every load, so an answer to an older one is dropped
   userId: null,
+  showRetired: false, // the list also shows memories a later save replaced
 };
+
+const revisions = createRevisions({
+  api,
+  toasts,
+  announce,
+  show: showMemory,
+  failed: (error) => {
+    if (error.kind === "signed-out") signedOut();
+    else if (error.kind === "network") goOffline("server");
+    else return false;
+    return true;
+  },
+});
 
 // ---- views -------------------------------------------------------------------------------------------------
 
@@ -151,11 +166,35 @@ function renderListState() {
   renderFind(shown);
 }
 
-function cardFor(memory) {
-  const item = memoryCard(memory, { canDelete: state.canDelete, onDelete: requestDelete, onTag: filterByTag, find: state.find });
+function cardFor(memory, notice = null) {
+  const item = memoryCard(memory, {
+    canDelete: state.canDelete,
+    onDelete: requestDelete,
+    onTag: filterByTag,
+    find: state.find,
+    onEdit: (m) => revisions.edit(itemOf(m.id), m),
+    onHistory: (m) => revisions.history(m, state.canDelete),
+    onRestore: (m) => revisions.restore(m),
+    notice,
+  });
   item.dataset.itemId = memory.id;
   return item;
 }
+
+/** Show `memory` as it is now in its card's place (after an edit, a restore, or an edit that lost a race). */
+function showMemory(memory, { notice = null } = {}) {
+  const index = state.memories.findIndex((m) => m.id === memory.id);
+  if (index >= 0) state.memories[index] = memory;
+  const article = cardFor(memory, notice).querySelector("article");
+  itemOf(memory.id)?.replaceChildren(article);
+  (article.querySelector(".card-notice") ?? article).focus();
+}
+
+$("show-retired").addEventListener("click", () => {
+  state.showRetired = !state.showRetired;
+  $("show-retired").setAttribute("aria-pressed", String(state.showRetired));
+  loadFirstPage();
+});
 
 function articleOf(id) {
   return $("memory-list").querySelector(`article[data-memory-id="${CSS.escape(id)}"]`);
@@ -185,7 +224,7 @@ async function loadFirstPage() {
     } else if (state.find.tag) {
       await walkTagged(current);
     } else {
-      const page = await api.list(PAGE_SIZE, null);
+      const page = await api.list(PAGE_SIZE, null, state.showRetired);
       if (!current()) return;
       state.loaded = true;
       append(page);
@@ -207,7 +246,7 @@ const tagged = (memory) => !state.find.tag || memory.tags.includes(state.find.ta
 async function walkTagged(current) {
   let cursor = null;
   do {
-    const page = await api.list(TAG_WALK_PAGE, cursor);
+    const page = await api.list(TAG_WALK_PAGE, cursor, state.showRetired);
     if (!current()) return;
     cursor = page.next_cursor;
     state.loaded = true;
@@ -284,7 +323,7 @@ async function loadMore() {
   if (state.loading || !state.cursor) return;
   setBusy(true);
   try {
-    const page = await api.list(PAGE_SIZE, state.cursor);
+    const page = await api.list(PAGE_SIZE, state.cursor, state.showRetired);
     const first = append(page);
     first?.focus();
   } catch (error) {

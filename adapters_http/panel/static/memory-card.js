@@ -52,9 +52,13 @@ function contextsOf(memory) {
 /**
  * One memory's card. `find` marks the words a search matched and presses the tag being filtered by;
  * `onTag` makes each tag a button that filters by it. A search result found by meaning alone
- * (`match: "meaning"`) says it is related rather than matching.
+ * (`match: "meaning"`) says it is related rather than matching. `onEdit`, `onHistory` and `onRestore` (a replaced
+ * memory) add their buttons; `notice` is a line shown above the content (an edit that lost a race says so there).
  */
-export function memoryCard(memory, { canDelete, onDelete, onTag = null, find = { q: "", tag: "" } }) {
+export function memoryCard(
+  memory,
+  { canDelete, onDelete, onTag = null, find = { q: "", tag: "" }, onEdit = null, onHistory = null, onRestore = null, notice = null },
+) {
   const saved = new Date(memory.created_at);
   const contentId = `content-${memory.id}`;
   // Focusable so keyboard users get the exact time too: CSS shows data-exact on hover and focus; screen
@@ -88,6 +92,21 @@ export function memoryCard(memory, { canDelete, onDelete, onTag = null, find = {
     if (event.detail > 1) return;
     onDelete(memory.id);
   });
+  const words = firstWords(memory.content);
+  const action = (label, name, handler) => {
+    if (!handler) return null;
+    const button = h("button", { type: "button", className: "button quiet small", "aria-label": `${label}: ${words}` }, name);
+    button.addEventListener("click", (event) => event.detail < 2 && handler(memory));
+    return button;
+  };
+  const retired = Boolean(memory.retired_by);
+  const actions = h(
+    "div",
+    { className: "memory-actions" },
+    retired ? null : action("Edit memory", "Edit", canDelete && onEdit),
+    action("History of memory", "History", onHistory),
+    retired ? action("Restore memory", "Restore", canDelete && onRestore) : null,
+  );
   const content = h("p", { className: "memory-content", id: contentId, dir: "auto" }, ...markMatches(memory.content, memory.match === "meaning" ? "" : find.q));
   let showAll = null;
   if (memory.content.length > LONG_MEMORY) {
@@ -105,6 +124,8 @@ export function memoryCard(memory, { canDelete, onDelete, onTag = null, find = {
     h(
       "div",
       { className: "memory-body" },
+      notice ? h("p", { className: "notice notice-problem card-notice", role: "alert", tabindex: "-1", text: notice }) : null,
+      retired ? h("p", { className: "retired-note", text: "Replaced by a newer memory: left out of search and your list." }) : null,
       content,
       showAll,
       tags,
@@ -120,9 +141,11 @@ export function memoryCard(memory, { canDelete, onDelete, onTag = null, find = {
           : null,
       ),
       contextsOf(memory),
+      actions.childElementCount ? actions : null,
     ),
     remove,
   );
+  if (retired) article.classList.add("is-retired");
   return h("li", { className: "memory-item" }, article);
 }
 

@@ -1,0 +1,139 @@
+"""Does a save's `similar` name the memory it replaces, and stay quiet for a save that replaces nothing?
+
+    python -m benchmarks.similar [--lexical-only]
+
+The labelled set is benchmarks/update_pairs.json: 120 pairs of an old fact and the memory that replaces it
+(a person moved, changed teams, renamed a service: 30 topics, 4 people), and 60 unrelated facts. Each
+person's bank holds their 30 old facts and 30 of the unrelated ones; then each of their new facts is saved
+(and deleted again) and `MemoryBank.similar` is asked, and so is each of the other 30 unrelated facts, which
+replace nothing. For each engine (lexical BM25, hybrid with the shipped all-MiniLM-L6-v2 model) and each
+threshold (`similar_min_share`, the share of the new memory's own score another needs), it prints:
+
+- *replaced found*: how often the replaced memory is among `similar` (up to 3), out of 120;
+- *replaced first*: how often it is the first;
+- *unrelated flagged*: how often a save that replaces nothing gets any `similar` at all, out of 120.
+
+In-memory engines, which rank exactly as the SQL ones (the ranking contract), so the figures are the
+server's. Each engine's default threshold is marked (lexical: `use_cases.SIMILAR_MIN_SHARE`; hybrid:
+`HybridSearch.similar_min_share`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from benchmarks.common import Principal, bank_with, run_header, table
+from memorybank_core import Embedder, RecordingEventSink, SaveRequest, ids
+from memorybank_core.use_cases import SIMILAR_MIN_SHARE
+from memorybank_search.hybrid import HybridSearch
+from memorybank_testing import InMemoryFactory
+
+PAIRS = Path(__file__).with_name("update_pairs.json")
+#: Shares of the new memory's own score; hybrid's logistic scores need the ones near 1.
+THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.9, 0.95, 0.96, 0.97, 0.98)
+#: Unrelated facts that fill each bank; the rest are saved as new facts that replace nothing.
+FILLER = 30
+
+
+@attrs.frozen
+class Outcome:
+    """What `similar` answered across the labelled set at one threshold."""
+
+    found: int
+    first: int
+    pairs: int
+    flagged: int
+    unrelated: int
+
+
+def load(path: Path = PAIRS) -> dict[str, Any]:
+    """The labelled set."""
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def measure(data: dict[str, Any], embedder: Embedder | None, thresholds: Sequence[float]) -> dict[float, Outcome]:
+    """Run the labelled set through a fresh in-memory bank (lexical, or hybrid with `embedder`)."""
+    backend = InMemoryFactory(embedder).fresh()
+    bank = bank_with(store=backend.store, search_engine=backend.search_engine, events=RecordingEventSink())
+    unrelated: list[str] = data["unrelated"]
+    people = sorted({pair["person"] for pair in data["pairs"]})
+    found = dict.fromkeys(thresholds, 0)
+    first = dict.fromkeys(thresholds, 0)
+    flagged = dict.fromkeys(thresholds, 0)
+    checked = 0
+    for person in people:
+        user = Principal(user_id=ids.new_id(ids.USER_PREFIX), organization_id=ids.new_id(ids.ORGANIZATION_PREFIX))
+        pairs = [pair for pair in data["pairs"] if pair["person"] == person]
+        old_ids = [bank.save(user, SaveRequest.parse({"content": pair["old"]})).id for pair in pairs]
+        for text in unrelated[:FILLER]:
+            bank.save(user, SaveRequest.parse({"content": text}))
+        for pair, old_id in zip(pairs, old_ids, strict=True):
+            new = bank.save(user, SaveRequest.parse({"content": pair["new"]}))
+            for threshold in thresholds:
+                bank.similar_min_share = threshold
+                named = [result.memory.id for result in bank.similar(user, new)]
+                found[threshold] += old_id in named
+                first[threshold] += named[:1] == [old_id]
+            bank.delete(user, memory_id=new.id)
+        for text in unrelated[FILLER:]:
+            new = bank.save(user, SaveRequest.parse({"content": text}))
+            checked += 1
+            for threshold in thresholds:
+                bank.similar_min_share = threshold
+                flagged[threshold] += bool(bank.similar(user, new))
+            bank.delete(user, memory_id=new.id)
+    return {
+        threshold: Outcome(
+            found=found[threshold],
+            first=first[threshold],
+            pairs=len(data["pairs"]),
+            flagged=flagged[threshold],
+            unrelated=checked,
+        )
+        for threshold in thresholds
+    }
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count}/{total} ({count / total:.0%})"
+
+
+def rows(engine: str, outcomes: dict[float, Outcome], default: float) -> list[list[str]]:
+    """One table row per threshold."""
+    return [
+        [
+            engine,
+            f"{threshold:g}" + (" (default)" if threshold == default else ""),
+            _share(outcome.found, outcome.pairs),
+            _share(outcome.first, outcome.pairs),
+            _share(outcome.flagged, outcome.unrelated),
+        ]
+        for threshold, outcome in outcomes.items()
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the table."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.similar", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lexical-only", action="store_true", help="skip hybrid search (no model needed)")
+    arguments = parser.parse_args(argv)
+    data = load()
+    print(run_header(f"similar on save: {len(data['pairs'])} update pairs, {len(data['unrelated'])} unrelated facts"))
+    found = rows("lexical", measure(data, None, THRESHOLDS), SIMILAR_MIN_SHARE)
+    if not arguments.lexical_only:
+        import adapters_embedding  # the semantic extra, only here
+
+        embedder = adapters_embedding.default_embedder()
+        found += rows("hybrid", measure(data, embedder, THRESHOLDS), HybridSearch.similar_min_share)
+    print(table(["engine", "threshold", "replaced found", "replaced first", "unrelated flagged"], found))
+
+
+if __name__ == "__main__":
+    main()

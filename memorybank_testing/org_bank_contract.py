@@ -12,6 +12,9 @@ from collections.abc import Iterable
 
 import attrs
 import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from memorybank_core import (
     ORG_ADMIN_SCOPE,
@@ -24,14 +27,19 @@ from memorybank_core import (
     ForbiddenError,
     InvalidInputError,
     MemoryBank,
+    MemoryControls,
+    MemoryDisabledError,
     NotAuthorError,
     NotFoundError,
+    QuotaExceededError,
     SaveRequest,
     Scope,
+    SubjectKind,
     org_bank_owner,
 )
 from memorybank_core.ids import ORGANIZATION_PREFIX, new_id
-from memorybank_testing.principals import User
+from memorybank_testing.backends import BackendFactory
+from memorybank_testing.principals import User, bank_over
 
 MEMBER = frozenset({READ_SCOPE, WRITE_SCOPE, ORG_READ_SCOPE, ORG_WRITE_SCOPE})
 READER = frozenset({READ_SCOPE, WRITE_SCOPE, ORG_READ_SCOPE})
@@ -72,12 +80,18 @@ class Saved:
 
     personal: dict[str, set[str]] = attrs.Factory(dict)
     shared: dict[str, set[str]] = attrs.Factory(dict)
+    writers: dict[str, User] = attrs.Factory(dict)
+    """Who saved each memory (its owner, or a team memory's author)."""
 
     def add(self, user: User, memory_id: str, bank: BankScope) -> None:
         if bank is BankScope.ORG:
             self.shared.setdefault(user.organization_id, set()).add(memory_id)
         else:
             self.personal.setdefault(user.user_id, set()).add(memory_id)
+        self.writers[memory_id] = user
+
+    def is_shared(self, memory_id: str) -> bool:
+        return any(memory_id in ids for ids in self.shared.values())
 
     def remove(self, memory_id: str) -> None:
         for ids in (*self.personal.values(), *self.shared.values()):
@@ -91,6 +105,10 @@ class Saved:
 
 def _reads_org(user: User) -> bool:
     return bool({ORG_READ_SCOPE, ORG_ADMIN_SCOPE} & user.scopes)
+
+
+def _writes_org(user: User) -> bool:
+    return bool({ORG_WRITE_SCOPE, ORG_ADMIN_SCOPE} & user.scopes)
 
 
 def save(bank: MemoryBank, saved: Saved, user: User, content: str, where: BankScope = BankScope.USER) -> str:
@@ -260,6 +278,25 @@ class OrgBankContract:
         after = [(r.memory.id, r.score) for r in bank.search(team.amy, query="kafka brokers", bank="org")]
         assert after == before
 
+    def test_the_gate_of_a_person_or_their_organization_closes_the_team_bank_too_and_its_quota_is_the_orgs(
+        self, bank: MemoryBank, controls: MemoryControls
+    ) -> None:
+        team = Team.new()
+        bank.save(team.ann, SaveRequest.parse({"content": "first team note", "bankScope": "org"}))
+        controls.set_gate(SubjectKind.USER, team.ann.user_id, enabled=False)
+        with pytest.raises(MemoryDisabledError):
+            bank.save(team.ann, SaveRequest.parse({"content": "second team note", "bankScope": "org"}))
+        with pytest.raises(MemoryDisabledError):
+            bank.list(team.ann, bank="org")
+        assert len(bank.list(team.amy, bank="org").memories) == 1
+
+        controls.set_quota(SubjectKind.ORG, team.ann.organization_id, max_memories=2)
+        bank.save(team.ada, SaveRequest.parse({"content": "the admin's team note", "bankScope": "org"}))
+        member = User(organization_id=team.ann.organization_id, scopes=MEMBER)
+        with pytest.raises(QuotaExceededError):
+            bank.save(member, SaveRequest.parse({"content": "one too many", "bankScope": "org"}))
+        bank.save(team.ada, SaveRequest.parse({"content": "her own bank is her own quota"}))
+
     def test_search_of_all_banks_without_org_read_is_the_personal_bank(self, bank: MemoryBank) -> None:
         team = Team.new()
         bank.save(team.ann, SaveRequest.parse({"content": "the team's wiki lives on notion", "bankScope": "org"}))
@@ -276,3 +313,104 @@ class OrgBankContract:
             bank.list(team.ann, bank="all")
         with pytest.raises(InvalidInputError):
             bank.search(team.ann, query="x", bank="team")
+
+
+#: The people of `Team`, in the machine's order, and the words its memories are made of (each holds `WORD`).
+PEOPLE = ("ann", "amy", "ada", "ali", "bea")
+WORDS = ["harbor", "falcon", "juniper", "kettle"]
+
+
+def _expected(saved: Saved, user: User, memory_id: str, where: BankScope) -> type[Exception] | None:
+    """What changing `memory_id` through `where` as `user` must raise (None: it succeeds), from the model."""
+    shared = saved.is_shared(memory_id)
+    writer = saved.writers[memory_id]
+    if where is BankScope.ORG and not _writes_org(user):
+        return ForbiddenError
+    if where is BankScope.USER:
+        return None if not shared and writer.user_id == user.user_id else NotFoundError
+    if not shared or writer.organization_id != user.organization_id:
+        return NotFoundError
+    if writer.user_id != user.user_id and ORG_ADMIN_SCOPE not in user.scopes:
+        return NotAuthorError
+    return None
+
+
+class OrgBankMachine(RuleBasedStateMachine):
+    """People of two organizations save, edit and delete in both banks, in any order and through either bank;
+    after every step each one's reads of every bank are exactly what its scopes allow (`check_every_read`)."""
+
+    def __init__(self, factory: BackendFactory) -> None:
+        super().__init__()
+        self.bank = bank_over(factory.fresh())
+        self.team = Team.new()
+        self.saved = Saved()
+
+    def _person(self, name: str) -> User:
+        person: User = getattr(self.team, name)
+        return person
+
+    @rule(
+        who=st.sampled_from(PEOPLE), where=st.sampled_from([BankScope.USER, BankScope.ORG]), word=st.sampled_from(WORDS)
+    )
+    def save(self, who: str, where: BankScope, word: str) -> None:
+        user = self._person(who)
+        if where is BankScope.ORG and not _writes_org(user):
+            with pytest.raises(ForbiddenError):
+                save(self.bank, self.saved, user, word, where)
+            return
+        save(self.bank, self.saved, user, word, where)
+
+    @precondition(lambda self: bool(self.saved.writers))
+    @rule(
+        data=st.data(),
+        who=st.sampled_from(PEOPLE),
+        where=st.sampled_from([BankScope.USER, BankScope.ORG]),
+        word=st.sampled_from(WORDS),
+    )
+    def edit(self, data: st.DataObject, who: str, where: BankScope, word: str) -> None:
+        user = self._person(who)
+        memory_id = data.draw(st.sampled_from(sorted(self.saved.writers)))
+        expected = _expected(self.saved, user, memory_id, where)
+        request = EditRequest.parse({"content": f"{word} {WORD}"})
+        if expected is not None:
+            with pytest.raises(expected):
+                self.bank.edit(user, memory_id=memory_id, request=request, bank=where)
+            return
+        edited = self.bank.edit(user, memory_id=memory_id, request=request, bank=where)
+        assert edited.content == f"{word} {WORD}"
+        assert edited.author == (self.saved.writers[memory_id].user_id if where is BankScope.ORG else None)
+
+    @precondition(lambda self: bool(self.saved.writers))
+    @rule(data=st.data(), who=st.sampled_from(PEOPLE), where=st.sampled_from([BankScope.USER, BankScope.ORG]))
+    def delete(self, data: st.DataObject, who: str, where: BankScope) -> None:
+        user = self._person(who)
+        memory_id = data.draw(st.sampled_from(sorted(self.saved.writers)))
+        expected = _expected(self.saved, user, memory_id, where)
+        if expected is not None:
+            with pytest.raises(expected):
+                self.bank.delete(user, memory_id=memory_id, bank=where)
+            return
+        self.bank.delete(user, memory_id=memory_id, bank=where)
+        self.saved.remove(memory_id)
+        del self.saved.writers[memory_id]
+
+    @invariant()
+    def every_read_is_exactly_what_the_scopes_allow(self) -> None:
+        check_every_read(self.bank, self.saved, self.team.everyone())
+
+
+class OrgBankStatefulContract:
+    """The team's bank under interleaved saves, edits and deletes of people of two organizations."""
+
+    #: Override in a subclass for a longer or a quicker run.
+    org_bank_settings = settings(
+        max_examples=25, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+
+    def test_people_of_two_organizations_interleaving_see_exactly_what_their_scopes_allow(
+        self, backend_factory: BackendFactory
+    ) -> None:
+        run_state_machine_as_test(
+            lambda: OrgBankMachine(backend_factory),  # type: ignore[arg-type]  # hypothesis accepts any factory
+            settings=self.org_bank_settings,
+        )

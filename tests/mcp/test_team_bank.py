@@ -131,6 +131,13 @@ def test_teammates_find_each_others_team_memories_and_another_organization_finds
     assert amy.found("staging") == set()
     assert amy.found("staging", "all") == {shared["id"], amys["id"]}
     assert ann.found("staging", "all") == {shared["id"], amys["id"], own["id"]}
+    status, answer = ann.call("getMemorySearch", query={"q": "staging", "bankScope": "all"})
+    assert status == 200
+    assert {result["id"]: result["scope"] for result in answer["results"]} == {
+        shared["id"]: "org",
+        amys["id"]: "org",
+        own["id"]: "user",
+    }
     for bank in (None, "org", "all"):
         assert cat.found("staging", bank) == set()
 

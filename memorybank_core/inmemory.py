@@ -161,14 +161,16 @@ class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners):
             return sorted(user_id for user_id, owned in self._by_owner.items() if owned)
 
     def take_oldest(self, *, user_id: str, org_id: str | None, limit: int) -> Sequence[Memory]:
-        """Remove and return up to `limit` of the owner's personal memories (under `org_id` if given), oldest first.
+        """Remove and return up to `limit` of the owner's memories (a person's personal ones, under `org_id` if given;
+        an organization bank's), oldest first.
 
         For `InMemoryPurgeStore`, which holds the lock order purge -> store.
         """
+        scope = owner_scope(user_id)
         with self._lock:
             owned = self._by_owner.get(user_id, {})
             chosen = sorted(
-                (m for m in owned.values() if m.scope is Scope.USER and org_id in (None, m.org_id)), key=_position
+                (m for m in owned.values() if m.scope is scope and org_id in (None, m.org_id)), key=_position
             )[:limit]
             for memory in chosen:
                 del owned[memory.id]

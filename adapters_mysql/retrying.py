@@ -200,6 +200,12 @@ class ResilientSearch(SearchEngine):
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
         return retrying("search", lambda _unknown: self.inner.search(user_id=user_id, query=query, limit=limit))
 
+    def search_like(self, *, user_id: str, memory_id: str, query: str, limit: int) -> Sequence[SearchHit]:
+        return retrying(
+            "search",
+            lambda _unknown: self.inner.search_like(user_id=user_id, memory_id=memory_id, query=query, limit=limit),
+        )
+
 
 class ResilientControlStore(ControlStore):
     """A `ControlStore` whose operations are retried: reads, and writes that are safe to repeat."""

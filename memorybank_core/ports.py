@@ -187,6 +187,16 @@ class SearchEngine(Protocol):
         Scores are positive, higher is more relevant. No match is an empty sequence.
         """
 
+    def search_like(self, *, user_id: str, memory_id: str, query: str, limit: int) -> Sequence[SearchHit]:
+        """`search` for `query`, the words of the owner's stored memory `memory_id` (a save's `similar`).
+
+        An engine that keeps something computed from that memory may use it in place of the query's own
+        (hybrid search: the vector the save embedded, so a save embeds its text once). By default, `search`:
+        an engine need not implement it.
+        """
+        del memory_id  # for the engines that override this
+        return self.search(user_id=user_id, query=query, limit=limit)
+
 
 @attrs.frozen(kw_only=True)
 class SecretFinding:

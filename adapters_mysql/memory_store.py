@@ -321,8 +321,10 @@ class SqlMemoryStore(MemoryStore):
             connection.execute(memory_vector.insert(), vectors)
 
     def _vector_rows(self, memories: Sequence[Memory]) -> list[dict[str, Any]]:
-        """The `memory_vector` rows of `memories` (none without an embedder)."""
-        if self.embedder is None:
+        """The `memory_vector` rows of `memories` (none without an embedder, none for a retired memory: an
+        imported one has nothing to be found by, as one a save retires)."""
+        memories = [memory for memory in memories if not memory.retired]
+        if self.embedder is None or not memories:
             return []
         model = self.embedder.model_id
         embeddings = self.embedder.embed([embedding_text(memory) for memory in memories])

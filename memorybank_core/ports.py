@@ -165,6 +165,20 @@ class BulkMemoryWriter(Protocol):
         """
 
 
+class RevisionEraser(Protocol):
+    """Deletes single kept earlier versions of a memory: the operator's remedy for a credential an edit took out of
+    a memory while its history still holds it (`memorybank secrets scan --drop-revisions`)."""
+
+    @abstractmethod
+    def drop_revisions(self, *, user_id: str, memory_id: str, revisions: Sequence[int]) -> None:
+        """Delete the owner's kept versions numbered `revisions` of `memory_id`, atomically; the memory as it is
+        now, its other versions and every other owner's rows stay untouched. Numbers not kept are no error.
+
+        Raises:
+            UnavailableError: storage cannot be reached; nothing was deleted.
+        """
+
+
 class MemoryOwners(Protocol):
     """Who stores memories: the one read across owners, ids only, for operator walks (`memorybank secrets scan`)."""
 

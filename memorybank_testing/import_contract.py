@@ -7,11 +7,14 @@ store's `list`) then import into an empty store gives back the very memories. An
 (format 2: each memory's earlier versions, its revision and retirement) comes back as it was written:
 the versions readable as the memory's history, a retired memory out of search and lists until
 restored; a memory without history (format 1) is its own first revision. The owners' list names
-each owner once, in order. Needs the backend's `bulk_writer` and `memory_owners`.
+each owner once, in order. `scan_owner` (what `memorybank secrets scan` walks) reads every stored version,
+earlier ones included (sealed ones opened), and the eraser deletes exactly the earlier versions it is given.
+Needs the backend's `bulk_writer`, `memory_owners` and `revision_eraser`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import attrs
@@ -25,8 +28,12 @@ from memorybank_core import (
     Memory,
     MemoryBank,
     SaveRequest,
+    ScreenBudget,
+    SecretFinding,
+    SecretScreen,
     Source,
     WrittenBy,
+    scan_owner,
 )
 from memorybank_core.bodies import JsonValue
 from memorybank_core.history import with_history
@@ -74,6 +81,20 @@ def imported_history(
     ]
     current = attrs.evolve(versions[-1], retired_by=retired_by)
     return current, versions[-2::-1]
+
+
+class WordScreen(SecretScreen):
+    """A secret screen that finds one word, so a scan's findings are exact on every backend."""
+
+    def __init__(self, word: str) -> None:
+        self.word = word
+
+    def find(self, text: str, budget: ScreenBudget | None = None) -> Sequence[SecretFinding]:
+        del budget  # one linear scan
+        start = text.find(self.word)
+        if start < 0:
+            return []
+        return [SecretFinding(kind="vault_word", label="the vault word", start=start, end=start + len(self.word))]
 
 
 class ImportContract:
@@ -216,3 +237,44 @@ class ImportContract:
             (2, "my locker is number 14"),
             (1, "my locker is number 12"),
         ]
+
+    def test_a_scan_reads_every_version_and_the_eraser_drops_only_the_earlier_ones_it_is_given(
+        self, backend: Backend, bank: MemoryBank, alice: User, bob: User
+    ) -> None:
+        screen = WordScreen("swordfish")
+        eraser = backend.require(backend.revision_eraser, "revision_eraser")
+        edited = bank.save(alice, SaveRequest.parse({"content": "the vault word is swordfish"})).id
+        bank.edit(alice, memory_id=edited, request=EditRequest.parse({"content": "the vault word is in the safe"}))
+        bank.edit(alice, memory_id=edited, request=EditRequest.parse({"tags": ["vault"]}))
+        still = bank.save(alice, SaveRequest.parse({"content": "note", "tags": ["swordfish"]})).id
+        bank.save(alice, SaveRequest.parse({"content": "an ordinary note", "supersedes": [still]}))
+        bobs = bank.save(bob, SaveRequest.parse({"content": "bob's swordfish"})).id
+        bank.edit(bob, memory_id=bobs, request=EditRequest.parse({"content": "bob's fish"}))
+
+        found = [
+            (f.version.id, f.version.revision, f.earlier, [p.path for p in f.problems])
+            for f in scan_owner(backend.store, screen, user_id=alice.user_id)
+        ]
+
+        # The retired memory as it is now and before its retirement, and the edited one's first version only.
+        assert sorted(found) == sorted(
+            [(still, 2, False, ["tags.0"]), (still, 1, True, ["tags.0"]), (edited, 1, True, ["content"])]
+        )
+        eraser.drop_revisions(user_id=bob.user_id, memory_id=edited, revisions=[1])  # not bob's: nothing
+        assert len(bank.revisions(alice, memory_id=edited).revisions) == 3
+        eraser.drop_revisions(user_id=alice.user_id, memory_id=edited, revisions=[1])
+        history = bank.revisions(alice, memory_id=edited)
+        assert [(m.revision, m.content) for m in history.revisions] == [
+            (3, "the vault word is in the safe"),
+            (2, "the vault word is in the safe"),
+        ]
+        assert [(f.version.id, f.earlier) for f in scan_owner(backend.store, screen, user_id=alice.user_id)] == [
+            (still, False),
+            (still, True),
+        ]
+        assert [(f.version.id, f.earlier) for f in scan_owner(backend.store, screen, user_id=bob.user_id)] == [
+            (bobs, True)
+        ]
+        # The history goes on: the next edit keeps the current version beside the ones left.
+        bank.edit(alice, memory_id=edited, request=EditRequest.parse({"content": "the vault word moved"}))
+        assert [m.revision for m in bank.revisions(alice, memory_id=edited).revisions] == [4, 3, 2]

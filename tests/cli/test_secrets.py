@@ -147,7 +147,7 @@ def test_secrets_scan_of_a_clean_database_finds_nothing(run: Run, db_url: str, t
     outcome = run("secrets", "scan", "--db", db_url)
 
     assert (outcome.status, outcome.out) == (0, "")
-    assert "no credentials found in the memories of 1 owner\n" in outcome.err
+    assert "no credentials found in the memories of 1 owner (their earlier versions included)\n" in outcome.err
 
 
 def test_secrets_scan_opens_a_sealed_database_through_its_key_ring(run: Run, db_url: str, tmp_path: Path) -> None:
@@ -168,6 +168,66 @@ def test_secrets_scan_opens_a_sealed_database_through_its_key_ring(run: Run, db_
     (row,) = [line.split("\t") for line in found.out.splitlines()]
     assert (row[0], row[2]) == ("aws_access_key", USER)
     assert aws.secret not in found.out + found.err
+
+
+def test_secrets_scan_finds_a_credential_an_edit_left_in_a_sealed_history_and_drops_that_version(
+    run: Run, db_url: str, tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys.json"
+    assert run("keys", "create", "--out", str(keys)).status == 0
+    aws = secrets()[0]
+    memory_id = new_id("mem")
+    history = {
+        "format": 2,
+        "id": memory_id,
+        "user_id": USER,
+        "org_id": ORG,
+        "content": "the deploy key is in the vault",
+        "revision": 3,
+        "revisions": [
+            {"revision": 2, "content": "the deploy key is in the vault now"},
+            {"revision": 1, "content": aws.text},
+        ],
+    }
+    source = write_lines(tmp_path / "history.jsonl", history)
+    sealed = ("--db", db_url, "--key-file", str(keys))
+    assert run("import", str(source), *sealed, "--secret-screen", "off").status == 0
+    stored = b"".join(path.read_bytes() for path in tmp_path.glob("bank.sqlite3*"))
+    assert aws.secret.encode() not in stored  # the kept version is sealed too: the scan must open it
+
+    found = run("secrets", "scan", *sealed)
+    dropped = run("secrets", "scan", *sealed, "--drop-revisions")
+    again = run("secrets", "scan", *sealed)
+
+    assert found.status == 1
+    (row,) = [line.split("\t") for line in found.out.splitlines()]
+    assert (row[0], row[1], row[2], row[4]) == ("aws_access_key", memory_id, USER, "revision 1")
+    assert row[3].startswith("content:")
+    assert "1 earlier version of 1 memory holds what looks like credentials (--drop-revisions deletes them)" in (
+        found.err
+    )
+    assert (dropped.status, dropped.out) == (0, found.out)
+    assert "deleted 1 earlier version of 1 memory that held what looks like credentials" in dropped.err
+    assert (again.status, again.out) == (0, "")
+    (line,) = [json.loads(text) for text in _exported(run, db_url, USER, "--key-file", str(keys))]
+    assert (line["content"], line["revision"]) == ("the deploy key is in the vault", 3)
+    assert [version["revision"] for version in line["revisions"]] == [2]
+    for outcome in (found, dropped, again):
+        assert aws.secret not in outcome.out + outcome.err
+
+
+def test_secrets_scan_leaves_memories_as_they_are_now_to_their_owners(run: Run, db_url: str, tmp_path: Path) -> None:
+    aws = secrets()[0]
+    source = write_lines(tmp_path / "one.jsonl", {"user_id": USER, "org_id": ORG, "content": aws.text})
+    assert run("import", str(source), "--db", db_url, "--secret-screen", "off").status == 0
+
+    outcome = run("secrets", "scan", "--db", db_url, "--drop-revisions")
+
+    assert outcome.status == 1
+    (row,) = [line.split("\t") for line in outcome.out.splitlines()]
+    assert row[4] == "current"
+    assert "1 memory of 1 owner holds what looks like credentials (aws_access_key 1)" in outcome.err
+    assert len(_exported(run, db_url, USER)) == 1
 
 
 def test_serve_screens_saves_and_says_so(tmp_path: Path) -> None:

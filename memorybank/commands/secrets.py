@@ -131,10 +131,11 @@ def scan(
     if earlier and eraser is None:
         problems.append(
             f"{counted(versions, 'earlier version')} of {counted(len(earlier), 'memory')} "
-            f"{pluralized(versions, 'holds')} what looks like credentials (--drop-revisions deletes them)"
+            f"{pluralized(versions, 'holds')} what looks like credentials"
         )
     if problems:
-        raise CommandError(f"{'; '.join(problems)} ({counts})")
+        remedy = "; --drop-revisions deletes those earlier versions" if earlier and eraser is None else ""
+        raise CommandError(f"{'; '.join(problems)} ({counts}){remedy}")
 
 
 def report_import(report: ImportReport, out: TextIO) -> None:

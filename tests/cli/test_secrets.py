@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -15,9 +16,13 @@ from mcp import Client
 from benchmarks.adversarial import filling
 from harness.secret_cases import harmless, secrets
 from harness.served import run_memorybank, served
-from memorybank import bootstrap
+from memorybank import bootstrap, secret_settings
+from memorybank.commands.base import CommandError
+from memorybank.commands.secrets import scan
 from memorybank.settings import Settings
+from memorybank_core import EditRequest, InMemoryStore, MemoryBank, SaveRequest
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.cli.conftest import Outcome, Run
 from tests.cli.test_search_commands import ORG, USER, write_lines
 from tests.conftest import User
@@ -203,9 +208,10 @@ def test_secrets_scan_finds_a_credential_an_edit_left_in_a_sealed_history_and_dr
     (row,) = [line.split("\t") for line in found.out.splitlines()]
     assert (row[0], row[1], row[2], row[4]) == ("aws_access_key", memory_id, USER, "revision 1")
     assert row[3].startswith("content:")
-    assert "1 earlier version of 1 memory holds what looks like credentials (--drop-revisions deletes them)" in (
-        found.err
-    )
+    assert (
+        "1 earlier version of 1 memory holds what looks like credentials (aws_access_key 1); --drop-revisions "
+        "deletes those earlier versions\n"
+    ) in found.err
     assert (dropped.status, dropped.out) == (0, found.out)
     assert "deleted 1 earlier version of 1 memory that held what looks like credentials" in dropped.err
     assert (again.status, again.out) == (0, "")
@@ -228,6 +234,27 @@ def test_secrets_scan_leaves_memories_as_they_are_now_to_their_owners(run: Run, 
     assert row[4] == "current"
     assert "1 memory of 1 owner holds what looks like credentials (aws_access_key 1)" in outcome.err
     assert len(_exported(run, db_url, USER)) == 1
+
+
+def test_the_scan_and_its_drop_run_over_a_hosts_own_ports(capsys: pytest.CaptureFixture[str]) -> None:
+    store = InMemoryStore()
+    bank = MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer()))
+    alice, aws = User(), secrets()[0]
+    edited = bank.save(alice, SaveRequest.parse({"content": aws.text})).id
+    bank.edit(alice, memory_id=edited, request=EditRequest.parse({"content": "the key is in the vault"}))
+    screen = secret_settings.build_secret_screen(secret_settings.REFUSE)
+    assert screen is not None
+    out = io.StringIO()
+
+    with pytest.raises(CommandError):
+        scan(store, store, screen, out)
+    scan(store, store, screen, io.StringIO(), eraser=store)
+
+    (row,) = [line.split("\t") for line in out.getvalue().splitlines()]
+    assert (row[1], row[2], row[4]) == (edited, alice.user_id, "revision 1")
+    assert [m.revision for m in bank.revisions(alice, memory_id=edited).revisions] == [2]
+    scan(store, store, screen, io.StringIO())  # nothing left: no error
+    assert aws.secret not in out.getvalue() + capsys.readouterr().err
 
 
 def test_serve_screens_saves_and_says_so(tmp_path: Path) -> None:

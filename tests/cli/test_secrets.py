@@ -19,10 +19,10 @@ from harness.served import run_memorybank, served
 from memorybank import bootstrap, secret_settings
 from memorybank.commands.base import CommandError
 from memorybank.commands.secrets import scan
+from memorybank.composition import Ports
 from memorybank.settings import Settings
-from memorybank_core import EditRequest, InMemoryStore, MemoryBank, SaveRequest
+from memorybank_core import EditRequest, InMemoryStore, SaveRequest
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
-from memorybank_search import InMemorySearch, OwnerIndexer
 from tests.cli.conftest import Outcome, Run
 from tests.cli.test_search_commands import ORG, USER, write_lines
 from tests.conftest import User
@@ -238,7 +238,8 @@ def test_secrets_scan_leaves_memories_as_they_are_now_to_their_owners(run: Run, 
 
 def test_the_scan_and_its_drop_run_over_a_hosts_own_ports(capsys: pytest.CaptureFixture[str]) -> None:
     store = InMemoryStore()
-    bank = MemoryBank(store=store, search_engine=InMemorySearch(store, OwnerIndexer()))
+    unscreened = Settings.for_database("sqlite://", secret_screen=secret_settings.OFF)
+    bank = bootstrap.build(unscreened, ports=Ports.in_memory(store)).services.bank
     alice, aws = User(), secrets()[0]
     edited = bank.save(alice, SaveRequest.parse({"content": aws.text})).id
     bank.edit(alice, memory_id=edited, request=EditRequest.parse({"content": "the key is in the vault"}))

@@ -45,20 +45,31 @@ class Captured:
     lexical: tuple[tuple[int, float, float | None, int | None], ...]
     """Per BM25 hit: its memory's position, score, coverage and terms held."""
     similarities: tuple[float, ...]
+    centrality: tuple[float, ...]
+
+
+_Inputs = tuple[Sequence[SearchHit], Mapping[str, float], Mapping[str, float]]
 
 
 class _Recorder:
     """Stands in for `Fusion`: keeps the last inputs and ranks as the shipped rule does."""
 
     def __init__(self) -> None:
-        self.last: tuple[Sequence[SearchHit], Mapping[str, float]] | None = None
+        self.last: _Inputs | None = None
         self._inner = Fusion()
 
-    def rank(self, lexical: Sequence[SearchHit], similarities: Mapping[str, float], limit: int) -> SearchHits:
-        self.last = (list(lexical), dict(similarities))
-        return self._inner.rank(lexical, similarities, limit)
+    def rank(
+        self,
+        lexical: Sequence[SearchHit],
+        similarities: Mapping[str, float],
+        limit: int,
+        *,
+        centrality: Mapping[str, float] | None = None,
+    ) -> SearchHits:
+        self.last = (list(lexical), dict(similarities), dict(centrality or {}))
+        return self._inner.rank(lexical, similarities, limit, centrality=centrality)
 
-    def take(self) -> tuple[Sequence[SearchHit], Mapping[str, float]] | None:
+    def take(self) -> _Inputs | None:
         """The inputs of the last search since the last call (None: the engine asked nothing of the fusion)."""
         last, self.last = self.last, None
         return last
@@ -89,10 +100,12 @@ def capture(data: Path, out: Path) -> None:
             if seen is None:
                 lexical: tuple[tuple[int, float, float | None, int | None], ...] = ()
                 cosines: tuple[float, ...] = ()
+                central: tuple[float, ...] = ()
             else:
-                hits, similarities = seen
+                hits, similarities, centrality = seen
                 lexical = tuple((position[hit.memory_id], hit.score, hit.coverage, hit.terms) for hit in hits)
                 cosines = tuple(similarities[memory_id] for memory_id in memory_ids)
+                central = tuple(centrality.get(memory_id, 0.0) for memory_id in memory_ids)
             captured.append(
                 Captured(
                     one.group,
@@ -102,6 +115,7 @@ def capture(data: Path, out: Path) -> None:
                     question.near_miss,
                     lexical,
                     cosines,
+                    central,
                 )
             )
         print(f"bank {number + 1} of {len(every)}: {len(one.memories)} memories", file=sys.stderr)
@@ -118,7 +132,9 @@ def replay(captured: Sequence[Captured], fusion: Any) -> dict[tuple[str, int], T
             for index, score, coverage, terms in item.lexical
         ]
         similarities = {str(index): cosine for index, cosine in enumerate(item.similarities)}
-        returned = [int(hit.memory_id) for hit in fusion.rank(hits, similarities, LIMIT)] if item.similarities else []
+        centrality = {str(index): value for index, value in enumerate(item.centrality)}
+        ranked = fusion.rank(hits, similarities, LIMIT, centrality=centrality) if item.similarities else []
+        returned = [int(hit.memory_id) for hit in ranked]
         tally = tallies.setdefault((item.group, item.half), Tally())
         if item.near_miss:
             tally.near_misses.append(len(returned))

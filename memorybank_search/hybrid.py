@@ -85,12 +85,13 @@ def centralities(stored: Mapping[str, Embedding]) -> dict[str, float]:
     count = len(ids)
     if count < 2:
         return dict.fromkeys(ids, 0.0)
-    order = sorted(range(count), key=ids.__getitem__)
-    vectors = matrix[order].astype(np.float64) * scales[order, None]
-    total = vectors.sum(axis=0)
-    own = np.einsum("ij,ij->i", vectors, vectors)
-    leave_one_out = (vectors @ total - own) / (count - 1)
-    return dict(zip([ids[index] for index in order], leave_one_out.tolist(), strict=True))
+    order = np.argsort(np.array(ids))
+    values = matrix[order].astype(np.float64)  # small integers: every product below is exact until summed
+    weights = scales[order]
+    total = weights @ values
+    own = np.einsum("ij,ij->i", values, values) * weights * weights
+    leave_one_out = (weights * (values @ total) - own) / (count - 1)
+    return dict(zip([ids[index] for index in order.tolist()], leave_one_out.tolist(), strict=True))
 
 
 def _rows(stored: Mapping[str, Embedding], dimension: int) -> tuple[list[str], Any, Any]:

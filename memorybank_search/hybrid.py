@@ -31,7 +31,7 @@ class HybridSearch(SearchEngine):
     """The share of a new memory's own score another needs to be named `similar` on its save
     (`MemoryBank.similar`). Hybrid scores are a logistic of the standing (`fusion`), so every memory the
     inclusion rule returns scores near the new memory's own: the share sits near 1. benchmarks/similar.py:
-    77 % of replaced memories found, 2 of 120 unrelated saves flagged (docs/search.md)."""
+    67 % of replaced memories found, 2 of 120 unrelated saves flagged (docs/search.md)."""
 
     def __init__(
         self,

@@ -362,6 +362,7 @@ def test_the_hybrid_split_benchmark_times_every_stage_of_a_search(
         "read vectors",
         "embed query",
         "cosines",
+        "centralities",
         "fusion",
         "the rest (the bank, loading the results)",
     }

@@ -40,7 +40,7 @@ of 1,159 in LoCoMo.
 **Ranking.** The memories returned are ordered by standing + `LEXICAL_WEIGHT` · bm25 / max(bm25), and
 the wire score is that number's logistic, in (0, 1). The thresholds were tuned on one half of the
 labelled sets of `benchmarks/precision.json` and LoCoMo and checked on the other half
-(docs/search.md, ADR 0036).
+(docs/search.md, ADRs 0036 and 0039).
 """
 
 from __future__ import annotations

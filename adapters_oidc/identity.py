@@ -19,7 +19,7 @@ import uuid_utils
 from typeid import TypeID
 
 from adapters_oidc.settings import ResourceServerSettings
-from memorybank_core import CredentialsRefusedError
+from memorybank_core import ORG_SCOPES, CredentialsRefusedError
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, is_id
 
 USER_NAMESPACE = uuid.UUID("6f1d8c7e-3b2a-5e0f-9a41-0d6c2b7e8a15")
@@ -67,21 +67,42 @@ def principal_from_claims(
     if holds_user_id and not is_id(subject, prefix=USER_PREFIX):
         raise CredentialsRefusedError(f"the token's {subject_claim} claim is not a usr_ id")
     user_id = subject if holds_user_id else user_id_for(issuer, subject)
+    team = _team(issuer, claims, settings)
+    scopes = granted_scopes(token_scopes(claims), settings.scope_map if team is None else settings.org_scope_map())
     return OAuthPrincipal(
         user_id=user_id,
-        organization_id=_organization(issuer, claims, settings),
-        scopes=granted_scopes(token_scopes(claims), settings.scope_map),
+        organization_id=_organization(issuer, claims, settings) if team is None else team,
+        # No team bank without the issuer's organization claim: org scopes count only beside it.
+        scopes=scopes - ORG_SCOPES if team is None else scopes,
         issuer=issuer,
         subject=subject,
     )
 
 
+def _team(issuer: str, claims: Mapping[str, object], settings: ResourceServerSettings) -> str | None:
+    """The organization whose team bank the token may open, or None: the issuer opens none, or the token
+    carries no organization claim. Always derived, even from a value spelled as an `org_` id, so an issuer
+    never reaches a built-in token's organization or another issuer's."""
+    claim = settings.org_bank_claims.get(issuer)
+    value = claims.get(claim) if claim else None
+    if isinstance(value, str) and value:
+        return derived_id(ORGANIZATION_PREFIX, ORGANIZATION_NAMESPACE, issuer, value)
+    return None
+
+
 def _organization(issuer: str, claims: Mapping[str, object], settings: ResourceServerSettings) -> str:
+    if issuer in settings.org_bank_claims:
+        # Its claim is missing: the organization is the fallback's, never a value taken from another claim.
+        return _fallback_organization(issuer, settings)
     value = claims.get(settings.org_claim) if settings.org_claim else None
     if isinstance(value, str) and value:
         if is_id(value, prefix=ORGANIZATION_PREFIX):
             return value
         return derived_id(ORGANIZATION_PREFIX, ORGANIZATION_NAMESPACE, issuer, value)
+    return _fallback_organization(issuer, settings)
+
+
+def _fallback_organization(issuer: str, settings: ResourceServerSettings) -> str:
     if settings.default_org is not None:
         return settings.default_org
     return derived_id(ORGANIZATION_PREFIX, ORGANIZATION_NAMESPACE, issuer)

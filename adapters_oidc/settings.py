@@ -6,13 +6,16 @@ from collections.abc import Mapping
 
 import attrs
 
-from memorybank_core import READ_SCOPE, WRITE_SCOPE
+from memorybank_core import ORG_SCOPES, READ_SCOPE, WRITE_SCOPE
 
 DEFAULT_SCOPE_MAP: Mapping[str, frozenset[str]] = {
     READ_SCOPE: frozenset({READ_SCOPE}),
     WRITE_SCOPE: frozenset({WRITE_SCOPE}),
 }
 """Our scope -> the issuer scopes that grant it. By default an issuer grants `mcp:read` with `mcp:read`."""
+
+DEFAULT_ORG_SCOPE_MAP: Mapping[str, frozenset[str]] = {scope: frozenset({scope}) for scope in ORG_SCOPES}
+"""The org scopes' default grants (`org:read` with `org:read`), read only at an issuer that opens team banks."""
 
 DEFAULT_LEEWAY_SECONDS = 30
 """Clock skew allowed on `exp`, `nbf` and `iat`: small, since a token lives minutes."""
@@ -60,7 +63,16 @@ class ResourceServerSettings:
     The one exception to deriving ids: it trusts that issuer with every user id on this server.
     """
     org_claim: str | None = None
-    """The claim naming the person's organization; None: `default_org`."""
+    """The claim naming the person's organization at every issuer not in `org_bank_claims`; None: `default_org`.
+
+    It names the organization for the gate, quotas and the record of saves, never a team bank.
+    """
+    org_bank_claims: Mapping[str, str] = attrs.field(factory=dict)
+    """Issuer -> the claim naming the person's organization there, whose team bank the token may then open.
+
+    Only a token carrying the claim (a non-empty string) keeps its org scopes; the organization is always derived
+    from (issuer, value), so an issuer opens only the banks of organizations it names (ADR 0038).
+    """
     default_org: str | None = None
     """The `org_` id for people whose token names no organization; None: one derived from the issuer."""
     leeway_seconds: int = DEFAULT_LEEWAY_SECONDS
@@ -70,7 +82,12 @@ class ResourceServerSettings:
     introspection: IntrospectionSettings | None = None
 
     def __attrs_post_init__(self) -> None:
-        for name, mapping in (("user_claims", self.user_claims), ("user_id_claims", self.user_id_claims)):
+        named = (
+            ("user_claims", self.user_claims),
+            ("user_id_claims", self.user_id_claims),
+            ("org_bank_claims", self.org_bank_claims),
+        )
+        for name, mapping in named:
             unknown = set(mapping) - set(self.issuers)
             if unknown:
                 raise ValueError(f"{name} names issuers that are not trusted: {sorted(unknown)}")
@@ -84,6 +101,10 @@ class ResourceServerSettings:
             return self.user_id_claims[issuer], True
         return self.user_claims.get(issuer, "sub"), False
 
+    def org_scope_map(self) -> Mapping[str, frozenset[str]]:
+        """Our scopes -> the issuer scopes granting them at an issuer that opens team banks."""
+        return {**DEFAULT_ORG_SCOPE_MAP, **self.scope_map}
+
     @property
     def accepted_audiences(self) -> tuple[str, ...]:
         """The `aud` values a token must name one of."""
@@ -92,4 +113,5 @@ class ResourceServerSettings:
     @property
     def scopes_supported(self) -> tuple[str, ...]:
         """The issuer scopes a client should ask for, for the protected-resource metadata."""
-        return tuple(sorted({scope for granting in self.scope_map.values() for scope in granting}))
+        mapping = self.org_scope_map() if self.org_bank_claims else self.scope_map
+        return tuple(sorted({scope for granting in mapping.values() for scope in granting}))

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from memorybank.settings import CLIENT_ID_ENV, CLIENT_SECRET_ENV, OAuthOptions
 from memorybank_core import InvalidInputError
 from memorybank_core.ids import ORGANIZATION_PREFIX, parse_id
-from memorybank_core.tokens import KNOWN_SCOPES
+from memorybank_core.tokens import TOKEN_SCOPES
 
 # adapters_oidc (PyJWT, cryptography, an HTTP client) is imported where settings are built, not here:
 # `memorybank --help` reads this module's names and must not pay for it.
@@ -65,6 +65,7 @@ def choose_oauth(options: OAuthOptions, *, host: str, port: int) -> ResourceServ
     if default_org is not None:
         parse_id(default_org, prefix=ORGANIZATION_PREFIX, field="oauth-default-org")
     user_claims, user_id_claims = person_claims(options.user_claims, options.user_id_claims, issuers)
+    org_claim, org_bank_claims = organization_claims(options.org_claims, issuers)
     from adapters_oidc import ResourceServerSettings
 
     return ResourceServerSettings(
@@ -74,7 +75,8 @@ def choose_oauth(options: OAuthOptions, *, host: str, port: int) -> ResourceServ
         scope_map=scope_map(options.scopes),
         user_claims=user_claims,
         user_id_claims=user_id_claims,
-        org_claim=options.org_claim,
+        org_claim=org_claim,
+        org_bank_claims=org_bank_claims,
         default_org=default_org,
         introspection=_introspection(options, issuers),
     )
@@ -113,7 +115,9 @@ def choose_panel_sign_in(options: OAuthOptions, oauth: ResourceServerSettings | 
         display_name=options.panel_name,
         # A person is mapped from the ID token as from access tokens; with claims other than `sub`, ask for
         # `profile`, without which Entra ID leaves `oid` and `tid` out of ID tokens.
-        scopes=("openid", "profile") if oauth.person_claim(issuer)[0] != "sub" or oauth.org_claim else ("openid",),
+        scopes=("openid", "profile")
+        if oauth.person_claim(issuer)[0] != "sub" or oauth.org_claim or oauth.org_bank_claims
+        else ("openid",),
     )
 
 
@@ -139,8 +143,8 @@ def scope_map(pairs: Sequence[str]) -> dict[str, frozenset[str]]:
     named: dict[str, set[str]] = {}
     for pair in pairs:
         ours, sep, theirs = pair.partition("=")
-        if not sep or ours not in KNOWN_SCOPES or not theirs.strip() or " " in theirs.strip():
-            known = " or ".join(sorted(KNOWN_SCOPES))
+        if not sep or ours not in TOKEN_SCOPES or not theirs.strip() or " " in theirs.strip():
+            known = ", ".join(sorted(TOKEN_SCOPES))
             raise InvalidInputError("oauth-scope", f"must be OURS=THEIRS with OURS {known}, e.g. mcp:read=memory.read")
         named.setdefault(ours, set()).add(theirs.strip())
     from adapters_oidc import DEFAULT_SCOPE_MAP
@@ -189,6 +193,29 @@ def person_claims(
     if default is not None:
         named.update({issuer: default for issuer in issuers if issuer not in named and issuer not in trusted})
     return {issuer: claim for issuer, claim in named.items() if claim != "sub"}, trusted
+
+
+def organization_claims(org_claims: Sequence[str], issuers: Sequence[str]) -> tuple[str | None, dict[str, str]]:
+    """The claim naming the organization at every issuer (a bare `CLAIM`, no team bank), and per issuer named
+    `ISSUER=CLAIM` the claim whose organization's team bank that issuer's tokens may open.
+
+    Raises:
+        InvalidInputError: ("oauth-org-claim") an issuer that is not trusted, an empty claim, two claims for one
+            issuer, or two bare claims.
+    """
+    default: str | None = None
+    banks: dict[str, str] = {}
+    for value in org_claims:
+        issuer, claim = _issuer_and_claim(value, issuers, "oauth-org-claim")
+        if issuer is not None:
+            _name_once(banks, issuer, claim, "oauth-org-claim")
+        elif default not in (None, claim):
+            raise InvalidInputError(
+                "oauth-org-claim", "names two claims for every issuer: give ISSUER=CLAIM for each issuer instead"
+            )
+        else:
+            default = claim
+    return default, banks
 
 
 def _issuer_and_claim(value: str, issuers: Sequence[str], option: str) -> tuple[str | None, str]:

@@ -471,7 +471,7 @@ class OAuthOptions:
         metavar="OURS=THEIRS",
         shown_default="the same names",
         section=_OAUTH,
-        help="the issuer scope granting mcp:read or mcp:write, e.g. mcp:read=memory.read",
+        help="the issuer scope granting mcp:read, mcp:write or an org scope, e.g. mcp:read=memory.read",
         example="mcp:read=memory.read",
         example_value=("mcp:read=memory.read",),
     )
@@ -499,15 +499,17 @@ class OAuthOptions:
         example=f"{_ISSUER}=memorybank_user",
         example_value=(f"{_ISSUER}=memorybank_user",),
     )
-    org_claim: str | None = declare(
-        None,
+    org_claims: tuple[str, ...] = declare(
+        (),
         variable=ORG_CLAIM_ENV,
         flag="--oauth-org-claim",
-        metavar="CLAIM",
+        many=True,
+        metavar="[ISSUER=]CLAIM",
         section=_OAUTH,
-        help="the claim naming the person's organization",
-        example="tid",
-        example_value="tid",
+        help="the claim naming the person's organization, at every issuer or at ISSUER; ISSUER=CLAIM also opens "
+        "the organization's team bank to ISSUER's tokens that carry CLAIM (org ids then derived per issuer)",
+        example=f"tid {_ISSUER}=org",
+        example_value=("tid", f"{_ISSUER}=org"),
     )
     default_org: str | None = declare(
         None,

@@ -106,6 +106,26 @@ TWO_ISSUERS = ("--oauth-issuer", "https://a.example.com", "--oauth-issuer", "htt
             "--oauth-user-id-claim and --oauth-user-claim both name the person at https://a.example.com",
         ),
         ([*TWO_ISSUERS, "--oauth-user-claim", "https://a.example.com="], "--oauth-user-claim must name a claim"),
+        (
+            [*TWO_ISSUERS, "--oauth-org-claim", "https://c.example.com=org"],
+            "--oauth-org-claim must be CLAIM or ISSUER=CLAIM with ISSUER one of the --oauth-issuer URLs",
+        ),
+        (
+            [
+                *TWO_ISSUERS,
+                *("--oauth-org-claim", "https://a.example.com=org", "--oauth-org-claim", "https://a.example.com=tid"),
+            ],
+            "--oauth-org-claim names two claims for https://a.example.com",
+        ),
+        (
+            [*TWO_ISSUERS, "--oauth-org-claim", "tid", "--oauth-org-claim", "org"],
+            "--oauth-org-claim names two claims for every issuer",
+        ),
+        ([*TWO_ISSUERS, "--oauth-org-claim", "https://a.example.com="], "--oauth-org-claim must name a claim"),
+        (
+            ["--oauth-issuer", "https://a.example.com", "--oauth-scope", "org:owner=x"],
+            "--oauth-scope must be OURS=THEIRS",
+        ),
     ],
 )
 def test_a_malformed_oauth_option_is_one_line_and_exit_2(run: Run, argv: list[str], reason: str) -> None:
@@ -255,7 +275,7 @@ def test_a_panel_mapping_people_by_claims_asks_for_the_profile_scope_that_carrie
         "oauth_issuer": ["https://a.example.com"],
         "oauth_panel_client_id": "p",
         "oauth_user_claim": ["oid"],
-        "oauth_org_claim": "tid",
+        "oauth_org_claim": ["tid"],
     }
 
     settings = panel_settings(options, {})
@@ -297,3 +317,29 @@ def test_an_empty_secret_file_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(InvalidInputError, match="is empty"):
         panel_settings(options, {})
+
+
+def test_an_org_claim_naming_its_issuer_opens_team_banks_there_and_a_bare_one_names_organizations_only() -> None:
+    options = {
+        "oauth_issuer": ["https://a.example.com", "https://b.example.com"],
+        "oauth_org_claim": ["tid", "https://b.example.com=org"],
+        "oauth_scope": ["org:read=team.read"],
+    }
+
+    settings = oauth_of(options, {}, host="127.0.0.1", port=8000)
+
+    assert settings is not None
+    assert settings.org_claim == "tid"
+    assert settings.org_bank_claims == {"https://b.example.com": "org"}
+    assert settings.scope_map["org:read"] == frozenset({"team.read"})
+    assert "team.read" in settings.scopes_supported
+
+
+def test_without_an_issuer_named_in_an_org_claim_no_issuer_opens_a_team_bank() -> None:
+    options = {"oauth_issuer": ["https://a.example.com"], "oauth_org_claim": ["tid"]}
+
+    settings = oauth_of(options, {}, host="127.0.0.1", port=8000)
+
+    assert settings is not None
+    assert settings.org_bank_claims == {}
+    assert settings.scopes_supported == ("mcp:read", "mcp:write")

@@ -54,10 +54,11 @@ def test_every_documented_serve_command_configures_an_issuer() -> None:
 
     issuers = [settings_of(argv, env).issuers for argv, env in commands]
 
-    assert len(commands) == 7
+    assert len(commands) == 8
     assert issuers == [
         ("https://login.example.com",),
         ("https://login.example.com", "https://partner.example.org"),  # the one opt-out
+        ("https://login.example.com", "https://partner.example.org"),  # the team bank's issuer
         ("https://keycloak.example.com/realms/acme",),
         ("https://acme.eu.auth0.com/",),
         ("https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0",),
@@ -70,7 +71,7 @@ def test_the_documented_panel_sign_ins_configure_what_the_doc_says(tmp_path: Pat
     secret_file = tmp_path / "panel-client-secret"
     secret_file.write_text("s3cret\n")
     configured = []
-    for argv, env in serve_commands()[5:]:
+    for argv, env in serve_commands()[6:]:
         assert env.pop(PANEL_CLIENT_SECRET_FILE_ENV) == "/etc/memorybank/panel-client-secret"
         env[PANEL_CLIENT_SECRET_FILE_ENV] = str(secret_file)
         panel = choose_panel_sign_in(resolved(argv, env).oauth, settings_of(argv, env))
@@ -90,7 +91,7 @@ def test_the_readmes_oauth_example_is_the_docs_first_one() -> None:
 
 
 def test_the_entra_id_example_maps_what_the_doc_says() -> None:
-    argv, env = serve_commands()[4]
+    argv, env = serve_commands()[5]
 
     settings = settings_of(argv, env)
 
@@ -107,6 +108,17 @@ def test_the_documented_opt_out_trusts_only_the_issuer_it_names() -> None:
 
     assert settings.person_claim("https://login.example.com") == ("memorybank_user", True)
     assert settings.person_claim("https://partner.example.org") == ("sub", False)
+
+
+def test_the_documented_team_bank_issuer_is_the_only_one_opening_team_banks() -> None:
+    argv, env = serve_commands()[2]
+
+    settings = settings_of(argv, env)
+
+    assert settings.org_bank_claims == {"https://login.example.com": "org"}
+    assert settings.org_claim is None
+    assert settings.scope_map["org:read"] == frozenset({"team.read"})
+    assert "team.read" in settings.scopes_supported
 
 
 def test_the_documented_metadata_is_what_the_first_example_serves() -> None:

@@ -8,7 +8,7 @@ import pytest
 from typeid import TypeID
 
 from adapters_oidc import ResourceServerSettings, granted_scopes, token_scopes, user_id_for
-from adapters_oidc.identity import principal_from_claims
+from adapters_oidc.identity import ORGANIZATION_NAMESPACE, derived_id, principal_from_claims
 from memorybank_core import CredentialsRefusedError
 from memorybank_core.ids import ORGANIZATION_PREFIX, is_id
 
@@ -139,3 +139,72 @@ def test_only_mapped_issuer_scopes_grant_ours() -> None:
     scope_map = {"mcp:read": frozenset({"memory.read"}), "mcp:write": frozenset({"memory.write"})}
 
     assert granted_scopes({"memory.read", "mcp:write"}, scope_map) == {"mcp:read"}
+
+
+TEAM_SETTINGS = ResourceServerSettings(
+    issuers=(ISSUER, OTHER_ISSUER), resource=SETTINGS.resource, org_claim="tid", org_bank_claims={ISSUER: "org"}
+)
+ALL_SCOPES = "mcp:read mcp:write org:read org:write org:admin"
+
+
+def test_an_issuer_named_for_team_banks_grants_org_scopes_beside_its_organization_claim() -> None:
+    member = principal_from_claims(ISSUER, {"sub": "ann", "org": "acme", "scope": ALL_SCOPES}, TEAM_SETTINGS)
+
+    assert member.scopes == {"mcp:read", "mcp:write", "org:read", "org:write", "org:admin"}
+    assert member.organization_id == derived_id(ORGANIZATION_PREFIX, ORGANIZATION_NAMESPACE, ISSUER, "acme")
+
+
+@pytest.mark.parametrize("org", [None, "", 7, ["acme"], {"id": "acme"}])
+def test_a_token_without_the_organization_claim_has_no_org_scope_and_no_organization_from_another_claim(
+    org: object,
+) -> None:
+    claims: dict[str, object] = {"sub": "ann", "tid": "acme", "scope": ALL_SCOPES}
+    if org is not None:
+        claims["org"] = org
+
+    person = principal_from_claims(ISSUER, claims, TEAM_SETTINGS)
+
+    assert person.scopes == {"mcp:read", "mcp:write"}
+    # The bare claim (tid) does not name the organization at an issuer with a team claim of its own.
+    assert person.organization_id == derived_id(ORGANIZATION_PREFIX, ORGANIZATION_NAMESPACE, ISSUER)
+
+
+def test_an_issuer_not_named_for_team_banks_never_grants_an_org_scope() -> None:
+    elsewhere = principal_from_claims(
+        OTHER_ISSUER, {"sub": "ann", "org": "acme", "tid": "acme", "scope": ALL_SCOPES}, TEAM_SETTINGS
+    )
+    everywhere = principal_from_claims(ISSUER, {"sub": "ann", "org": "acme", "scope": ALL_SCOPES}, SETTINGS)
+
+    assert elsewhere.scopes == {"mcp:read", "mcp:write"}
+    assert everywhere.scopes == {"mcp:read", "mcp:write"}
+
+
+def test_a_team_claim_spelled_as_an_org_id_is_still_derived_from_its_issuer() -> None:
+    built_in_org = "org_01h455vb4pex5vsknk084sn02q"
+
+    member = principal_from_claims(ISSUER, {"sub": "ann", "org": built_in_org, "scope": ALL_SCOPES}, TEAM_SETTINGS)
+
+    assert member.organization_id != built_in_org
+    assert member.organization_id == derived_id(ORGANIZATION_PREFIX, ORGANIZATION_NAMESPACE, ISSUER, built_in_org)
+
+
+def test_mapped_org_scopes_are_granted_only_by_the_mapped_issuer_scopes() -> None:
+    settings = ResourceServerSettings(
+        issuers=(ISSUER,),
+        resource=SETTINGS.resource,
+        org_bank_claims={ISSUER: "org"},
+        scope_map={"mcp:read": frozenset({"mcp:read"}), "org:read": frozenset({"team.read"})},
+    )
+
+    mapped = principal_from_claims(ISSUER, {"sub": "a", "org": "acme", "scope": "mcp:read team.read"}, settings)
+    unmapped = principal_from_claims(ISSUER, {"sub": "a", "org": "acme", "scope": "mcp:read org:read"}, settings)
+
+    assert mapped.scopes == {"mcp:read", "org:read"}
+    assert unmapped.scopes == {"mcp:read"}
+    assert settings.scopes_supported == ("mcp:read", "org:admin", "org:write", "team.read")
+    assert SETTINGS.scopes_supported == ("mcp:read", "mcp:write")
+
+
+def test_a_team_claim_at_an_untrusted_issuer_is_refused() -> None:
+    with pytest.raises(ValueError, match="org_bank_claims names issuers that are not trusted"):
+        ResourceServerSettings(issuers=(ISSUER,), resource=SETTINGS.resource, org_bank_claims={OTHER_ISSUER: "org"})

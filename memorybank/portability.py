@@ -42,6 +42,7 @@ from memorybank_core import (
     Memory,
     MemoryStore,
     SaveRequest,
+    Scope,
     SecretScreen,
     Source,
     WrittenBy,
@@ -49,6 +50,7 @@ from memorybank_core import (
     secrets_in_memory,
     with_history,
 )
+from memorybank_core.banks import org_bank_owner
 from memorybank_core.limits import REVISIONS_KEPT
 from memorybank_core.strict_json import RepeatedKeyError, strict_json
 from memorybank_core.wire import EXPORT_FORMAT, export_line
@@ -256,8 +258,21 @@ def parse_exported(line: str, *, now: Callable[[], datetime]) -> ExportedMemory:
             return None
 
     check(lambda: _format(data.get("format")))
-    user_id = check(lambda: ids.parse_id(data.get("user_id"), prefix=ids.USER_PREFIX, field="user_id"))
+    scope = check(lambda: _scope(data.get("scope")))
     org_id = check(lambda: ids.parse_id(data.get("org_id"), prefix=ids.ORGANIZATION_PREFIX, field="org_id"))
+    author: str | None = None
+    user_id: Any
+    if scope is Scope.ORG:
+        # A team memory: its owner is its organization's bank, whatever the line says; a `user_id` that is not
+        # that bank is refused, so no line moves a memory into a person's bank or another organization's.
+        author = check(lambda: ids.parse_id(data.get("author"), prefix=ids.USER_PREFIX, field="author"))
+        user_id = org_bank_owner(org_id) if org_id is not None else None
+        if data.get("user_id") is not None and data.get("user_id") != user_id:
+            problems.append(InvalidInputError("user_id", "must be absent or the bank of org_id for scope org"))
+    else:
+        user_id = check(lambda: ids.parse_id(data.get("user_id"), prefix=ids.USER_PREFIX, field="user_id"))
+        if data.get("author") is not None:
+            problems.append(InvalidInputError("author", 'is only for scope "org"'))
     memory_id = check(lambda: _optional_id(data.get("id"), ids.MEMORY_PREFIX, "id")) or ids.new_id(ids.MEMORY_PREFIX)
     created_at = check(lambda: _optional_time(data.get("created_at"), "created_at")) or now()
     source = check(lambda: _source(data.get("source")))
@@ -286,6 +301,8 @@ def parse_exported(line: str, *, now: Callable[[], datetime]) -> ExportedMemory:
             context_ids=[context_id or ids.new_id(ids.CONTEXT_PREFIX) for context_id in version.context_ids],
             context_times=version.context_times,
             written_by=version.written_by,
+            scope=Scope.ORG if author is not None else Scope.USER,
+            author=author,
         )
         return attrs.evolve(memory, revision=version.revision, retired_by=version.retired_by)
 
@@ -340,6 +357,14 @@ def _format(value: object) -> int:
     if value is None or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= EXPORT_FORMAT):
         return value or 1
     raise InvalidInputError("format", f"must be a format this version reads, 1 to {EXPORT_FORMAT}")
+
+
+def _scope(value: object) -> Scope:
+    if value is None or value == Scope.USER.value:
+        return Scope.USER
+    if value == Scope.ORG.value:
+        return Scope.ORG
+    raise InvalidInputError("scope", 'must be "user" or "org"')
 
 
 def _revision(value: object) -> int:
@@ -431,11 +456,27 @@ def export_user(store: MemoryStore, user_id: str, out: TextIO) -> int:
         UnavailableError: storage cannot be reached.
     """
     ids.parse_id(user_id, prefix=ids.USER_PREFIX, field="user")
+    return _export_owner(store, user_id, out)
+
+
+def export_org(store: MemoryStore, org_id: str, out: TextIO) -> int:
+    """Write every memory of organization `org_id`'s team bank (retired ones too) to `out` as `export_user` does,
+    each line with `scope` "org" and its `author`; the count. The members' own memories are not in it.
+
+    Raises:
+        InvalidInputError: ("org") `org_id` is not an `org_` TypeID.
+        UnavailableError: storage cannot be reached.
+    """
+    ids.parse_id(org_id, prefix=ids.ORGANIZATION_PREFIX, field="org")
+    return _export_owner(store, org_bank_owner(org_id), out)
+
+
+def _export_owner(store: MemoryStore, owner: str, out: TextIO) -> int:
     written = 0
     after: ListPosition | None = None
     while True:
-        page = store.list(user_id=user_id, limit=EXPORT_PAGE_SIZE, after=after, include_retired=True)
-        for line in with_history(store, user_id=user_id, memories=page):
+        page = store.list(user_id=owner, limit=EXPORT_PAGE_SIZE, after=after, include_retired=True)
+        for line in with_history(store, user_id=owner, memories=page):
             out.write(memory_line(line.memory, line.revisions) + "\n")
         written += len(page)
         if len(page) < EXPORT_PAGE_SIZE:

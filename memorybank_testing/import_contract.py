@@ -21,6 +21,8 @@ import attrs
 import pytest
 
 from memorybank_core import (
+    ORG_READ_SCOPE,
+    ORG_WRITE_SCOPE,
     BulkMemoryWriter,
     Door,
     EditRequest,
@@ -28,6 +30,7 @@ from memorybank_core import (
     Memory,
     MemoryBank,
     SaveRequest,
+    Scope,
     ScreenBudget,
     SecretFinding,
     SecretScreen,
@@ -35,6 +38,7 @@ from memorybank_core import (
     WrittenBy,
     scan_owner,
 )
+from memorybank_core.banks import org_bank_owner
 from memorybank_core.bodies import JsonValue
 from memorybank_core.history import with_history
 from memorybank_core.ids import CONTEXT_PREFIX, MEMORY_PREFIX, new_id
@@ -221,6 +225,46 @@ class ImportContract:
 
         assert exported == [export_line(replacing), export_line(retired, earlier)]
         assert f'"format":{EXPORT_FORMAT}' in exported[1]
+
+    def test_a_team_banks_bulk_write_keeps_its_authors_and_history_and_reaches_its_members_only(
+        self, backend: Backend, bulk_writer: BulkMemoryWriter, bank: MemoryBank, alice: User
+    ) -> None:
+        # What `memorybank import` of `memorybank export --org` writes: team memories owned by the organization's
+        # bank, each naming its author, with its history; read back as given, by the organization's members only.
+        member = attrs.evolve(alice, scopes=alice.scopes | {ORG_READ_SCOPE, ORG_WRITE_SCOPE})
+        colleague = User(organization_id=alice.organization_id, scopes=member.scopes)
+        stranger = User(scopes=member.scopes)
+        team = User(user_id=org_bank_owner(alice.organization_id), organization_id=alice.organization_id)
+
+        def shared(memory: Memory, author: str) -> Memory:
+            return attrs.evolve(memory, scope=Scope.ORG, author=author)
+
+        current, earlier = imported_history(team, ["the standup is in room 4", "the standup is in room 5"])
+        current, earlier = shared(current, colleague.user_id), [shared(m, colleague.user_id) for m in earlier]
+        other = shared(imported_memory(team, "the team wiki lives on the intranet", offset=1), alice.user_id)
+        bulk_writer.add_many([current, other], earlier)
+
+        page = backend.store.list(user_id=team.user_id, limit=10, after=None, include_retired=True)
+        exported = [
+            export_line(line.memory, line.revisions)
+            for line in with_history(backend.store, user_id=team.user_id, memories=page)
+        ]
+        assert exported == [export_line(current, earlier), export_line(other)]
+        listed = bank.list(member, bank="org").memories
+        assert [(m.id, m.scope, m.author) for m in listed] == [
+            (current.id, Scope.ORG, colleague.user_id),
+            (other.id, Scope.ORG, alice.user_id),
+        ]
+        assert [r.memory.id for r in bank.search(colleague, query="standup room", bank="org")] == [current.id]
+        assert [
+            (m.revision, m.content) for m in bank.revisions(member, memory_id=current.id, bank="org").revisions
+        ] == [
+            (2, "the standup is in room 5"),
+            (1, "the standup is in room 4"),
+        ]
+        assert list(bank.list(member).memories) == []
+        assert list(bank.list(stranger, bank="org").memories) == []
+        assert bank.search(stranger, query="standup room", bank="all") == []
 
     def test_a_memory_without_history_imports_as_its_first_revision(
         self, backend: Backend, bulk_writer: BulkMemoryWriter, bank: MemoryBank, alice: User

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TextIO
 
@@ -42,11 +43,14 @@ def register(commands: Subcommands, shared: Shared) -> None:
     exporting = commands.add_parser(
         "export",
         parents=[shared.database],
-        help="write one user's memories as JSON Lines",
-        description="Write every memory of one user, one JSON object per line, in the format import reads: "
-        "ids and timestamps included, so export then import round-trips.",
+        help="write one user's memories, or one organization's team bank, as JSON Lines",
+        description="Write every memory of one user (--user), or of one organization's team bank (--org: each "
+        "line names its author), one JSON object per line, in the format import reads: ids and timestamps "
+        "included, so export then import round-trips.",
     )
-    exporting.add_argument("--user", metavar="usr_…", required=True, help="whose memories")
+    whose = exporting.add_mutually_exclusive_group(required=True)
+    whose.add_argument("--user", metavar="usr_…", help="whose memories")
+    whose.add_argument("--org", metavar="org_…", help="whose team bank (not its members' own memories)")
     exporting.add_argument(
         "--out", metavar="FILE", type=Path, help="write here instead of stdout (mode 0600; never over a file)"
     )
@@ -85,7 +89,12 @@ def run_export(args: argparse.Namespace, settings: Settings, out: TextIO) -> Non
     from memorybank import portability
 
     # Validate before touching the database.
-    ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
+    if args.org is not None:
+        ids.parse_id(args.org, prefix=ids.ORGANIZATION_PREFIX, field="org")
+        export, whose = partial(portability.export_org, org_id=args.org), f"the team bank of {args.org}"
+    else:
+        ids.parse_id(args.user, prefix=ids.USER_PREFIX, field="user")
+        export, whose = partial(portability.export_user, user_id=args.user), args.user
     if args.out is not None and not args.force and os.path.lexists(args.out):
         raise CommandError(_export_exists(args.out), EXIT_BAD_INPUT)
     if args.out is not None and not args.out.parent.is_dir():
@@ -94,16 +103,16 @@ def run_export(args: argparse.Namespace, settings: Settings, out: TextIO) -> Non
         store = opened.ports.store
         try:
             if args.out is None:
-                count = portability.export_user(store, args.user, out)
+                count = export(store, out=out)
             else:
                 with portability.private_output(args.out, replace=args.force) as file:
-                    count = portability.export_user(store, args.user, file)
+                    count = export(store, out=file)
         except FileExistsError as error:  # created meanwhile: still never overwritten
             raise CommandError(_export_exists(args.out), EXIT_BAD_INPUT) from error
         except OSError as error:  # e.g. a directory we may not write in: the export's file, not the database
             raise CommandError(f"cannot write {args.out}: {error.strerror or error}") from error
     # stdout may be the export itself: the summary goes to stderr.
-    sys.stderr.write(f"{PROGRAM}: exported {memories(count)} of {args.user}\n")
+    sys.stderr.write(f"{PROGRAM}: exported {memories(count)} of {whose}\n")
 
 
 def _export_exists(path: Path) -> str:

@@ -42,6 +42,47 @@ def test_import_then_export_round_trips_through_the_command(run: Run, db_url: st
     assert run("export", "--user", USER, "--db", other).out == first.out
 
 
+def test_a_team_banks_export_imports_back_with_its_authors_and_apart_from_its_members_own(
+    run: Run, db_url: str, tmp_path: Path
+) -> None:
+    source = write_lines(
+        tmp_path / "in.jsonl",
+        {"scope": "org", "org_id": ORG, "author": USER, "content": "the staging database lives in eu-west-1"},
+        {"user_id": USER, "org_id": ORG, "content": "my own note"},
+    )
+    assert run("import", str(source), "--db", db_url).status == 0
+    team = run("export", "--org", ORG, "--db", db_url)
+    own = run("export", "--user", USER, "--db", db_url)
+    other = f"sqlite:///{tmp_path / 'other.sqlite3'}"
+    exported = tmp_path / "team.jsonl"
+    assert run("export", "--org", ORG, "--db", db_url, "--out", str(exported)).status == 0
+    assert run("import", str(exported), "--db", other).status == 0
+
+    assert team.status == 0
+    assert f"exported 1 memory of the team bank of {ORG}" in team.err
+    (line,) = [json.loads(text) for text in team.out.splitlines()]
+    assert (line["scope"], line["author"], line["content"]) == ("org", USER, "the staging database lives in eu-west-1")
+    assert [json.loads(text)["content"] for text in own.out.splitlines()] == ["my own note"]
+    assert run("export", "--org", ORG, "--db", other).out == team.out
+    assert run("export", "--user", USER, "--db", other).out == ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "reason"),
+    [
+        (["--org", USER], "--org must be a TypeID of the form org_"),
+        (["--org", ORG, "--user", USER], "argument --user: not allowed with argument --org"),
+        ([], "one of the arguments --user --org is required"),
+    ],
+)
+def test_export_refuses_a_malformed_or_ambiguous_owner_before_touching_the_database(
+    run: Run, argv: list[str], reason: str
+) -> None:
+    outcome = run("export", *argv, "--db", "mysql://nobody@127.0.0.1:1/none")
+    assert outcome.status == 2
+    assert reason in outcome.err
+
+
 def test_import_reports_bad_lines_by_number_and_fails(run: Run, db_url: str, tmp_path: Path) -> None:
     source = write_lines(
         tmp_path / "in.jsonl",

@@ -21,24 +21,32 @@ from adapters_secrets import DetectSecretsScreen
 from memorybank import bootstrap
 from memorybank.commands import secrets
 from memorybank.commands.base import CommandError
-from memorybank.portability import export_user, import_file, import_lines, memory_line, parse_line
+from memorybank.portability import export_org, export_user, import_file, import_lines, memory_line, parse_line
 from memorybank_core import (
+    ORG_READ_SCOPE,
+    ORG_WRITE_SCOPE,
+    READ_SCOPE,
+    WRITE_SCOPE,
     ControlStore,
+    EditRequest,
     InMemoryControlStore,
     InMemoryPanelSessionStore,
     InMemoryStore,
     InMemoryTokenStore,
     InvalidInputError,
     Memory,
+    MemoryBank,
     MemoryStore,
     NoUnitOfWork,
     PanelSessionStore,
+    Scope,
     SearchEngine,
     SubjectKind,
     TokenStore,
     UnitOfWork,
     limits,
 )
+from memorybank_core.banks import org_bank_owner
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, new_id
 from memorybank_core.wire import EXPORT_TIMESPEC, memory_json
@@ -256,3 +264,89 @@ def test_a_hosts_bundle_without_the_operators_ports_says_which_command_needs_the
         ports.writer()
     with pytest.raises(RuntimeError, match="memorybank secrets scan"):
         ports.owners()
+
+
+def team_line(org: str | None = ORG, **fields: object) -> str:
+    base: dict[str, object] = {"scope": "org", "org_id": org, "author": USER, "content": "a team memory"}
+    base.update(fields)
+    return json.dumps({key: value for key, value in base.items() if value is not None})
+
+
+def test_a_team_banks_export_imports_back_with_its_authors_into_its_organizations_bank_only() -> None:
+    member = User(scopes=frozenset({READ_SCOPE, WRITE_SCOPE, ORG_READ_SCOPE, ORG_WRITE_SCOPE}))
+    colleague = attrs.evolve(member, user_id=new_user())
+    source = InMemoryStore()
+    bank = MemoryBank(store=source, search_engine=InMemorySearch(source, OwnerIndexer()))
+    bank.save(member, JsonValue({"content": "The staging database lives in eu-west-1", "bankScope": "org"}))
+    edited = bank.save(colleague, JsonValue({"content": "Deploys freeze on Fridays", "bankScope": "org"}))
+    bank.edit(
+        colleague,
+        memory_id=edited.id,
+        request=EditRequest.parse({"content": "Deploys freeze on Thursdays"}),
+        bank="org",
+    )
+    bank.save(member, JsonValue({"content": "My own note stays out of the team's export"}))
+    out = io.StringIO()
+
+    count = export_org(source, member.organization_id, out)
+    target = InMemoryStore()
+    report = import_lines(io.StringIO(out.getvalue()), target, now=lambda: NOW)
+    again = io.StringIO()
+    export_org(target, member.organization_id, again)
+
+    assert (count, report.imported, report.skipped) == (2, 2, ())
+    assert again.getvalue() == out.getvalue()
+    lines = [json.loads(text) for text in out.getvalue().splitlines()]
+    assert [(line["scope"], line["author"], line["user_id"]) for line in lines] == [
+        ("org", colleague.user_id, org_bank_owner(member.organization_id)),
+        ("org", member.user_id, org_bank_owner(member.organization_id)),
+    ]
+    assert [len(line["revisions"]) for line in lines] == [1, 0]
+    moved = MemoryBank(store=target, search_engine=InMemorySearch(target, OwnerIndexer()))
+    assert [(m.content, m.author) for m in moved.list(member, bank="org").memories] == [
+        ("Deploys freeze on Thursdays", colleague.user_id),
+        ("The staging database lives in eu-west-1", member.user_id),
+    ]
+    assert list(moved.list(member).memories) == []
+    assert target.memory_owners() == [org_bank_owner(member.organization_id)]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (team_line(user_id=USER), "user_id must be absent or the bank of org_id for scope org"),
+        (team_line(user_id=org_bank_owner(new_id(ORGANIZATION_PREFIX))), "user_id must be absent or the bank"),
+        (team_line(author=None), "author must be a TypeID of the form usr_"),
+        (team_line(author=org_bank_owner(ORG)), "author must be a TypeID of the form usr_"),
+        (team_line(org=None), "org_id must be a TypeID of the form org_"),
+        (team_line(scope="team"), 'scope must be "user" or "org"'),
+        (line(author=USER), 'author is only for scope "org"'),
+        (line(scope="org"), "author must be a TypeID of the form usr_"),
+    ],
+    ids=["person", "other-bank", "no-author", "bank-author", "no-org", "unknown-scope", "user-author", "org-user"],
+)
+def test_a_team_line_that_would_land_outside_its_organizations_bank_is_skipped(text: str, reason: str) -> None:
+    store = InMemoryStore()
+
+    report = import_lines([text], store, now=lambda: NOW)
+
+    assert report.imported == 0
+    assert [problem.line for problem in report.skipped] == [1]
+    assert reason in report.skipped[0].describe()
+    assert store.memory_owners() == []
+
+
+def test_a_team_line_without_user_id_lands_in_its_organizations_bank() -> None:
+    store = InMemoryStore()
+
+    report = import_lines([team_line()], store, now=lambda: NOW)
+
+    assert report.imported == 1
+    (saved,) = store.list(user_id=org_bank_owner(ORG), limit=5, after=None)
+    assert (saved.scope, saved.author, saved.org_id) == (Scope.ORG, USER, ORG)
+    assert list(store.list(user_id=USER, limit=5, after=None)) == []
+
+
+def test_export_refuses_a_malformed_org_id() -> None:
+    with pytest.raises(InvalidInputError, match="org must be a TypeID"):
+        export_org(InMemoryStore(), USER, io.StringIO())

@@ -298,6 +298,9 @@ class ResilientPurgeStore(PurgeStore):
     def owners_in_organization(self, *, org_id: str) -> Sequence[str]:
         return retrying("purge", lambda _unknown: self.inner.owners_in_organization(org_id=org_id))
 
+    def team_memories_written_by(self, *, user_id: str) -> int:
+        return retrying("purge", lambda _unknown: self.inner.team_memories_written_by(user_id=user_id))
+
     def remove_batch(self, *, run: PurgeRun, user_id: str, org_id: str | None, limit: int, at: datetime) -> PurgeRun:
         return retrying(
             "purge",

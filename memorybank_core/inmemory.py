@@ -194,6 +194,16 @@ class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners, RevisionEraser)
                 if any(m.org_id == org_id and m.scope is Scope.USER for m in owned.values())
             )
 
+    def team_memories_written_by(self, author: str) -> int:
+        """How many stored team-bank memories name `author` as who saved them."""
+        with self._lock:
+            return sum(
+                1
+                for owned in self._by_owner.values()
+                for m in owned.values()
+                if m.scope is Scope.ORG and m.author == author
+            )
+
 
 def _position(memory: Memory) -> tuple[datetime, str]:
     return (memory.created_at, memory.id)

@@ -70,6 +70,9 @@ class InMemoryPurgeStore(PurgeStore):
     def owners_in_organization(self, *, org_id: str) -> Sequence[str]:
         return self._store.owners_in(org_id)
 
+    def team_memories_written_by(self, *, user_id: str) -> int:
+        return self._store.team_memories_written_by(user_id)
+
     def remove_batch(
         self,
         *,

@@ -114,6 +114,8 @@ class PurgeReceipt:
     """True when this call finished a run an earlier, interrupted call had started."""
     started_at: datetime
     finished_at: datetime
+    kept_team_memories: int = 0
+    """A user's purge: the team memories they wrote, which stay (the organization's; `author` still names them)."""
 
     def to_json(self) -> dict[str, object]:
         """The receipt as JSON-ready values (times in ISO 8601 UTC); docs/operations.md describes each field."""
@@ -129,6 +131,7 @@ class PurgeReceipt:
                 "tokens": self.counts.tokens,
                 "panel_sessions": self.counts.panel_sessions,
             },
+            "kept": {"team_memories": self.kept_team_memories},
             "batches": self.batches,
             "digest": None if self.digest is None else {"algorithm": _DIGEST_SEED, "value": self.digest},
             "resumed": self.resumed,
@@ -173,6 +176,11 @@ class PurgeStore(Protocol):
     @abstractmethod
     def owners_in_organization(self, *, org_id: str) -> Sequence[str]:
         """The users who have memories saved under `org_id` (ids only; the one read across owners)."""
+
+    @abstractmethod
+    def team_memories_written_by(self, *, user_id: str) -> int:
+        """How many memories of organizations' team banks `user_id` wrote (their `author`) are stored: what a purge
+        of the user keeps. A count only, read across the banks; nothing of them is read or changed."""
 
     @abstractmethod
     def remove_batch(self, *, run: PurgeRun, user_id: str, org_id: str | None, limit: int, at: datetime) -> PurgeRun:
@@ -277,6 +285,7 @@ class Offboarding:
         if dry_run:
             counts = self._store.count(subject=subject, at=started_at)
             return PurgeReceipt(
+                kept_team_memories=self._kept(subject),
                 subject=subject,
                 dry_run=True,
                 counts=counts,
@@ -315,6 +324,7 @@ class Offboarding:
             },
         )
         return PurgeReceipt(
+            kept_team_memories=self._kept(subject),
             subject=subject,
             dry_run=False,
             counts=run.counts,
@@ -325,6 +335,12 @@ class Offboarding:
             started_at=run.started_at,
             finished_at=run.finished_at or self._clock.now(),
         )
+
+    def _kept(self, subject: PurgeSubject) -> int:
+        # An organization's purge removes its bank whole: nothing of it is kept.
+        if subject.kind is SubjectKind.USER:
+            return self._store.team_memories_written_by(user_id=subject.id)
+        return 0
 
     def _drain_organization(self, run: PurgeRun, org_id: str, pace: _Pace) -> PurgeRun:
         # Per owner, so every delete stays bound to one owner: each member's personal memories saved under the

@@ -178,22 +178,36 @@ class PurgeContract:
         team = {"contexts": [{"snippet": "from the team chat"}], "bankScope": "org"}
         for author, n in ((alice, 1), (bob, 2), (carol, 3)):
             population.bank.save(author, JsonValue({"content": f"team lighthouse {n}", **team}))
+        alice_in_b = attrs.evolve(population.alice_in_b, scopes=member)
+        population.bank.save(alice_in_b, JsonValue({"content": "team lighthouse in B", **team}))
         bobs = population.saved_ids[(bob.user_id, population.org_a)]  # his 3 memories and their contexts
 
+        would = population.offboarding().purge_user(alice.user_id, dry_run=True)
         kept = population.offboarding().purge_user(alice.user_id)
-        assert removed(kept)[:2] == ALICE[:2]  # her own memories only: the team memory she wrote is the team's
-        assert len(population.bank.list(bob, bank="org").memories) == 2
+        assert removed(kept)[:2] == ALICE[:2]  # her own memories only: the team memories she wrote are the teams'
+        # The receipt counts them apart: removed, her own; kept, the team memories she wrote in both organizations.
+        assert (would.kept_team_memories, kept.kept_team_memories) == (2, 2)
+        assert kept.to_json()["kept"] == {"team_memories": 2}
+        assert [(m.content, m.author) for m in population.bank.list(bob, bank="org").memories] == [
+            ("team lighthouse 2", bob.user_id),
+            ("team lighthouse 1", alice.user_id),  # a former member's: still named as its author
+        ]
 
         # Alice's own memories under A went with her purge; the organization's purge takes the rest and the bank.
         dry = population.offboarding().purge_organization(population.org_a, dry_run=True)
         assert removed(dry)[:2] == (3 + 2, len(bobs) - 3 + 2)
         receipt = population.offboarding().purge_organization(population.org_a, batch_size=2)
         assert removed(receipt)[:2] == removed(dry)[:2]
+        assert (dry.kept_team_memories, receipt.kept_team_memories) == (0, 0)  # the bank goes whole
+        assert population.offboarding().purge_user(alice.user_id, dry_run=True).kept_team_memories == 1  # B's
         assert population.bank.list(bob, bank="org").memories == ()
         assert population.bank.search(bob, query="lighthouse", bank="org") == []
         assert backend.store.usage(user_id=org_bank_owner(population.org_a)).memories == 0
         # Another organization's team bank is as it was.
-        assert [m.content for m in population.bank.list(carol, bank="org").memories] == ["team lighthouse 3"]
+        assert [(m.content, m.author) for m in population.bank.list(carol, bank="org").memories] == [
+            ("team lighthouse in B", alice.user_id),
+            ("team lighthouse 3", carol.user_id),
+        ]
 
     def test_a_dry_run_counts_and_changes_nothing(self, population: Population) -> None:
         offboarding = population.offboarding()
@@ -305,6 +319,9 @@ class _BothOpenFirst(PurgeStore):
 
     def owners_in_organization(self, *, org_id: str) -> list[str]:
         return list(self._store.owners_in_organization(org_id=org_id))
+
+    def team_memories_written_by(self, *, user_id: str) -> int:
+        return self._store.team_memories_written_by(user_id=user_id)
 
     def remove_batch(self, *, run: PurgeRun, user_id: str, org_id: str | None, limit: int, at: datetime) -> PurgeRun:
         return self._store.remove_batch(run=run, user_id=user_id, org_id=org_id, limit=limit, at=at)

@@ -90,6 +90,35 @@ def _remaining(url: str, user_id: str) -> tuple[int, int]:
         storage.close()
 
 
+def test_a_persons_purge_receipt_counts_the_team_memories_they_wrote_apart_and_keeps_them(
+    database: str, run: Run, tmp_path: Path
+) -> None:
+    alice, bob = User(), User()
+    _fill(database, alice, 3)
+    team = [
+        {"scope": "org", "org_id": alice.organization_id, "author": author, "content": f"team note {n}"}
+        for n, author in enumerate([alice.user_id, alice.user_id, bob.user_id])
+    ]
+    lines = tmp_path / "team.jsonl"
+    lines.write_text("".join(json.dumps(line) + "\n" for line in team))
+    assert run("import", str(lines), "--db", database).status == 0
+
+    dry = run("purge", "--db", database, "--user", alice.user_id, "--dry-run")
+    done = run("purge", "--db", database, "--user", alice.user_id)
+    exported = run("export", "--db", database, "--org", alice.organization_id)
+
+    assert done.status == 0, done.err
+    assert json.loads(dry.out)["kept"] == json.loads(done.out)["kept"] == {"team_memories": 2}
+    assert json.loads(done.out)["removed"]["memories"] == 3
+    assert sorted(json.loads(line)["author"] for line in exported.out.splitlines()) == sorted(
+        [alice.user_id, alice.user_id, bob.user_id]
+    )
+    organization = run("purge", "--db", database, "--org", alice.organization_id)
+    assert json.loads(organization.out)["kept"] == {"team_memories": 0}
+    assert json.loads(organization.out)["removed"]["memories"] == 3
+    assert run("export", "--db", database, "--org", alice.organization_id).out == ""
+
+
 def test_purge_prints_the_receipt_and_writes_it_once(database: str, run: Run, tmp_path: Path) -> None:
     alice, bob = User(), User()
     _fill(database, alice, 30)

@@ -194,7 +194,10 @@ OPENS_DATABASE = "every command that opens the database"
 
 _SERVE_AND_MCP = ("serve", "mcp")
 _SEARCH = "search: lexical BM25, or hybrid: BM25 fused with a local embedding model"
-_RATE_LIMITS = "rate limits: per user (and optionally per token), per operation; see docs/operations.md#rate-limits"
+_RATE_LIMITS = (
+    "rate limits: per user (and optionally per token or organization), per operation; "
+    "see docs/operations.md#rate-limits"
+)
 _OAUTH = "OAuth: an identity provider's access tokens beside the built-in tokens; docs/auth.md"
 _PANEL = "panel sign-in: with the identity provider (OpenID Connect, authorization code + PKCE; docs/auth.md)"
 _ISSUER = "https://login.example.com"

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
+from memorybank_core.banks import ORG_SCOPES
 from memorybank_core.errors import InvalidInputError, MemoryBankError
 from memorybank_core.ports import Principal, RateLimiter
 from memorybank_core.rate_windows import UNITS, RateLimit, WindowState
@@ -40,6 +41,9 @@ DEFAULT_USER_LIMITS: Mapping[Operation, RateLimit] = {
 PER_TOKEN_RULE = "token."  # noqa: S105 - a rule prefix, not a secret
 """A rule for one credential rather than the whole user starts with this (`token.search=30/minute`)."""
 
+PER_ORG_RULE = "org."
+"""A rule for a whole organization (every request of its team bank's members, in either bank) starts with this."""
+
 OFF = "off"
 
 
@@ -49,10 +53,13 @@ class RateLimitPolicy:
 
     per_user: Mapping[Operation, RateLimit] = attrs.field(factory=lambda: dict(DEFAULT_USER_LIMITS))
     per_token: Mapping[Operation, RateLimit] = attrs.field(factory=dict)
+    per_org: Mapping[Operation, RateLimit] = attrs.field(factory=dict)
+    """One budget per organization, shared by all its members' requests (both banks); none unless configured."""
 
     @classmethod
     def from_rules(cls, rules: Sequence[str]) -> RateLimitPolicy:
-        """The defaults changed by rules like `search=300/minute`, `token.save=10/minute`, `*=off`.
+        """The defaults changed by rules like `search=300/minute`, `token.save=10/minute`, `org.save=600/minute`,
+        `*=off`.
 
         `*` names every operation; `off` removes the limit. Later rules win.
 
@@ -61,12 +68,15 @@ class RateLimitPolicy:
         """
         per_user = dict(DEFAULT_USER_LIMITS)
         per_token: dict[Operation, RateLimit] = {}
+        per_org: dict[Operation, RateLimit] = {}
         for rule in rules:
             name, equals, value = rule.partition("=")
             name, value = name.strip(), value.strip()
             table = per_user
             if name.startswith(PER_TOKEN_RULE):
                 table, name = per_token, name.removeprefix(PER_TOKEN_RULE)
+            elif name.startswith(PER_ORG_RULE):
+                table, name = per_org, name.removeprefix(PER_ORG_RULE)
             if not equals:
                 raise InvalidInputError("rate_limit", f"must be OPERATION=LIMIT (e.g. search=120/minute), not {rule!r}")
             operations = _operations(name, rule)
@@ -76,13 +86,14 @@ class RateLimitPolicy:
                     table.pop(operation, None)
                 else:
                     table[operation] = limit
-        return cls(per_user=per_user, per_token=per_token)
+        return cls(per_user=per_user, per_token=per_token, per_org=per_org)
 
     def describe(self) -> list[str]:
         """The policy as rules `from_rules` reads back (an operation without a user limit is `off`)."""
         user = [f"{op}={_spelled(self.per_user[op])}" if op in self.per_user else f"{op}={OFF}" for op in Operation]
         token = [f"{PER_TOKEN_RULE}{op}={_spelled(limit)}" for op, limit in self.per_token.items()]
-        return user + token
+        org = [f"{PER_ORG_RULE}{op}={_spelled(limit)}" for op, limit in self.per_org.items()]
+        return user + token + org
 
 
 def _spelled(limit: RateLimit) -> str:
@@ -101,7 +112,8 @@ def _operations(name: str, rule: str) -> tuple[Operation, ...]:
         known = ", ".join(op.value for op in Operation)
         raise InvalidInputError(
             "rate_limit",
-            f"must be OPERATION=LIMIT with OPERATION one of {known}, * or token.<one of them>; not {rule!r}",
+            f"must be OPERATION=LIMIT with OPERATION one of {known}, *, token.<one of them> or org.<one of them>; "
+            f"not {rule!r}",
         ) from None
 
 
@@ -153,16 +165,28 @@ class RateLimits:
         user_limit = self.policy.per_user.get(operation)
         if user_limit is not None:
             found.append((rate_limit_key(operation, user_id=principal.user_id), user_limit))
+        # An organization's budget counts its team bank's members: credentials holding an org scope. Others (an
+        # issuer's tokens without the organization claim, whose organization may be one the whole issuer shares)
+        # never spend it, so no issuer-wide organization becomes one budget anyone can exhaust for everyone.
+        org_limit = self.policy.per_org.get(operation)
+        organization = getattr(principal, "organization_id", None)
+        member = bool(ORG_SCOPES & frozenset(principal.scopes))
+        if org_limit is not None and member and isinstance(organization, str) and organization:
+            found.append((rate_limit_key(operation, org_id=organization), org_limit))
         return found
 
 
-def rate_limit_key(operation: Operation, *, user_id: str | None = None, credential_id: str | None = None) -> str:
-    """The counter's name: `save:u:<user id>` or `save:t:<sha256 of the credential id>`.
+def rate_limit_key(
+    operation: Operation, *, user_id: str | None = None, credential_id: str | None = None, org_id: str | None = None
+) -> str:
+    """The counter's name: `save:u:<user id>`, `save:t:<sha256 of the credential id>` or `save:o:<org id>`.
 
     A credential id is hashed so a key names no credential, even one whose id would be sensitive
-    in a host's scheme. The `u`/`t` marker sits at a fixed position, so no user id, however
-    spelled, can name a credential's counter.
+    in a host's scheme. The `u`/`t`/`o` marker sits at a fixed position, so no user id, however
+    spelled, can name a credential's or an organization's counter.
     """
+    if org_id is not None:
+        return f"{operation}:o:{org_id}"
     if credential_id is not None:
         return f"{operation}:t:{hashlib.sha256(credential_id.encode('utf-8', 'surrogatepass')).hexdigest()}"
     if user_id is None:

@@ -16,15 +16,17 @@ from memorybank_core import (
     TokenPrincipal,
 )
 from memorybank_core.ids import ORGANIZATION_PREFIX, TOKEN_PREFIX, USER_PREFIX, new_id
-from memorybank_core.rate_limits import DEFAULT_USER_LIMITS
+from memorybank_core.rate_limits import DEFAULT_USER_LIMITS, rate_limit_key
 from memorybank_core.rate_windows import WindowState
 
 
-def _principal(user_id: str | None = None, credential_id: str | None = None) -> TokenPrincipal:
+def _principal(
+    user_id: str | None = None, credential_id: str | None = None, *, org_id: str | None = None
+) -> TokenPrincipal:
     return TokenPrincipal(
         user_id=user_id or new_id(USER_PREFIX),
-        organization_id=new_id(ORGANIZATION_PREFIX),
-        scopes=frozenset({"mcp:read"}),
+        organization_id=org_id or new_id(ORGANIZATION_PREFIX),
+        scopes=frozenset({"mcp:read", "org:read"} if org_id else {"mcp:read"}),
         credential_id=credential_id,
     )
 
@@ -73,6 +75,18 @@ def test_without_rules_every_operation_has_the_documented_default_and_tokens_non
     assert policy.per_user == DEFAULT_USER_LIMITS
     assert set(policy.per_user) == set(Operation)
     assert policy.per_token == {}
+    assert policy.per_org == {}
+
+
+@pytest.mark.parametrize(
+    "rule",
+    ["org.=1/minute", "org.find=1/minute", "org.save=lots", "org.token.save=1/minute", "token.org.save=1/second"],
+)
+def test_a_malformed_organization_rule_is_refused_with_its_field(rule: str) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        RateLimitPolicy.from_rules([rule])
+
+    assert raised.value.problems[0].path == "rate_limit"
 
 
 @pytest.mark.parametrize("rule", ["search", "find=10/minute", "token.=1/second", "search=lots", "=1/minute"])
@@ -161,3 +175,47 @@ def test_no_limit_for_an_operation_means_no_check() -> None:
     limits = RateLimits(limiter=LimitsRateLimiter(), policy=RateLimitPolicy.from_rules(["delete=off"]))
 
     assert limits.admit(_principal(), Operation.DELETE) is None
+
+
+def test_an_organization_limit_is_one_budget_for_all_its_members_and_no_other_organizations() -> None:
+    policy = RateLimitPolicy.from_rules(["save=100/minute", "org.save=3/minute", "org.list=off"])
+    limits = RateLimits(limiter=LimitsRateLimiter(), policy=policy)
+    acme, globex = new_id(ORGANIZATION_PREFIX), new_id(ORGANIZATION_PREFIX)
+    ann, amy, cat = _principal(org_id=acme), _principal(org_id=acme), _principal(org_id=globex)
+    limits.admit(ann, Operation.SAVE)
+    limits.admit(amy, Operation.SAVE)
+    last = limits.admit(ann, Operation.SAVE)
+
+    with pytest.raises(RateLimitedError) as refused:
+        limits.admit(amy, Operation.SAVE)
+    other = limits.admit(cat, Operation.SAVE)
+
+    assert last is not None
+    assert (last.limit, last.remaining) == (3, 0)  # the organization's window is the tighter one
+    assert refused.value.rate_limit == RateLimit(3, 60)
+    assert other is not None
+    assert (other.limit, other.remaining) == (3, 2)  # another organization's budget is its own
+    assert limits.admit(amy, Operation.LIST) is not None  # list has a user limit only
+    assert policy.per_org == {Operation.SAVE: RateLimit(3, 60)}
+    assert RateLimitPolicy.from_rules(policy.describe()) == policy
+
+
+def test_an_organization_counter_cannot_be_named_by_a_user_id() -> None:
+    org_id = new_id(ORGANIZATION_PREFIX)
+
+    assert rate_limit_key(Operation.SAVE, org_id=org_id) == f"save:o:{org_id}"
+    assert rate_limit_key(Operation.SAVE, user_id=f"o:{org_id}") != rate_limit_key(Operation.SAVE, org_id=org_id)
+
+
+def test_a_credential_without_an_org_scope_never_spends_its_organizations_budget() -> None:
+    limits = RateLimits(limiter=LimitsRateLimiter(), policy=RateLimitPolicy.from_rules(["org.search=1/minute"]))
+    acme = new_id(ORGANIZATION_PREFIX)
+    outsider = TokenPrincipal(user_id=new_id(USER_PREFIX), organization_id=acme, scopes=frozenset({"mcp:read"}))
+    member = _principal(org_id=acme)
+
+    states = [limits.admit(outsider, Operation.SEARCH) for _ in range(3)]
+    state = limits.admit(member, Operation.SEARCH)
+
+    assert [s.limit for s in states if s is not None] == [120, 120, 120]  # its user budget only
+    assert state is not None
+    assert (state.limit, state.remaining) == (1, 0)

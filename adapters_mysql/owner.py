@@ -84,6 +84,12 @@ def vectors_after(owner: str, memory_id: str) -> sa.ColumnElement[bool]:
     return sa.or_(memory_vector.c.user_id > owner, sa.and_(owned_vectors(owner), memory_vector.c.memory_id > memory_id))
 
 
+def team_memories_by(author: str | sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
+    """`memory.scope = 'org' AND memory.author_id = :author`: the team-bank memories one person wrote, in every
+    organization's bank (what a person's purge keeps and counts; never a predicate a read of memories uses)."""
+    return sa.and_(memory.c.scope == Scope.ORG.value, memory.c.author_id == author)
+
+
 def organization_memories(org: str | sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
     """`memory.org_id = :org AND memory.scope = 'user'`: the personal memories saved under an organization."""
     return sa.and_(memory.c.org_id == org, personal_memories())

@@ -18,7 +18,7 @@ import attrs
 import sqlalchemy as sa
 
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.owner import memory_row, organization_memories, owned_memories, owned_vectors
+from adapters_mysql.owner import memory_row, organization_memories, owned_memories, owned_vectors, team_memories_by
 from adapters_mysql.schema import (
     api_token,
     memory,
@@ -32,7 +32,7 @@ from adapters_mysql.sqlite_search import purge_rewritten_text
 from adapters_mysql.token_store import count_revocation
 from adapters_mysql.unit_of_work import reading, writing
 from adapters_mysql.usage import forget_usage
-from memorybank_core import MemoryBankError, Scope, limits, org_bank_owner
+from memorybank_core import MemoryBankError, limits, org_bank_owner
 from memorybank_core.offboarding import (
     PurgeCounts,
     PurgeRun,
@@ -145,11 +145,7 @@ class SqlPurgeStore(PurgeStore):
 
     def team_memories_written_by(self, *, user_id: str) -> int:
         # A count across the team banks, read once per purge receipt; no id or value of a memory leaves it.
-        query = (
-            sa.select(sa.func.count())
-            .select_from(memory)
-            .where(memory.c.scope == Scope.ORG, memory.c.author_id == _bound(user_id, "user"))
-        )
+        query = sa.select(sa.func.count()).select_from(memory).where(team_memories_by(_bound(user_id, "user")))
         with unavailable_on_driver_error("purge"), reading(self._engine) as connection:
             return int(connection.execute(query).scalar_one())
 

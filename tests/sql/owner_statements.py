@@ -125,6 +125,9 @@ def check_every_statement_carries_one_owner(storage: SqlStorage, statements: lis
 
 #: The one statement of a purge that reads across owners: the organization purge's walk of the users
 #: who saved under it (ids only). Every statement it leads to is bound to one of those users.
+_AUTHORED_COUNT = re.compile(
+    r"^SELECT count\(\*\) AS count_1\s+FROM memory\s+WHERE memory\.scope = (%s|\?) AND memory\.author_id = (%s|\?)$"
+)
 _ORGANIZATION_WALK = re.compile(r"^SELECT DISTINCT memory\.user_id\s+FROM memory\s+WHERE memory\.org_id = (%s|\?)")
 
 
@@ -161,6 +164,10 @@ def check_purge_statements_carry_one_owner(storage: SqlStorage, statements: list
             assert not statement.binds(bystander.user_id), statement.sql
             if _ORGANIZATION_WALK.match(statement.sql):
                 assert statement.binds(organization), statement.sql
+                continue
+            if _AUTHORED_COUNT.match(statement.sql):
+                # The receipt's count of the team memories a purged person wrote: a count, bound to that person.
+                assert statement.binds(carol.user_id), statement.sql
                 continue
             bound = [owner for owner in owners if statement.binds(owner)]
             assert len(bound) == 1, f"binds no single owner: {statement.sql}"

@@ -35,7 +35,6 @@ from memorybank_core import (
     InMemoryTokenStore,
     InvalidInputError,
     Memory,
-    MemoryBank,
     MemoryStore,
     NoUnitOfWork,
     PanelSessionStore,
@@ -275,8 +274,8 @@ def team_line(org: str | None = ORG, **fields: object) -> str:
 def test_a_team_banks_export_imports_back_with_its_authors_into_its_organizations_bank_only() -> None:
     member = User(scopes=frozenset({READ_SCOPE, WRITE_SCOPE, ORG_READ_SCOPE, ORG_WRITE_SCOPE}))
     colleague = attrs.evolve(member, user_id=new_user())
-    source = InMemoryStore()
-    bank = MemoryBank(store=source, search_engine=InMemorySearch(source, OwnerIndexer()))
+    ports = InMemoryStorage()
+    source, bank = ports.store, bootstrap.build(ports=ports).services.bank
     bank.save(member, JsonValue({"content": "The staging database lives in eu-west-1", "bankScope": "org"}))
     edited = bank.save(colleague, JsonValue({"content": "Deploys freeze on Fridays", "bankScope": "org"}))
     bank.edit(
@@ -289,7 +288,8 @@ def test_a_team_banks_export_imports_back_with_its_authors_into_its_organization
     out = io.StringIO()
 
     count = export_org(source, member.organization_id, out)
-    target = InMemoryStore()
+    target_ports = InMemoryStorage()
+    target = target_ports.store
     report = import_lines(io.StringIO(out.getvalue()), target, now=lambda: NOW)
     again = io.StringIO()
     export_org(target, member.organization_id, again)
@@ -302,7 +302,7 @@ def test_a_team_banks_export_imports_back_with_its_authors_into_its_organization
         ("org", member.user_id, org_bank_owner(member.organization_id)),
     ]
     assert [len(line["revisions"]) for line in lines] == [1, 0]
-    moved = MemoryBank(store=target, search_engine=InMemorySearch(target, OwnerIndexer()))
+    moved = bootstrap.build(ports=target_ports).services.bank
     assert [(m.content, m.author) for m in moved.list(member, bank="org").memories] == [
         ("Deploys freeze on Thursdays", colleague.user_id),
         ("The staging database lives in eu-west-1", member.user_id),

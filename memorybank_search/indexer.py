@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import re
 from collections.abc import Iterable
 
@@ -128,11 +129,14 @@ class OwnerIndexer:
         no query finds it (it stays readable by id), on every engine alike."""
         if memory.retired:
             return SearchDocument(search_terms="", doc_length=0, search_version=SEARCH_VERSION)
-        terms = [term for field in search_fields(memory) for term in self.analyzer.document_terms(field)]
+        terms = list(itertools.chain.from_iterable(map(self.analyzer.document_terms, search_fields(memory))))
         if self.blind_index is None:
+            # Each distinct term is encoded once; the tokens in order are then dictionary look-ups in C (`map`): a
+            # save at the bounds can hold 270,000 terms (CJK text) of a few hundred distinct ones.
             tag = owner_tag(memory.user_id)
-            tokens = [tag + _term_suffix(term) for term in terms]
-            return SearchDocument(search_terms=" ".join(tokens), doc_length=len(tokens), search_version=SEARCH_VERSION)
+            encoded = {term: tag + _term_suffix(term) for term in dict.fromkeys(terms)}
+            search_terms = " ".join(map(encoded.__getitem__, terms))
+            return SearchDocument(search_terms=search_terms, doc_length=len(terms), search_version=SEARCH_VERSION)
         # Blind tokens in the index's stored form: sorted, so the row does not keep the words' order.
         search_terms = self.blind_index.document_terms(memory.user_id, terms)
         return SearchDocument(search_terms=search_terms, doc_length=len(terms), search_version=SEARCH_VERSION)

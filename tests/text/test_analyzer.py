@@ -209,7 +209,12 @@ def test_the_python_work_of_a_text_grows_with_its_distinct_words_not_its_length(
     # found (`_item_terms`) is the same for a text and one twice its size.
     calls: list[str] = []
     expand = analyzer_module._item_terms
-    monkeypatch.setattr(analyzer_module, "_item_terms", lambda item: calls.append(item) or expand(item))
+
+    def counted(item: str) -> tuple[str, ...]:
+        calls.append(item)
+        return expand(item)
+
+    monkeypatch.setattr(analyzer_module, "_item_terms", counted)
     half, whole = ((unit * size)[:size] for size in (4000, 8000))
 
     analyzer.document_terms(half)

@@ -47,12 +47,20 @@ _PLAIN = re.compile(r"[0-9a-z]+")
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
+#: Every two base-36 digits, in order of their value: a token's hash is written two digits a step.
+_PAIRS = [high + low for high in _DIGITS for low in _DIGITS]
+
+
 def _base36(number: int, width: int) -> str:
-    digits = []
-    for _ in range(width):
-        number, digit = divmod(number, 36)
-        digits.append(_DIGITS[digit])
-    return "".join(reversed(digits))
+    """The low `width` base-36 digits of `number`, most significant first."""
+    # Two digits a division: a save of CJK text can hash tens of thousands of distinct bigrams.
+    chunks = []
+    for _ in range(width // 2):
+        number, pair = divmod(number, 36 * 36)
+        chunks.append(_PAIRS[pair])
+    if width % 2:
+        chunks.append(_DIGITS[number % 36])
+    return "".join(reversed(chunks))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -194,39 +194,41 @@ def _fold_accents(text: str) -> str:
     # characters 17 ms for marks it did not have).
     decomposed = unicodedata.normalize("NFD", text)
     marks = _marks()
-    present = set(marks.basic.findall(decomposed))
+    beyond = ""
     if marks.beyond_basic.search(decomposed):
-        # Marks outside the Basic Multilingual Plane (rare): looked for among those characters only.
-        present.update(c for c in set(marks.beyond_basic.findall(decomposed)) if unicodedata.combining(c))
-    if present:
-        decomposed = _marks_after_foldable("".join(sorted(present))).sub("", decomposed)
+        # Marks outside the Basic Multilingual Plane are rare: looked for among those characters only, and a pattern
+        # made for the few found (a class of all of them is a list the regex engine walks for every character).
+        found = {character for character in marks.beyond_basic.findall(decomposed) if unicodedata.combining(character)}
+        beyond = "".join(sorted(found))
+    if beyond:
+        decomposed = _marks_after_foldable(beyond).sub("", decomposed)
+    elif marks.basic.search(decomposed):
+        decomposed = marks.after_foldable.sub("", decomposed)
     return unicodedata.normalize("NFC", decomposed)
 
 
 class _Marks(NamedTuple):
     #: A combining character (canonical combining class other than 0) of the Basic Multilingual Plane.
     basic: re.Pattern[str]
-    #: A character beyond it, where a regex class of every mark would be slow (a list, not a bitmap).
+    #: A character beyond that plane.
     beyond_basic: re.Pattern[str]
+    #: A run of the first plane's marks right after a letter whose marks fold away: removed by `sub("")`.
+    after_foldable: re.Pattern[str]
+    #: The parts of `after_foldable`: its look-behind's class, and its marks.
+    bases: str
+    marks: str
 
 
 @functools.cache
 def _marks() -> _Marks:
-    """The combining characters of this Python's Unicode database below U+10000, read once (about 30 ms, on the
-    first text that is not ASCII)."""
-    marks = "".join(re.escape(character) for character in map(chr, range(0x10000)) if unicodedata.combining(character))
-    return _Marks(re.compile(f"[{marks}]"), re.compile("[\U00010000-\U0010ffff]"))
+    """The combining characters of this Python's Unicode database below U+10000 and the patterns made of them, read
+    once (about 5 ms, on the first text that is not ASCII).
 
-
-@functools.lru_cache(maxsize=256)
-def _marks_after_foldable(marks: str) -> re.Pattern[str]:
-    """A run of `marks` right after a letter of a script whose marks fold away (removed by `sub("")`).
-
-    That letter is a character of those scripts' ranges that is not itself one of `marks` (U+0300-U+036F are marks
-    inside them): a mark never decides what happens to the marks after it, as in the per-character loop this
-    replaces.
+    A letter whose marks fold away is a character of those scripts' ranges that is not itself a mark (U+0300-U+036F
+    are marks inside them): a mark never decides what happens to the marks after it, as in the per-character loop
+    this replaces.
     """
-    codes = sorted(map(ord, marks))
+    codes = [code for code in range(0x10000) if unicodedata.combining(chr(code))]
     bases: list[str] = []
     for low, high in _FOLDABLE_RANGES:
         start = low
@@ -236,7 +238,22 @@ def _marks_after_foldable(marks: str) -> re.Pattern[str]:
             start = code + 1
         if start <= high:
             bases.append(_class_range(start, high))
-    return re.compile(f"(?<=[{''.join(bases)}])[{re.escape(marks)}]+")
+    marks = "".join(re.escape(chr(code)) for code in codes)
+    return _Marks(
+        basic=re.compile(f"[{marks}]"),
+        beyond_basic=re.compile("[\U00010000-\U0010ffff]"),
+        after_foldable=re.compile(f"(?<=[{''.join(bases)}])[{marks}]+"),
+        bases="".join(bases),
+        marks=marks,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _marks_after_foldable(beyond: str) -> re.Pattern[str]:
+    """`_Marks.after_foldable` for a text that also holds the marks `beyond` the first plane (never themselves
+    letters of the folded scripts, whose ranges lie inside it)."""
+    marks = _marks()
+    return re.compile(f"(?<=[{marks.bases}])(?:[{marks.marks}]|[{re.escape(beyond)}])+")
 
 
 def _class_range(low: int, high: int) -> str:

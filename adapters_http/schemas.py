@@ -139,6 +139,14 @@ EDIT_REQUEST: JsonSchema = {
             ),
         },
     },
+    # "At least one" said in the schema too, so a client that validates before sending (and a fuzzer) knows `{}`
+    # and `{"revision": 3}` change nothing (400). A null is a field not given.
+    "anyOf": [
+        {"required": ["content"], "properties": {"content": {"type": "string"}}},
+        {"required": ["tags"], "properties": {"tags": {"type": "array"}}},
+        {"required": ["contexts"], "properties": {"contexts": {"type": "array"}}},
+        {"required": ["retired"], "properties": {"retired": {"const": False}}},
+    ],
 }
 
 CITATION: JsonSchema = {

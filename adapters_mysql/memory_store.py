@@ -34,6 +34,7 @@ from memorybank_core import (
     NotFoundError,
     Quota,
     RevisionConflictError,
+    RevisionEraser,
     UnavailableError,
     Usage,
     charged_characters,
@@ -140,7 +141,7 @@ _CONTEXT_INSERT = CompiledInsert(memory_context)
 _VECTOR_INSERT = CompiledInsert(memory_vector)
 
 
-class SqlMemoryStore(MemoryStore):
+class SqlMemoryStore(MemoryStore, RevisionEraser):
     """The `MemoryStore` port over SQLAlchemy Core; see `adapters_mysql.open_storage`.
 
     Every write also stores the memory's owner-scoped search document (`indexer`), in the
@@ -281,6 +282,18 @@ class SqlMemoryStore(MemoryStore):
                 _log.warning("revision %s of memory %s does not open (%s): left out", row.revision, memory_id, error)
         return kept
 
+    def drop_revisions(self, *, user_id: str, memory_id: str, revisions: Sequence[int]) -> None:
+        if not revisions:
+            return
+        with unavailable_on_driver_error("drop revisions"), writing(self._engine) as connection:
+            connection.execute(
+                memory_revision.delete().where(
+                    memory_revision.c.user_id == user_id,
+                    memory_revision.c.memory_id == memory_id,
+                    memory_revision.c.revision.in_(sorted(set(revisions))),
+                )
+            )
+
     def add_many(self, memories: Sequence[Memory], revisions: Sequence[Memory] = ()) -> None:
         """Store memories of any owners, with their contexts and `revisions` (earlier versions of them, kept as
         revisions), in one transaction: all or none.
@@ -321,8 +334,10 @@ class SqlMemoryStore(MemoryStore):
             connection.execute(memory_vector.insert(), vectors)
 
     def _vector_rows(self, memories: Sequence[Memory]) -> list[dict[str, Any]]:
-        """The `memory_vector` rows of `memories` (none without an embedder)."""
-        if self.embedder is None:
+        """The `memory_vector` rows of `memories` (none without an embedder, none for a retired memory: an
+        imported one has nothing to be found by, as one a save retires)."""
+        memories = [memory for memory in memories if not memory.retired]
+        if self.embedder is None or not memories:
             return []
         model = self.embedder.model_id
         embeddings = self.embedder.embed([embedding_text(memory) for memory in memories])

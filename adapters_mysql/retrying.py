@@ -50,6 +50,7 @@ from memorybank_core import (
     MemoryChange,
     MemoryStore,
     Quota,
+    RevisionEraser,
     SearchEngine,
     SearchHit,
     SubjectKind,
@@ -115,7 +116,7 @@ def retrying(operation: str, attempt: Callable[[bool], T], *, pauses: Sequence[f
     raise AssertionError("unreachable: the last pause is None")  # pragma: no cover
 
 
-class ResilientMemoryStore(MemoryStore):
+class ResilientMemoryStore(MemoryStore, RevisionEraser):
     """A `MemoryStore` whose operations are retried as the module describes."""
 
     def __init__(self, store: SqlMemoryStore) -> None:
@@ -180,6 +181,13 @@ class ResilientMemoryStore(MemoryStore):
     def usage(self, *, user_id: str) -> Usage:
         return retrying("usage", lambda _unknown: self.inner.usage(user_id=user_id))
 
+    def drop_revisions(self, *, user_id: str, memory_id: str, revisions: Sequence[int]) -> None:
+        # Deleting what is already gone changes nothing: a repeat after an unknown outcome is safe.
+        retrying(
+            "drop revisions",
+            lambda _unknown: self.inner.drop_revisions(user_id=user_id, memory_id=memory_id, revisions=revisions),
+        )
+
     def add_many(self, memories: Sequence[Memory], revisions: Sequence[Memory] = ()) -> None:
         """Bulk import, not retried: a rerun of the import reports the lines already stored."""
         self.inner.add_many(memories, revisions)
@@ -199,6 +207,12 @@ class ResilientSearch(SearchEngine):
 
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
         return retrying("search", lambda _unknown: self.inner.search(user_id=user_id, query=query, limit=limit))
+
+    def search_like(self, *, user_id: str, memory_id: str, query: str, limit: int) -> Sequence[SearchHit]:
+        return retrying(
+            "search",
+            lambda _unknown: self.inner.search_like(user_id=user_id, memory_id=memory_id, query=query, limit=limit),
+        )
 
 
 class ResilientControlStore(ControlStore):

@@ -2,7 +2,7 @@
 
     python -m benchmarks.similar [--lexical-only]
 
-The labelled set is benchmarks/update_pairs.json: 120 pairs of an old fact and the memory that replaces it
+The labelled set is tests/evals/update_pairs.json: 120 pairs of an old fact and the memory that replaces it
 (a person moved, changed teams, renamed a service: 30 topics, 4 people), and 60 unrelated facts. Each
 person's bank holds their 30 old facts and 30 of the unrelated ones; then each of their new facts is saved
 (and deleted again) and `MemoryBank.similar` is asked, and so is each of the other 30 unrelated facts, which
@@ -34,7 +34,8 @@ from memorybank_core.use_cases import SIMILAR_MIN_SHARE
 from memorybank_search.hybrid import HybridSearch
 from memorybank_testing import InMemoryFactory
 
-PAIRS = Path(__file__).with_name("update_pairs.json")
+#: The labelled set ships with the tests (issue 29), which check docs/search.md's figures against it.
+PAIRS = Path(__file__).resolve().parents[1] / "tests" / "evals" / "update_pairs.json"
 #: Shares of the new memory's own score; hybrid's logistic scores need the ones near 1.
 THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.9, 0.95, 0.96, 0.97, 0.98)
 #: Unrelated facts that fill each bank; the rest are saved as new facts that replace nothing.

@@ -341,7 +341,7 @@ def build(
     }
     if store is not None and not isinstance(store, InMemoryStore):
         # The operator's ports were the replaced store's: a store given brings its own, or none.
-        given.update(bulk_writer=None, memory_owners=None)
+        given.update(bulk_writer=None, memory_owners=None, revision_eraser=None)
     serving_checks = None
     if serving:
         oauth = choose_oauth(settings.oauth, host=settings.http.host, port=settings.http.port)

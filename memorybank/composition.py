@@ -53,6 +53,7 @@ from memorybank_core import (
     Principal,
     RateLimitPolicy,
     RateLimits,
+    RevisionEraser,
     Sealer,
     SearchEngine,
     SecretScreen,
@@ -197,8 +198,8 @@ class Ports:
     """The storage ports the use cases run on: a database's (`of_database`), the core's in-memory ones
     (`in_memory`), or a host's or a test's own (`of`). `attrs.evolve(ports, store=…)` swaps one.
 
-    Besides the six of `memorybank_core.StoragePorts`, the operator's: `bulk_writer` (`memorybank import`) and
-    `memory_owners` (`memorybank secrets scan`), None where the storage has none.
+    Besides the six of `memorybank_core.StoragePorts`, the operator's: `bulk_writer` (`memorybank import`),
+    `memory_owners` and `revision_eraser` (`memorybank secrets scan`), None where the storage has none.
     """
 
     store: MemoryStore
@@ -209,6 +210,7 @@ class Ports:
     unit_of_work: UnitOfWork
     bulk_writer: BulkMemoryWriter | None = None
     memory_owners: MemoryOwners | None = None
+    revision_eraser: RevisionEraser | None = None
 
     @classmethod
     def of(cls, storage: StoragePorts) -> Ports:
@@ -226,7 +228,9 @@ class Ports:
     def of_database(cls, storage: SqlStorage) -> Ports:
         """The SQL database's ports, the operator's included (each retried after a lost connection,
         `adapters_mysql.retrying`)."""
-        return attrs.evolve(cls.of(storage), bulk_writer=storage.store, memory_owners=storage)
+        return attrs.evolve(
+            cls.of(storage), bulk_writer=storage.store, memory_owners=storage, revision_eraser=storage.store
+        )
 
     @classmethod
     def in_memory(
@@ -249,6 +253,7 @@ class Ports:
             unit_of_work=NoUnitOfWork(),
             bulk_writer=memories,
             memory_owners=memories,
+            revision_eraser=memories,
         )
 
     def writer(self) -> BulkMemoryWriter:
@@ -270,6 +275,16 @@ class Ports:
         if self.memory_owners is None:
             raise RuntimeError("these storage ports cannot list the owners of memories (memorybank secrets scan)")
         return self.memory_owners
+
+    def eraser(self) -> RevisionEraser:
+        """`revision_eraser`, for `memorybank secrets scan --drop-revisions`.
+
+        Raises:
+            RuntimeError: this storage cannot delete single kept versions.
+        """
+        if self.revision_eraser is None:
+            raise RuntimeError("these storage ports cannot delete kept versions (memorybank secrets scan)")
+        return self.revision_eraser
 
 
 @attrs.frozen(kw_only=True)

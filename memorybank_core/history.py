@@ -11,7 +11,8 @@ from memorybank_core.ports import MemoryStore
 
 
 def with_history(store: MemoryStore, *, user_id: str, memories: Sequence[Memory]) -> list[ExportedMemory]:
-    """Each of the owner's `memories` with every earlier version the store keeps, newest first (a read each).
+    """Each of the owner's `memories` with every earlier version the store keeps, newest first (a read each, for
+    the memories changed since their first version: one still at revision 1 has no earlier one).
 
     Raises:
         UnavailableError: storage cannot be reached.
@@ -21,7 +22,9 @@ def with_history(store: MemoryStore, *, user_id: str, memories: Sequence[Memory]
             memory=memory,
             revisions=tuple(
                 store.revisions(user_id=user_id, memory_id=memory.id, limit=limits.REVISIONS_KEPT.max, before=None)
-            ),
+            )
+            if memory.revision > 1
+            else (),
         )
         for memory in memories
     ]

@@ -38,11 +38,12 @@ from memorybank_core.ports import (
     MemoryOwners,
     MemoryStore,
     PanelSessionStore,
+    RevisionEraser,
     TokenStore,
 )
 
 
-class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners):
+class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners, RevisionEraser):
     """Memories in a dict per owner, each memory's kept revisions in another."""
 
     def __init__(self) -> None:
@@ -109,6 +110,13 @@ class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners):
             kept = list(self._revisions.get(user_id, {}).get(memory_id, ()))
         newest_first = [m for m in reversed(kept) if before is None or m.revision < before]
         return newest_first[:limit]
+
+    def drop_revisions(self, *, user_id: str, memory_id: str, revisions: Sequence[int]) -> None:
+        dropped = set(revisions)
+        with self._lock:
+            kept = self._revisions.get(user_id, {}).get(memory_id)
+            if kept is not None:
+                kept[:] = [version for version in kept if version.revision not in dropped]
 
     def usage(self, *, user_id: str) -> Usage:
         with self._lock:

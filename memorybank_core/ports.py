@@ -165,6 +165,20 @@ class BulkMemoryWriter(Protocol):
         """
 
 
+class RevisionEraser(Protocol):
+    """Deletes single kept earlier versions of a memory: the operator's remedy for a credential an edit took out of
+    a memory while its history still holds it (`memorybank secrets scan --drop-revisions`)."""
+
+    @abstractmethod
+    def drop_revisions(self, *, user_id: str, memory_id: str, revisions: Sequence[int]) -> None:
+        """Delete the owner's kept versions numbered `revisions` of `memory_id`, atomically; the memory as it is
+        now, its other versions and every other owner's rows stay untouched. Numbers not kept are no error.
+
+        Raises:
+            UnavailableError: storage cannot be reached; nothing was deleted.
+        """
+
+
 class MemoryOwners(Protocol):
     """Who stores memories: the one read across owners, ids only, for operator walks (`memorybank secrets scan`)."""
 
@@ -186,6 +200,16 @@ class SearchEngine(Protocol):
 
         Scores are positive, higher is more relevant. No match is an empty sequence.
         """
+
+    def search_like(self, *, user_id: str, memory_id: str, query: str, limit: int) -> Sequence[SearchHit]:
+        """`search` for `query`, the words of the owner's stored memory `memory_id` (a save's `similar`).
+
+        An engine that keeps something computed from that memory may use it in place of the query's own
+        (hybrid search: the vector the save embedded, so a save embeds its text once). By default, `search`:
+        an engine need not implement it.
+        """
+        del memory_id  # for the engines that override this
+        return self.search(user_id=user_id, query=query, limit=limit)
 
 
 @attrs.frozen(kw_only=True)

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
+import attrs
+
 from memorybank_core.entities import Memory
 from memorybank_core.errors import ScreenBudgetExceededError, SecretDetectedError, SecretProblem
+from memorybank_core.history import with_history
 from memorybank_core.ports import ListPosition, MemoryStore, ScreenBudget, SecretFinding, SecretScreen
 from memorybank_core.requests import EditRequest, SaveRequest
 
@@ -131,12 +134,23 @@ def secrets_in_memory(screen: SecretScreen, memory: Memory) -> tuple[SecretProbl
 SCAN_PAGE_SIZE = 100
 
 
-def scan_owner(
-    store: MemoryStore, screen: SecretScreen, *, user_id: str
-) -> Iterator[tuple[Memory, tuple[SecretProblem, ...]]]:
-    """Each of `user_id`'s stored memories that holds a credential, with what was found, newest first.
+@attrs.frozen(kw_only=True)
+class StoredSecret:
+    """A stored version of a memory that holds what looks like a credential (`scan_owner`)."""
 
-    Memories are read page by page through `store`, so sealed ones are opened as any read opens them.
+    version: Memory
+    """The memory as it is now, or one of its kept earlier versions (`earlier`); `version.revision` is its number."""
+    problems: tuple[SecretProblem, ...]
+    earlier: bool
+    """A kept earlier version (history an edit left behind), not what the memory says now."""
+
+
+def scan_owner(store: MemoryStore, screen: SecretScreen, *, user_id: str) -> Iterator[StoredSecret]:
+    """Every stored version of `user_id`'s memories (retired ones and kept earlier versions too) that holds a
+    credential, with what was found: memories newest first, each before its own earlier versions, newest first.
+
+    Memories and their versions are read page by page through `store`, so sealed ones are opened as any read
+    opens them.
 
     Raises:
         UnavailableError: storage cannot be reached.
@@ -144,10 +158,11 @@ def scan_owner(
     after: ListPosition | None = None
     while True:
         page = store.list(user_id=user_id, limit=SCAN_PAGE_SIZE, after=after, include_retired=True)
-        for memory in page:
-            found = secrets_in_memory(screen, memory)
-            if found:
-                yield memory, found
+        for line in with_history(store, user_id=user_id, memories=page):
+            for version in (line.memory, *line.revisions):
+                found = secrets_in_memory(screen, version)
+                if found:
+                    yield StoredSecret(version=version, problems=found, earlier=version is not line.memory)
         if len(page) < SCAN_PAGE_SIZE:
             return
         after = ListPosition(created_at=page[-1].created_at, memory_id=page[-1].id)

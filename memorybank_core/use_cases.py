@@ -436,7 +436,10 @@ class MemoryBank:
             owner = _authorize(principal, READ_SCOPE)
             query = memory.content[: limits.QUERY.max]
             with self.unit_of_work():
-                hits = self._search.search(user_id=owner, query=query, limit=limits.SIMILAR_MAX + 1)
+                # The engine may reuse what the save computed for this memory (hybrid: its vector, ADR 0035).
+                hits = self._search.search_like(
+                    user_id=owner, memory_id=memory.id, query=query, limit=limits.SIMILAR_MAX + 1
+                )
                 own = next((hit.score for hit in hits if hit.memory_id == memory.id), None)
                 chosen = [
                     hit

@@ -50,12 +50,23 @@ class HybridSearch(SearchEngine):
         self._analyzer = TextAnalyzer()
 
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
+        return self._ranked(user_id, query, limit, like=None)
+
+    def search_like(self, *, user_id: str, memory_id: str, query: str, limit: int) -> Sequence[SearchHit]:
+        """`search`, with the stored vector of `memory_id` standing for the query's: a save's `similar` reuses the
+        vector its save just embedded instead of embedding the same words again. Without one (retired, another
+        model), the query is embedded as `search` does."""
+        return self._ranked(user_id, query, limit, like=memory_id)
+
+    def _ranked(self, user_id: str, query: str, limit: int, *, like: str | None) -> Sequence[SearchHit]:
         if not self._analyzer.query_terms(query):
             return SearchHits(candidate_count=0)
         lexical = self.lexical.search(user_id=user_id, query=query, limit=self._candidate_limit)
         stored = self._vectors.vectors(user_id=user_id, model_id=self.embedder.model_id)
-        similarities = cosines(self.embedder.embed([query])[0], stored) if stored else {}
-        return self._fusion.rank(lexical, similarities, limit)
+        if not stored:
+            return self._fusion.rank(lexical, {}, limit)
+        vector = stored[like] if like is not None and like in stored else self.embedder.embed([query])[0]
+        return self._fusion.rank(lexical, cosines(vector, stored), limit)
 
 
 def cosines(query: Embedding, stored: Mapping[str, Embedding]) -> dict[str, float]:

@@ -23,6 +23,7 @@ from memorybank_core import (
     MemoryStore,
     NoUnitOfWork,
     PanelSessionStore,
+    RevisionEraser,
     SearchEngine,
     TokenStore,
     UnitOfWork,
@@ -53,6 +54,8 @@ class Backend:
     bulk_writer: BulkMemoryWriter | None = None
     """What `memorybank import` writes with: the store itself, usually."""
     memory_owners: MemoryOwners | None = None
+    revision_eraser: RevisionEraser | None = None
+    """What `memorybank secrets scan --drop-revisions` deletes kept versions with: the store itself, usually."""
     vectors: VectorStore | None = None
     """The vectors hybrid search reads, written by `store` with `embedder`'s model."""
     embedder: Embedder | None = None
@@ -99,6 +102,7 @@ class InMemoryFactory(BackendFactory):
             purge_store=InMemoryPurgeStore(store, tokens, sessions),
             bulk_writer=store,
             memory_owners=store,
+            revision_eraser=store,
         )
         if self.embedder is None:
             return backend

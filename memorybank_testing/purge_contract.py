@@ -14,9 +14,10 @@ from __future__ import annotations
 import threading
 from datetime import datetime
 
+import attrs
 import pytest
 
-from memorybank_core import InvalidInputError, MemoryBank, RecordingEventSink, TokenService
+from memorybank_core import EditRequest, InvalidInputError, MemoryBank, RecordingEventSink, TokenService
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, PURGE_RUN_PREFIX, new_id
 from memorybank_core.offboarding import (
@@ -235,6 +236,18 @@ class PurgeContract:
         assert sorted(receipt.resumed for receipt in receipts) == [False, True]
         assert [removed(receipt) for receipt in receipts] == [ALICE, ALICE]
         assert population.memories(population.alice) == 0
+
+    def test_a_purge_leaves_no_earlier_version_behind(self, population: Population, backend: Backend) -> None:
+        # Hard delete stays hard: were any kept version left, the same memory imported again would show it.
+        alice, bank = population.alice, population.bank
+        saved = bank.save(alice, JsonValue({"content": "draft one of the lighthouse log"}))
+        for draft in ("two", "three"):
+            bank.edit(alice, memory_id=saved.id, request=EditRequest.parse({"content": f"draft {draft}"}))
+
+        population.offboarding().purge_user(alice.user_id, batch_size=2)
+        backend.require(backend.bulk_writer, "bulk_writer").add_many([attrs.evolve(saved, revision=3)])
+
+        assert backend.store.revisions(user_id=alice.user_id, memory_id=saved.id, limit=10, before=None) == []
 
 
 class _BothOpenFirst(PurgeStore):

@@ -8,9 +8,11 @@ for the purge, `purge_store`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
-from memorybank_core import Embedder, Embedding, MemoryBank, VectorStore
+from memorybank_core import Embedder, Embedding, MemoryBank, SaveRequest, VectorStore
 from memorybank_core.bodies import JsonValue
 from memorybank_core.offboarding import Offboarding
 from memorybank_core.requests import DELETE_ALL_CONFIRMATION, DeleteAll
@@ -75,3 +77,27 @@ class VectorStoreContract:
 
         assert self.owned(vectors, embedder, alice) == {}
         assert set(self.owned(vectors, embedder, bob)) == {bobs.id}
+
+    def test_a_save_and_its_similar_look_up_embed_the_new_memory_once(
+        self, bank: MemoryBank, embedder: Embedder, alice: User, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        near = bank.save(alice, JsonValue({"content": "my dentist appointment is on tuesday at nine"}))
+        bank.save(alice, JsonValue({"content": "the lighthouse keeper wrote about the storm"}))
+        bank.search(alice, query="dentist")  # an engine that embeds on first use has the earlier memories' now
+        embedded: list[str] = []
+        embed = embedder.embed
+
+        def counted(texts: Sequence[str]) -> list[Embedding]:
+            embedded.extend(texts)
+            return embed(texts)
+
+        monkeypatch.setattr(embedder, "embed", counted)
+        saved = bank.save(
+            alice,
+            SaveRequest.parse({"content": "my dentist appointment is now on tuesday at ten", "tags": ["health"]}),
+        )
+        similar = bank.similar(alice, saved)
+
+        # The save's vector is the look-up's too: one text embedded for the whole save (the answer's `similar`).
+        assert embedded == [embedding_text(saved)]
+        assert [result.memory.id for result in similar] == [near.id]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TextIO
 from memorybank import secret_settings
 from memorybank.commands.base import PROGRAM, CommandError, Shared, Subcommands, actions, runtime
 from memorybank.settings import Settings
-from memorybank_core import MemoryOwners, MemoryStore, SecretScreen, scan_owner
+from memorybank_core import MemoryOwners, MemoryStore, RevisionEraser, SecretScreen, scan_owner
 from memorybank_core.wording import counted, pluralized
 
 if TYPE_CHECKING:  # portability loads SQLAlchemy: only the commands that use it import it
@@ -41,50 +41,101 @@ def register(commands: Subcommands, shared: Shared) -> None:
     scan = actions(secrets, "secrets_command").add_parser(
         "scan",
         parents=[shared.database],
-        help="list memories holding credentials: kind, memory id, owner (never the secret)",
-        description="Read every memory of every owner through the storage (sealed ones are opened with the key "
-        "ring) and print one tab-separated line per credential found: kind, memory id, owner, field and "
-        "character range. The secret itself is never printed. Exit status 1 when any was found, so the people "
-        "who own them can be asked to delete them (`memorybank purge` for a whole account).",
+        help="list memories and their kept earlier versions holding credentials: kind, memory id, owner, field, "
+        "version (never the secret)",
+        description="Read every memory of every owner through the storage, with the earlier versions its edits "
+        "kept (sealed ones are opened with the key ring), and print one tab-separated line per credential found: "
+        "kind, memory id, owner, field and character range, and which version holds it (`current`, or "
+        "`revision N` for a kept earlier one). The secret itself is never printed. Exit status 1 when any was "
+        "found, so the people who own them can be asked to delete them (`memorybank purge` for a whole account); "
+        "an earlier version, which its owner cannot delete, the operator can (--drop-revisions).",
+    )
+    scan.add_argument(
+        "--drop-revisions",
+        action="store_true",
+        help="delete each kept earlier version found holding a credential (the memory as it is now and its other "
+        "versions stay); exit status 0 when no memory holds one now",
     )
     scan.set_defaults(run=run_scan)
 
 
-def run_scan(_args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
+def run_scan(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     """`memorybank secrets scan` over the configured database."""
     screen = secret_settings.build_secret_screen(secret_settings.REFUSE)
     assert screen is not None  # noqa: S101 - `refuse` always builds one; narrows the type
     with runtime(settings) as opened:
-        scan(opened.ports.owners(), opened.ports.store, screen, out)
+        ports = opened.ports
+        eraser = ports.eraser() if args.drop_revisions else None
+        scan(ports.owners(), ports.store, screen, out, eraser=eraser)
 
 
-def scan(owners: MemoryOwners, store: MemoryStore, screen: SecretScreen, out: TextIO) -> None:
-    """Every stored credential of every owner, one line each on `out`, then a summary on stderr.
+def scan(
+    owners: MemoryOwners,
+    store: MemoryStore,
+    screen: SecretScreen,
+    out: TextIO,
+    *,
+    eraser: RevisionEraser | None = None,
+) -> None:
+    """Every stored credential of every owner, in their memories and the earlier versions kept of them, one line each
+    on `out`, then a summary on stderr. With `eraser`, each earlier version found is deleted once its owner's walk
+    is done (the memories as they are now are their owners' to change).
 
     Over the ports only, so a host's own store runs it too.
 
     Raises:
-        CommandError: some memories hold credentials (exit status 1).
+        CommandError: some memories hold credentials now, or (without `eraser`) some earlier versions do
+            (exit status 1).
         UnavailableError: storage cannot be reached.
     """
     kinds: Counter[str] = Counter()
-    memories = 0
+    memories: set[str] = set()
+    earlier: list[tuple[str, str, list[int]]] = []
     listed = owners.memory_owners()
     for owner in listed:
-        for memory, problems in scan_owner(store, screen, user_id=owner):
-            memories += 1
-            for problem in problems:
+        found_earlier: dict[str, list[int]] = {}
+        for found in scan_owner(store, screen, user_id=owner):
+            version = found.version
+            which = f"revision {version.revision}" if found.earlier else "current"
+            for problem in found.problems:
                 kinds[problem.kind] += 1
                 where = f"{problem.path}:{problem.start}-{problem.end}"
-                print(f"{problem.kind}\t{memory.id}\t{owner}\t{where}", file=out)
-    if not memories:
-        sys.stderr.write(f"{PROGRAM}: no credentials found in the memories of {counted(len(listed), 'owner')}\n")
+                print(f"{problem.kind}\t{version.id}\t{owner}\t{where}\t{which}", file=out)
+            if found.earlier:
+                found_earlier.setdefault(version.id, []).append(version.revision)
+            else:
+                memories.add(version.id)
+        for memory_id, revisions in found_earlier.items():
+            if eraser is not None:
+                eraser.drop_revisions(user_id=owner, memory_id=memory_id, revisions=revisions)
+            earlier.append((owner, memory_id, revisions))
+    owner_count = counted(len(listed), "owner")
+    if not memories and not earlier:
+        sys.stderr.write(
+            f"{PROGRAM}: no credentials found in the memories of {owner_count} (their earlier versions included)\n"
+        )
         return
+    versions = sum(len(revisions) for _, _, revisions in earlier)
+    if earlier and eraser is not None:
+        sys.stderr.write(
+            f"{PROGRAM}: deleted {counted(versions, 'earlier version')} of "
+            f"{counted(len(earlier), 'memory')} that held what looks like credentials\n"
+        )
     counts = ", ".join(f"{kind} {count}" for kind, count in kinds.most_common())
-    raise CommandError(
-        f"{counted(memories, 'memory')} of {counted(len(listed), 'owner')} {pluralized(memories, 'holds')} what "
-        f"looks like credentials ({counts})"
-    )
+    problems: list[str] = []
+    if memories:
+        problems.append(
+            f"{counted(len(memories), 'memory')} of {owner_count} {pluralized(len(memories), 'holds')} what looks like "
+            "credentials"
+        )
+    if earlier and eraser is None:
+        problems.append(
+            f"{counted(versions, 'earlier version')} of {counted(len(earlier), 'memory')} "
+            f"{pluralized(versions, 'holds')} what looks like credentials"
+        )
+    if problems:
+        remedy = "; --drop-revisions deletes those earlier versions" if earlier and eraser is None else ""
+        raise CommandError(f"{'; '.join(problems)} ({counts}){remedy}")
 
 
 def report_import(report: ImportReport, out: TextIO) -> None:

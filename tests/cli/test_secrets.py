@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -15,8 +16,12 @@ from mcp import Client
 from benchmarks.adversarial import filling
 from harness.secret_cases import harmless, secrets
 from harness.served import run_memorybank, served
-from memorybank import bootstrap
+from memorybank import bootstrap, secret_settings
+from memorybank.commands.base import CommandError
+from memorybank.commands.secrets import scan
+from memorybank.composition import Ports
 from memorybank.settings import Settings
+from memorybank_core import EditRequest, InMemoryStore, SaveRequest
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
 from tests.cli.conftest import Outcome, Run
 from tests.cli.test_search_commands import ORG, USER, write_lines
@@ -147,7 +152,7 @@ def test_secrets_scan_of_a_clean_database_finds_nothing(run: Run, db_url: str, t
     outcome = run("secrets", "scan", "--db", db_url)
 
     assert (outcome.status, outcome.out) == (0, "")
-    assert "no credentials found in the memories of 1 owner\n" in outcome.err
+    assert "no credentials found in the memories of 1 owner (their earlier versions included)\n" in outcome.err
 
 
 def test_secrets_scan_opens_a_sealed_database_through_its_key_ring(run: Run, db_url: str, tmp_path: Path) -> None:
@@ -168,6 +173,89 @@ def test_secrets_scan_opens_a_sealed_database_through_its_key_ring(run: Run, db_
     (row,) = [line.split("\t") for line in found.out.splitlines()]
     assert (row[0], row[2]) == ("aws_access_key", USER)
     assert aws.secret not in found.out + found.err
+
+
+def test_secrets_scan_finds_a_credential_an_edit_left_in_a_sealed_history_and_drops_that_version(
+    run: Run, db_url: str, tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys.json"
+    assert run("keys", "create", "--out", str(keys)).status == 0
+    aws = secrets()[0]
+    memory_id = new_id("mem")
+    history = {
+        "format": 2,
+        "id": memory_id,
+        "user_id": USER,
+        "org_id": ORG,
+        "content": "the deploy key is in the vault",
+        "revision": 3,
+        "revisions": [
+            {"revision": 2, "content": "the deploy key is in the vault now"},
+            {"revision": 1, "content": aws.text},
+        ],
+    }
+    source = write_lines(tmp_path / "history.jsonl", history)
+    sealed = ("--db", db_url, "--key-file", str(keys))
+    assert run("import", str(source), *sealed, "--secret-screen", "off").status == 0
+    stored = b"".join(path.read_bytes() for path in tmp_path.glob("bank.sqlite3*"))
+    assert aws.secret.encode() not in stored  # the kept version is sealed too: the scan must open it
+
+    found = run("secrets", "scan", *sealed)
+    dropped = run("secrets", "scan", *sealed, "--drop-revisions")
+    again = run("secrets", "scan", *sealed)
+
+    assert found.status == 1
+    (row,) = [line.split("\t") for line in found.out.splitlines()]
+    assert (row[0], row[1], row[2], row[4]) == ("aws_access_key", memory_id, USER, "revision 1")
+    assert row[3].startswith("content:")
+    assert (
+        "1 earlier version of 1 memory holds what looks like credentials (aws_access_key 1); --drop-revisions "
+        "deletes those earlier versions\n"
+    ) in found.err
+    assert (dropped.status, dropped.out) == (0, found.out)
+    assert "deleted 1 earlier version of 1 memory that held what looks like credentials" in dropped.err
+    assert (again.status, again.out) == (0, "")
+    (line,) = [json.loads(text) for text in _exported(run, db_url, USER, "--key-file", str(keys))]
+    assert (line["content"], line["revision"]) == ("the deploy key is in the vault", 3)
+    assert [version["revision"] for version in line["revisions"]] == [2]
+    for outcome in (found, dropped, again):
+        assert aws.secret not in outcome.out + outcome.err
+
+
+def test_secrets_scan_leaves_memories_as_they_are_now_to_their_owners(run: Run, db_url: str, tmp_path: Path) -> None:
+    aws = secrets()[0]
+    source = write_lines(tmp_path / "one.jsonl", {"user_id": USER, "org_id": ORG, "content": aws.text})
+    assert run("import", str(source), "--db", db_url, "--secret-screen", "off").status == 0
+
+    outcome = run("secrets", "scan", "--db", db_url, "--drop-revisions")
+
+    assert outcome.status == 1
+    (row,) = [line.split("\t") for line in outcome.out.splitlines()]
+    assert row[4] == "current"
+    assert "1 memory of 1 owner holds what looks like credentials (aws_access_key 1)" in outcome.err
+    assert len(_exported(run, db_url, USER)) == 1
+
+
+def test_the_scan_and_its_drop_run_over_a_hosts_own_ports(capsys: pytest.CaptureFixture[str]) -> None:
+    store = InMemoryStore()
+    unscreened = Settings.for_database("sqlite://", secret_screen=secret_settings.OFF)
+    bank = bootstrap.build(unscreened, ports=Ports.in_memory(store)).services.bank
+    alice, aws = User(), secrets()[0]
+    edited = bank.save(alice, SaveRequest.parse({"content": aws.text})).id
+    bank.edit(alice, memory_id=edited, request=EditRequest.parse({"content": "the key is in the vault"}))
+    screen = secret_settings.build_secret_screen(secret_settings.REFUSE)
+    assert screen is not None
+    out = io.StringIO()
+
+    with pytest.raises(CommandError):
+        scan(store, store, screen, out)
+    scan(store, store, screen, io.StringIO(), eraser=store)
+
+    (row,) = [line.split("\t") for line in out.getvalue().splitlines()]
+    assert (row[1], row[2], row[4]) == (edited, alice.user_id, "revision 1")
+    assert [m.revision for m in bank.revisions(alice, memory_id=edited).revisions] == [2]
+    scan(store, store, screen, io.StringIO())  # nothing left: no error
+    assert aws.secret not in out.getvalue() + capsys.readouterr().err
 
 
 def test_serve_screens_saves_and_says_so(tmp_path: Path) -> None:

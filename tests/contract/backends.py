@@ -23,12 +23,12 @@ __all__ = ["FACTORIES", "Backend", "BackendFactory", "InMemoryFactory", "Registr
 #: The ports besides the store and search whose contracts run on a backend kind (`on_kinds_with`). A kind
 #: lists a port when it brings its own implementation of it: a sealed or hybrid twin keeps tokens, panel
 #: sessions, the unit of work and purge runs exactly as its plain kind does (hashes and ids, no sealed
-#: text), so those contracts run once per implementation; its bulk writes seal (and embed), so that one
-#: runs on it. Vectors exist only with hybrid search (whose contract purges too); a Spider head cannot
-#: purge (docs/operations.md).
+#: text), so those contracts run once per implementation; its bulk writes seal or embed, so that one runs
+#: on it. Vectors exist only with hybrid search (whose contract purges too); a Spider head cannot purge
+#: (docs/operations.md).
 PLAIN = frozenset({"token_store", "panel_sessions", "unit_of_work", "purge_store", "bulk_writer"})
 SEALED = frozenset({"bulk_writer"})
-HYBRID = frozenset({"vectors"})
+HYBRID = frozenset({"vectors", "bulk_writer"})
 SPIDER = frozenset({"token_store", "panel_sessions", "unit_of_work", "bulk_writer"})
 
 

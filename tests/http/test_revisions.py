@@ -3,12 +3,15 @@ restore, and every door (REST, panel, MCP) recorded with its credential, never a
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import httpx2
 import pytest
 from starlette.testclient import TestClient
 
+from harness.served import REPO_ROOT
 from memorybank_core import PanelSessions, TokenService
 from memorybank_core.ids import MEMORY_PREFIX, new_id
 from tests.conftest import User
@@ -187,3 +190,34 @@ def test_the_new_routes_need_their_scopes(
     else:
         refused = history(writer, memory_id)
         assert (refused.status_code, refused.json()["required_scope"]) == (403, "mcp:read")
+
+
+def _editing_examples() -> list[Any]:
+    """The JSON blocks of docs/http.md's "Editing a memory", in order."""
+    page = (REPO_ROOT / "docs" / "http.md").read_text(encoding="utf-8")
+    section = page.split("## Editing a memory", 1)[1].split("\n## ", 1)[0]
+    return [json.loads(block) for block in re.findall(r"^```json\n(.*?)^```", section, re.DOTALL | re.MULTILINE)]
+
+
+def test_the_editing_examples_of_http_md_are_what_the_server_takes_and_answers(as_alice: Caller) -> None:
+    body, answer = _editing_examples()
+    memory_id = as_alice.saved_id("The staging database lives somewhere", tags=["infra"])
+    patch(as_alice, memory_id, {"content": "The staging database lives in us-east-1"})
+    assert patch(as_alice, memory_id, {"content": "The staging database lives in eu-west-1"}).status_code == 200
+
+    edited = patch(as_alice, memory_id, body)
+    shown = history(as_alice, memory_id, limit=len(answer["revisions"]))
+
+    assert edited.status_code == 200, edited.text
+    assert edited.json()["memory"]["revision"] == answer["memory"]["revision"]
+    assert shown.status_code == 200, shown.text
+    real = shown.json()
+    assert real.keys() == answer.keys()
+    assert {key for key in answer["memory"] if key != "..."} <= real["memory"].keys()
+    assert real["memory"]["content"] == answer["memory"]["content"]
+    compared = ("revision", "content", "tags", "contexts", "retired_by")
+    assert [{key: version[key] for key in compared} for version in real["revisions"]] == [
+        {key: version[key] for key in compared} for version in answer["revisions"]
+    ]
+    assert [version.keys() for version in real["revisions"]] == [version.keys() for version in answer["revisions"]]
+    assert real["next_cursor"] == answer["next_cursor"]

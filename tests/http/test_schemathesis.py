@@ -75,11 +75,12 @@ def current_app(app: Starlette, tokens: TokenService) -> Iterator[None]:
 @schema.parametrize()
 @settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_operation_answers_as_documented(case: Case[Any]) -> None:
-    # A list cursor is opaque: a schema-valid string we never issued is rightly refused (400), so for those
-    # cases only, "valid data is accepted" cannot hold. Every other check still runs on them.
-    unissued_cursor = case.operation.definition.raw.get("operationId") == "getMemory" and "cursor" in (case.query or {})
-    # JSON Schema's "integer" holds 21.0 too; the server takes only an integer literal, so a float is refused (400)
-    # and no proxy reads a different number than the server (issue 27). Every other check still runs on them.
-    float_limit = isinstance(case.body, dict) and isinstance(case.body.get("limit"), float)
-    refused = unissued_cursor or float_limit
+    # A page's cursor (memories, revisions) is opaque: a schema-valid string we never issued is rightly refused
+    # (400), so for those cases only, "valid data is accepted" cannot hold. Every other check still runs on them.
+    paged = case.operation.definition.raw.get("operationId") in {"getMemory", "getMemoryByMemoryIdRevisions"}
+    unissued_cursor = paged and "cursor" in (case.query or {})
+    # JSON Schema's "integer" holds 21.0 too; the server takes only an integer literal (a list's `limit`, an edit's
+    # `revision`), so a float is refused (400) and no proxy reads a different number than the server (issue 27).
+    float_number = isinstance(case.body, dict) and any(isinstance(value, float) for value in case.body.values())
+    refused = unissued_cursor or float_number
     case.call_and_validate(excluded_checks=[positive_data_acceptance] if refused else None)

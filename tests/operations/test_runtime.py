@@ -180,6 +180,16 @@ def test_given_a_store_the_runtime_opens_no_database(tmp_path: Path) -> None:
     assert not (tmp_path / "never.sqlite3").exists()
 
 
+def test_a_store_given_brings_no_operator_port_of_another_store(settings: Settings) -> None:
+    # A store that is not the core's in-memory one (here a database's, as a host's would be) replaces the store
+    # only: the operator's ports around it were another store's, so import, `secrets scan` and its
+    # --drop-revisions refuse rather than write to, walk or delete from that other store.
+    with bootstrap.build(settings) as opened, bootstrap.build(store=opened.ports.store) as wired:
+        for operator_port in (wired.ports.writer, wired.ports.owners, wired.ports.eraser):
+            with pytest.raises(RuntimeError, match="these storage ports"):
+                operator_port()
+
+
 def test_a_given_port_replaces_the_databases_own_and_the_rest_stay(settings: Settings) -> None:
     controls = InMemoryControlStore()
     with bootstrap.build(settings) as opened:

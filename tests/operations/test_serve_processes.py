@@ -104,7 +104,12 @@ def test_json_logs_carry_the_request_id_on_every_line_of_a_request(tmp_path: Pat
     assert "memorybank.server" in {record["logger"] for record in records}
     assert "uvicorn.error" not in {record["logger"] for record in records}
     mine = [record for record in records if record["request_id"] == request_id]
-    assert {record["message"].split(" ")[0] for record in mine} == {"memory.saved", "http.request"}
+    # A save's events: the save, then the look-up for memories like it (issue 29), then the request.
+    assert {record["message"].split(" ")[0] for record in mine} == {
+        "memory.saved",
+        "memory.similar_found",
+        "http.request",
+    }
     assert "must stay out" not in (tmp_path / "serve.log").read_text()
 
 

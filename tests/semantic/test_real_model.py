@@ -29,14 +29,17 @@ from adapters_embedding import (
 )
 from adapters_embedding.models import check_default_files, default_model_path
 from adapters_mysql import SqlStorage
-from harness.served import run_memorybank, served, serving
+from benchmarks import similar
+from harness.served import REPO_ROOT, run_memorybank, served, serving
 from memorybank import bootstrap, semantic
 from memorybank.cli import build_parser, main
 from memorybank.settings import Settings
 from memorybank_core import Embedding, MemoryBank
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from memorybank_core.use_cases import SIMILAR_MIN_SHARE
 from memorybank_search import embedding_text
+from memorybank_search.hybrid import HybridSearch
 from tests.conftest import User
 from tests.sql.backends import bank_on, storage_at
 
@@ -391,3 +394,15 @@ def test_serve_and_mcp_search_hybrid_unless_told_lexical(argv: list[str], env: d
     assert settings.search.mode == mode
     # Every other process (and a host's `Settings.for_database`) keeps the declared lexical default.
     assert Settings.for_database("sqlite://").search.mode == "lexical"
+
+
+def test_the_similar_figures_docs_search_md_shows_are_what_the_benchmark_measures(embedder: OnnxEmbedder) -> None:
+    # Counts, not timings: each engine's row at its default share, as `python -m benchmarks.similar` prints it.
+    documented = (REPO_ROOT / "docs" / "search.md").read_text(encoding="utf-8")
+    data = similar.load()
+    for engine, model, share in (
+        ("lexical", None, SIMILAR_MIN_SHARE),
+        ("hybrid", embedder, HybridSearch.similar_min_share),
+    ):
+        (row,) = similar.rows(engine, similar.measure(data, model, (share,)), share)
+        assert "| " + " | ".join(row) + " |" in documented, engine

@@ -60,6 +60,7 @@ def backend_of(storage: SqlStorage, *, purges: bool = True) -> Backend:
         purge_store=storage.purge_store if purges else None,
         bulk_writer=storage.store,
         memory_owners=storage,
+        revision_eraser=storage.store,
         vectors=storage.vectors if storage.embedder is not None else None,
         embedder=storage.embedder,
     )

@@ -36,6 +36,7 @@ from memorybank_core.errors import (
     ForbiddenError,
     InvalidInputError,
     MemoryDisabledError,
+    NotAuthorError,
     NotFoundError,
     QuotaExceededError,
     SchemaUnavailableError,
@@ -213,6 +214,16 @@ ERROR_TABLE: tuple[tuple[type[Exception], ErrorSpec], ...] = (
     (InvalidInputError, ErrorSpec(400, "invalid_request", "The request is invalid; see details.", refine=_problems)),
     (UnauthorizedError, ErrorSpec(401, "unauthorized", "A valid bearer token is required.", _BEARER, _unauthorized)),
     (CredentialsRefusedError, ErrorSpec(401, "unauthorized", "The bearer token was refused.", _BEARER, _refused)),
+    # Before ForbiddenError, its base: the caller holds the scopes but is not the org memory's author.
+    (
+        NotAuthorError,
+        ErrorSpec(
+            403,
+            "not_memory_author",
+            "Only the memory's author or an org:admin may change or delete a memory of the organization's bank; "
+            "nothing was changed.",
+        ),
+    ),
     (
         ForbiddenError,
         ErrorSpec(

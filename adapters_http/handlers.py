@@ -62,6 +62,7 @@ class MemoryHandlers:
             request=body,
             if_match=if_match_revisions(request.headers.getlist("if-match")),
             door=door_of(request),
+            bank=query_value(request, "bankScope"),
         )
         return _with_etag(JsonResponse({"memory": memory_json(memory)}), memory)
 
@@ -72,6 +73,7 @@ class MemoryHandlers:
             memory_id=str(request.path_params["memoryId"]),
             limit=query_value(request, "limit"),
             cursor=query_value(request, "cursor"),
+            bank=query_value(request, "bankScope"),
         )
         return _with_etag(JsonResponse(revision_page_json(page)), page.memory)
 
@@ -79,18 +81,21 @@ class MemoryHandlers:
         """`GET /v1/memory/search?q=&limit=` -> 200 `{"results": [...]}`, empty when nothing matches."""
         query = query_value(request, "q")
         limit = query_value(request, "limit")
-        return JsonResponse(search_results_json(self._bank.search(principal, query=query, limit=limit)))
+        bank = query_value(request, "bankScope")
+        return JsonResponse(search_results_json(self._bank.search(principal, query=query, limit=limit, bank=bank)))
 
     def list(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory?limit=&cursor=&include=` -> 200 `{"memories": [...], "next_cursor": ...}`."""
         limit = query_value(request, "limit")
         cursor = query_value(request, "cursor")
         include = query_value(request, "include")
-        return JsonResponse(memory_page_json(self._bank.list(principal, limit=limit, cursor=cursor, include=include)))
+        bank = query_value(request, "bankScope")
+        page = self._bank.list(principal, limit=limit, cursor=cursor, include=include, bank=bank)
+        return JsonResponse(memory_page_json(page))
 
     def delete(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`DELETE /v1/memory/{id}` -> 204; 404 for any id the caller does not own, well-formed or not."""
-        self._bank.delete(principal, memory_id=str(request.path_params["id"]))
+        self._bank.delete(principal, memory_id=str(request.path_params["id"]), bank=query_value(request, "bankScope"))
         return Response(status_code=204)
 
     def usage(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002

@@ -18,6 +18,7 @@ from adapters_http.handlers import EXPORT_MEDIA_TYPE, MemoryHandlers
 from adapters_http.operation_ids import build_operation_id, capability_names
 from adapters_http.schemas import JsonSchema
 from memorybank_core import limits
+from memorybank_core.banks import BankScope
 from memorybank_core.bodies import Body
 from memorybank_core.entities import Origin
 from memorybank_core.ports import Principal
@@ -115,6 +116,24 @@ EDIT_SUMMARY = (
     '"...", "tags": ["..."], "contexts": [...], "retired": false, "revision": n}.'
 )
 
+_BANK_CHOICE = (
+    '"user" (the default) is your own bank; "org" is the bank your organization shares, for memories the person '
+    "says are for the team (it needs the org:read or org:write scope)"
+)
+_BANK_SCOPE = Param(
+    name="bankScope",
+    schema={"type": "string", "enum": [BankScope.USER.value, BankScope.ORG.value], "default": BankScope.USER.value},
+    description=f"Which bank: {_BANK_CHOICE}.",
+)
+_SEARCH_BANK_SCOPE = Param(
+    name="bankScope",
+    schema={"type": "string", "enum": [bank.value for bank in BankScope], "default": BankScope.USER.value},
+    description=(
+        f'Which bank: {_BANK_CHOICE}; "all" searches every bank you may read. Each result\'s memory says its '
+        "bank in `scope`."
+    ),
+)
+
 _MEMORY_ID = Param(
     name="id",
     schema={"type": "string", "minLength": 1},
@@ -140,7 +159,9 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
             "`retired_by`, restorable); an id that is not the caller's is the one 404 and nothing is saved. "
             f"The answer's `similar` lists up to {limits.SIMILAR_MAX} of the caller's current memories the new one "
             "most resembles (by the server's search engine): ask the person whether it replaces one of them, then "
-            "edit that one (PATCH) or save with `supersedes` naming it."
+            'edit that one (PATCH) or save with `supersedes` naming it. `bankScope` "org" saves in the bank '
+            "the caller's organization shares (needs `org:write`; only when the person says the memory is for the "
+            'team, never anything personal): the memory then says `scope` "org" and its `author`.'
         ),
         handler=MemoryHandlers.save,
         success_status=201,
@@ -156,8 +177,8 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
         path="/v1/memory/search",
         summary=(
             f"Search your memories by keywords. Query: q (1-{limits.QUERY.max} characters), limit? "
-            f"(1-{limits.SEARCH_LIMIT.max}, default {{limit.default}}). Most relevant first; "
-            "no match gives an empty list."
+            f"(1-{limits.SEARCH_LIMIT.max}, default {{limit.default}}), bankScope? (user|org|all). Most relevant "
+            "first; no match gives an empty list."
         ),
         description=(
             "Full-text search over the caller's own memories (hybrid search: fused with the meaning of the words), "
@@ -181,6 +202,7 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
                 required=True,
             ),
             _count_param("limit", limits.SEARCH_LIMIT, "How many results at most:"),
+            _SEARCH_BANK_SCOPE,
         ),
     ),
     RouteSpec(
@@ -188,7 +210,7 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
         path="/v1/memory",
         summary=(
             f"List your memories, newest first. Query: limit? (1-{limits.LIST_LIMIT.max}, default "
-            "{limit.default}), cursor? (the next_cursor of the previous page)."
+            "{limit.default}), cursor? (the next_cursor of the previous page), bankScope? (user|org)."
         ),
         description=(
             "One page of the caller's memories with their contexts, newest first. `next_cursor` is null on "
@@ -215,6 +237,7 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
                     "without it they are left out."
                 ),
             ),
+            _BANK_SCOPE,
         ),
     ),
     RouteSpec(
@@ -280,7 +303,8 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
         match_path="/v1/memory/{memoryId:path}/revisions",
         summary=(
             f"See a memory and its history: every version kept, newest first. Path: memoryId (mem_...). Query: "
-            f"limit? (1-{limits.REVISIONS_LIMIT.max}, default {limits.REVISIONS_LIMIT.default}), cursor?."
+            f"limit? (1-{limits.REVISIONS_LIMIT.max}, default {limits.REVISIONS_LIMIT.default}), cursor?, "
+            "bankScope? (user|org)."
         ),
         description=(
             "The memory as it is now (also a retired one, with `retired_by`) and a page of its versions, newest "
@@ -310,6 +334,7 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
                 schema={"type": "string", "minLength": 1, "maxLength": limits.CURSOR_MAX_LENGTH},
                 description="Where to continue: the `next_cursor` of the previous page.",
             ),
+            _BANK_SCOPE,
         ),
         etag=True,
     ),
@@ -325,7 +350,9 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
             "(see the revisions route). `If-Match` (the `ETag` of an earlier answer) or the body's `revision` "
             "names the version the change is based on: if the memory changed since, nothing is written and the "
             "answer is 412 `revision_conflict` with the memory as it is now. A change that changes nothing "
-            "answers the memory as it is. Any id that is not one of the caller's memories gets the same 404."
+            "answers the memory as it is. Any id that is not one of the caller's memories gets the same 404. In the "
+            "org bank (`bankScope=org`) only a memory's author or an `org:admin` may change it: anyone else gets 403 "
+            "`not_memory_author`."
         ),
         handler=MemoryHandlers.edit,
         success_status=200,
@@ -334,6 +361,7 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
         required_scope=WRITE_SCOPE,
         operation=Operation.SAVE,
         path_params=(_MEMORY_ID,),
+        query_params=(_BANK_SCOPE,),
         header_params=(
             Param(
                 name="If-Match",
@@ -352,18 +380,24 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
         path="/v1/memory/{id}",
         # `path` convertor: an id with slashes (path traversal) still reaches the handler and gets the one 404.
         match_path="/v1/memory/{id:path}",
-        summary="Delete one of your memories and its contexts, permanently. Path: id (mem_...).",
+        summary=(
+            "Delete one of your memories and its contexts, permanently. Path: id (mem_...). Query: bankScope? "
+            "(user|org)."
+        ),
         description=(
             "Hard-deletes the memory with all its contexts and every kept earlier version. Any id that is not one "
-            "of the caller's memories (malformed, never existing, already deleted, someone else's) gets the same 404."
+            "of the caller's memories (malformed, never existing, already deleted, someone else's) gets the same 404. "
+            "In the org bank (`bankScope=org`) only a memory's author or an `org:admin` may delete it: anyone else "
+            "gets 403 `not_memory_author`."
         ),
         handler=MemoryHandlers.delete,
         success_status=204,
         success_schema=None,
-        error_statuses=(401, 403, 404, 429, 503),
+        error_statuses=(400, 401, 403, 404, 429, 503),
         required_scope=WRITE_SCOPE,
         operation=Operation.DELETE,
         path_params=(_MEMORY_ID,),
+        query_params=(_BANK_SCOPE,),
     ),
 )
 """The memory routes, in matching order (the search route precedes the `{id}` route)."""

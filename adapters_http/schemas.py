@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from memorybank_core import limits
+from memorybank_core.banks import BankScope
 from memorybank_core.entities import MATCH_KINDS, Door, Origin, Scope, Source
 from memorybank_core.requests import DELETE_ALL_CONFIRMATION
 from memorybank_core.validation import INVISIBLE_CHARACTERS
@@ -91,8 +92,8 @@ _CONTEXTS_INPUT: JsonSchema = {
 SAVE_REQUEST: JsonSchema = {
     "type": "object",
     "description": (
-        "A human-verified memory to save. Unknown fields are ignored, and so are `scope` and `source`: "
-        "the server stores every memory in the user's own bank."
+        "A human-verified memory to save. Unknown fields are ignored, and so are `scope` and `source`: the "
+        "server stores the memory in the caller's own bank, or with `bankScope` `org` in their organization's."
     ),
     "required": ["content"],
     "properties": {
@@ -111,6 +112,15 @@ SAVE_REQUEST: JsonSchema = {
                 ),
             }
         ),
+        "bankScope": {
+            "type": "string",
+            "enum": [BankScope.USER.value, BankScope.ORG.value],
+            "default": BankScope.USER.value,
+            "description": (
+                "`user` (the default): your own bank. `org`: the bank your organization shares (needs `org:write`), "
+                "only when the person says the memory is for the team, never for anything personal."
+            ),
+        },
     },
 }
 
@@ -177,7 +187,11 @@ MEMORY_PROPERTIES: JsonSchema = {
     "content": _stored_text(limits.CONTENT, "The memory, trimmed."),
     "tags": {"type": "array", "maxItems": limits.TAGS_MAX, "items": _stored_text(limits.TAG, "A tag.")},
     "source": {"type": "string", "enum": [s.value for s in Source], "description": "Set by the server."},
-    "scope": {"type": "string", "enum": [s.value for s in Scope], "description": "Always `user` in v0."},
+    "scope": {
+        "type": "string",
+        "enum": [s.value for s in Scope],
+        "description": "The bank: `user` (the caller's own) or `org` (the one the caller's organization shares).",
+    },
     "created_at": _timestamp("When the memory was saved."),
     "updated_at": _timestamp("When the memory last changed."),
     "contexts": {"type": "array", "maxItems": limits.CONTEXTS_MAX, "items": _ref("MemoryContext")},
@@ -193,6 +207,11 @@ MEMORY_PROPERTIES: JsonSchema = {
     },
 }
 _MEMORY_REQUIRED = list(MEMORY_PROPERTIES)
+MEMORY_PROPERTIES["author"] = {
+    "type": "string",
+    "maxLength": limits.ID.max,
+    "description": "Only on an org memory (`scope` `org`): the user id of the person who saved it.",
+}
 
 MEMORY: JsonSchema = {
     "type": "object",

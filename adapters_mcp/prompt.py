@@ -20,7 +20,8 @@ MEMORY_BANK_PROMPT = """\
 ## Memory Bank
 
 The person you work with has a memory bank: a private, server-side store of durable facts they chose to keep \
-(preferences, decisions, project details). It is theirs alone, shared across their sessions and tools, and it is \
+(preferences, decisions, project details). It is theirs alone (their team may also share a bank, below), shared \
+across their sessions and tools, and it is \
 not a local file. You reach it through the capability rail, which has exactly two tools: `search_capabilities` \
 finds a capability (a REST operation) from plain words, and `execute_capability` runs it by name. There is no \
 dedicated memory tool. Always search first, then execute what the search returned: to save a memory, search for a \
@@ -70,6 +71,17 @@ To show what is saved, find the list capability ("list my memories", usually get
 `limit` and the returned `next_cursor`. To delete, find the delete capability ("delete a memory", usually \
 deleteMemoryById), show the exact memory you are about to delete and wait for the person to confirm, then execute \
 it with its id as the `id` path value (`{"path": {"id": "mem_..."}}`). Deleting is permanent.
+
+### The team's bank (only when the person says a memory is for the team)
+Besides their own bank, the person's organization may share one: a memory saved there is found by every \
+teammate's agent. Use it only when the person says a memory is for the team ("save this for the team", "the team \
+should know"), and never for anything personal; without such words, every memory goes to their own bank. To save \
+in it, add `"bankScope": "org"` to the save's body, tell the person the memory went to the team's bank (the answer \
+says `"scope": "org"`), and that everyone in their organization will see it. To search or list it, add \
+`{"query": {"bankScope": "org"}}` (`"all"` searches both banks; each result's `scope` says which). To edit, see \
+the history of, or delete a team memory, add `{"query": {"bankScope": "org"}}` as well: only its author or an \
+org admin may change it (`not_memory_author` otherwise). Saving in it needs the org:write scope, reading it \
+org:read (`insufficient_scope` otherwise: say the person's token does not open the team's bank).
 
 ### Never store secrets
 Never put secrets, passwords, credentials, API keys, access tokens, private keys, connection strings, or \

@@ -60,6 +60,8 @@ _AGENT_ADVICE: dict[object, str] = {
     "revision_conflict": "This memory was NOT changed: it changed since the revision you based the edit on (the "
     "person or another agent edited it). `memory` above is how it is now. Show it to the person and ask whether your "
     "change still applies before editing again with its current `revision`.",
+    "not_memory_author": "This team memory was NOT changed: only the person who saved it (its `author`) or an org "
+    "admin may change or delete it. Tell the person, and suggest they ask its author.",
     "memory_disabled": "Memory is switched off for this person's account by the operator of this memory bank; "
     "nothing was read or written. Tell the person; only the people who run the bank can switch it back on.",
 }

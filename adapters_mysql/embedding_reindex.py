@@ -25,7 +25,7 @@ import sqlalchemy as sa
 
 from adapters_mysql.engines import for_writing
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.owner import memory_row, owned_vectors, personal_memories, vector_row, vectors_after
+from adapters_mysql.owner import memory_row, owned_vectors, vector_row, vectors_after
 from adapters_mysql.schema import memory, memory_revision, memory_vector
 from adapters_mysql.sealed_rows import RowCodec
 from memorybank_core import BrokenSealError, Embedder, Memory
@@ -69,8 +69,9 @@ def _vector_join(model: str, codec: RowCodec) -> sa.Select[str, str]:
     return (
         sa.select(memory.c.id, memory.c.user_id)
         .select_from(current)
+        # Every bank's memories, a person's and an organization's (each keyed by its own owner, `memory.user_id`).
         # A retired memory has no vector (no query finds it) until it is restored.
-        .where(personal_memories(), memory.c.retired_by.is_(None), memory_vector.c.memory_id.is_(None))
+        .where(memory.c.retired_by.is_(None), memory_vector.c.memory_id.is_(None))
     )
 
 

@@ -16,7 +16,14 @@ import sqlalchemy as sa
 
 from adapters_mysql.compiled_reads import CompiledInsert, CompiledRead, insert_together
 from adapters_mysql.errors import unavailable_on_driver_error
-from adapters_mysql.owner import memory_row, owned_memories, owned_vectors, owner_parameter
+from adapters_mysql.owner import (
+    memory_row,
+    owned_memories,
+    owned_vectors,
+    owner_parameter,
+    owner_scope_parameter,
+    owner_values,
+)
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context, memory_revision, memory_vector
 from adapters_mysql.sealed_rows import RowCodec
@@ -50,7 +57,7 @@ SEARCH_COLUMNS = frozenset({"search_terms", "doc_length", "search_version", "sea
 _ENTITY_COLUMNS = [column for column in memory_table.c if column.name not in SEARCH_COLUMNS]
 _CHECKED_COLUMNS = [column for column in memory_table.c if column.name != "search_version"]
 #: What a change of a memory never rewrites: who owns it, since when, and how it first came.
-_FIXED_COLUMNS = frozenset({"id", "user_id", "org_id", "scope", "source", "created_at"})
+_FIXED_COLUMNS = frozenset({"id", "user_id", "org_id", "scope", "source", "created_at", "author_id"})
 
 
 #: Contexts joined to their memory: same owner (the shard key), same memory.
@@ -90,7 +97,8 @@ class _ReadStatements(NamedTuple):
         joined = sa.select(*columns, *_CONTEXT_COLUMNS).select_from(_MEMORY_WITH_CONTEXTS)
         # get_many: the owner's personal memories among `:ids`.
         get_many = joined.where(
-            owned_memories(owner_parameter()), memory_table.c.id.in_(sa.bindparam("ids", expanding=True))
+            owned_memories(owner_parameter(), owner_scope_parameter()),
+            memory_table.c.id.in_(sa.bindparam("ids", expanding=True)),
         )
         # list: the ids of a page of the owner's personal memories, newest first, from the start or
         # strictly after a position (expanded rather than a row comparison, so MySQL can range-scan the
@@ -98,7 +106,7 @@ class _ReadStatements(NamedTuple):
         # ids go through the derived table: with the TEXT columns MariaDB would materialize it on disk.
         page_first_all = (
             sa.select(memory_table.c.id)
-            .where(owned_memories(owner_parameter()))
+            .where(owned_memories(owner_parameter(), owner_scope_parameter()))
             .order_by(memory_table.c.created_at.desc(), memory_table.c.id.desc())
             .limit(sa.bindparam("limit", type_=sa.Integer))
         )
@@ -119,7 +127,11 @@ class _ReadStatements(NamedTuple):
             memories = page.join(memory_table, memory_table.c.id == page.c.id).outerjoin(
                 memory_context, _CONTEXT_OF_MEMORY
             )
-            return sa.select(*columns, *_CONTEXT_COLUMNS).select_from(memories).where(owned_memories(owner_parameter()))
+            return (
+                sa.select(*columns, *_CONTEXT_COLUMNS)
+                .select_from(memories)
+                .where(owned_memories(owner_parameter(), owner_scope_parameter()))
+            )
 
         return cls(
             CompiledRead(get_many, expanding="ids"),
@@ -355,13 +367,13 @@ class SqlMemoryStore(MemoryStore, RevisionEraser):
             return {}
         # One round trip: each memory joined with its contexts (search loads its results here).
         with unavailable_on_driver_error("load"), reading(self._engine) as connection:
-            rows = self._reads.get_many.all(connection, {"owner": user_id, "ids": wanted})
+            rows = self._reads.get_many.all(connection, {**owner_values(user_id), "ids": wanted})
         return _joined_memories(self.codec, rows, self._reads.contexts_from)
 
     def list(
         self, *, user_id: str, limit: int, after: ListPosition | None, include_retired: bool = False
     ) -> Sequence[Memory]:
-        parameters: dict[str, Any] = {"owner": user_id, "limit": limit}
+        parameters: dict[str, Any] = {**owner_values(user_id), "limit": limit}
         if after is not None:
             parameters.update(after_created_at=after.created_at, after_id=after.memory_id)
         reads = self._reads

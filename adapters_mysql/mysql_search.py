@@ -20,7 +20,7 @@ from sqlalchemy.dialects.mysql import match
 
 from adapters_mysql.compiled_reads import CompiledRead
 from adapters_mysql.errors import driver_error_code
-from adapters_mysql.owner import OWNER, owned_memories, owner_parameter
+from adapters_mysql.owner import owned_memories, owner_parameter, owner_scope_parameter, owner_values
 from adapters_mysql.owner_search import CandidateRow, OwnerScopedSearch, select_candidates
 from adapters_mysql.schema import memory
 
@@ -59,7 +59,7 @@ class MysqlOwnerScopedSearch(OwnerScopedSearch):
 
 
 def _parameters(user_id: str, tokens: Sequence[str], limit: int) -> dict[str, object]:
-    return {OWNER: user_id, "tokens": " ".join(tokens), "limit": limit}
+    return {**owner_values(user_id), "tokens": " ".join(tokens), "limit": limit}
 
 
 def _relevance(tokens: sa.BindParameter[str]) -> sa.ColumnElement[float]:
@@ -71,7 +71,7 @@ def _relevance(tokens: sa.BindParameter[str]) -> sa.ColumnElement[float]:
 def _candidates_statement(*, best_first: bool) -> sa.Select[str, str | None, int, int, int]:
     relevance = _relevance(sa.bindparam("tokens", type_=sa.Text))
     statement = (
-        select_candidates(owned_memories(owner_parameter()))
+        select_candidates(owned_memories(owner_parameter(), owner_scope_parameter()))
         .where(relevance > 0)
         .limit(sa.bindparam("limit", type_=sa.Integer))
     )

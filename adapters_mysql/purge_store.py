@@ -32,7 +32,7 @@ from adapters_mysql.sqlite_search import purge_rewritten_text
 from adapters_mysql.token_store import count_revocation
 from adapters_mysql.unit_of_work import reading, writing
 from adapters_mysql.usage import forget_usage
-from memorybank_core import MemoryBankError, limits
+from memorybank_core import MemoryBankError, limits, org_bank_owner
 from memorybank_core.offboarding import (
     PurgeCounts,
     PurgeRun,
@@ -241,7 +241,8 @@ class SqlPurgeStore(PurgeStore):
             contexts = sa.select(sa.func.count()).select_from(memory_context).where(memory_context.c.user_id == owner)
             token_owner, session_owner = api_token.c.user_id, panel_credential.c.user_id
         else:
-            in_org = organization_memories(owner)
+            # The members' personal memories saved under it, and its shared bank (ADR 0038).
+            in_org = sa.or_(organization_memories(owner), owned_memories(org_bank_owner(owner)))
             memories = sa.select(sa.func.count()).select_from(memory).where(in_org)
             contexts = (
                 sa.select(sa.func.count())

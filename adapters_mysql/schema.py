@@ -128,6 +128,9 @@ memory = sa.Table(
     sa.Column("retired_by", id_type(), nullable=True),
     sa.Column("written_via", sa.String(DOOR_LENGTH), nullable=True),
     sa.Column("written_by", sa.String(limits.CREDENTIAL.max), nullable=True),
+    # The organization's shared bank (revision 0016): the person who saved an org memory; NULL for a personal one
+    # (its owner wrote it). An org memory's `user_id` is its organization's bank (`memorybank_core.org_bank_owner`).
+    sa.Column("author_id", id_type(), nullable=True),
     # Leftmost prefix serves `user_id = ?`; (created_at, id) serves the newest-first keyset listing;
     # scope and doc_length make the owner's BM25 statistics (count, total length) index-only.
     sa.Index("memory_user_id_created_at_id", "user_id", "created_at", "id", "scope", "doc_length"),

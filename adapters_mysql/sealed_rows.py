@@ -146,6 +146,7 @@ class RowCodec:
             "revision": saved.revision,
             "retired_by": saved.retired_by,
             **_written_columns(saved.written_by),
+            "author_id": saved.author,
         }
 
     def revision_row(self, version: Memory) -> dict[str, Any]:
@@ -216,6 +217,7 @@ class RowCodec:
                 revision=int(row.revision),
                 retired_by=values.get("retired_by"),
                 written_by=_written_by(row),
+                author=memory.author,
             )
         except (ValueError, KeyError, TypeError) as error:
             raise BrokenSealError("a kept revision is malformed") from error
@@ -320,6 +322,7 @@ class RowCodec:
             revision=row.revision,
             retired_by=row.retired_by,
             written_by=_written_by(row),
+            author=row.author_id,
         )
 
     def _context(self, row: Any, sealed: bool, user_id: str) -> MemoryContext:

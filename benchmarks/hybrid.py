@@ -18,8 +18,8 @@ memory and the model's load time in a fresh process.
 
 `split` fills one user the same way but in-process (the bank and engines `serve --search hybrid`
 builds, no HTTP), then times each stage of every search: the lexical half, reading the owner's
-vectors, embedding the query, the cosines, the fusion, and the rest of the bank's search (loading
-the results). Its shares say where a hybrid search's time goes.
+vectors, embedding the query, the cosines, the centralities, the fusion, and the rest of the bank's
+search (loading the results). Its shares say where a hybrid search's time goes.
 
 LoCoMo is CC BY-NC 4.0: read from ../shared, never copied here.
 """
@@ -354,7 +354,7 @@ def run_split(memories: int, searches: int, data: Path) -> None:
             for query in queries[:5]:
                 bank.search(caller, query=query)
             stages: dict[str, list[float]] = {
-                name: [] for name in ("lexical", "read vectors", "embed query", "cosines", "fusion")
+                name: [] for name in ("lexical", "read vectors", "embed query", "cosines", "centralities", "fusion")
             }
             # The engine `serve` built (behind its retrying wrapper), its parts timed in place.
             engine: Any = cast(Any, runtime.storage.search_engine).inner
@@ -364,6 +364,8 @@ def run_split(memories: int, searches: int, data: Path) -> None:
             engine._fusion = _Timed(engine._fusion, "rank", stages["fusion"])
             untimed_cosines = hybrid_module.cosines
             hybrid_module.cosines = _timed(untimed_cosines, stages["cosines"])
+            untimed_centralities = hybrid_module.centralities
+            hybrid_module.centralities = _timed(untimed_centralities, stages["centralities"])
             totals: list[float] = []
             rest: list[float] = []
             try:
@@ -376,6 +378,7 @@ def run_split(memories: int, searches: int, data: Path) -> None:
                     rest.append(totals[-1] - timed)
             finally:
                 hybrid_module.cosines = untimed_cosines
+                hybrid_module.centralities = untimed_centralities
     finally:
         drop_database("hybrid_split")
     mean_total = sum(totals) / len(totals)

@@ -41,7 +41,10 @@ def _scopes(value: Iterable[str]) -> frozenset[str]:
 
 
 class Scope(enum.StrEnum):
-    """Which bank a memory belongs to. v0 stores and reads only 'user'."""
+    """Which bank a memory belongs to: its owner's personal bank ('user') or its organization's shared one ('org').
+
+    An org memory's owner (`Memory.user_id`) is the organization's bank (`memorybank_core.banks.org_bank_owner`);
+    the person who wrote it is its `author`."""
 
     USER = "user"
     ORG = "org"
@@ -160,6 +163,9 @@ class Memory:
     lists, still readable by id, and restorable. None for a current memory."""
     written_by: WrittenBy | None = None
     """Who wrote this version; None for versions written before revisions were kept."""
+    author: str | None = attrs.field(default=None, validator=optional_bounded_text(limits.ID))
+    """The user who saved an org memory (the one who may change it besides an `org:admin`); None for a personal
+    memory, whose author is its owner."""
 
     @property
     def retired(self) -> bool:
@@ -183,6 +189,7 @@ class Memory:
         revision: int = 1,
         retired_by: str | None = None,
         written_by: WrittenBy | None = None,
+        author: str | None = None,
     ) -> Memory:
         """A memory read back from storage, not validated again (see `_restored`)."""
         return _restored(
@@ -201,6 +208,7 @@ class Memory:
                 "revision": revision,
                 "retired_by": retired_by,
                 "written_by": written_by,
+                "author": author,
             },
         )
 
@@ -247,6 +255,11 @@ class SearchResult:
     memory: Memory
     score: float
     match: MatchKind = "words"
+
+    @property
+    def bank(self) -> Scope:
+        """The bank the memory was found in (a search of `bankScope=all` reads both)."""
+        return self.memory.scope
 
 
 @attrs.frozen(kw_only=True)

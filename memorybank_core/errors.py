@@ -104,6 +104,16 @@ class ForbiddenError(MemoryBankError, PermissionError):
         super().__init__(f"this operation requires the scope {required_scope}")
 
 
+class NotAuthorError(ForbiddenError):
+    """An org memory is changed or deleted by someone who is neither its author nor an `org:admin`; nothing changed.
+
+    Raised only for a memory the caller can read (their organization's), so it says nothing about other banks."""
+
+    def __init__(self) -> None:
+        super().__init__("org:admin")
+        self.args = ("only the memory's author or an org:admin may change or delete an org memory",)
+
+
 class QuotaExceededError(MemoryBankError, PermissionError):
     """A save would take the owner over their storage quota; nothing was written.
 

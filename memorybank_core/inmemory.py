@@ -15,6 +15,7 @@ from datetime import datetime
 
 import attrs
 
+from memorybank_core.banks import owner_scope
 from memorybank_core.conflicts import RevisionConflictError
 from memorybank_core.controls import check_quota, merge
 from memorybank_core.entities import (
@@ -86,7 +87,7 @@ class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners, RevisionEraser)
         with self._lock:
             owned = self._by_owner.get(user_id, {})
             memory = owned.get(memory_id)
-            if memory is None or memory.scope is not Scope.USER:
+            if memory is None or memory.scope is not owner_scope(user_id):
                 return False
             del owned[memory_id]
             self._revisions.get(user_id, {}).pop(memory_id, None)
@@ -96,7 +97,7 @@ class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners, RevisionEraser)
         with self._lock:
             owned = self._by_owner.get(user_id, {})
             stored = owned.get(change.previous.id)
-            if stored is None or stored.scope is not Scope.USER:
+            if stored is None or stored.scope is not owner_scope(user_id):
                 return False
             self._check(owned, change)
             grows = charged_characters(change.current) - charged_characters(stored)
@@ -123,12 +124,14 @@ class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners, RevisionEraser)
             return _usage_of(self._by_owner.get(user_id, {}).values())
 
     def owned(self, user_id: str, *, include_retired: bool = False) -> dict[str, Memory]:
-        """A snapshot of the owner's personal memories by id (the current ones, unless `include_retired`)."""
+        """A snapshot of the owner's memories by id (the current ones, unless `include_retired`): a person's personal
+        ones, an organization bank's org ones (`owner_scope`)."""
+        scope = owner_scope(user_id)
         with self._lock:
             return {
                 k: m
                 for k, m in self._by_owner.get(user_id, {}).items()
-                if m.scope is Scope.USER and (include_retired or m.retired_by is None)
+                if m.scope is scope and (include_retired or m.retired_by is None)
             }
 
     def revision_count(self, user_id: str) -> int:
@@ -138,7 +141,7 @@ class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners, RevisionEraser)
 
     def _check(self, owned: dict[str, Memory], change: MemoryChange) -> None:
         stored = owned.get(change.previous.id)
-        if stored is None or stored.scope is not Scope.USER:
+        if stored is None or stored.scope is not owner_scope(change.current.user_id):
             raise NotFoundError()
         if stored.revision != change.previous.revision:
             raise RevisionConflictError()
@@ -166,14 +169,16 @@ class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners, RevisionEraser)
             return sorted(user_id for user_id, owned in self._by_owner.items() if owned)
 
     def take_oldest(self, *, user_id: str, org_id: str | None, limit: int) -> Sequence[Memory]:
-        """Remove and return up to `limit` of the owner's personal memories (under `org_id` if given), oldest first.
+        """Remove and return up to `limit` of the owner's memories (a person's personal ones, under `org_id` if given;
+        an organization bank's), oldest first.
 
         For `InMemoryPurgeStore`, which holds the lock order purge -> store.
         """
+        scope = owner_scope(user_id)
         with self._lock:
             owned = self._by_owner.get(user_id, {})
             chosen = sorted(
-                (m for m in owned.values() if m.scope is Scope.USER and org_id in (None, m.org_id)), key=_position
+                (m for m in owned.values() if m.scope is scope and org_id in (None, m.org_id)), key=_position
             )[:limit]
             for memory in chosen:
                 del owned[memory.id]

@@ -13,6 +13,7 @@ from datetime import datetime
 import attrs
 
 from memorybank_core import limits
+from memorybank_core.banks import org_bank_owner
 from memorybank_core.entities import ApiToken, PanelCredential
 from memorybank_core.inmemory import InMemoryPanelSessionStore, InMemoryStore, InMemoryTokenStore
 from memorybank_core.offboarding import (
@@ -115,6 +116,7 @@ class InMemoryPurgeStore(PurgeStore):
                 for m in self._store.owned(user_id).values()
                 if m.org_id == subject.id
             ]
+            memories += self._store.owned(org_bank_owner(subject.id)).values()
         chosen = _credential_owner(subject)
         return PurgeCounts(
             memories=len(memories),

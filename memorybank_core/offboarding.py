@@ -28,6 +28,7 @@ from typing import Protocol
 import attrs
 
 from memorybank_core import ids, limits
+from memorybank_core.banks import org_bank_owner
 from memorybank_core.clock import SystemClock
 from memorybank_core.events import LoggingEventSink
 from memorybank_core.ports import Clock, EventSink
@@ -243,9 +244,11 @@ class Offboarding:
         pause_ms: object = None,
         progress: Callable[[int], None] | None = None,
     ) -> PurgeReceipt:
-        """Delete every memory saved under `org_id` and its contexts; revoke the organization's tokens and sessions.
+        """Delete every memory saved under `org_id` and its contexts, the organization's shared bank whole, and
+        revoke the organization's tokens and sessions.
 
-        Memories its members saved under other organizations stay. As `purge_user` otherwise.
+        Memories its members saved under other organizations stay. As `purge_user` otherwise (which keeps the team
+        memories a person wrote: they are the organization's).
 
         Raises:
             InvalidInputError: ("org") not an `org_` TypeID; ("batch_size", "pause_ms") out of bounds.
@@ -324,15 +327,18 @@ class Offboarding:
         )
 
     def _drain_organization(self, run: PurgeRun, org_id: str, pace: _Pace) -> PurgeRun:
-        # Per user, so every delete stays bound to one owner. Looked up again after each pass: a
-        # save that raced the revocation is caught; a pass that removes nothing ends the walk.
-        while owners := self._store.owners_in_organization(org_id=org_id):
+        # Per owner, so every delete stays bound to one owner: each member's personal memories saved under the
+        # organization, then the organization's shared bank, an owner of its own (ADR 0038) whose every memory
+        # is the organization's. Looked up again after each pass: a save that raced the revocation is caught; a
+        # pass that removes nothing ends the walk.
+        bank = org_bank_owner(org_id)
+        while True:
             before = run.counts
-            for user_id in owners:
+            for user_id in self._store.owners_in_organization(org_id=org_id):
                 run = self._drain(run, user_id, org_id, pace)
+            run = self._drain(run, bank, None, pace)
             if run.counts == before:
-                break
-        return run
+                return run
 
     def _drain(self, run: PurgeRun, user_id: str, org_id: str | None, pace: _Pace) -> PurgeRun:
         while True:

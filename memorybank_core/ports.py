@@ -73,6 +73,9 @@ class SearchHit:
     coverage: float | None = None
     """The share of the query's weight (its terms' idf, the owner's own) the memory's words hold, 0 to 1;
     None when the engine does not say. Hybrid search weighs a word match by it."""
+    terms: int | None = None
+    """How many of the query's terms the memory's words hold; None when the engine does not say. Hybrid
+    search does not return a memory for one incidental word of a longer question."""
 
 
 class SearchHits(list[SearchHit]):

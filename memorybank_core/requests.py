@@ -2,7 +2,7 @@
 
 Parsing collects every problem (each naming its field and bound) before raising,
 so a client fixes its request in one round trip. Unknown keys are ignored, and so
-are `scope` and `source`: the server decides those.
+are `scope` and `source`: the server decides those (a save names its bank with `bankScope`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import TypeVar
 import attrs
 
 from memorybank_core import limits
+from memorybank_core.banks import BankScope
 from memorybank_core.entities import Citation, Memory, MemoryContext, Origin, Scope, Source, WrittenBy
 from memorybank_core.errors import InvalidInputError, Problem
 from memorybank_core.validation import clean_count, clean_text
@@ -44,10 +45,12 @@ class SaveRequest:
     contexts: tuple[ContextInput, ...] = ()
     supersedes: tuple[str, ...] = ()
     """Ids of the caller's memories this one replaces: they are retired in the save's transaction."""
+    bank: BankScope = BankScope.USER
+    """The bank to save in (`bankScope`): the caller's own (default) or their organization's (`org`)."""
 
     @classmethod
     def parse(cls, data: object) -> SaveRequest:
-        """Parse a JSON object `{content, tags?, contexts?, supersedes?}`.
+        """Parse a JSON object `{content, tags?, contexts?, supersedes?, bankScope?}`.
 
         Raises:
             InvalidInputError: listing every invalid field; nothing is saved.
@@ -59,9 +62,17 @@ class SaveRequest:
         tags = collector.check(lambda: _parse_tags(data.get("tags"), collector))
         contexts = collector.check(lambda: _parse_contexts(data.get("contexts"), collector))
         supersedes = collector.check(lambda: _parse_supersedes(data.get("supersedes")))
-        if content is None or tags is None or contexts is None or supersedes is None or collector.problems:
+        bank = collector.check(lambda: BankScope.parse(data.get("bankScope")))
+        if (
+            content is None
+            or tags is None
+            or contexts is None
+            or supersedes is None
+            or bank is None
+            or collector.problems
+        ):
             raise InvalidInputError.from_problems(collector.problems)
-        return cls(content=content, tags=tags, contexts=contexts, supersedes=supersedes)
+        return cls(content=content, tags=tags, contexts=contexts, supersedes=supersedes, bank=bank)
 
     def to_memory(
         self,
@@ -75,8 +86,11 @@ class SaveRequest:
         context_times: Sequence[datetime | None] = (),
         updated_at: datetime | None = None,
         written_by: WrittenBy | None = None,
+        scope: Scope = Scope.USER,
+        author: str | None = None,
     ) -> Memory:
-        """The memory this request describes, once its ids and times are chosen; its scope is always 'user'.
+        """The memory this request describes, once its ids and times are chosen, in the bank `scope` (the use case
+        decides it, never the client's `scope`); an org memory names its `author`.
 
         `context_ids` gives one id per context; a context without a time in `context_times` gets `created_at`.
         """
@@ -87,7 +101,7 @@ class SaveRequest:
             id=memory_id,
             user_id=user_id,
             org_id=org_id,
-            scope=Scope.USER,
+            scope=scope,
             content=self.content,
             source=source,
             tags=self.tags,
@@ -95,6 +109,7 @@ class SaveRequest:
             updated_at=updated_at or created_at,
             contexts=contexts,
             written_by=written_by,
+            author=author,
         )
 
 

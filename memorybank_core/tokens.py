@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Sequence
 import attrs
 
 from memorybank_core import ids
+from memorybank_core.banks import ORG_SCOPES
 from memorybank_core.clock import SystemClock
 from memorybank_core.entities import ApiToken
 from memorybank_core.errors import InvalidInputError, NotFoundError
@@ -23,6 +24,10 @@ from memorybank_core.ports import Clock, TokenStore
 from memorybank_core.use_cases import READ_SCOPE, WRITE_SCOPE
 
 KNOWN_SCOPES = frozenset({READ_SCOPE, WRITE_SCOPE})
+"""The memory scopes: what a token gets when none are named, what a panel session keeps, what an issuer may map."""
+TOKEN_SCOPES = KNOWN_SCOPES | ORG_SCOPES
+"""What a built-in token may be granted: the memory scopes and, named explicitly, the organization bank's
+(`org:read`, `org:write`, `org:admin`), for the organization the token is made for."""
 #: Every secret starts with this, so scanners and humans can tell what leaked.
 SECRET_PREFIX = "mbk_"  # noqa: S105 - a public marker, not a secret
 
@@ -75,7 +80,8 @@ class TokenService:
         self._verified_lock = threading.Lock()
 
     def issue(self, *, user_id: str, org_id: str, scopes: Collection[str] = KNOWN_SCOPES) -> IssuedToken:
-        """Create a token for `user_id` in `org_id` with `scopes`.
+        """Create a token for `user_id` in `org_id` with `scopes` (of `TOKEN_SCOPES`); its org scopes are for
+        `org_id`'s shared bank.
 
         Raises:
             InvalidInputError: a malformed `usr_`/`org_` id, or an unknown or empty scope set.
@@ -83,9 +89,9 @@ class TokenService:
         ids.parse_id(user_id, prefix=ids.USER_PREFIX, field="user")
         ids.parse_id(org_id, prefix=ids.ORGANIZATION_PREFIX, field="org")
         granted = frozenset(scopes)
-        unknown = granted - KNOWN_SCOPES
+        unknown = granted - TOKEN_SCOPES
         if unknown or not granted:
-            known = ", ".join(sorted(KNOWN_SCOPES))
+            known = ", ".join(sorted(TOKEN_SCOPES))
             raise InvalidInputError("scope", f"must be one or more of {known}")
         secret = SECRET_PREFIX + secrets.token_urlsafe(32)
         token = ApiToken(

@@ -15,6 +15,14 @@ from typing import Any
 import attrs
 
 from memorybank_core import events, ids, limits
+from memorybank_core.banks import (
+    ORG_ADMIN_SCOPE,
+    ORG_READ_SCOPE,
+    ORG_WRITE_SCOPE,
+    BankScope,
+    is_org_bank_owner,
+    org_bank_owner,
+)
 from memorybank_core.bodies import Body
 from memorybank_core.clock import SystemClock
 from memorybank_core.configuration import BankSettings
@@ -31,6 +39,7 @@ from memorybank_core.entities import (
     Policy,
     Quota,
     RevisionPage,
+    Scope,
     SearchResult,
     Source,
     UsageReport,
@@ -40,6 +49,7 @@ from memorybank_core.errors import (
     ForbiddenError,
     InvalidInputError,
     MemoryDisabledError,
+    NotAuthorError,
     NotFoundError,
     QuotaExceededError,
     SecretDetectedError,
@@ -140,12 +150,16 @@ class MemoryBank:
         A host hands `request` as a `SaveRequest`; a facade hands the `Body` it received (`{content, tags?,
         contexts?, supersedes?}`), read here. The scope and the gate are checked first, so a caller without
         `mcp:write` or switched off learns nothing from the body. The stored scope is always 'user', whatever
-        the caller sent; `source` is the server's word, and so is `door` (recorded with the credential as who
-        wrote this version). The memories named in `supersedes` are retired in the same transaction: left out
-        of search and lists, kept and restorable.
+        the caller sent, unless the body's `bankScope` is "org": then it is saved in the organization's bank
+        (scope 'org', owned by `org_bank_owner`), with the principal as its author. `source` is the server's word,
+        and so is `door` (recorded with the credential as who wrote this version). The memories named in
+        `supersedes` (of the same bank) are retired in the same transaction: left out of search and lists, kept
+        and restorable.
 
         Raises:
-            ForbiddenError: the principal lacks `mcp:write`.
+            ForbiddenError: the principal lacks `mcp:write` (or, for the org bank, `org:write`).
+            NotAuthorError: (a ForbiddenError) `supersedes` names an org memory of another author, and the
+                principal is no `org:admin`; nothing is written.
             MemoryDisabledError: an operator switched memory off for the principal; nothing is written.
             InvalidInputError: the body breaks a bound or a type rule; nothing is written.
             SecretDetectedError: (an InvalidInputError) the content, a tag or a snippet holds what looks like
@@ -174,6 +188,9 @@ class MemoryBank:
             if refusal is not None:
                 raise refusal
             assert parsed is not None  # noqa: S101 - set whenever nothing was refused
+            if parsed.bank is not BankScope.USER:
+                owner = _bank_owner(principal, WRITE_SCOPE, parsed.bank)
+                policy = self._policy(owner, principal.organization_id)
             return self._save(owner, principal, parsed, source, policy, started, _written_by(principal, door))
 
     def _screened(self, request: SaveRequest | Body) -> SaveRequest:
@@ -205,6 +222,7 @@ class MemoryBank:
         written_by: WrittenBy,
     ) -> Memory:
         now = self._clock.now()
+        shared = request.bank is BankScope.ORG
         memory = request.to_memory(
             memory_id=self._new_id(ids.MEMORY_PREFIX),
             user_id=owner,
@@ -213,9 +231,11 @@ class MemoryBank:
             created_at=now,
             context_ids=[self._new_id(ids.CONTEXT_PREFIX) for _ in request.contexts],
             written_by=written_by,
+            scope=Scope.ORG if shared else Scope.USER,
+            author=principal.user_id if shared else None,
         )
         for attempt in range(_CHANGE_ATTEMPTS):
-            retiring = self._retiring(owner, request.supersedes, memory.id, now, written_by)
+            retiring = self._retiring(principal, owner, request.supersedes, memory.id, now, written_by)
             try:
                 self._store.add(user_id=owner, memory=memory, quota=policy.quota, retiring=retiring)
                 break
@@ -239,12 +259,19 @@ class MemoryBank:
         return memory
 
     def _retiring(
-        self, owner: str, memory_ids: Sequence[str], replacement: str, now: datetime, written_by: WrittenBy
+        self,
+        principal: Principal,
+        owner: str,
+        memory_ids: Sequence[str],
+        replacement: str,
+        now: datetime,
+        written_by: WrittenBy,
     ) -> list[MemoryChange]:
         """The changes retiring the owner's memories `memory_ids` in favour of `replacement`.
 
         Raises:
             NotFoundError: one of them is not the owner's (malformed, unknown, someone else's alike).
+            NotAuthorError: one of them is an org memory the principal may not change.
         """
         if not memory_ids:
             return []
@@ -253,6 +280,8 @@ class MemoryBank:
         found = self._store.get_many(user_id=owner, memory_ids=memory_ids)
         if len(found) != len(memory_ids):
             raise NotFoundError()
+        for memory in found.values():
+            _check_may_change(principal, memory)
         return [
             self._change(found[memory_id], now=now, written_by=written_by, retired_by=replacement)
             for memory_id in memory_ids
@@ -273,9 +302,11 @@ class MemoryBank:
         request: EditRequest | Body,
         if_match: Collection[int] | None = None,
         door: Door = Door.REST,
+        bank: BankScope | str | None = None,
     ) -> Memory:
-        """Change one of the principal's memories: content, tags and/or contexts (`EditRequest`), or restore a
-        retired one (`{"retired": false}`). The id and `created_at` stay; the version it replaces is kept.
+        """Change one of the principal's memories (of the bank `bank` names: their own, the default, or "org"):
+        content, tags and/or contexts (`EditRequest`), or restore a retired one (`{"retired": false}`). The id and
+        `created_at` stay; the version it replaces is kept.
 
         A host hands `request` as an `EditRequest`; a facade hands the `Body` it received, read with a save's
         bounds and secret screen. `if_match` (the revisions of an `If-Match` header; None: any) and the body's
@@ -284,9 +315,11 @@ class MemoryBank:
         changes nothing answers the memory as it is, without a new revision.
 
         Raises:
-            ForbiddenError: the principal lacks `mcp:write`.
+            ForbiddenError: the principal lacks `mcp:write` (or, for the org bank, `org:write`).
             MemoryDisabledError: an operator switched memory off for the principal; nothing is written.
             NotFoundError: no such memory for this owner (malformed, unknown and someone else's alike).
+            NotAuthorError: (a ForbiddenError) an org memory of another author, and the principal is no
+                `org:admin`; nothing is written.
             InvalidInputError: the body breaks a bound or changes nothing; nothing is written.
             SecretDetectedError: (an InvalidInputError) a text it writes looks like a credential.
             RevisionConflictError: the memory is not at a revision the caller named; it carries the current one.
@@ -310,6 +343,10 @@ class MemoryBank:
             if refusal is not None:
                 raise refusal
             assert parsed is not None  # noqa: S101 - set whenever nothing was refused
+            chosen = BankScope.parse(bank) if not isinstance(bank, BankScope) else bank
+            if chosen is not BankScope.USER:
+                owner = _bank_owner(principal, WRITE_SCOPE, chosen)
+                policy = self._policy(owner, principal.organization_id)
             request = parsed
             allowed = _allowed_revisions(if_match, request.revision)
             if not ids.is_id(memory_id, prefix=ids.MEMORY_PREFIX):
@@ -317,6 +354,7 @@ class MemoryBank:
             written_by = _written_by(principal, door)
             for attempt in range(_CHANGE_ATTEMPTS):
                 current = self._find(owner, memory_id)
+                _check_may_change(principal, current)
                 if allowed is not None and current.revision not in allowed:
                     raise RevisionConflictError(current)
                 change = self._edited(current, request, written_by)
@@ -393,13 +431,20 @@ class MemoryBank:
         )
 
     def revisions(
-        self, principal: Principal, *, memory_id: str, limit: int | str | None = None, cursor: str | None = None
+        self,
+        principal: Principal,
+        *,
+        memory_id: str,
+        limit: int | str | None = None,
+        cursor: str | None = None,
+        bank: BankScope | str | None = None,
     ) -> RevisionPage:
-        """One of the principal's memories as it is now, and a page of its versions, newest first: the current
-        one first, then the earlier ones kept (`revisions_kept`). Pass `next_cursor` for the next page.
+        """One of the principal's memories (of the bank `bank` names) as it is now, and a page of its versions,
+        newest first: the current one first, then the earlier ones kept (`revisions_kept`). Pass `next_cursor`
+        for the next page.
 
         Raises:
-            ForbiddenError: the principal lacks `mcp:read`.
+            ForbiddenError: the principal lacks `mcp:read` (or, for the org bank, `org:read`).
             MemoryDisabledError: an operator switched memory off for the principal.
             NotFoundError: no such memory for this owner (malformed, unknown and someone else's alike).
             InvalidInputError: `limit` is out of bounds or `cursor` is not one we issued.
@@ -408,6 +453,7 @@ class MemoryBank:
         owner = _authorize(principal, READ_SCOPE)
         with self.unit_of_work():
             self._admit(principal, owner, "revisions")
+            owner = _read_bank_owner(principal, bank, owner)
             count = clean_text_count(limit, path="limit", bound=limits.REVISIONS_LIMIT)
             before = _revision_cursor(cursor) if cursor is not None else None
             if not ids.is_id(memory_id, prefix=ids.MEMORY_PREFIX):
@@ -434,6 +480,8 @@ class MemoryBank:
         started = time.perf_counter()
         try:
             owner = _authorize(principal, READ_SCOPE)
+            if memory.scope is Scope.ORG:
+                owner = _bank_owner(principal, READ_SCOPE, BankScope.ORG)
             query = memory.content[: limits.QUERY.max]
             with self.unit_of_work():
                 # The engine may reuse what the save computed for this memory (hybrid: its vector, ADR 0035).
@@ -460,13 +508,23 @@ class MemoryBank:
         self._emit(events.SIMILAR_FOUND, started, memory_id=memory.id, user_id=owner, result_count=len(results))
         return results
 
-    def search(self, principal: Principal, *, query: str | None, limit: int | str | None = None) -> list[SearchResult]:
+    def search(
+        self,
+        principal: Principal,
+        *,
+        query: str | None,
+        limit: int | str | None = None,
+        bank: BankScope | str | None = None,
+    ) -> list[SearchResult]:
         """The principal's memories that match `query`, most relevant first; empty when nothing matches.
 
-        `None` is a parameter not given; a `str` limit is a facade's text as received (`"20"`), read here.
+        `None` is a parameter not given; a `str` limit is a facade's text as received (`"20"`), read here. `bank`
+        (`bankScope`) chooses the principal's own bank (the default), their organization's ("org"), or every bank
+        they may read ("all": their own, and their organization's with `org:read`); each bank is ranked with its
+        own statistics, and "all" merges the two rankings by score. Each result says its bank (`bank`).
 
         Raises:
-            ForbiddenError: the principal lacks `mcp:read`.
+            ForbiddenError: the principal lacks `mcp:read` (or, for `bank="org"`, `org:read`).
             MemoryDisabledError: an operator switched memory off for the principal.
             InvalidInputError: `q` or `limit` is out of bounds.
         """
@@ -474,20 +532,29 @@ class MemoryBank:
         owner = _authorize(principal, READ_SCOPE)
         with self.unit_of_work():
             self._admit(principal, owner, "search")  # before validation, as for saves
+            owners = _search_owners(principal, BankScope.parse(bank, allow_all=True) if bank is not None else None)
             text = clean_text(query, path="q", bound=limits.QUERY)
             count = clean_text_count(limit, path="limit", bound=limits.SEARCH_LIMIT)
-            hits = self._search.search(user_id=owner, query=text, limit=count)
-            found = self._store.get_many(user_id=owner, memory_ids=[hit.memory_id for hit in hits])
-        # A memory deleted (or retired) between ranking and loading is simply left out.
-        results = [
-            SearchResult(memory=found[hit.memory_id], score=hit.score, match=hit.match)
-            for hit in hits
-            if hit.memory_id in found and not found[hit.memory_id].retired
-        ]
+            results: list[SearchResult] = []
+            candidates: int | None = None
+            for searched in owners:
+                hits = self._search.search(user_id=searched, query=text, limit=count)
+                found = self._store.get_many(user_id=searched, memory_ids=[hit.memory_id for hit in hits])
+                # A memory deleted (or retired) between ranking and loading is simply left out.
+                results += [
+                    SearchResult(memory=found[hit.memory_id], score=hit.score, match=hit.match)
+                    for hit in hits
+                    if hit.memory_id in found and not found[hit.memory_id].retired
+                ]
+                if isinstance(hits, SearchHits):
+                    candidates = (candidates or 0) + hits.candidate_count
+        if len(owners) > 1:
+            # Each bank ranked with its own statistics; merged best first, newer id first on a tie, as one engine.
+            results = sorted(results, key=lambda result: (result.score, result.memory.id), reverse=True)[:count]
         fields: dict[str, str | int | float] = {"query_length": len(text), "limit": count, "result_count": len(results)}
-        if isinstance(hits, SearchHits):
-            fields["candidate_count"] = hits.candidate_count
-        self._emit(events.SEARCHED, started, user_id=owner, **fields)
+        if candidates is not None:
+            fields["candidate_count"] = candidates
+        self._emit(events.SEARCHED, started, user_id=owners[0], **fields)
         return results
 
     def list(
@@ -497,14 +564,16 @@ class MemoryBank:
         limit: int | str | None = None,
         cursor: str | None = None,
         include: str | None = None,
+        bank: BankScope | str | None = None,
     ) -> MemoryPage:
-        """One page of the principal's memories, newest first; retired ones only with `include="retired"`.
+        """One page of the principal's memories (of the bank `bank` names: their own, the default, or "org"), newest
+        first; retired ones only with `include="retired"`.
 
         Pass the returned `next_cursor` to get the next page; each memory that lives
         through the whole walk is returned exactly once.
 
         Raises:
-            ForbiddenError: the principal lacks `mcp:read`.
+            ForbiddenError: the principal lacks `mcp:read` (or, for the org bank, `org:read`).
             MemoryDisabledError: an operator switched memory off for the principal.
             InvalidInputError: `limit` or `include` is out of bounds or `cursor` is not one we issued.
         """
@@ -512,6 +581,7 @@ class MemoryBank:
         owner = _authorize(principal, READ_SCOPE)
         with self.unit_of_work():
             self._admit(principal, owner, "list")  # before validation, as for saves
+            owner = _read_bank_owner(principal, bank, owner)
             count = clean_text_count(limit, path="limit", bound=limits.LIST_LIMIT)
             after = decode_cursor(cursor) if cursor is not None else None
             if include not in (None, INCLUDE_RETIRED):
@@ -529,11 +599,14 @@ class MemoryBank:
         self._emit(events.LISTED, started, user_id=owner, limit=count, result_count=len(page))
         return MemoryPage(memories=tuple(page), next_cursor=next_cursor)
 
-    def delete(self, principal: Principal, *, memory_id: str) -> None:
-        """Hard-delete one of the principal's memories and all its contexts.
+    def delete(self, principal: Principal, *, memory_id: str, bank: BankScope | str | None = None) -> None:
+        """Hard-delete one of the principal's memories (of the bank `bank` names: their own, the default, or
+        "org") and all its contexts.
 
         Raises:
-            ForbiddenError: the principal lacks `mcp:write`.
+            ForbiddenError: the principal lacks `mcp:write` (or, for the org bank, `org:write`).
+            NotAuthorError: (a ForbiddenError) an org memory of another author, and the principal is no
+                `org:admin`; nothing is deleted.
             MemoryDisabledError: an operator switched memory off for the principal; nothing is deleted.
             NotFoundError: no such memory for this owner: malformed, never existed,
                 already deleted and someone else's are indistinguishable.
@@ -542,6 +615,11 @@ class MemoryBank:
         owner = _authorize(principal, WRITE_SCOPE)
         with self.unit_of_work():
             self._admit(principal, owner, "delete")
+            chosen = BankScope.parse(bank) if not isinstance(bank, BankScope) else bank
+            if chosen is not BankScope.USER:
+                owner = _bank_owner(principal, WRITE_SCOPE, chosen)
+                if ids.is_id(memory_id, prefix=ids.MEMORY_PREFIX):
+                    _check_may_change(principal, self._find(owner, memory_id))
             if not ids.is_id(memory_id, prefix=ids.MEMORY_PREFIX) or not self._store.delete(
                 user_id=owner, memory_id=memory_id
             ):
@@ -667,9 +745,66 @@ def _authorize(principal: Principal, scope: str | None) -> str:
     for value in (user_id, org_id):
         if not isinstance(value, str) or not limits.ID.min <= len(value) <= limits.ID.max or value != value.strip():
             raise ForbiddenError(scope or WRITE_SCOPE)
+    # An organization's bank is an owner too (`org_bank_owner`): no person may carry its id.
+    if is_org_bank_owner(user_id):
+        raise ForbiddenError(scope or WRITE_SCOPE)
     if scope is not None and scope not in principal.scopes:
         raise ForbiddenError(scope)
     return user_id
+
+
+def _bank_owner(principal: Principal, scope: str, bank: BankScope) -> str:
+    """The owner of the bank `bank` names for an operation needing `scope` (`mcp:read` or `mcp:write`), once the
+    principal was authorized for `scope` itself: the principal (their own bank), or their organization's bank,
+    which also needs `org:read` or `org:write` (`org:admin` includes both).
+
+    Raises:
+        ForbiddenError: the principal lacks the org scope.
+    """
+    if bank is BankScope.USER:
+        return principal.user_id
+    needed = ORG_READ_SCOPE if scope == READ_SCOPE else ORG_WRITE_SCOPE
+    if needed not in principal.scopes and ORG_ADMIN_SCOPE not in principal.scopes:
+        raise ForbiddenError(needed)
+    return org_bank_owner(principal.organization_id)
+
+
+def _read_bank_owner(principal: Principal, bank: BankScope | str | None, owner: str) -> str:
+    """The owner a read of `bank` (not "all") reads: `owner` (the principal's) or their organization's bank.
+
+    Raises:
+        InvalidInputError: ("bankScope") not "user" or "org".
+        ForbiddenError: the org bank, and the principal lacks `org:read`.
+    """
+    chosen = BankScope.parse(bank) if not isinstance(bank, BankScope) else bank
+    return owner if chosen is BankScope.USER else _bank_owner(principal, READ_SCOPE, chosen)
+
+
+def _search_owners(principal: Principal, bank: BankScope | None) -> list[str]:
+    """The owners a search of `bank` reads: "all" is the principal's own bank, and their organization's when they
+    may read it; "org" needs `org:read`.
+
+    Raises:
+        ForbiddenError: `bank` is "org" and the principal lacks `org:read`.
+    """
+    if bank is None or bank is BankScope.USER:
+        return [principal.user_id]
+    if bank is BankScope.ORG:
+        return [_bank_owner(principal, READ_SCOPE, bank)]
+    try:
+        return [principal.user_id, _bank_owner(principal, READ_SCOPE, BankScope.ORG)]
+    except ForbiddenError:
+        return [principal.user_id]
+
+
+def _check_may_change(principal: Principal, memory: Memory) -> None:
+    """Refuse a change of an org memory by anyone but its author or an `org:admin`.
+
+    Raises:
+        NotAuthorError: the memory is an org memory of another author and the principal is no `org:admin`.
+    """
+    if memory.scope is Scope.ORG and memory.author != principal.user_id and ORG_ADMIN_SCOPE not in principal.scopes:
+        raise NotAuthorError()
 
 
 def _written_by(principal: Principal, door: Door) -> WrittenBy:

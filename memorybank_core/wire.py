@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memorybank_core.entities import Citation, Memory, MemoryContext
+from memorybank_core.entities import Citation, Memory, MemoryContext, Scope
 
 Json = dict[str, Any]
 """A JSON object as Python data."""
@@ -69,8 +69,9 @@ def export_line(memory: Memory, revisions: Sequence[Memory] = ()) -> str:
 
 
 def memory_json(memory: Memory, *, timespec: str = WIRE_TIMESPEC) -> Json:
-    """A memory with its contexts. The owner's ids stay out: on the wire the caller is the owner."""
-    return {
+    """A memory with its contexts. The owner's ids stay out: on the wire the caller is the owner (of a personal
+    memory), or a member of its organization (of an org memory, which adds its `author`: who saved it)."""
+    shape = {
         "id": memory.id,
         "content": memory.content,
         "tags": list(memory.tags),
@@ -82,6 +83,9 @@ def memory_json(memory: Memory, *, timespec: str = WIRE_TIMESPEC) -> Json:
         "revision": memory.revision,
         "retired_by": memory.retired_by,
     }
+    if memory.scope is Scope.ORG:
+        shape["author"] = memory.author
+    return shape
 
 
 def etag(memory: Memory) -> str:

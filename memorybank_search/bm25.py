@@ -44,7 +44,8 @@ def best_matches(
     """The best `limit` documents by BM25, score descending then id descending; zero scores dropped.
 
     Each hit's `coverage` is the share of the query's idf its document holds (a term of the query
-    the owner never wrote weighs the most): how much of what was asked its words answer. `groups`
+    the owner never wrote weighs the most): how much of what was asked its words answer; its `terms`
+    how many of the query's terms it holds. `groups`
     gathers the tokens that spell one term (a term searched under two index schemes while a rewrite
     is pending): the term weighs once, by the documents holding any of them.
 
@@ -64,7 +65,7 @@ def best_matches(
         idf(stats.document_count, sum(stats.document_frequency.get(token, 0) for token in group)) for group in spelled
     ]
     total_weight = math.fsum(term_weights) or 1.0
-    scored: list[tuple[float, str, float]] = []
+    scored: list[tuple[float, str, float, int]] = []
     for memory_id, counts in documents.items():
         length = lengths[memory_id] if lengths is not None else sum(counts.values())
         norm = constant + per_length * length
@@ -74,11 +75,11 @@ def best_matches(
             if frequency:
                 score += weight * frequency / (frequency + norm)
         if score > 0:
-            held = math.fsum(
+            held = [
                 weight for group, weight in zip(spelled, term_weights, strict=True) if any(counts.get(t) for t in group)
-            )
-            scored.append((score, memory_id, held / total_weight))
+            ]
+            scored.append((score, memory_id, math.fsum(held) / total_weight, len(held)))
     return [
-        SearchHit(memory_id=memory_id, score=score, coverage=coverage)
-        for score, memory_id, coverage in heapq.nlargest(limit, scored)
+        SearchHit(memory_id=memory_id, score=score, coverage=coverage, terms=terms)
+        for score, memory_id, coverage, terms in heapq.nlargest(limit, scored)
     ]

@@ -31,7 +31,7 @@ class HybridSearch(SearchEngine):
     """The share of a new memory's own score another needs to be named `similar` on its save
     (`MemoryBank.similar`). Hybrid scores are a logistic of the standing (`fusion`), so every memory the
     inclusion rule returns scores near the new memory's own: the share sits near 1. benchmarks/similar.py:
-    77 % of replaced memories found, 2 of 120 unrelated saves flagged (docs/search.md)."""
+    67 % of replaced memories found, 2 of 120 unrelated saves flagged (docs/search.md)."""
 
     def __init__(
         self,
@@ -66,7 +66,7 @@ class HybridSearch(SearchEngine):
         if not stored:
             return self._fusion.rank(lexical, {}, limit)
         vector = stored[like] if like is not None and like in stored else self.embedder.embed([query])[0]
-        return self._fusion.rank(lexical, cosines(vector, stored), limit)
+        return self._fusion.rank(lexical, cosines(vector, stored), limit, centrality=centralities(stored))
 
 
 def cosines(query: Embedding, stored: Mapping[str, Embedding]) -> dict[str, float]:
@@ -75,23 +75,47 @@ def cosines(query: Embedding, stored: Mapping[str, Embedding]) -> dict[str, floa
     The int8 dot products are computed in integers (exact, so every engine gets the very same scores),
     then scaled.
     """
-    dimension = query.dimension
+    ids, matrix, scales = _rows(stored, query.dimension)
+    if not ids:
+        return {}
+    products = matrix.astype(np.int32) @ np.frombuffer(query.values, dtype=np.int8).astype(np.int32)
+    return dict(zip(ids, (products * (scales * query.scale)).tolist(), strict=True))
+
+
+def centralities(stored: Mapping[str, Embedding]) -> dict[str, float]:
+    """Each stored vector's mean cosine with the owner's *other* vectors, by memory id (0 for a lone vector).
+
+    A memory close to the bank's centre (a phrasing many of the owner's memories share) scores high against
+    any question; `Fusion` discounts it. The rows are summed in id order, so every engine, whatever order its
+    storage returns them in, gets the very same numbers.
+    """
+    dimension = next(iter(stored.values())).dimension if stored else 0
+    ids, matrix, scales = _rows(stored, dimension)
+    count = len(ids)
+    if count < 2:
+        return dict.fromkeys(ids, 0.0)
+    order = np.argsort(np.array(ids))
+    values = matrix[order].astype(np.float64)  # small integers: every product below is exact until summed
+    weights = scales[order]
+    total = weights @ values
+    own = np.einsum("ij,ij->i", values, values) * weights * weights
+    leave_one_out = (weights * (values @ total) - own) / (count - 1)
+    return dict(zip([ids[index] for index in order.tolist()], leave_one_out.tolist(), strict=True))
+
+
+def _rows(stored: Mapping[str, Embedding], dimension: int) -> tuple[list[str], Any, Any]:
+    """The ids, int8 matrix and float64 scales of the stored vectors of `dimension`."""
     if isinstance(stored, PackedVectors):
         if stored.dimension != dimension:
-            return {}
+            return [], None, None
         # The stored records viewed in place: a float32 scale, then the int8 values, per row.
         record = np.dtype([("scale", "<f4"), ("values", np.int8, (dimension,))])
         assert record.itemsize == SCALE_SIZE + dimension  # noqa: S101 - the stored format, packed
         rows = np.frombuffer(stored.records, dtype=record)
-        return _scored(stored.ids, rows["values"], rows["scale"], query)
+        return list(stored.ids), rows["values"], rows["scale"].astype(np.float64)
     ids = [memory_id for memory_id, vector in stored.items() if vector.dimension == dimension]
     if not ids:
-        return {}
+        return [], None, None
     matrix = np.frombuffer(b"".join(stored[memory_id].values for memory_id in ids), dtype=np.int8)
     scales = np.array([stored[memory_id].scale for memory_id in ids], dtype=np.float64)
-    return _scored(ids, matrix.reshape(len(ids), dimension), scales, query)
-
-
-def _scored(ids: Sequence[str], matrix: Any, scales: Any, query: Embedding) -> dict[str, float]:
-    products = matrix.astype(np.int32) @ np.frombuffer(query.values, dtype=np.int8).astype(np.int32)
-    return dict(zip(ids, (products * (scales.astype(np.float64) * query.scale)).tolist(), strict=True))
+    return ids, matrix.reshape(len(ids), dimension), scales

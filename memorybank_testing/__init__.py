@@ -11,7 +11,8 @@ In a test module of yours (docs/embedding.md shows it whole, on a toy store)::
         yield factory
         factory.close()
 
-    class TestMyBackend(MemoryContract, RevisionContract, ControlsContract, RankingContract, StatefulContract):
+    class TestMyBackend(MemoryContract, RevisionContract, ControlsContract, RankingContract, StatefulContract,
+                        OrgBankContract):
         pass
 
 A contract of another port (`TokenStoreContract`, `PanelSessionContract`, `PurgeContract`,
@@ -37,12 +38,14 @@ pytest.register_assert_rewrite(
     "memorybank_testing.vector_contract",
     "memorybank_testing.unit_of_work_contract",
     "memorybank_testing.import_contract",
+    "memorybank_testing.org_bank_contract",
 )
 
 from memorybank_testing.backends import Backend, BackendFactory, InMemoryFactory  # noqa: E402
 from memorybank_testing.controls_contract import ControlsContract  # noqa: E402
 from memorybank_testing.import_contract import ImportContract  # noqa: E402
 from memorybank_testing.memory_contract import MemoryContract  # noqa: E402
+from memorybank_testing.org_bank_contract import OrgBankContract, OrgBankMachine, OrgBankStatefulContract  # noqa: E402
 from memorybank_testing.panel_session_contract import PanelSessionContract  # noqa: E402
 from memorybank_testing.principals import User, bank_over, start_clock  # noqa: E402
 from memorybank_testing.purge_contract import PurgeContract  # noqa: E402
@@ -61,6 +64,9 @@ __all__ = [
     "InMemoryFactory",
     "MemoryBankMachine",
     "MemoryContract",
+    "OrgBankContract",
+    "OrgBankMachine",
+    "OrgBankStatefulContract",
     "PanelSessionContract",
     "PurgeContract",
     "RankingContract",

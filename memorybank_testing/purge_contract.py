@@ -17,7 +17,18 @@ from datetime import datetime
 import attrs
 import pytest
 
-from memorybank_core import EditRequest, InvalidInputError, MemoryBank, RecordingEventSink, TokenService
+from memorybank_core import (
+    ORG_READ_SCOPE,
+    ORG_WRITE_SCOPE,
+    READ_SCOPE,
+    WRITE_SCOPE,
+    EditRequest,
+    InvalidInputError,
+    MemoryBank,
+    RecordingEventSink,
+    TokenService,
+    org_bank_owner,
+)
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, PURGE_RUN_PREFIX, new_id
 from memorybank_core.offboarding import (
@@ -155,6 +166,34 @@ class PurgeContract:
         assert not population.signed_in(bob)
         assert population.signed_in(carol)
         assert population.memories(carol) == 2
+
+    def test_an_organizations_purge_removes_its_team_bank_and_a_persons_keeps_the_team_memories_they_wrote(
+        self, population: Population, backend: Backend
+    ) -> None:
+        member = frozenset({READ_SCOPE, WRITE_SCOPE, ORG_READ_SCOPE, ORG_WRITE_SCOPE})
+        alice, bob, carol = (
+            User(user_id=user.user_id, organization_id=user.organization_id, scopes=member)
+            for user in (population.alice, population.bob, population.carol)
+        )
+        team = {"contexts": [{"snippet": "from the team chat"}], "bankScope": "org"}
+        for author, n in ((alice, 1), (bob, 2), (carol, 3)):
+            population.bank.save(author, JsonValue({"content": f"team lighthouse {n}", **team}))
+        bobs = population.saved_ids[(bob.user_id, population.org_a)]  # his 3 memories and their contexts
+
+        kept = population.offboarding().purge_user(alice.user_id)
+        assert removed(kept)[:2] == ALICE[:2]  # her own memories only: the team memory she wrote is the team's
+        assert len(population.bank.list(bob, bank="org").memories) == 2
+
+        # Alice's own memories under A went with her purge; the organization's purge takes the rest and the bank.
+        dry = population.offboarding().purge_organization(population.org_a, dry_run=True)
+        assert removed(dry)[:2] == (3 + 2, len(bobs) - 3 + 2)
+        receipt = population.offboarding().purge_organization(population.org_a, batch_size=2)
+        assert removed(receipt)[:2] == removed(dry)[:2]
+        assert population.bank.list(bob, bank="org").memories == ()
+        assert population.bank.search(bob, query="lighthouse", bank="org") == []
+        assert backend.store.usage(user_id=org_bank_owner(population.org_a)).memories == 0
+        # Another organization's team bank is as it was.
+        assert [m.content for m in population.bank.list(carol, bank="org").memories] == ["team lighthouse 3"]
 
     def test_a_dry_run_counts_and_changes_nothing(self, population: Population) -> None:
         offboarding = population.offboarding()

@@ -61,7 +61,7 @@ QUERIES = [
     "keeper storm lighthouse",
     "the",
     "🚀",
-    "🎉 party",
+    "🎉 launch party",
     "❤",
 ]
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 from memorybank.commands.base import PROGRAM, CommandError, Shared, Subcommands, actions, with_services
 from memorybank.settings import Settings, redacted
 from memorybank_core import ApiToken, NotFoundError, ids
-from memorybank_core.tokens import KNOWN_SCOPES
+from memorybank_core.tokens import KNOWN_SCOPES, TOKEN_SCOPES
 
 if TYPE_CHECKING:
     from memorybank import composition
@@ -35,8 +35,9 @@ def register(commands: Subcommands, shared: Shared) -> None:
     create.add_argument(
         "--scope",
         action="append",
-        choices=sorted(KNOWN_SCOPES),
-        help="a scope to grant; repeat for several (default: all of them)",
+        choices=sorted(TOKEN_SCOPES),
+        help="a scope to grant; repeat for several (default: mcp:read and mcp:write). The org:read, org:write and "
+        "org:admin scopes open the shared bank of the token's organization (--org) and are granted only when named",
     )
     create.set_defaults(run=run_create)
     listing = token_commands.add_parser(

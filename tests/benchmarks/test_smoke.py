@@ -18,6 +18,7 @@ from benchmarks import (
     controls,
     corpus,
     hybrid,
+    inclusion,
     precision,
     purge_impact,
     rail_overhead,
@@ -228,6 +229,22 @@ def test_the_precision_benchmark_prints_recall_beside_precision_for_both_engines
     assert rows["LoCoMo, tuning: lexical"][1:4] == ["2", "1.000", "1.000"]
 
 
+def test_the_inclusion_tuner_replays_what_the_fusion_stage_saw(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    captured = tmp_path / "captured.pkl"
+    inclusion.main(["capture", "--data", str(_toy_locomo(tmp_path)), "--out", str(captured)])
+    inclusion.main(["replay", "--out", str(captured)])
+    out = capsys.readouterr().out
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line.strip(" |").split(" | ") for line in out.splitlines() if ": " in line
+    }
+    # The notes bank's questions, both halves, ranked again by the shipped rule from the recorded inputs.
+    assert rows["notes, tuning: hybrid"][1:2] == ["65"]
+    assert float(rows["notes, held-out: hybrid"][4]) > 0.5
+    assert rows["LoCoMo, tuning: hybrid"][1:2] == ["2"]
+
+
 def test_the_precision_sets_are_labelled_as_they_say(tmp_path: Path) -> None:
     # Every answer is a memory of the bank, unanswerable questions name none, no question is asked twice.
     bank = precision.notes_bank()
@@ -351,6 +368,7 @@ def test_the_hybrid_split_benchmark_times_every_stage_of_a_search(
         "read vectors",
         "embed query",
         "cosines",
+        "centralities",
         "fusion",
         "the rest (the bank, loading the results)",
     }

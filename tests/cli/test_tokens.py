@@ -102,6 +102,23 @@ def test_token_create_grants_only_the_scopes_asked_for(run: Run, db_url: str) ->
     assert found[2] == frozenset({READ_SCOPE})
 
 
+def test_token_create_grants_the_org_scopes_only_when_named_for_the_organization_it_was_made_for(
+    run: Run, db_url: str
+) -> None:
+    user, org = new_id(USER_PREFIX), new_id(ORGANIZATION_PREFIX)
+    scopes = ("mcp:read", "mcp:write", "org:read", "org:write")
+    member = run("token", "create", "--db", db_url, "--user", user, "--org", org, *(f"--scope={s}" for s in scopes))
+    plain = run("token", "create", "--db", db_url, "--user", user, "--org", org)
+
+    assert member.status == 0, member.err
+    assert _authenticate(db_url, member.last_line) == (user, org, frozenset(scopes))
+    assert _authenticate(db_url, plain.last_line) == (user, org, frozenset({"mcp:read", "mcp:write"}))
+    admin = run("token", "create", "--db", db_url, "--org", org, "--scope", "org:admin", "--scope", "mcp:write")
+    found = _authenticate(db_url, admin.last_line)
+    assert found is not None
+    assert (found[1], found[2]) == (org, frozenset({"org:admin", "mcp:write"}))
+
+
 def test_token_create_refuses_an_unknown_scope_in_one_line(run: Run, db_url: str) -> None:
     outcome = run("token", "create", "--db", db_url, "--scope", "admin")
 

@@ -120,9 +120,10 @@ def test_scopes_and_documented_errors_per_operation() -> None:
     assert operations["postMemory"]["responses"]["201"]["headers"]["ETag"]["required"] is True
     assert [(p["name"], p["in"]) for p in operations["patchMemoryById"]["parameters"]] == [
         ("id", "path"),
+        ("bankScope", "query"),
         ("If-Match", "header"),
     ]
-    assert set(operations["deleteMemoryById"]["responses"]) == {"204", "401", "403", "404", "429", "503"}
+    assert set(operations["deleteMemoryById"]["responses"]) == {"204", "400", "401", "403", "404", "429", "503"}
     assert "content" not in operations["deleteMemoryById"]["responses"]["204"]
 
 

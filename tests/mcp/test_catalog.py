@@ -72,9 +72,9 @@ def test_capabilities_carry_their_parameters_and_body() -> None:
         (),
         (),
     )
-    assert search.query_params == ("q", "limit")
+    assert search.query_params == ("q", "limit", "bankScope")
     assert not search.has_body
-    assert listing.query_params == ("limit", "cursor", "include")
+    assert listing.query_params == ("limit", "cursor", "include", "bankScope")
     assert (delete.method, delete.path, delete.path_params) == ("DELETE", "/v1/memory/{id}", ("id",))
     edit, history = catalog.get("patchMemoryById"), catalog.get("getMemoryRevisions")
     assert edit is not None
@@ -84,7 +84,7 @@ def test_capabilities_carry_their_parameters_and_body() -> None:
         "PATCH",
         "/v1/memory/{id}",
         ("id",),
-        (),
+        ("bankScope",),
         True,
     )
     assert edit.body_schema is not None
@@ -92,7 +92,7 @@ def test_capabilities_carry_their_parameters_and_body() -> None:
     assert (history.path, history.path_params, history.query_params) == (
         "/v1/memory/{memoryId}/revisions",
         ("memoryId",),
-        ("limit", "cursor"),
+        ("limit", "cursor", "bankScope"),
     )
     assert "supersedes" in dict(save.body_schema or {})["properties"]
     assert save.body_schema is not None

@@ -80,3 +80,13 @@ def test_the_prompt_makes_no_claim_about_how_memories_are_stored_at_rest() -> No
     # The same text serves sealed and plaintext servers alike.
     assert "plain text" not in MEMORY_BANK_PROMPT
     assert "whether or not the server encrypts it at rest" in MEMORY_BANK_PROMPT
+
+
+def test_the_team_bank_is_used_only_when_the_person_says_the_memory_is_for_the_team() -> None:
+    text = " ".join(MEMORY_BANK_PROMPT.split())
+    section = text[text.index("### The team's bank") : text.index("### Never store secrets")]
+
+    assert "only when the person says a memory is for the team" in section
+    assert "never for anything personal" in section
+    assert '"bankScope": "org"' in section
+    assert "tell the person the memory went to the team's bank" in section

@@ -21,7 +21,8 @@ from memorybank_core import Embedder, Embedding, MemoryBank, PackedVectors
 from memorybank_core.bodies import JsonValue
 from memorybank_core.configuration import BankSettings
 from memorybank_core.offboarding import Offboarding
-from memorybank_search.hybrid import cosines
+from memorybank_search.fusion import Fusion
+from memorybank_search.hybrid import centralities, cosines
 from tests.conftest import User, start_clock
 from tests.contract.embedders import HashedTermsEmbedder
 from tests.sql.backends import bank_on, storage_at
@@ -144,7 +145,36 @@ def test_an_owners_vectors_are_read_packed_and_score_as_the_vectors_one_by_one(t
     assert dict(read) == one_by_one
     query = embedder.embed(["lighthouse storm"])[0]
     assert cosines(query, read) == cosines(query, one_by_one)
+    # Each memory's centrality too, whatever order the vectors come in: every engine ranks alike.
+    assert centralities(read) == centralities(one_by_one) == centralities(dict(reversed(one_by_one.items())))
     storage.close()
+
+
+def test_a_memorys_centrality_is_its_mean_cosine_with_the_owners_other_memories() -> None:
+    embedder = HashedTermsEmbedder()
+    texts = [f"the team notes that item {n} moved" for n in range(12)] + ["lighthouse storm", "the team notes"]
+    vectors = {f"m{n:02d}": vector for n, vector in enumerate(embedder.embed(texts))}
+    central = centralities(vectors)
+    for memory_id, vector in vectors.items():
+        others = [cosine for other, cosine in cosines(vector, vectors).items() if other != memory_id]
+        assert central[memory_id] == pytest.approx(sum(others) / len(others), abs=1e-9)
+    # The memory about something else than the rest is the least central.
+    assert min(central, key=central.__getitem__) == "m12"
+    assert centralities({"m00": vectors["m00"]}) == {"m00": 0.0}
+
+
+def test_a_hub_that_is_close_to_everything_does_not_stand_out_for_a_question() -> None:
+    # 100 memories whose cosines with the question are unremarkable, and one at 0.40 that is as close to
+    # every other memory of the bank (centrality 0.35 above the bank's average): it stands out raw, not once
+    # its closeness to everything is taken off.
+    similarities = {f"m{n:02d}": 0.05 + 0.004 * (n % 25) for n in range(100)} | {"hub": 0.40}
+    centrality = dict.fromkeys(similarities, 0.10) | {"hub": 0.45}
+    assert [hit.memory_id for hit in Fusion().rank([], similarities, 10)] == ["hub"]
+    assert list(Fusion().rank([], similarities, 10, centrality=centrality)) == []
+    # A memory as central as the rest keeps its standing.
+    assert [
+        hit.memory_id for hit in Fusion().rank([], similarities, 10, centrality=dict.fromkeys(similarities, 0.1))
+    ] == ["hub"]
 
 
 def test_a_sealed_vector_moved_to_another_memory_does_not_open_and_the_memory_is_still_found_by_words(

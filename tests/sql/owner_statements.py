@@ -22,7 +22,7 @@ from adapters_mysql import SqlStorage
 from adapters_mysql.schema import metadata
 from adapters_mysql.spider import is_sharded
 from memorybank import composition, portability
-from memorybank_core import EditRequest, NotFoundError, SaveRequest
+from memorybank_core import ORG_WRITE_SCOPE, EditRequest, NotFoundError, SaveRequest, org_bank_owner
 from memorybank_core.bodies import JsonValue
 from tests.conftest import User, start_clock
 from tests.contract.embedders import HashedTermsEmbedder
@@ -129,8 +129,8 @@ _ORGANIZATION_WALK = re.compile(r"^SELECT DISTINCT memory\.user_id\s+FROM memory
 
 
 def check_purge_statements_carry_one_owner(storage: SqlStorage, statements: list[Statement]) -> None:
-    """Purge one user, then one organization of two users, beside bystanders; every statement on a
-    sharded table binds exactly one owner (the organization walk aside), and every statement that
+    """Purge one user, then one organization of two users (and its shared bank), beside bystanders; every
+    statement on a sharded table binds exactly one owner (the organization walk aside), and every statement that
     deletes binds the owner with an equality predicate: none can reach a bystander's rows."""
     organization = User().organization_id
     alice, bob, carol = User(organization_id=organization), User(organization_id=organization), User()
@@ -139,6 +139,8 @@ def check_purge_statements_carry_one_owner(storage: SqlStorage, statements: list
     for user in (alice, bob, carol, bystander):
         for n in range(3):
             bank.save(user, SaveRequest.parse({"content": f"note {n}", "contexts": [{"snippet": "s"}]}))
+    member = User(user_id=alice.user_id, organization_id=organization, scopes=alice.scopes | {ORG_WRITE_SCOPE})
+    bank.save(member, SaveRequest.parse({"content": "team note", "contexts": [{"snippet": "s"}], "bankScope": "org"}))
     offboarding = composition.build_offboarding(storage.purge_store, clock=start_clock())
     statements.clear()
     offboarding.purge_user(carol.user_id, batch_size=2)
@@ -147,7 +149,12 @@ def check_purge_statements_carry_one_owner(storage: SqlStorage, statements: list
     offboarding.purge_organization(organization, batch_size=2)
     by_organization = list(statements)
 
-    for touching, owners in ((queries(by_user), [carol]), (queries(by_organization), [alice, bob])):
+    # The organization's walk reaches its members' personal memories and its shared bank, an owner of its own.
+    team_bank = org_bank_owner(organization)
+    for touching, owners in (
+        (queries(by_user), [carol.user_id]),
+        (queries(by_organization), [alice.user_id, bob.user_id, team_bank]),
+    ):
         kinds = {s.sql.split()[0] for s in touching}
         assert kinds == {"SELECT", "DELETE"}, kinds
         for statement in touching:
@@ -155,7 +162,7 @@ def check_purge_statements_carry_one_owner(storage: SqlStorage, statements: list
             if _ORGANIZATION_WALK.match(statement.sql):
                 assert statement.binds(organization), statement.sql
                 continue
-            bound = [user.user_id for user in owners if statement.binds(user.user_id)]
+            bound = [owner for owner in owners if statement.binds(owner)]
             assert len(bound) == 1, f"binds no single owner: {statement.sql}"
             assert _OWNER_PREDICATE.search(statement.sql), f"no owner predicate: {statement.sql}"
             if re.search(r"\bFROM memory\b|\bJOIN memory\b", statement.sql):

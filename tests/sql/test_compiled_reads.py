@@ -15,6 +15,7 @@ from adapters_mysql.change_counters import _BOTH as _GENERATION
 from adapters_mysql.compiled_reads import CompiledRead
 from adapters_mysql.control_store import _FIND
 from adapters_mysql.memory_store import _CHECKED_READS, _PLAIN_READS
+from adapters_mysql.owner import owner_values
 from adapters_mysql.schema import memory_vector
 from memorybank_core import EVERYONE, Control, Embedding, SubjectKind
 from memorybank_search import OwnerIndexer
@@ -62,17 +63,17 @@ def test_the_hot_reads_give_sqlalchemys_rows_on_the_cursor(
     ]
     for statements in (_PLAIN_READS, _CHECKED_READS):
         reads += [
-            (statements.get_many, {"owner": owner, "ids": [m.id for m in memories[:3]]}),
-            (statements.list_first, {"owner": owner, "limit": 3}),
+            (statements.get_many, {**owner_values(owner), "ids": [m.id for m in memories[:3]]}),
+            (statements.list_first, {**owner_values(owner), "limit": 3}),
             (
                 statements.list_after,
-                {"owner": owner, "limit": 3, "after_created_at": newest.created_at, "after_id": newest.id},
+                {**owner_values(owner), "limit": 3, "after_created_at": newest.created_at, "after_id": newest.id},
             ),
         ]
     if storage.dialect_name == "mysql":
         tokens = " ".join(OwnerIndexer().query_tokens(owner, "lighthouse keeper"))
-        reads.append((mysql_search._CANDIDATES, {"owner": owner, "tokens": tokens, "limit": 10}))
-        reads.append((mysql_search._BEST_CANDIDATES, {"owner": owner, "tokens": tokens, "limit": 2}))
+        reads.append((mysql_search._CANDIDATES, {**owner_values(owner), "tokens": tokens, "limit": 10}))
+        reads.append((mysql_search._BEST_CANDIDATES, {**owner_values(owner), "tokens": tokens, "limit": 2}))
     _refuse_sqlalchemy(monkeypatch)
     with storage.engine.connect() as connection:
         for read, parameters in reads:
@@ -80,7 +81,7 @@ def test_the_hot_reads_give_sqlalchemys_rows_on_the_cursor(
             assert sorted(on_the_cursor, key=repr) == sorted(through_sqlalchemy, key=repr)
             assert on_the_cursor
         # Named like SQLAlchemy's rows, converted by the same types (UTC datetimes, JSON lists).
-        row = _PLAIN_READS.list_first.all(connection, {"owner": owner, "limit": 1})[0]
+        row = _PLAIN_READS.list_first.all(connection, {**owner_values(owner), "limit": 1})[0]
         assert (row.id, row.created_at, row.tags, row.context_snippet) == (
             newest.id,
             newest.created_at,
@@ -117,7 +118,7 @@ def test_listeners_of_cursor_executions_see_the_hot_reads(storage: SqlStorage) -
     event.listen(storage.engine, "before_cursor_execute", capture)
     try:
         with storage.engine.connect() as connection:
-            _PLAIN_READS.list_first.all(connection, {"owner": owner, "limit": 3})
+            _PLAIN_READS.list_first.all(connection, {**owner_values(owner), "limit": 3})
     finally:
         event.remove(storage.engine, "before_cursor_execute", capture)
     assert [sql for sql in seen if sql.startswith("SELECT")] == [

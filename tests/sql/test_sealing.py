@@ -542,3 +542,28 @@ def test_a_server_left_on_the_old_ring_after_a_rotation_refuses_rather_than_show
     assert "which this server's key ring does not hold: restart it with the current key ring" in caplog.text
     # Restarted with the current ring, the same server sees every memory again.
     assert {m.id for m in bank_over(place.open(second)).list(alice).memories} == set(saved)
+
+
+def test_a_team_memory_is_sealed_and_its_tokens_say_nothing_about_a_personal_banks(place: Place) -> None:
+    storage = place.open(new_key_ring())
+    bank = bank_over(storage)
+    member = frozenset({"mcp:read", "mcp:write", "org:read", "org:write"})
+    ann = User(scopes=member)
+    other_org = User(scopes=member)
+    text = f"The {CANARY} lives in eu-west-1"
+    own = save(bank, ann, text, **canary_body("own"))
+    shared = save(bank, ann, text, bankScope="org", **canary_body("team"))
+    theirs = save(bank, other_org, text, bankScope="org")
+
+    assert not any(CANARY in value for value in raw_rows(storage))
+    with storage.engine.connect() as connection:
+        terms = dict(connection.execute(sa.select(memory.c.id, memory.c.search_terms)).all())
+    tokens = {memory_id: set(str(terms[memory_id]).split()) for memory_id in (own, shared, theirs)}
+    # The same words, three owners: no token in common (each HMAC has its owner inside).
+    assert tokens[own].isdisjoint(tokens[shared])
+    assert tokens[shared].isdisjoint(tokens[theirs])
+    assert found(bank, ann, CANARY) == [own]
+    assert [r.memory.id for r in bank.search(ann, query=CANARY, bank="org")] == [shared]
+    assert bank.revisions(ann, memory_id=shared, bank="org").memory.contexts[0].snippet == (
+        f"the user said {CANARY}snippetteam"
+    )

@@ -93,8 +93,8 @@ def test_the_switch_shows_the_team_bank_with_authors_and_only_allowed_deletes(pa
     assert panel.all("button", "Edit memory: The staging database is db-2") == []
     locked = panel.driver.find_elements(By.CSS_SELECTOR, "#memory-list .memory-locked")
     assert [e.text for e in locked] == [LOCKED]
-    assert locked[0].find_element(By.XPATH, "ancestor::article").get_attribute("data-memory-id") == (
-        panel.shown_ids()[1]
+    assert (
+        locked[0].find_element(By.XPATH, "ancestor::article").get_attribute("data-memory-id") == (panel.shown_ids()[1])
     )
     assert panel.all("button", "Share with my team:", exact=False) == []  # already the team's
     _still()

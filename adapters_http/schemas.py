@@ -113,8 +113,9 @@ SAVE_REQUEST: JsonSchema = {
             }
         ),
         "bankScope": {
-            "type": "string",
-            "enum": [BankScope.USER.value, BankScope.ORG.value],
+            # null is the field not given, as for the other optional fields: the caller's own bank.
+            "type": ["string", "null"],
+            "enum": [BankScope.USER.value, BankScope.ORG.value, None],
             "default": BankScope.USER.value,
             "description": (
                 "`user` (the default): your own bank. `org`: the bank your organization shares (needs `org:write`), "

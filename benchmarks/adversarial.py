@@ -1,6 +1,7 @@
 """The slowest inputs we know for each route within the bounds, beside each route's typical cost (ADR 0031).
 
-    python -m benchmarks.adversarial [--seed 27] [--fuzz-evaluations 150] [--repeats 5] [--no-embedder]
+    python -m benchmarks.adversarial [--backend sqlite|mariadb] [--seed 27] [--fuzz-evaluations 150]
+                                     [--repeats 5] [--no-embedder]
 
 Inputs, all within the bounds (`memorybank_core.limits`: content 8,000 characters, 16 snippets of 4,000, 32 tags
 of 64, a body of at most 1 MiB, a query of 512):
@@ -9,17 +10,19 @@ of 64, a body of at most 1 MiB, a query of 512):
   every field to its bound (the synthetic corpus of `benchmarks.corpus`, so no data set is needed);
 - **known shapes** (`SHAPES`): issue 27's reproductions (the unit ``pwd=` `` repeated to fill content and 16
   snippets; two backticks) and, per test of the screen, the unit that made it slowest before ADR 0031 (a keyword
-  every few characters, `eyJ`, `sk-`, `A.`, `mysql -p`, zero-width spaces, ...);
+  every few characters, `eyJ`, `sk-`, `A.`, `mysql -p`, zero-width spaces, ...), and Han prose whose bigrams do not
+  repeat (the search index's heaviest text, ADR 0040);
 - **fuzzed**: a seeded hill-climb per component (the secret screen, the search analyzer, the JSON decoder, the
   hybrid embedder): it repeats a unit of a few tokens (keywords, operators, quotes, anchors, invisible and
   look-alike characters) to fill one field, keeps the units that cost that component most, mutates them, and after
   `--fuzz-evaluations` tries hands its slowest unit on as a whole save filled with it.
 
 Each input goes through each route in-process, one at a time: the REST save and the MCP rail's `postMemory`
-(`memorybank serve`'s app over an SQLite file, with its secret screen), `memorybank import`'s judgement of a line
-(parse + screen), and the search route with each input's first 512 characters as the query, over a bank of 300
-ordinary memories of its own. The figure is CPU time of this process (`time.process_time`,
-every thread), the minimum of `--repeats` runs, and its ratio to the route's typical input. The targets: the worst
+(`memorybank serve`'s app over an SQLite file, or MariaDB with `--backend mariadb`, with its secret screen),
+`memorybank import`'s judgement of a line (parse + screen), and the search route with each input's first 512
+characters as the query, over a bank of 300 ordinary memories of its own. The figure is CPU time of this process
+(`time.process_time`, every thread; MariaDB's own CPU is not in it), the minimum of `--repeats` runs, and its ratio
+to the route's typical input. The targets: the worst
 save at most 5x a typical save at the bounds, and no request within the bounds over 50 ms of CPU.
 """
 
@@ -41,7 +44,7 @@ from typing import Any
 import attrs
 
 from adapters_secrets import DetectSecretsScreen
-from benchmarks.common import run_header, table
+from benchmarks.common import database_url, drop_database, run_header, table
 from benchmarks.corpus import CorpusSpec, CorpusWriter
 from memorybank_core import SaveRequest, ids, limits
 from memorybank_core.entities import Source
@@ -95,6 +98,15 @@ def filling(name: str, unit: str) -> Save:
     return Save(name, filled(unit, CONTENT), tuple(filled(unit, SNIPPET) for _ in range(SNIPPETS)))
 
 
+def han_prose(size: int, seed: int = 27) -> str:
+    """`size` characters of Han text in no repeating order (3,000 ideographs, a comma or a full stop now and then):
+    CJK text as a person writes it, where nearly every bigram is new, unlike a short unit repeated."""
+    rng = random.Random(seed)
+    return "".join(
+        rng.choice("\u3001\u3002") if rng.random() < 0.08 else chr(0x4E00 + rng.randrange(3000)) for _ in range(size)
+    )
+
+
 #: The units that made each test of the screen slowest before ADR 0031, and issue 27's two reproductions.
 SHAPES: tuple[tuple[str, str], ...] = (
     ("issue 27: pwd=` (one backtick)", "pwd=`"),
@@ -110,8 +122,12 @@ SHAPES: tuple[tuple[str, str], ...] = (
     ("look-alike letters", "\u0410K1a"),
     ("random-looking tokens", "aA1bB2cC3dD4eE5fF6gG7 "),
     ("AWS key ids", "AKIAABCDEFGHIJ012345 "),
+    # After ADR 0040: the analyzer's heaviest text is CJK whose bigrams do not repeat (two terms a character).
+    ("Han prose (bigrams that do not repeat)", han_prose(CONTENT)),
 )
 
+#: The longest unit the fuzzer tries.
+_UNIT_MAX = 40
 #: What the fuzzer builds units from: whatever the screen's patterns, the analyzer and the JSON decoder react to.
 TOKENS = (
     *("a", "A", "0", "_", "-", ".", ":", "/", "@", "=", "`", "'", '"', " ", "\n", "\t", "$", "!", ",", ";", "(", "+"),
@@ -220,7 +236,10 @@ def fuzz(component: Callable[[Save], str], *, seed: int, evaluations: int, field
             return 0.0  # refused by validation before the component's work (a blank text)
 
     pool: dict[str, float] = {}
-    seeds = [unit for _, unit in SHAPES] + ["".join(rng.choices(TOKENS, k=rng.randint(1, 5))) for _ in range(20)]
+    # Short units only: a long known shape (Han prose) is measured as it is, not mutated.
+    seeds = [unit for _, unit in SHAPES if len(unit) <= _UNIT_MAX] + [
+        "".join(rng.choices(TOKENS, k=rng.randint(1, 5))) for _ in range(20)
+    ]
     for unit in seeds[: max(evaluations // 2, 1)]:
         pool[unit] = cost(unit)
     tries = 0
@@ -247,33 +266,43 @@ def _mutated(unit: str, kept: Sequence[str], rng: random.Random) -> str:
     if choice == 2:
         cut = rng.randrange(len(unit) + 1)
         return unit[:cut] + rng.choice(TOKENS) + unit[cut:]
-    return (unit + rng.choice(kept))[:40]
+    return (unit + rng.choice(kept))[:_UNIT_MAX]
 
 
 # --- the routes ------------------------------------------------------------------------------------------------
 
 
 @contextmanager
-def served() -> Iterator[tuple[Any, dict[str, str]]]:
-    """`memorybank serve`'s app over a fresh SQLite file, in-process, and a bearer token's headers."""
+def served(backend: str = "sqlite", name: str = "adversarial") -> Iterator[tuple[Any, dict[str, str]]]:
+    """`memorybank serve`'s app over a fresh database, in-process, and a bearer token's headers: an SQLite file, or
+    with `backend` "mariadb" the database `name` (under $MEMORYBANK_BENCH_DB_PREFIX) on the benchmark server,
+    created empty and dropped afterwards."""
     from starlette.testclient import TestClient  # the server's packages, only when measuring
 
     from memorybank import bootstrap
     from memorybank.settings import RateLimitChoice, Settings
 
     with tempfile.TemporaryDirectory(prefix="memorybank-adversarial-") as directory:
+        if backend == "mariadb":
+            drop_database(name)
+            url = database_url(name)
+            with bootstrap.build(Settings.for_database(url), migrating=True) as migrating:
+                migrating.storage.migrate()
+        else:
+            url = f"sqlite:///{Path(directory) / 'bank.sqlite3'}"
         # The routes' own cost, unlimited: the rate limits are off, as the inputs under test are many.
-        settings = Settings.for_database(
-            f"sqlite:///{Path(directory) / 'bank.sqlite3'}",
-            rate_limits=RateLimitChoice(storage_url="memory://", rules=("*=off",)),
-        )
+        settings = Settings.for_database(url, rate_limits=RateLimitChoice(storage_url="memory://", rules=("*=off",)))
         runtime = bootstrap.build(settings, serving=True)  # the app's lifespan closes it
         token = runtime.services.tokens.issue(
             user_id="usr_01h455vb4pex5vsknk084sn02q", org_id="org_01h455vb4pex5vsknk084sn02q"
         )
         # The rail serves loopback names only on a loopback bind, as `memorybank serve` does.
-        with TestClient(runtime.app, base_url="http://127.0.0.1:8080", raise_server_exceptions=False) as client:
-            yield client, {"Authorization": f"Bearer {token.secret}"}
+        try:
+            with TestClient(runtime.app, base_url="http://127.0.0.1:8080", raise_server_exceptions=False) as client:
+                yield client, {"Authorization": f"Bearer {token.secret}"}
+        finally:
+            if backend == "mariadb":
+                drop_database(name)
 
 
 def rest_save(client: Any, headers: dict[str, str]) -> Callable[[Save], str]:
@@ -363,8 +392,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--fuzz-evaluations", type=int, default=150, help="tries per component (default 150)")
     parser.add_argument("--repeats", type=int, default=5, help="runs per figure; the minimum is kept (default 5)")
     parser.add_argument("--no-embedder", action="store_true", help="leave the hybrid embedder out")
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "mariadb"),
+        default="sqlite",
+        help="the routes' database: an SQLite file (default) or MariaDB at $MEMORYBANK_BENCH_MYSQL_URL",
+    )
     args = parser.parse_args(argv)
-    print(run_header("python -m benchmarks.adversarial: CPU ms of this process per input, minimum of repeats"))
+    print(
+        run_header(
+            f"python -m benchmarks.adversarial --backend {args.backend}: CPU ms of this process per input, "
+            "minimum of repeats"
+        )
+    )
 
     small, bounded = typical_saves()
     _SCREEN.find("\u0410")  # load the look-alike table once, as a server's first non-ASCII save would
@@ -402,7 +442,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     route_rows: list[list[object]] = []
     over: list[str] = []
     summary: list[list[object]] = []
-    with served() as (client, headers), served() as (search_client, search_headers):
+    with (
+        served(args.backend, "adversarial_saves") as (client, headers),
+        served(args.backend, "adversarial_search") as (search_client, search_headers),
+    ):
         # Searches run on their own bank of ordinary memories: the input under test is the query, not what the
         # other routes stored.
         for save in islice(typical_bank(), 300):

@@ -24,7 +24,7 @@ from memorybank_core.clock import SystemClock
 from memorybank_core.entities import PanelCredential, PanelCredentialKind
 from memorybank_core.errors import InvalidInputError
 from memorybank_core.ports import Clock, PanelSessionStore, Principal
-from memorybank_core.tokens import KNOWN_SCOPES, TokenPrincipal, TokenService, hash_secret
+from memorybank_core.tokens import KNOWN_SCOPES, TOKEN_SCOPES, TokenPrincipal, TokenService, hash_secret
 
 #: Secret prefixes, so a leaked one says what it is: a sign-in link code or a session cookie.
 LINK_SECRET_PREFIX = "mbl_"  # noqa: S105 - a public marker, not a secret
@@ -111,16 +111,19 @@ class PanelSessions:
         """THE way into the panel: a session for a principal that some sign-in method has just proven.
 
         The session carries the principal's known scopes (a read-only token makes a read-only session), and
-        remembers the principal's `credential_id` when it is one of ours (an API token or a sign-in link).
+        remembers the principal's `credential_id` when it is one of ours (an API token or a sign-in link). Only a
+        session made from one of our API tokens inherits the token's organization scopes (`org:read`, `org:write`,
+        `org:admin`, granted with `token create --scope`); every other principal (a link, an issuer, a host) gets
+        the memory scopes alone (docs/panel.md, "The team's bank").
 
         Raises:
-            InvalidInputError: the principal has no scope the bank knows.
+            InvalidInputError: the principal has no memory scope.
         """
-        scopes = frozenset(principal.scopes) & KNOWN_SCOPES
-        if not scopes:
-            raise InvalidInputError("scope", "the principal has no memory bank scope")
         source = getattr(principal, "credential_id", None)
         made_from = source if _is_token(source) or ids.is_id(source, prefix=ids.PANEL_CREDENTIAL_PREFIX) else None
+        scopes = frozenset(principal.scopes) & (TOKEN_SCOPES if _is_token(made_from) else KNOWN_SCOPES)
+        if not scopes & KNOWN_SCOPES:
+            raise InvalidInputError("scope", "the principal has no memory bank scope")
         secret, credential = self._new(
             PanelCredentialKind.SESSION,
             principal.user_id,

@@ -34,6 +34,7 @@ What a text becomes, step by step:
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -64,6 +65,8 @@ _SPELLED_OUT = str.maketrans(
     }
 )
 
+_SPELLED_OUT_CHARACTER = re.compile("[" + "".join(re.escape(chr(code)) for code in _SPELLED_OUT) + "]")
+
 #: CJK scripts, each its own class so a run splits where the script changes.
 _SCRIPTS = (
     ("han", "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f\u3005\u3007"),
@@ -71,15 +74,29 @@ _SCRIPTS = (
     ("katakana", "\u30a0-\u30ff\u31f0-\u31ff"),
     ("hangul", "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"),
 )
-_CJK_RUN = re.compile("([" + "".join(ranges for _, ranges in _SCRIPTS) + "]+)")
+_CJK_RANGES = "".join(ranges for _, ranges in _SCRIPTS)
+_CJK_RUN = re.compile(f"([{_CJK_RANGES}]+)")
 _SCRIPT_PIECE = re.compile("|".join(f"[{ranges}]+" for _, ranges in _SCRIPTS))
+_CJK_CHARACTER = re.compile(f"[{_CJK_RANGES}]")
+#: The scripts whose marks fold away: Latin, Greek and Cyrillic, with their extensions (code point ranges).
+_FOLDABLE_RANGES = ((0x0000, 0x052F), (0x1E00, 0x1FFF))
 
 #: A compound: letter/digit runs joined by single `' . - _`; then an optional `++`/`#` suffix.
 _COMPOUND_PATTERN = r"[^\W_]+(?:['.\-_][^\W_]+)*(?:\+\+|#(?!\w))?"
 _COMPOUND = re.compile(_COMPOUND_PATTERN)
 #: In text that is not plain ASCII: a compound, a flag (two regional indicators), or any other
 #: single non-ASCII character that is neither a word character nor a space (a symbol candidate).
-_WORD_OR_SYMBOL = re.compile(_COMPOUND_PATTERN + r"|[\U0001F1E6-\U0001F1FF]{2}|[^\w\s\x00-\x7f]")
+_FLAG_OR_SYMBOL = r"|[\U0001F1E6-\U0001F1FF]{2}|[^\w\s\x00-\x7f]"
+_WORD_OR_SYMBOL = re.compile(_COMPOUND_PATTERN + _FLAG_OR_SYMBOL)
+#: What `_CJK_RUN.split` then `_SCRIPT_PIECE` and `_WORD_OR_SYMBOL` find, in one pass over the whole text: a CJK
+#: piece, or a compound, flag or symbol made of characters outside the CJK runs (the letters and the `#` suffix's
+#: look-ahead leave CJK characters out, as the end of a segment did).
+_DOCUMENT_ITEM = re.compile(
+    _COMPOUND_PATTERN.replace(r"[^\W_]", f"[^\\W_{_CJK_RANGES}]").replace(r"(?!\w)", f"(?![^\\W{_CJK_RANGES}])")
+    + "|"
+    + _SCRIPT_PIECE.pattern
+    + _FLAG_OR_SYMBOL  # after the CJK pieces: a katakana piece holds `・`, which is neither a word nor a space
+)
 #: Unicode categories of the characters that become symbol terms: other, math and currency symbols.
 _SYMBOL_CATEGORIES = frozenset({"So", "Sm", "Sc"})
 _JOINER = re.compile(r"['.\-_]")
@@ -110,19 +127,20 @@ class TextAnalyzer:
 
     def document_terms(self, text: str) -> list[str]:
         """Every term of `text` in order, repeats kept (they count toward term frequency)."""
-        # The terms of `tokens(text)`, with a fast path for plain words: every save and every
-        # import line comes through here.
-        terms: list[str] = []
-        for index, segment in enumerate(_CJK_RUN.split(normalize(text))):
-            if index % 2:
-                terms.extend(_cjk_terms(segment))
-                continue
-            for word in _words(segment):
-                if word.isalnum():
-                    terms.append(_plain_term(word))
-                else:
-                    terms.extend(token.term for token in _compound_tokens(word))
-        return terms
+        # The terms of `tokens(text)`, in one pass of C: every save and every import line comes through here, and a
+        # text at the bounds can hold 16,000 terms. One regex finds the words, symbols and CJK pieces in order;
+        # each distinct one is expanded into its terms once, in Python; the terms in order are then dictionary
+        # look-ups chained in C, however many repeats (a per-word Python loop cost 0.5 µs a word).
+        normalized = normalize(text)
+        if normalized.isascii():
+            found = _COMPOUND.findall(normalized)
+            expanded = {
+                word: (_plain_term(word),) if word.isalnum() else _compound_terms(word) for word in dict.fromkeys(found)
+            }
+        else:
+            found = _DOCUMENT_ITEM.findall(normalized)
+            expanded = {item: _item_terms(item) for item in dict.fromkeys(found)}
+        return list(itertools.chain.from_iterable(map(expanded.__getitem__, found)))
 
     def query_terms(self, text: str) -> list[str]:
         """The terms to look up for `text`: no stopwords, no repeats, in order."""
@@ -164,23 +182,82 @@ def normalize(text: str) -> str:
     """NFKC, case folding, accent folding of Latin/Greek/Cyrillic, ASCII apostrophes and hyphens."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     if not folded.isascii():
-        folded = _fold_accents(folded).translate(_SPELLED_OUT)
+        folded = _fold_accents(folded)
+        if _SPELLED_OUT_CHARACTER.search(folded):  # a search in C; translating looks up every character
+            folded = folded.translate(_SPELLED_OUT)
     return folded
 
 
 def _fold_accents(text: str) -> str:
-    kept = []
-    strip_marks = False
-    for character in unicodedata.normalize("NFD", text):
-        if unicodedata.combining(character):
-            if strip_marks:
-                continue
-        else:
-            code = ord(character)
-            # Latin, Greek and Cyrillic (with their extensions) lose their marks; other scripts keep them.
-            strip_marks = code < 0x0530 or 0x1E00 <= code < 0x2000
-        kept.append(character)
-    return unicodedata.normalize("NFC", "".join(kept))
+    # Latin, Greek and Cyrillic (with their extensions) lose the marks after them; other scripts keep theirs. A few
+    # regexes over the decomposed text, no Python per character (a per-character loop cost a text of 72,000 CJK
+    # characters 17 ms for marks it did not have).
+    decomposed = unicodedata.normalize("NFD", text)
+    marks = _marks()
+    beyond = ""
+    if marks.beyond_basic.search(decomposed):
+        # Marks outside the Basic Multilingual Plane are rare: looked for among those characters only, and a pattern
+        # made for the few found (a class of all of them is a list the regex engine walks for every character).
+        found = {character for character in marks.beyond_basic.findall(decomposed) if unicodedata.combining(character)}
+        beyond = "".join(sorted(found))
+    if beyond:
+        decomposed = _marks_after_foldable(beyond).sub("", decomposed)
+    elif marks.basic.search(decomposed):
+        decomposed = marks.after_foldable.sub("", decomposed)
+    return unicodedata.normalize("NFC", decomposed)
+
+
+class _Marks(NamedTuple):
+    #: A combining character (canonical combining class other than 0) of the Basic Multilingual Plane.
+    basic: re.Pattern[str]
+    #: A character beyond that plane.
+    beyond_basic: re.Pattern[str]
+    #: A run of the first plane's marks right after a letter whose marks fold away: removed by `sub("")`.
+    after_foldable: re.Pattern[str]
+    #: The parts of `after_foldable`: its look-behind's class, and its marks.
+    bases: str
+    marks: str
+
+
+@functools.cache
+def _marks() -> _Marks:
+    """The combining characters of this Python's Unicode database below U+10000 and the patterns made of them, read
+    once (about 5 ms, on the first text that is not ASCII).
+
+    A letter whose marks fold away is a character of those scripts' ranges that is not itself a mark (U+0300-U+036F
+    are marks inside them): a mark never decides what happens to the marks after it, as in the per-character loop
+    this replaces.
+    """
+    codes = [code for code in range(0x10000) if unicodedata.combining(chr(code))]
+    bases: list[str] = []
+    for low, high in _FOLDABLE_RANGES:
+        start = low
+        for code in (code for code in codes if low <= code <= high):
+            if start < code:
+                bases.append(_class_range(start, code - 1))
+            start = code + 1
+        if start <= high:
+            bases.append(_class_range(start, high))
+    marks = "".join(re.escape(chr(code)) for code in codes)
+    return _Marks(
+        basic=re.compile(f"[{marks}]"),
+        beyond_basic=re.compile("[\U00010000-\U0010ffff]"),
+        after_foldable=re.compile(f"(?<=[{''.join(bases)}])[{marks}]+"),
+        bases="".join(bases),
+        marks=marks,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _marks_after_foldable(beyond: str) -> re.Pattern[str]:
+    """`_Marks.after_foldable` for a text that also holds the marks `beyond` the first plane (never themselves
+    letters of the folded scripts, whose ranges lie inside it)."""
+    marks = _marks()
+    return re.compile(f"(?<=[{marks.bases}])(?:[{marks.marks}]|[{re.escape(beyond)}])+")
+
+
+def _class_range(low: int, high: int) -> str:
+    return f"{re.escape(chr(low))}-{re.escape(chr(high))}"
 
 
 def _compound_tokens(word: str) -> Iterator[Token]:
@@ -218,15 +295,20 @@ def _plain_term(word: str) -> str:
     return stem(word) if stemmable else word
 
 
-def _cjk_terms(run: str) -> list[str]:
-    """The terms of `_cjk_tokens(run)`, in the same order, without a `Token` per term: a document of 72,000 CJK
-    characters has 144,000 terms (issue 27's adversarial benchmark: 98 ms in Tokens, a sixth of that in slices)."""
-    terms: list[str] = []
-    for piece in _SCRIPT_PIECE.findall(run):
-        if len(piece) > 1:
-            terms += [piece[start : start + 2] for start in range(len(piece) - 1)]
-        terms += piece
-    return terms
+def _item_terms(item: str) -> tuple[str, ...]:
+    """The terms of one thing `_DOCUMENT_ITEM` found: a CJK piece's bigrams then its characters, a word's term or a
+    compound's terms, a symbol; nothing for punctuation and other characters that are not terms."""
+    if _CJK_CHARACTER.match(item):
+        return (*map(str.__add__, item, item[1:]), *item)
+    if item.isalnum():
+        return (_plain_term(item),)
+    if not item[0].isalnum() and not _is_symbol(item):
+        return ()
+    return _compound_terms(item)
+
+
+def _compound_terms(word: str) -> tuple[str, ...]:
+    return tuple(token.term for token in _compound_tokens(word))
 
 
 def _cjk_tokens(run: str) -> Iterator[Token]:

@@ -97,6 +97,24 @@ class PanelSessionContract:
         with pytest.raises(InvalidInputError):
             sessions.start(person(frozenset({"x"})))
 
+    def test_only_a_session_made_from_an_api_token_inherits_its_organization_scopes(
+        self, sessions: PanelSessions, tokens: TokenService
+    ) -> None:
+        # The team's bank (ADR 0038) is granted per token: a panel session opened with that token may use it,
+        # a session from any other principal (a link, an issuer, a host) holding org scopes keeps none of them.
+        team = frozenset({READ_SCOPE, WRITE_SCOPE, "org:read", "org:write"})
+        who = person(team)
+        issued = tokens.issue(user_id=who.user_id, org_id=who.organization_id, scopes=team)
+        from_token = sessions.authenticate(sessions.start(tokens.authenticate(issued.secret) or who).secret)
+        from_issuer = sessions.authenticate(sessions.start(who).secret)
+
+        assert from_token is not None
+        assert from_token.scopes == team
+        assert from_issuer is not None
+        assert from_issuer.scopes == {READ_SCOPE, WRITE_SCOPE}
+        with pytest.raises(InvalidInputError):
+            sessions.start(person(frozenset({"org:read"})))
+
     def test_forged_secrets_open_nothing(self, sessions: PanelSessions) -> None:
         sessions.start(person())
 

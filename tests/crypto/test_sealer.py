@@ -7,6 +7,8 @@ import re
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters_crypto import AesGcmSealer, KeyedBlindIndex, derive_document_mac_key, derive_index_key, new_key_ring
 from adapters_crypto.sealer import TOKEN_FORMAT
@@ -224,6 +226,20 @@ def test_format_3_stores_a_rows_tokens_sorted_so_two_orders_of_the_same_words_ar
     assert tokens == sorted(tokens)
     assert tokens.count(index.token("usr_a", "alpha")) == 2  # counts kept: ranking needs them
     assert len(tokens) == 4
+
+
+@settings(max_examples=100)
+@given(st.lists(st.sampled_from(["alpha", "bravo", "東京", "a", "c++"]), max_size=40), st.sampled_from([2, 3]))
+def test_a_rows_tokens_are_one_token_a_term_repeats_kept_in_the_formats_order(
+    terms: list[str], token_format: int
+) -> None:
+    # Issue 27: tokens are hashed once per distinct term and written in C; the stored form must not change.
+    index = _index("k00000000", b"\x0a" * 32, token_format=token_format)
+    tokens = [index.token("usr_a", term) for term in terms]
+
+    stored = index.document_terms("usr_a", terms)
+
+    assert stored == " ".join(sorted(tokens) if token_format >= 3 else tokens)
 
 
 def test_format_2_kept_word_order() -> None:

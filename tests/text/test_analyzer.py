@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memorybank_search import ANALYZER_VERSION, STOPWORDS, TextAnalyzer, tokens
+from memorybank_search import analyzer as analyzer_module
+from memorybank_search.analyzer import _fold_accents
 
 analyzer = TextAnalyzer()
 
@@ -160,3 +163,64 @@ def test_the_scheme_version_is_bumped_whenever_the_output_changes() -> None:
 @given(any_text)
 def test_the_fast_document_path_yields_exactly_the_tokens_terms(text: str) -> None:
     assert analyzer.document_terms(text) == [token.term for token in tokens(text)]
+
+
+def _fold_accents_per_character(text: str) -> str:
+    """The accent folding as first written, one character at a time: the reference the regexes must match."""
+    kept = []
+    strip_marks = False
+    for character in unicodedata.normalize("NFD", text):
+        if unicodedata.combining(character):
+            if strip_marks:
+                continue
+        else:
+            code = ord(character)
+            strip_marks = code < 0x0530 or 0x1E00 <= code < 0x2000
+        kept.append(character)
+    return unicodedata.normalize("NFC", "".join(kept))
+
+
+#: Combining marks of every kind, beside the letters they follow: Latin, Devanagari, a mark outside the BMP.
+marked_text = st.text(
+    alphabet=st.one_of(
+        st.characters(),
+        st.sampled_from(list("aeoEIn\u0301\u0300\u0308\u0327\u0483\u05b0\u093f\u094d\u0915\u20d7\U0001d165\u3099か")),
+    ),
+    max_size=120,
+)
+
+
+@settings(max_examples=500)
+@given(marked_text)
+def test_accents_fold_only_after_latin_greek_and_cyrillic_letters(text: str) -> None:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+
+    assert _fold_accents(folded) == _fold_accents_per_character(folded)
+
+
+@pytest.mark.parametrize(
+    "unit", ["京京", "ラーメン東京 ", "a\u200b", "aé ", "café don't c++ node.js ", "東京abc "], ids=repr
+)
+def test_the_python_work_of_a_text_grows_with_its_distinct_words_not_its_length(
+    unit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 27: a save at the bounds of one short unit repeated (CJK, zero-width spaces between letters) made the
+    # analyzer's Python run once per word or character. Counted in steps, not timed: what runs in Python per thing
+    # found (`_item_terms`) is the same for a text and one twice its size.
+    calls: list[str] = []
+    expand = analyzer_module._item_terms
+
+    def counted(item: str) -> tuple[str, ...]:
+        calls.append(item)
+        return expand(item)
+
+    monkeypatch.setattr(analyzer_module, "_item_terms", counted)
+    half, whole = ((unit * size)[:size] for size in (4000, 8000))
+
+    analyzer.document_terms(half)
+    steps_half = len(calls)
+    calls.clear()
+    terms = analyzer.document_terms(whole)
+
+    assert len(calls) <= steps_half + 2  # the cut at the end may leave one new item
+    assert len(terms) > 2000  # and the terms themselves are all there

@@ -29,6 +29,7 @@ const PLAIN_WORDS = {
 const CODE_WORDS = {
   memory_disabled: "Memory is switched off for your account.",
   quota_exceeded: "Your memory bank is full; delete old memories to make room.",
+  not_memory_author: "Only its author or an admin can change this team memory.",
   revision_conflict: "This memory was changed somewhere else since you opened it.",
   secret_detected: "It holds what looks like a password or key; save where the secret is kept instead.",
 };
@@ -95,8 +96,18 @@ export function createApi({ apiBase }) {
   }
 
   const memories = `${apiBase}/v1/memory`;
+  // The bank list, search, edit, history and delete address: "user" (one's own) or "org" (the team's).
+  let bank = "user";
+  const inBank = (query = new URLSearchParams()) => {
+    if (bank === "org") query.set("bankScope", "org");
+    return query;
+  };
+  const one = (id, tail = "") => `${memories}/${encodeURIComponent(id)}${tail}?${inBank()}`;
   return {
-    search: (q, limit) => call("GET", `${memories}/search?${new URLSearchParams({ q, limit: String(limit) })}`),
+    setBank: (name) => (bank = name),
+    search: (q, limit) => call("GET", `${memories}/search?${inBank(new URLSearchParams({ q, limit: String(limit) }))}`),
+    // A copy in the team's bank: its words and tags, not where it came from.
+    share: (memory) => call("POST", memories, { body: { content: memory.content, tags: memory.tags, bankScope: "org" } }),
     usage: () => call("GET", `${memories}/usage`),
     exportFile: () => download(`${memories}/export`),
     deleteAllBatch: () => call("POST", `${memories}/delete-all`, { body: { confirm: "delete all" } }),
@@ -105,15 +116,15 @@ export function createApi({ apiBase }) {
       const query = new URLSearchParams(limit ? { limit: String(limit) } : {});
       if (cursor) query.set("cursor", cursor);
       if (withRetired) query.set("include", "retired");
-      return call("GET", `${memories}?${query}`);
+      return call("GET", `${memories}?${inBank(query)}`);
     },
-    edit: (id, body, revision) => call("PATCH", `${memories}/${encodeURIComponent(id)}`, { body, revision }),
+    edit: (id, body, revision) => call("PATCH", one(id), { body, revision }),
     history: (id, cursor) => {
-      const query = new URLSearchParams({ limit: "20" });
+      const query = inBank(new URLSearchParams({ limit: "20" }));
       if (cursor) query.set("cursor", cursor);
       return call("GET", `${memories}/${encodeURIComponent(id)}/revisions?${query}`);
     },
-    remove: (id, { keepalive = false } = {}) => call("DELETE", `${memories}/${encodeURIComponent(id)}`, { keepalive }),
+    remove: (id, { keepalive = false } = {}) => call("DELETE", one(id), { keepalive }),
     who: () => call("GET", "panel/session"),
     signIn: (secret) => call("POST", "panel/session", { body: secret }),
     signOut: () => call("DELETE", "panel/session"),

@@ -62,6 +62,8 @@ const state = {
   generation: 0, // bumped by every load, so an answer to an older one is dropped
   userId: null,
   showRetired: false, // the list also shows memories a later save replaced
+  bank: "user", // "user": the person's own memories; "org": the team's (only with org:read or org:admin)
+  org: new Set(), // the session's organization scopes: org:read, org:write, org:admin
 };
 
 const revisions = createRevisions({
@@ -105,7 +107,9 @@ function showBank(who) {
     $("account").hidden = false;
     state.canDelete = who.scopes.includes(WRITE_SCOPE);
     state.userId = who.user_id;
+    state.org = new Set(who.scopes.filter((scope) => scope.startsWith("org:")));
   }
+  $("bank-switch").hidden = !state.org.has("org:read") && !state.org.has("org:admin");
   $("read-only-note").hidden = state.canDelete;
   $("delete-all-open").hidden = !state.canDelete;
   $("find-input").value = state.find.q;
@@ -166,14 +170,24 @@ function renderListState() {
   renderFind(shown);
 }
 
+/** With mcp:write, one's own memories; a team memory only if one wrote it (org:write) or is an org:admin. */
+const mayChange = (m) =>
+  state.canDelete && (m.scope !== "org" || state.org.has("org:admin") || (state.org.has("org:write") && m.author === state.userId));
+
 function cardFor(memory, notice = null) {
+  const team = memory.scope === "org";
+  const allowed = mayChange(memory);
+  const canShare = !team && state.canDelete && (state.org.has("org:write") || state.org.has("org:admin"));
   const item = memoryCard(memory, {
-    canDelete: state.canDelete,
+    canDelete: allowed,
+    author: team ? `Saved by ${memory.author === state.userId ? "you" : memory.author}` : null,
+    locked: team && state.canDelete && !allowed ? "Only its author or an admin can delete or edit this." : null,
+    onShare: canShare ? openShare : null,
     onDelete: requestDelete,
     onTag: filterByTag,
     find: state.find,
     onEdit: (m) => revisions.edit(itemOf(m.id), m),
-    onHistory: (m) => revisions.history(m, state.canDelete),
+    onHistory: (m) => revisions.history(m, allowed),
     onRestore: (m) => revisions.restore(m),
     notice,
   });
@@ -375,6 +389,63 @@ async function reload() {
 
 $("retry").addEventListener("click", reload);
 $("disabled-retry").addEventListener("click", reload);
+
+// ---- the team's bank: the switch, and sharing a personal memory -------------------------------------------
+
+/** Show the person's own bank ("user") or the team's ("org"): the list, search and changes follow. */
+function showBankNamed(bank) {
+  state.bank = bank;
+  api.setBank(bank);
+  const team = bank === "org";
+  for (const b of $("bank-switch").children) b.setAttribute("aria-pressed", String(b.dataset.bank === bank));
+  const title = team ? "Team memories" : "Your memories";
+  $("bank-title").textContent = title;
+  $("memory-list").setAttribute("aria-label", title);
+  document.title = `${title} · Memory bank`;
+  $("bank-lede").textContent = $("bank-lede").dataset[bank];
+  $("find-label").textContent = $("find-input").placeholder = `Search ${team ? "team" : "your"} memories`;
+  $("account-bar").hidden = team; // use, download and delete all are the person's own bank's
+}
+
+for (const button of $("bank-switch").children) {
+  button.addEventListener("click", async () => {
+    if (button.dataset.bank === state.bank || state.offline) return;
+    // Deletes in their undo window are this bank's: send them first.
+    await Promise.all([...state.pending.keys()].map((id) => commitDelete(id)));
+    forgetList();
+    showBankNamed(button.dataset.bank);
+    await loadFirstPage();
+    announce(`Showing ${$("bank-title").textContent.toLowerCase()}.`);
+  });
+}
+
+let sharing = null; // the memory the share dialog asks about
+let shareBusy = false; // its save is under way: a second submit saves nothing
+
+function openShare(memory) {
+  sharing = memory;
+  $("share-memory").textContent = memory.content;
+  $("share").showModal();
+}
+
+$("share-cancel").addEventListener("click", () => $("share").close());
+$("share-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  if (!sharing || shareBusy) return;
+  shareBusy = true;
+  $("share-confirm").setAttribute("aria-disabled", "true");
+  try {
+    await api.share(sharing);
+    toasts.show({ message: `Shared with your team: “${firstWords(sharing.content)}”.` });
+  } catch (error) {
+    if (error.kind === "signed-out") signedOut();
+    else toasts.show({ message: `Couldn’t share the memory. ${error.message}`, tone: "error" });
+  } finally {
+    $("share").close();
+    shareBusy = false;
+    $("share-confirm").removeAttribute("aria-disabled");
+  }
+});
 
 // ---- delete with undo --------------------------------------------------------------------------------------
 // A deleted memory leaves the list at once, but its place holds a placeholder that names it with Undo and
@@ -578,6 +649,7 @@ async function signInWith(secret) {
 }
 
 function forgetList() {
+  showBankNamed("user");
   for (const pending of state.pending.values()) pending.window.cancel();
   state.pending.clear();
   state.memories = [];

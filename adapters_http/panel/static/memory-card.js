@@ -57,7 +57,7 @@ function contextsOf(memory) {
  */
 export function memoryCard(
   memory,
-  { canDelete, onDelete, onTag = null, find = { q: "", tag: "" }, onEdit = null, onHistory = null, onRestore = null, notice = null },
+  { canDelete, onDelete, onTag = null, find = { q: "", tag: "" }, onEdit = null, onHistory = null, onRestore = null, notice = null, author = null, locked = null, onShare = null },
 ) {
   const saved = new Date(memory.created_at);
   const contentId = `content-${memory.id}`;
@@ -106,6 +106,7 @@ export function memoryCard(
     retired ? null : action("Edit memory", "Edit", canDelete && onEdit),
     action("History of memory", "History", onHistory),
     retired ? action("Restore memory", "Restore", canDelete && onRestore) : null,
+    retired ? null : action("Share with my team", "Share with my team", onShare),
   );
   const content = h("p", { className: "memory-content", id: contentId, dir: "auto" }, ...markMatches(memory.content, memory.match === "meaning" ? "" : find.q));
   let showAll = null;
@@ -136,12 +137,15 @@ export function memoryCard(
         time,
         h("span", { className: "meta-source" }, h("span", { className: "meta-sep", "aria-hidden": "true", text: "·" }), SOURCES[memory.source] ?? memory.source),
         // Found by meaning alone (hybrid search): none of its words is the search's, so nothing is marked; say why it is here.
+        // A team memory says who saved it.
+        author ? h("span", { className: "meta-source meta-author" }, h("span", { className: "meta-sep", "aria-hidden": "true", text: "·" }), author) : null,
         memory.match === "meaning"
           ? h("span", { className: "meta-source meta-related" }, h("span", { className: "meta-sep", "aria-hidden": "true", text: "·" }), "Related: shares no word with your search")
           : null,
       ),
       contextsOf(memory),
       actions.childElementCount ? actions : null,
+      locked ? h("p", { className: "memory-locked", text: locked }) : null,
     ),
     remove,
   );

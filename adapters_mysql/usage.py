@@ -75,16 +75,7 @@ def charge(connection: sa.Connection, memory_added: Memory, quota: Quota | None)
         )
     else:
         grow = grow.where(mine)
-    for _ in range(3):
-        if connection.execute(grow).rowcount == 1:
-            return
-        usage = _read(connection, user_id)
-        if usage is None:
-            _create_if_missing(connection, user_id)
-        elif quota is not None:
-            # Raises when it does not fit; if it fits now, a delete landed meanwhile: try again.
-            check_quota(quota, usage, characters)
-    raise RuntimeError(f"the usage ledger of {user_id} cannot be charged")  # pragma: no cover - a bug
+    _apply(connection, grow, user_id, None if quota is None else lambda usage: check_quota(quota, usage, characters))
 
 
 def recharge(connection: sa.Connection, *, user_id: str, characters: int, quota: Quota | None) -> None:
@@ -102,14 +93,28 @@ def recharge(connection: sa.Connection, *, user_id: str, characters: int, quota:
         change = change.where(mine, memory_usage.c.characters + characters <= quota.max_characters)
     else:
         change = change.where(mine)
+    _apply(
+        connection,
+        change,
+        user_id,
+        None if quota is None else lambda usage: check_quota(quota, usage, characters, new_memory=False),
+    )
+
+
+def _apply(connection: sa.Connection, change: sa.Update, user_id: str, check: Callable[[Usage], None] | None) -> None:
+    """Run `change` on `user_id`'s ledger row (its WHERE holds the quota), creating the row when missing.
+
+    When it changes nothing, `check` raises if the quota is the reason; if it fits now, a delete landed
+    meanwhile: try again.
+    """
     for _ in range(3):
         if connection.execute(change).rowcount == 1:
             return
         usage = _read(connection, user_id)
         if usage is None:
             _create_if_missing(connection, user_id)
-        elif quota is not None:
-            check_quota(quota, usage, characters, new_memory=False)
+        elif check is not None:
+            check(usage)
     raise RuntimeError(f"the usage ledger of {user_id} cannot be charged")  # pragma: no cover - a bug
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from benchmarks.inclusion import DEFAULT_CAPTURE, Capture, Captured, replay
 from benchmarks.precision import LIMIT, Tally, report
 from memorybank_core import SearchHit
-from memorybank_search.fusion import MIN_BANK, PRIOR_DEVIATION, PRIOR_MEAN, PRIOR_WEIGHT, Fusion
+from memorybank_search.fusion import Fusion, Standing
 
 KS = (1, 3, 5, 10)
 #: Issue 31's bar for the paraphrases' recall@5.
@@ -63,18 +63,6 @@ class Question:
     """Per BM25 hit: bm25 / max, and whether the shipped rule's word test passes with no meaning."""
 
 
-def standing(values: Any) -> tuple[Any, float]:
-    """`fusion.Standing` over `values`: the z-scores and the needed standing."""
-    count = len(values)
-    mean = float(values.mean())
-    variance = float(values.var())
-    pooled = (PRIOR_WEIGHT * PRIOR_MEAN + count * mean) / (PRIOR_WEIGHT + count)
-    pooled_variance = (
-        PRIOR_WEIGHT * (PRIOR_DEVIATION**2 + (PRIOR_MEAN - pooled) ** 2) + count * (variance + (mean - pooled) ** 2)
-    ) / (PRIOR_WEIGHT + count)
-    return (values - pooled) / (math.sqrt(pooled_variance) or 1e-9), math.sqrt(2 * math.log(max(count, MIN_BANK)))
-
-
 def load(capture: Capture) -> list[Question]:
     """Every captured question with its features."""
     per_bank: list[tuple[Any, Any, dict[int, Any], dict[int, Any]]] = []
@@ -97,7 +85,8 @@ def load(capture: Capture) -> list[Question]:
         cos = np.array(item.similarities)
         central = np.array(item.centrality)
         adjusted = cos - (central - central.mean())
-        z, needed = standing(adjusted)
+        standing = Standing.of({str(index): value for index, value in enumerate(adjusted.tolist())})
+        z, needed = (adjusted - standing.mean) / standing.deviation, standing.needed
         reverse = (similar > cos[:, None]).sum(axis=1)
         csls = {}
         for k in KS:

@@ -339,6 +339,14 @@ GATE_SCORES: dict[str, Callable[[Question], float]] = {
 }
 
 
+#: The word evidence, for the linear discriminant beside the scores above.
+WORD_SCORES: dict[str, Callable[[Question], float]] = {
+    "word matches": lambda q: float(len(q.words)),
+    "best word share": lambda q: max((share for share, _ in q.words.values()), default=0.0),
+    "word matches kept": lambda q: float(sum(kept for _, kept in q.words.values())),
+}
+
+
 def _answer_rank(q: Question) -> int:
     order = np.argsort(-q.adjusted, kind="stable")
     return min(int(np.flatnonzero(order == index)[0]) for index in q.item.relevant)
@@ -346,12 +354,12 @@ def _answer_rank(q: Question) -> int:
 
 def _gate_sets(questions: Sequence[Question], half: int) -> tuple[Any, Any, int]:
     """The notes' paraphrases whose answer the shipped ranking puts in its top 5, the unanswerable questions
-    (gate scores, one row each), and how many paraphrases 90 % is."""
+    (the gate scores, then the word scores: one row each), and how many paraphrases 90 % is."""
     notes = [q for q in questions if q.item.group == "notes" and q.item.half == half]
     paraphrases = [q for q in notes if q.item.relevant and q.item.paraphrase]
     findable = [q for q in paraphrases if _answer_rank(q) < 5]
     unanswerable = [q for q in notes if not q.item.relevant and not q.item.near_miss]
-    scores = list(GATE_SCORES.values())
+    scores = [*GATE_SCORES.values(), *WORD_SCORES.values()]
     return (
         np.array([[score(q) for score in scores] for q in findable]).reshape(-1, len(scores)),
         np.array([[score(q) for score in scores] for q in unanswerable]).reshape(-1, len(scores)),
@@ -379,26 +387,43 @@ def gate_bound(questions: Sequence[Question]) -> str:
         return "\n".join(lines)
     centre = np.concatenate([tune_f, tune_u]).mean(axis=0)
     spread = np.concatenate([tune_f, tune_u]).std(axis=0) + 1e-9
-    fitted: list[tuple[float, str, Any, float]] = []
-    for first, second in itertools.combinations(range(len(GATE_SCORES)), 2):
-        for angle in np.linspace(0, 2 * math.pi, 360, endpoint=False):
-            weights = np.zeros(len(GATE_SCORES))
-            weights[first], weights[second] = math.cos(angle), math.sin(angle)
-            passing = ((tune_f - centre) / spread) @ weights
-            threshold = np.sort(passing)[::-1][tune_need - 1]
-            share = float(np.mean(((tune_u - centre) / spread) @ weights >= threshold))
-            names = list(GATE_SCORES)
-            fitted.append((share, f"{names[first]} & {names[second]}, {math.degrees(angle):.0f}°", weights, threshold))
-    fitted.sort(key=lambda item: item[0])
-    lines.append("best two-score linear gates fitted on the tuning half, then on the held-out half:")
-    for share, name, weights, threshold in fitted[:3]:
-        found = np.sum(((held_f - centre) / spread) @ weights >= threshold)
-        answered = np.mean(((held_u - centre) / spread) @ weights >= threshold)
-        lines.append(
-            f"  {name}: tuning {share:.0%} of the unanswerable answered; held-out {found} of the paraphrases"
-            f" pass ({held_need} needed), {answered:.0%} of the unanswerable answered"
+    tune_f, tune_u, held_f, held_u = ((side - centre) / spread for side in (tune_f, tune_u, held_f, held_u))
+
+    def held(weights: Any) -> str:
+        threshold = _answered(tune_f, tune_u, tune_need, weights)[0]
+        return (
+            f"held-out {np.sum(held_f @ weights >= threshold)} of the paraphrases pass ({held_need} needed),"
+            f" {np.mean(held_u @ weights >= threshold):.0%} of the unanswerable answered"
         )
+
+    names = list(GATE_SCORES)
+    fitted: list[tuple[float, str, Any]] = []
+    for first, second in itertools.combinations(range(len(names)), 2):
+        for angle in np.linspace(0, 2 * math.pi, 360, endpoint=False):
+            weights = np.zeros(tune_f.shape[1])
+            weights[first], weights[second] = math.cos(angle), math.sin(angle)
+            fitted.append((0.0, f"{names[first]} & {names[second]}, {math.degrees(angle):.0f}°", weights))
+    fitted = sorted((_answered(tune_f, tune_u, tune_need, weights)[1], name, weights) for _, name, weights in fitted)
+    best = [(name, weights) for share, name, weights in fitted if share == fitted[0][0]]
+    lines.append(
+        f"the best two-score linear gates fitted on the tuning half ({len(best)} answer {fitted[0][0]:.0%} of its"
+        " unanswerable questions), on the held-out half:"
+    )
+    lines += [f"  {name}: {held(weights)}" for name, weights in best]
+    lines.append("ridge-regularised linear discriminant over every score and the word evidence, fitted on tuning:")
+    for ridge in (0.1, 1.0, 10.0):
+        within = np.concatenate([tune_f - tune_f.mean(axis=0), tune_u - tune_u.mean(axis=0)])
+        weights = np.linalg.solve(np.cov(within.T) + ridge * np.eye(tune_f.shape[1]), tune_f.mean(0) - tune_u.mean(0))
+        share = _answered(tune_f, tune_u, tune_need, weights)[1]
+        lines.append(f"  ridge {ridge}: tuning {share:.0%} of the unanswerable answered; {held(weights)}")
     return "\n".join(lines)
+
+
+def _answered(findable: Any, unanswerable: Any, needed: int, weights: Any) -> tuple[float, float]:
+    """The threshold on `weights` that lets `needed` of the findable paraphrases through, and the share of the
+    unanswerable questions it lets through too."""
+    threshold = float(np.sort(findable @ weights)[::-1][needed - 1])
+    return threshold, float(np.mean(unanswerable @ weights >= threshold))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -145,6 +145,8 @@ class Route:
     name: str
     cost: Callable[[Save], str]
     """Runs the input once and returns what the route answered (a status or an outcome)."""
+    save: bool = False
+    """Whether the route saves (REST and the rail): the 5x target is the worst save's over a typical save's."""
 
 
 def cpu_ms(call: Callable[[], object], repeats: int) -> tuple[float, object]:
@@ -451,8 +453,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         for save in islice(typical_bank(), 300):
             search_client.post("/v1/memory", json=save.body(), headers=search_headers)
         routes = [
-            Route("REST save", rest_save(client, headers)),
-            Route("MCP rail postMemory", rail_save(client, headers)),
+            Route("REST save", rest_save(client, headers), save=True),
+            Route("MCP rail postMemory", rail_save(client, headers), save=True),
             Route("import line (parse + screen)", import_line),
             Route("REST search (q = the content's first 512)", rest_search(search_client, search_headers)),
         ]
@@ -483,8 +485,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             summary,
         )
     )
-    saves = [row for row in summary if "save" in str(row[0])]
-    ratio = max(float(str(row[5]).rstrip("x")) for row in saves)
+    # Every saving route: the REST save and the rail's postMemory (the rail's name does not say "save").
+    saving = {route.name for route in routes if route.save}
+    ratio = max(float(str(row[5]).rstrip("x")) for row in summary if row[0] in saving)
     print(
         f"\nworst save / typical save at the bounds: {ratio:.1f}x (target <= {WORST_RATIO:.0f}x); "
         f"requests over {CEILING_MS:.0f} ms of CPU: {', '.join(over) if over else 'none'}"

@@ -67,6 +67,16 @@ CREDENTIAL = TextBound(1, 255)
 #: (ADR 0031). At about 2 microseconds a unit, the whole budget is a few milliseconds of CPU.
 SCREEN_BUDGET = 2_048
 
+#: Search terms one memory's search document holds at most (ADR 0041): its content's terms first, then its tags', then
+#: its snippets', cut where the count is reached, as Lucene's `LimitTokenCountAnalyzer` and Elasticsearch's `limit`
+#: token filter cut a field. A text yields at most two terms a character (CJK: its bigrams and its characters), so
+#: content and tags at their bounds (2 x (8,000 + 32 x 64) = 20,096) are always indexed whole; English prose filling
+#: every field to its bound is about 9,400 terms, indexed whole with room to spare. Only term-dense text (CJK, letters
+#: between invisible characters) filling its snippets reaches it: the words of the snippets past it find nothing.
+#: It bounds what a save writes to the full-text index and what each later search reads back from a candidate
+#: (about 22 characters a term), so one memory's index costs the same few milliseconds whatever its script.
+INDEXED_TERMS_MAX = 20_480
+
 #: Stored identifiers (memory, context, user, organization, token) fit VARCHAR(64).
 ID_MAX_LENGTH = 64
 ID = TextBound(1, ID_MAX_LENGTH)

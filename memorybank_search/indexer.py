@@ -32,11 +32,12 @@ from collections.abc import Iterable
 
 import attrs
 
-from memorybank_core import BlindIndex, Memory
+from memorybank_core import BlindIndex, Memory, limits
 from memorybank_search.analyzer import ANALYZER_VERSION, TextAnalyzer
 
-#: Bump when the token encoding below changes (the analyzer has its own version).
-ENCODING_VERSION = 1
+#: Bump when the search document below changes: the token encoding, or which terms it keeps (the analyzer has its
+#: own version). 2: at most `limits.INDEXED_TERMS_MAX` terms a memory (ADR 0041).
+ENCODING_VERSION = 2
 #: What `memory.search_version` holds for rows indexed by this code; older rows get re-indexed.
 SEARCH_VERSION = ENCODING_VERSION * 1000 + ANALYZER_VERSION
 TAG_LENGTH = 8
@@ -100,6 +101,16 @@ def search_fields(memory: Memory) -> list[str]:
     return [memory.content, *memory.tags, *(context.snippet for context in memory.contexts)]
 
 
+def document_terms(analyzer: TextAnalyzer, memory: Memory) -> list[str]:
+    """The terms `memory` is indexed by, in order: its search fields' terms, at most `limits.INDEXED_TERMS_MAX`.
+
+    Fields are analyzed one by one and only while the bound is not reached, so a field wholly past it costs nothing
+    (ADR 0041): content and tags are always whole, snippets are cut in order.
+    """
+    fields = map(analyzer.document_terms, search_fields(memory))
+    return list(itertools.islice(itertools.chain.from_iterable(fields), limits.INDEXED_TERMS_MAX))
+
+
 def embedding_text(memory: Memory) -> str:
     """What hybrid search embeds for a memory: its search fields, one per line, content first.
 
@@ -137,7 +148,7 @@ class OwnerIndexer:
         no query finds it (it stays readable by id), on every engine alike."""
         if memory.retired:
             return SearchDocument(search_terms="", doc_length=0, search_version=SEARCH_VERSION)
-        terms = list(itertools.chain.from_iterable(map(self.analyzer.document_terms, search_fields(memory))))
+        terms = document_terms(self.analyzer, memory)
         if self.blind_index is None:
             # Each distinct term is encoded once; the tokens in order are then dictionary look-ups in C (`map`): a
             # save at the bounds can hold 270,000 terms (CJK text) of a few hundred distinct ones.

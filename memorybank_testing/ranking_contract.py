@@ -16,7 +16,7 @@ import pytest
 import uuid_utils
 from typeid import TypeID
 
-from memorybank_core import MemoryBank, SearchResult
+from memorybank_core import MemoryBank, SearchResult, limits
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX
 from memorybank_testing.backends import BackendFactory
@@ -64,6 +64,26 @@ QUERIES = [
     "🎉 launch party",
     "❤",
 ]
+
+
+def han_text(size: int, *, start: int = 0) -> str:
+    """`size` Han characters in a fixed order that does not repeat soon: text of two search terms a character."""
+    return "".join(chr(0x4E00 + (start + 7919 * index) % 3000) for index in range(size))
+
+
+#: A memory far past the bound on the terms a memory indexes (`limits.INDEXED_TERMS_MAX`, ADR 0041): every field full
+#: of Han text (two terms a character, about 144,000 in all), a word at the start of its content, a tag, a word at
+#: the start of its first snippet (still inside the bound: content and tags are always indexed whole, snippets fill
+#: what is left in order) and one at the end of its last snippet (past it).
+LONG_CJK_MEMORY: dict[str, object] = {
+    "content": "zeppelin " + han_text(limits.CONTENT.max - len("zeppelin ")),
+    "tags": ["archive"],
+    "contexts": [
+        {"snippet": "marmalade " + han_text(limits.SNIPPET.max - len("marmalade "), start=1)},
+        *({"snippet": han_text(limits.SNIPPET.max, start=n)} for n in range(2, limits.CONTEXTS_MAX)),
+        {"snippet": han_text(limits.SNIPPET.max - len(" quokka"), start=99) + " quokka"},
+    ],
+}
 
 
 def sequential_ids() -> Callable[[str], str]:
@@ -154,6 +174,33 @@ class RankingContract:
             for memory in page.memories:
                 bank.delete(other, memory_id=memory.id)
         assert {query: ranking(bank.search(alice, query=query, limit=20)) for query in QUERIES} == before
+
+    @pytest.mark.parametrize("query", ["zeppelin", "archive", "marmalade", han_text(6)])
+    def test_a_memory_past_the_index_bound_is_found_by_its_first_terms_as_the_reference_finds_it(
+        self, backend_factory: BackendFactory, query: str
+    ) -> None:
+        alice = a_user(1)
+        reference, tested = bank_of(backend_factory.reference()), bank_of(backend_factory)
+        for bank in (reference, tested):
+            fill(bank, alice)
+            long = bank.save(alice, JsonValue(LONG_CJK_MEMORY))
+        found = tested.search(alice, query=query, limit=10)
+        assert long.id in [result.memory.id for result in found if result.match in {"words", "both"}]
+        assert ranking(found) == ranking(reference.search(alice, query=query, limit=10))
+
+    def test_a_word_past_the_index_bound_does_not_find_its_memory_by_words(
+        self, backend_factory: BackendFactory
+    ) -> None:
+        alice = a_user(1)
+        reference, tested = bank_of(backend_factory.reference()), bank_of(backend_factory)
+        for bank in (reference, tested):
+            fill(bank, alice)
+            long = bank.save(alice, JsonValue(LONG_CJK_MEMORY))
+        found = tested.search(alice, query="quokka", limit=10)
+        # The last snippet's words lie past the bound: stored, returned with the memory, but not searchable.
+        assert long.id not in [result.memory.id for result in found if result.match in {"words", "both"}]
+        assert ranking(found) == ranking(reference.search(alice, query="quokka", limit=10))
+        assert tested.revisions(alice, memory_id=long.id).memory.contexts[-1].snippet.endswith(" quokka")
 
     def test_a_question_the_bank_holds_nothing_about_finds_nothing_whatever_others_hold(
         self, backend_factory: BackendFactory

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters_crypto import AesGcmSealer, KeyedBlindIndex, derive_document_mac_key, derive_index_key, new_key_ring
-from adapters_crypto.sealer import TOKEN_FORMAT
+from adapters_crypto.sealer import TOKEN_BYTES, TOKEN_FORMAT, token_text
 from memorybank_core import BrokenSealError, SealBinding
 
 HERE = SealBinding(table="memory", column="content", row_id="mem_01", user_id="usr_alice")
@@ -266,3 +266,10 @@ def test_a_format_3_authenticator_holds_only_for_the_sorted_form_and_its_own_for
     assert not word_order.verifies("2" + mac[1:], ROW, terms, 4)
     older = word_order.document_mac(ROW, terms, 4)
     assert not current.verifies("3" + older[1:], ROW, terms, 4)
+
+
+@settings(max_examples=500)
+@given(st.binary(min_size=TOKEN_BYTES, max_size=TOKEN_BYTES))
+def test_a_tokens_text_is_the_lowercase_base32_of_its_bytes(body: bytes) -> None:
+    # Written ten bits a step for speed (ADR 0041); every stored token depends on it being exactly base32.
+    assert token_text(body) == base64.b32encode(body).decode("ascii").lower()

@@ -224,3 +224,16 @@ def test_the_python_work_of_a_text_grows_with_its_distinct_words_not_its_length(
 
     assert len(calls) <= steps_half + 2  # the cut at the end may leave one new item
     assert len(terms) > 2000  # and the terms themselves are all there
+
+
+_INVISIBLE = "\u00ad\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff"
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.sampled_from([*_INVISIBLE, *"aZé9#+-.'_ ", "東", "京", "ラ", "🚀", "👩", "€", "\u0301"])))
+def test_invisible_characters_part_words_as_a_space_does(text: str) -> None:
+    # They are never terms (ADR 0041 leaves them out of the symbol candidates, so a text of letters between them is
+    # not twice the work): wherever they stand, the terms are those of the text with a space there instead.
+    spaced = text.translate({ord(character): " " for character in _INVISIBLE})
+    assert analyzer.document_terms(text) == analyzer.document_terms(spaced)
+    assert analyzer.query_terms(text) == analyzer.query_terms(spaced)

@@ -202,3 +202,23 @@ def test_share_with_my_team_asks_who_will_see_it_and_saves_once(panel: Panel, wo
     panel.heading("Team memories")
     panel.settled()
     assert panel.shown_texts() == ["Lunch orders go in the sheet by 11"]
+
+
+def test_a_team_memory_of_a_purged_member_says_it_was_saved_by_a_former_member(panel: Panel, world: World) -> None:
+    org = new_id(ORGANIZATION_PREFIX)
+    ana, ben = _member(world, org), _member(world, org)
+    _save(world, ben, "The VPN config lives in the infra repo", "org")
+    _save(world, ana, "Standup moved to 10:00", "org")
+    world.offboarding.purge_user(ben.user_id)  # the team memories he wrote stay the team's
+
+    _sign_in_with_token(panel, ana)
+    panel.press("button", "Team")
+    panel.heading("Team memories")
+    panel.settled()
+
+    assert panel.shown_texts() == ["Standup moved to 10:00", "The VPN config lives in the infra repo"]
+    authors = [e.get_attribute("textContent") for e in panel.driver.find_elements(By.CSS_SELECTOR, ".meta-author")]
+    assert authors == ["·Saved by you", "·Saved by a former member"]
+    assert [e.text for e in panel.driver.find_elements(By.CSS_SELECTOR, "#memory-list .memory-locked")] == [LOCKED]
+    _still()
+    panel.state("team-former-member")

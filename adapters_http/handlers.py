@@ -99,8 +99,9 @@ class MemoryHandlers:
         return Response(status_code=204)
 
     def usage(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
-        """`GET /v1/memory/usage` -> 200 `{"memories", "characters", "quota"}`: the caller's own numbers."""
-        return JsonResponse(usage_json(self._bank.usage(principal)))
+        """`GET /v1/memory/usage?bankScope=` -> 200 `{"memories", "characters", "quota"}`: the caller's own numbers,
+        or their organization's bank's."""
+        return JsonResponse(usage_json(self._bank.usage(principal, bank=query_value(request, "bankScope"))))
 
     def export(self, request: Request, principal: Principal, body: Body | None) -> Response:  # noqa: ARG002
         """`GET /v1/memory/export` -> 200 JSON Lines, streamed a page at a time (`memorybank export`'s format)."""

@@ -243,17 +243,19 @@ MEMORY_ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec(
         method="GET",
         path="/v1/memory/usage",
-        summary="How many memories you have and your quota. No parameters.",
+        summary="How many memories you have and your quota. Query: bankScope? (user|org).",
         description=(
             "The caller's own use: how many memories, and how many characters of content, tags and snippets "
-            "together, with the quota that applies to them. Never another user's numbers."
+            "together, with the quota that applies to them. Never another user's numbers. With `bankScope=org`, "
+            "the numbers and quota of the bank the caller's organization shares (needs `org:read`)."
         ),
         handler=MemoryHandlers.usage,
         success_status=200,
         success_schema=schemas.ref("MemoryUsage"),
-        error_statuses=(401, 403, 429, 503),
+        error_statuses=(400, 401, 403, 429, 503),
         required_scope=READ_SCOPE,
         operation=Operation.LIST,
+        query_params=(_BANK_SCOPE,),
         tags=(ACCOUNT_TAG,),
     ),
     RouteSpec(

@@ -213,6 +213,13 @@ MEMORY_PROPERTIES["author"] = {
     "maxLength": limits.ID.max,
     "description": "Only on an org memory (`scope` `org`): the user id of the person who saved it.",
 }
+MEMORY_PROPERTIES["author_former_member"] = {
+    "type": "boolean",
+    "description": (
+        "Only on an org memory (`scope` `org`): true once its author was offboarded (`purge --user`); the memory "
+        "stays the team's and `author` still names them."
+    ),
+}
 
 MEMORY: JsonSchema = {
     "type": "object",

@@ -56,8 +56,11 @@ _log = logging.getLogger("memorybank.storage")
 SEARCH_COLUMNS = frozenset({"search_terms", "doc_length", "search_version", "search_mac"})
 _ENTITY_COLUMNS = [column for column in memory_table.c if column.name not in SEARCH_COLUMNS]
 _CHECKED_COLUMNS = [column for column in memory_table.c if column.name != "search_version"]
-#: What a change of a memory never rewrites: who owns it, since when, and how it first came.
-_FIXED_COLUMNS = frozenset({"id", "user_id", "org_id", "scope", "source", "created_at", "author_id"})
+#: What a change of a memory never rewrites: who owns it, since when, how it first came, who wrote it and whether
+#: a purge since made them a former member (a change read before the purge must not undo its mark).
+_FIXED_COLUMNS = frozenset(
+    {"id", "user_id", "org_id", "scope", "source", "created_at", "author_id", "author_former_member"}
+)
 
 
 #: Contexts joined to their memory: same owner (the shard key), same memory.

@@ -32,7 +32,7 @@ from adapters_mysql.sqlite_search import purge_rewritten_text
 from adapters_mysql.token_store import count_revocation
 from adapters_mysql.unit_of_work import reading, writing
 from adapters_mysql.usage import forget_usage
-from memorybank_core import MemoryBankError, limits, org_bank_owner
+from memorybank_core import MemoryBankError, is_org_bank_owner, limits, org_bank_owner
 from memorybank_core.offboarding import (
     PurgeCounts,
     PurgeRun,
@@ -90,6 +90,7 @@ class SqlPurgeStore(PurgeStore):
                     subject_kind=subject.kind.value,
                     subject_id=subject.id,
                     memories=0,
+                    team_memories=0,
                     contexts=0,
                     tokens=0,
                     panel_sessions=0,
@@ -124,9 +125,8 @@ class SqlPurgeStore(PurgeStore):
                 )
                 .values(ended_at=at)
             ).rowcount
-            counts = PurgeCounts(
-                memories=current.counts.memories,
-                contexts=current.counts.contexts,
+            counts = attrs.evolve(
+                current.counts,
                 tokens=current.counts.tokens + tokens,
                 panel_sessions=current.counts.panel_sessions + sessions,
             )
@@ -148,6 +148,22 @@ class SqlPurgeStore(PurgeStore):
         query = sa.select(sa.func.count()).select_from(memory).where(team_memories_by(_bound(user_id, "user")))
         with unavailable_on_driver_error("purge"), reading(self._engine) as connection:
             return int(connection.execute(query).scalar_one())
+
+    def mark_former_member(self, *, user_id: str, limit: int) -> int:
+        # Bound to one author (`memory_author_id`), across the banks; only the mark changes, in rows selected and
+        # then updated under the same predicate, so no other memory can be touched.
+        theirs = sa.and_(team_memories_by(_bound(user_id, "user")), memory.c.author_former_member.is_(None))
+        with unavailable_on_driver_error("purge"), writing(self._engine) as connection:
+            memory_ids = list(
+                connection.execute(
+                    sa.select(memory.c.id).where(theirs).order_by(memory.c.id).limit(limit).with_for_update()
+                ).scalars()
+            )
+            if memory_ids:
+                connection.execute(
+                    memory.update().where(theirs, memory.c.id.in_(memory_ids)).values(author_former_member=True)
+                )
+            return len(memory_ids)
 
     def remove_batch(self, *, run: PurgeRun, user_id: str, org_id: str | None, limit: int, at: datetime) -> PurgeRun:
         owner = _bound(user_id, "user")
@@ -217,11 +233,11 @@ class SqlPurgeStore(PurgeStore):
                 context_ids = []
             if not memory_ids and not context_ids:
                 return current
-            counts = PurgeCounts(
+            counts = attrs.evolve(
+                current.counts,
                 memories=current.counts.memories + len(memory_ids),
+                team_memories=current.counts.team_memories + (len(memory_ids) if is_org_bank_owner(owner) else 0),
                 contexts=current.counts.contexts + len(context_ids),
-                tokens=current.counts.tokens,
-                panel_sessions=current.counts.panel_sessions,
             )
             digest = chain_digest(current.digest, [*memory_ids, *context_ids])
             return _save(connection, current, counts, digest, current.batches + 1, at)
@@ -242,6 +258,7 @@ class SqlPurgeStore(PurgeStore):
 
     def count(self, *, subject: PurgeSubject, at: datetime) -> PurgeCounts:
         owner = _bound(subject.id, "subject")
+        team: sa.Select[Any] | None = None
         if subject.kind is SubjectKind.USER:
             memories = sa.select(sa.func.count()).select_from(memory).where(owned_memories(owner))
             contexts = sa.select(sa.func.count()).select_from(memory_context).where(memory_context.c.user_id == owner)
@@ -250,6 +267,7 @@ class SqlPurgeStore(PurgeStore):
             # The members' personal memories saved under it, and its shared bank (ADR 0038).
             in_org = sa.or_(organization_memories(owner), owned_memories(org_bank_owner(owner)))
             memories = sa.select(sa.func.count()).select_from(memory).where(in_org)
+            team = sa.select(sa.func.count()).select_from(memory).where(owned_memories(org_bank_owner(owner)))
             contexts = (
                 sa.select(sa.func.count())
                 .select_from(
@@ -271,6 +289,7 @@ class SqlPurgeStore(PurgeStore):
         with unavailable_on_driver_error("purge"), reading(self._engine) as connection:
             return PurgeCounts(
                 memories=int(connection.execute(memories).scalar_one()),
+                team_memories=int(connection.execute(team).scalar_one()) if team is not None else 0,
                 contexts=int(connection.execute(contexts).scalar_one()),
                 tokens=int(connection.execute(tokens).scalar_one()),
                 panel_sessions=int(connection.execute(sessions).scalar_one()),
@@ -299,6 +318,7 @@ def _save(
         .where(purge_run.c.id == run.id)
         .values(
             memories=counts.memories,
+            team_memories=counts.team_memories,
             contexts=counts.contexts,
             tokens=counts.tokens,
             panel_sessions=counts.panel_sessions,
@@ -316,7 +336,11 @@ def _run(row: sa.Row[Any]) -> PurgeRun:
         id=row.id,
         subject=PurgeSubject(kind=kind, id=row.subject_id),
         counts=PurgeCounts(
-            memories=row.memories, contexts=row.contexts, tokens=row.tokens, panel_sessions=row.panel_sessions
+            memories=row.memories,
+            team_memories=row.team_memories,
+            contexts=row.contexts,
+            tokens=row.tokens,
+            panel_sessions=row.panel_sessions,
         ),
         digest=row.digest,
         batches=row.batches,

@@ -301,6 +301,10 @@ class ResilientPurgeStore(PurgeStore):
     def team_memories_written_by(self, *, user_id: str) -> int:
         return retrying("purge", lambda _unknown: self.inner.team_memories_written_by(user_id=user_id))
 
+    def mark_former_member(self, *, user_id: str, limit: int) -> int:
+        # Marks only unmarked rows: a rerun after a lost commit marks the next ones, or none.
+        return retrying("purge", lambda _unknown: self.inner.mark_former_member(user_id=user_id, limit=limit))
+
     def remove_batch(self, *, run: PurgeRun, user_id: str, org_id: str | None, limit: int, at: datetime) -> PurgeRun:
         return retrying(
             "purge",

@@ -131,11 +131,16 @@ memory = sa.Table(
     # The organization's shared bank (revision 0016): the person who saved an org memory; NULL for a personal one
     # (its owner wrote it). An org memory's `user_id` is its organization's bank (`memorybank_core.org_bank_owner`).
     sa.Column("author_id", id_type(), nullable=True),
+    # An org memory whose author a purge removed (revision 0017): true, else NULL (a member's, and every personal
+    # memory). Set by `purge --user` in the rows themselves, so a read shows it without a look-up of its own.
+    sa.Column("author_former_member", sa.Boolean(create_constraint=False), nullable=True),
     # Leftmost prefix serves `user_id = ?`; (created_at, id) serves the newest-first keyset listing;
     # scope and doc_length make the owner's BM25 statistics (count, total length) index-only.
     sa.Index("memory_user_id_created_at_id", "user_id", "created_at", "id", "scope", "doc_length"),
     # Finds the rows `encrypt` / `keys rotate` still have to re-seal, and the key states in use.
     sa.Index("memory_seal_state", "seal_state", "id"),
+    # The team memories one person wrote, across the banks: what a purge of that person counts and marks.
+    sa.Index("memory_author_id", "author_id"),
     **MYSQL_TABLE_OPTIONS,
 )
 
@@ -258,6 +263,8 @@ purge_run = sa.Table(
     sa.Column("started_at", UtcDateTime(), nullable=False),
     sa.Column("updated_at", UtcDateTime(), nullable=False),
     sa.Column("finished_at", UtcDateTime(), nullable=True),
+    # Of `memories`, those of the organization's team bank (an organization's purge; revision 0017).
+    sa.Column("team_memories", sa.BigInteger(), nullable=False, server_default="0"),
     # Finds a subject's unfinished run, to resume it.
     sa.Index("purge_run_subject", "subject_id", "subject_kind", "finished_at"),
     **MYSQL_TABLE_OPTIONS,

@@ -147,6 +147,8 @@ class RowCodec:
             "retired_by": saved.retired_by,
             **_written_columns(saved.written_by),
             "author_id": saved.author,
+            # NULL, not false, for every member's and every personal memory: the column's one value is true.
+            "author_former_member": True if saved.author_former_member else None,
         }
 
     def revision_row(self, version: Memory) -> dict[str, Any]:
@@ -218,6 +220,7 @@ class RowCodec:
                 retired_by=values.get("retired_by"),
                 written_by=_written_by(row),
                 author=memory.author,
+                author_former_member=memory.author_former_member,
             )
         except (ValueError, KeyError, TypeError) as error:
             raise BrokenSealError("a kept revision is malformed") from error
@@ -323,6 +326,7 @@ class RowCodec:
             retired_by=row.retired_by,
             written_by=_written_by(row),
             author=row.author_id,
+            author_former_member=bool(row.author_former_member),
         )
 
     def _context(self, row: Any, sealed: bool, user_id: str) -> MemoryContext:

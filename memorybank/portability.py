@@ -261,6 +261,12 @@ def parse_exported(line: str, *, now: Callable[[], datetime]) -> ExportedMemory:
     scope = check(lambda: _scope(data.get("scope")))
     org_id = check(lambda: ids.parse_id(data.get("org_id"), prefix=ids.ORGANIZATION_PREFIX, field="org_id"))
     author: str | None = None
+    former = data.get("author_former_member", False)
+    if not isinstance(former, bool) or (former and scope is not Scope.ORG):
+        problems.append(
+            InvalidInputError("author_former_member", 'must be true or false, and true only for scope "org"')
+        )
+        former = False
     user_id: Any
     if scope is Scope.ORG:
         # A team memory: its owner is its organization's bank, whatever the line says; a `user_id` that is not
@@ -304,7 +310,9 @@ def parse_exported(line: str, *, now: Callable[[], datetime]) -> ExportedMemory:
             scope=Scope.ORG if author is not None else Scope.USER,
             author=author,
         )
-        return attrs.evolve(memory, revision=version.revision, retired_by=version.retired_by)
+        return attrs.evolve(
+            memory, revision=version.revision, retired_by=version.retired_by, author_former_member=bool(former)
+        )
 
     return ExportedMemory(memory=memory_of(current), revisions=tuple(memory_of(version) for version in versions))
 

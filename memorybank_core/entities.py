@@ -166,6 +166,9 @@ class Memory:
     author: str | None = attrs.field(default=None, validator=optional_bounded_text(limits.ID))
     """The user who saved an org memory (the one who may change it besides an `org:admin`); None for a personal
     memory, whose author is its owner."""
+    author_former_member: bool = False
+    """An org memory whose author was since purged (`purge --user`): a former member; the memory stays the team's
+    and `author` still names them. Always False for a personal memory."""
 
     @property
     def retired(self) -> bool:
@@ -190,6 +193,7 @@ class Memory:
         retired_by: str | None = None,
         written_by: WrittenBy | None = None,
         author: str | None = None,
+        author_former_member: bool = False,
     ) -> Memory:
         """A memory read back from storage, not validated again (see `_restored`)."""
         return _restored(
@@ -209,6 +213,7 @@ class Memory:
                 "retired_by": retired_by,
                 "written_by": written_by,
                 "author": author,
+                "author_former_member": author_former_member,
             },
         )
 

@@ -194,6 +194,19 @@ class InMemoryStore(MemoryStore, BulkMemoryWriter, MemoryOwners, RevisionEraser)
                 if any(m.org_id == org_id and m.scope is Scope.USER for m in owned.values())
             )
 
+    def mark_former_member(self, author: str, limit: int) -> int:
+        """Mark up to `limit` of the team-bank memories `author` saved, not marked yet, as by a former member."""
+        with self._lock:
+            chosen = [
+                m
+                for owned in self._by_owner.values()
+                for m in owned.values()
+                if m.scope is Scope.ORG and m.author == author and not m.author_former_member
+            ][:limit]
+            for memory in chosen:
+                self._by_owner[memory.user_id][memory.id] = attrs.evolve(memory, author_former_member=True)
+            return len(chosen)
+
     def team_memories_written_by(self, author: str) -> int:
         """How many stored team-bank memories name `author` as who saved them."""
         with self._lock:

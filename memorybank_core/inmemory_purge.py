@@ -13,8 +13,8 @@ from datetime import datetime
 import attrs
 
 from memorybank_core import limits
-from memorybank_core.banks import org_bank_owner
-from memorybank_core.entities import ApiToken, PanelCredential
+from memorybank_core.banks import is_org_bank_owner, org_bank_owner
+from memorybank_core.entities import ApiToken, Memory, PanelCredential
 from memorybank_core.inmemory import InMemoryPanelSessionStore, InMemoryStore, InMemoryTokenStore
 from memorybank_core.offboarding import (
     PurgeCounts,
@@ -73,6 +73,9 @@ class InMemoryPurgeStore(PurgeStore):
     def team_memories_written_by(self, *, user_id: str) -> int:
         return self._store.team_memories_written_by(user_id)
 
+    def mark_former_member(self, *, user_id: str, limit: int) -> int:
+        return self._store.mark_former_member(user_id, limit)
+
     def remove_batch(
         self,
         *,
@@ -94,6 +97,7 @@ class InMemoryPurgeStore(PurgeStore):
             counts = attrs.evolve(
                 current.counts,
                 memories=current.counts.memories + len(removed),
+                team_memories=current.counts.team_memories + (len(removed) if is_org_bank_owner(user_id) else 0),
                 contexts=current.counts.contexts + len(context_ids),
             )
             digest = chain_digest(current.digest, [*(m.id for m in removed), *context_ids])
@@ -110,6 +114,7 @@ class InMemoryPurgeStore(PurgeStore):
             return current
 
     def count(self, *, subject: PurgeSubject, at: datetime) -> PurgeCounts:
+        team: list[Memory] = []
         if subject.kind is SubjectKind.USER:
             memories = list(self._store.owned(subject.id).values())
         else:
@@ -119,10 +124,12 @@ class InMemoryPurgeStore(PurgeStore):
                 for m in self._store.owned(user_id).values()
                 if m.org_id == subject.id
             ]
-            memories += self._store.owned(org_bank_owner(subject.id)).values()
+            team = list(self._store.owned(org_bank_owner(subject.id)).values())
+            memories += team
         chosen = _credential_owner(subject)
         return PurgeCounts(
             memories=len(memories),
+            team_memories=len(team),
             contexts=sum(len(m.contexts) for m in memories),
             tokens=sum(1 for t in self._tokens.list(user_id=None) if t.revoked_at is None and chosen(t)),
             panel_sessions=self._panel_sessions.count_where(lambda c: chosen(c) and c.is_live(at)),

@@ -79,6 +79,8 @@ class PurgeCounts:
     """What a purge removed (or, in a dry run, would remove)."""
 
     memories: int = 0
+    team_memories: int = 0
+    """Of `memories`, those of the organization's team bank (an organization's purge; 0 for a user's)."""
     contexts: int = 0
     tokens: int = 0
     """API tokens revoked."""
@@ -115,7 +117,8 @@ class PurgeReceipt:
     started_at: datetime
     finished_at: datetime
     kept_team_memories: int = 0
-    """A user's purge: the team memories they wrote, which stay (the organization's; `author` still names them)."""
+    """A user's purge: the team memories they wrote, which stay (the organization's; `author` still names them, and
+    `author_former_member` says they left)."""
 
     def to_json(self) -> dict[str, object]:
         """The receipt as JSON-ready values (times in ISO 8601 UTC); docs/operations.md describes each field."""
@@ -127,6 +130,7 @@ class PurgeReceipt:
             "run_id": self.run_id,
             "removed": {
                 "memories": self.counts.memories,
+                "team_memories": self.counts.team_memories,
                 "contexts": self.counts.contexts,
                 "tokens": self.counts.tokens,
                 "panel_sessions": self.counts.panel_sessions,
@@ -183,13 +187,19 @@ class PurgeStore(Protocol):
         of the user keeps. A count only, read across the banks; nothing of them is read or changed."""
 
     @abstractmethod
+    def mark_former_member(self, *, user_id: str, limit: int) -> int:
+        """Mark up to `limit` of the team memories `user_id` wrote, not marked yet, as by a former member
+        (`Memory.author_former_member`), in one transaction; how many were marked, 0 once none is left. Nothing
+        else of them changes (not their revision, nor `updated_at`): the memories stay the organization's."""
+
+    @abstractmethod
     def remove_batch(self, *, run: PurgeRun, user_id: str, org_id: str | None, limit: int, at: datetime) -> PurgeRun:
         """Delete up to `limit` of `user_id`'s memories and their contexts, and update the run (`at`): one transaction.
 
         With `org_id`, only the memories saved under that organization. Without it, once the user has
         no memory left, up to `limit` contexts still carrying the user's id. The run's counts grow by
-        what was removed and its digest is chained over the removed ids (`chain_digest`); the run is
-        returned unchanged when nothing was left.
+        what was removed (`team_memories` too, when `user_id` is an organization's bank) and its digest is
+        chained over the removed ids (`chain_digest`); the run is returned unchanged when nothing was left.
         """
 
     @abstractmethod
@@ -228,7 +238,8 @@ class Offboarding:
         pause_ms: object = None,
         progress: Callable[[int], None] | None = None,
     ) -> PurgeReceipt:
-        """Delete every memory and context of `user_id`, revoke its API tokens, end its panel sessions.
+        """Delete every memory and context of `user_id`, revoke its API tokens, end its panel sessions, and mark the
+        team memories they wrote (which stay) as by a former member.
 
         Idempotent and resumable: a rerun after a crash finishes the interrupted run, and its receipt
         counts the whole run; a rerun after a finished purge removes nothing. `pause_ms` is a rest
@@ -306,6 +317,9 @@ class Offboarding:
         run = self._store.revoke_credentials(run=run, at=self._clock.now())
         if subject.kind is SubjectKind.USER:
             run = self._drain(run, subject.id, None, pace)
+            # The team memories they wrote stay the organization's; each now says its author left.
+            while self._store.mark_former_member(user_id=subject.id, limit=pace.limit):
+                pass
         else:
             run = self._drain_organization(run, subject.id, pace)
         run = self._store.finish(run=run, at=self._clock.now())
@@ -316,6 +330,7 @@ class Offboarding:
                 "subject_kind": subject.kind.value,
                 "subject_id": subject.id,
                 "memories": run.counts.memories,
+                "team_memories": run.counts.team_memories,
                 "contexts": run.counts.contexts,
                 "tokens": run.counts.tokens,
                 "panel_sessions": run.counts.panel_sessions,

@@ -626,17 +626,23 @@ class MemoryBank:
                 raise NotFoundError()
         self._emit(events.DELETED, started, memory_id=memory_id, user_id=owner)
 
-    def usage(self, principal: Principal) -> UsageReport:
-        """How many memories and characters the principal stores, and the quota that applies to them.
+    def usage(self, principal: Principal, *, bank: BankScope | str | None = None) -> UsageReport:
+        """How many memories and characters the principal stores (of the bank `bank` names: their own, the default,
+        or "org", their organization's), and the quota that applies to them.
 
         Raises:
-            ForbiddenError: the principal lacks `mcp:read`.
+            ForbiddenError: the principal lacks `mcp:read` (or, for the org bank, `org:read`).
             MemoryDisabledError: an operator switched memory off for the principal.
+            InvalidInputError: ("bankScope") not "user" or "org".
         """
         started = time.perf_counter()
         owner = _authorize(principal, READ_SCOPE)
         with self.unit_of_work():
             policy = self._admit(principal, owner, "usage")
+            chosen = _read_bank_owner(principal, bank, owner)
+            if chosen != owner:
+                # The team bank's quota: the organization's control, else the default (as its saves are charged).
+                owner, policy = chosen, self._policy(chosen, principal.organization_id)
             used = self._store.usage(user_id=owner)
         self._emit(events.USAGE_READ, started, user_id=owner, memories=used.memories)
         return UsageReport(usage=used, quota=policy.quota)

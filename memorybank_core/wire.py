@@ -70,7 +70,8 @@ def export_line(memory: Memory, revisions: Sequence[Memory] = ()) -> str:
 
 def memory_json(memory: Memory, *, timespec: str = WIRE_TIMESPEC) -> Json:
     """A memory with its contexts. The owner's ids stay out: on the wire the caller is the owner (of a personal
-    memory), or a member of its organization (of an org memory, which adds its `author`: who saved it)."""
+    memory), or a member of its organization (of an org memory, which adds its `author`, who saved it, and
+    `author_former_member`, true once a purge removed that person)."""
     shape = {
         "id": memory.id,
         "content": memory.content,
@@ -85,6 +86,7 @@ def memory_json(memory: Memory, *, timespec: str = WIRE_TIMESPEC) -> Json:
     }
     if memory.scope is Scope.ORG:
         shape["author"] = memory.author
+        shape["author_former_member"] = memory.author_former_member
     return shape
 
 

@@ -18,6 +18,7 @@ import attrs
 import pytest
 
 from memorybank_core import (
+    ORG_ADMIN_SCOPE,
     ORG_READ_SCOPE,
     ORG_WRITE_SCOPE,
     READ_SCOPE,
@@ -42,6 +43,7 @@ from memorybank_core.offboarding import (
     first_digest,
 )
 from memorybank_core.panel_sessions import PanelSessions
+from memorybank_core.wire import memory_json
 from memorybank_testing.backends import Backend
 from memorybank_testing.principals import User, start_clock
 
@@ -139,7 +141,10 @@ class PurgeContract:
         # The receipt names what was asked; the events carry ids and counts, never content.
         kept = receipt.to_json()
         assert kept["subject"] == {"kind": "user", "id": alice.user_id}
-        assert kept["removed"] == dict(zip(["memories", "contexts", "tokens", "panel_sessions"], ALICE, strict=True))
+        assert kept["removed"] == {
+            **dict(zip(["memories", "contexts", "tokens", "panel_sessions"], ALICE, strict=True)),
+            "team_memories": 0,
+        }
         assert str(kept["run_id"]).startswith(f"{PURGE_RUN_PREFIX}_")
         assert kept["dry_run"] is False
         assert str(kept["started_at"]) <= str(kept["finished_at"])
@@ -183,30 +188,53 @@ class PurgeContract:
         bobs = population.saved_ids[(bob.user_id, population.org_a)]  # his 3 memories and their contexts
 
         would = population.offboarding().purge_user(alice.user_id, dry_run=True)
-        kept = population.offboarding().purge_user(alice.user_id)
+        # A dry run marks nothing.
+        assert not any(m.author_former_member for m in population.bank.list(bob, bank="org").memories)
+        kept = population.offboarding().purge_user(alice.user_id, batch_size=1)
         assert removed(kept)[:2] == ALICE[:2]  # her own memories only: the team memories she wrote are the teams'
         # The receipt counts them apart: removed, her own; kept, the team memories she wrote in both organizations.
         assert (would.kept_team_memories, kept.kept_team_memories) == (2, 2)
         assert kept.to_json()["kept"] == {"team_memories": 2}
-        assert [(m.content, m.author) for m in population.bank.list(bob, bank="org").memories] == [
-            ("team lighthouse 2", bob.user_id),
-            ("team lighthouse 1", alice.user_id),  # a former member's: still named as its author
+        team_a = population.bank.list(bob, bank="org").memories
+        assert [(m.content, m.author, m.author_former_member) for m in team_a] == [
+            ("team lighthouse 2", bob.user_id, False),
+            ("team lighthouse 1", alice.user_id, True),  # a former member's: still named as its author
         ]
+        # Marked in the memory itself, nothing else of it changed; every read shows it (search, by id, the wire).
+        assert (team_a[1].revision, team_a[1].updated_at) == (1, team_a[1].created_at)
+        found = population.bank.search(bob, query="team lighthouse", bank="org")
+        assert {r.memory.id: r.memory.author_former_member for r in found} == {team_a[0].id: False, team_a[1].id: True}
+        assert memory_json(team_a[1])["author_former_member"] is True
+        assert memory_json(team_a[0])["author_former_member"] is False
+        # An admin's edit of it keeps the mark.
+        admin = attrs.evolve(bob, scopes=bob.scopes | {ORG_ADMIN_SCOPE})
+        edited = population.bank.edit(
+            admin, memory_id=team_a[1].id, request=EditRequest.parse({"content": "team lighthouse one"}), bank="org"
+        )
+        assert (edited.author, edited.author_former_member) == (alice.user_id, True)
+        assert [m.author_former_member for m in population.bank.list(bob, bank="org").memories] == [False, True]
 
         # Alice's own memories under A went with her purge; the organization's purge takes the rest and the bank.
         dry = population.offboarding().purge_organization(population.org_a, dry_run=True)
         assert removed(dry)[:2] == (3 + 2, len(bobs) - 3 + 2)
         receipt = population.offboarding().purge_organization(population.org_a, batch_size=2)
         assert removed(receipt)[:2] == removed(dry)[:2]
+        # Of them, the team bank's two, counted apart (the members' own are the rest).
+        assert (dry.counts.team_memories, receipt.counts.team_memories) == (2, 2)
+        removed_json = receipt.to_json()["removed"]
+        assert isinstance(removed_json, dict)
+        assert removed_json["team_memories"] == 2
         assert (dry.kept_team_memories, receipt.kept_team_memories) == (0, 0)  # the bank goes whole
         assert population.offboarding().purge_user(alice.user_id, dry_run=True).kept_team_memories == 1  # B's
         assert population.bank.list(bob, bank="org").memories == ()
         assert population.bank.search(bob, query="lighthouse", bank="org") == []
         assert backend.store.usage(user_id=org_bank_owner(population.org_a)).memories == 0
         # Another organization's team bank is as it was.
-        assert [(m.content, m.author) for m in population.bank.list(carol, bank="org").memories] == [
-            ("team lighthouse in B", alice.user_id),
-            ("team lighthouse 3", carol.user_id),
+        assert [
+            (m.content, m.author, m.author_former_member) for m in population.bank.list(carol, bank="org").memories
+        ] == [
+            ("team lighthouse in B", alice.user_id, True),
+            ("team lighthouse 3", carol.user_id, False),
         ]
 
     def test_a_dry_run_counts_and_changes_nothing(self, population: Population) -> None:
@@ -322,6 +350,9 @@ class _BothOpenFirst(PurgeStore):
 
     def team_memories_written_by(self, *, user_id: str) -> int:
         return self._store.team_memories_written_by(user_id=user_id)
+
+    def mark_former_member(self, *, user_id: str, limit: int) -> int:
+        return self._store.mark_former_member(user_id=user_id, limit=limit)
 
     def remove_batch(self, *, run: PurgeRun, user_id: str, org_id: str | None, limit: int, at: datetime) -> PurgeRun:
         return self._store.remove_batch(run=run, user_id=user_id, org_id=org_id, limit=limit, at=at)

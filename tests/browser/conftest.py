@@ -50,6 +50,7 @@ from memorybank_core import (
 )
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX, new_id
+from memorybank_core.offboarding import Offboarding
 from tests.http.test_embedding import build_host, host_metadata
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -214,6 +215,8 @@ class World:
     sessions: PanelSessions
     store: FaultyStore
     controls: MemoryControls
+    offboarding: Offboarding
+    """The operator's purge (`memorybank purge`) over the same database."""
 
     def person(self, memories: Sequence[str | Mapping[str, Any]] = (), *, scopes: Sequence[str] = ()) -> Person:
         """A new user with a token, who saved `memories` in this order (so the last is the newest)."""
@@ -269,6 +272,7 @@ def running_world(
                 sessions=services.panel_sessions,
                 store=store,
                 controls=services.controls,
+                offboarding=runtime.offboarding(),
             )
         finally:
             server.stop()

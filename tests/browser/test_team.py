@@ -60,6 +60,11 @@ def _pressed(panel: Panel, name: str) -> str | None:
     return panel.button(name).get_attribute("aria-pressed")
 
 
+def _usage(panel: Panel) -> str:
+    """The use line's text as shown ("" while hidden)."""
+    return str(panel.driver.find_element(By.ID, "usage").text)
+
+
 def _still() -> None:
     """Wait out a card's rise, so the picture shows it as it stays."""
     time.sleep(0.3)
@@ -75,6 +80,7 @@ def test_the_switch_shows_the_team_bank_with_authors_and_only_allowed_deletes(pa
     _sign_in_with_token(panel, ana)
     assert panel.shown_texts() == ["Ana's dentist appointment is on Friday"]
     assert (_pressed(panel, "My memories"), _pressed(panel, "Team")) == ("true", "false")
+    panel.until(lambda: _usage(panel).startswith("1 memory · ") and "of your quota used" in _usage(panel))
     _still()
     panel.state("team-switch")
 
@@ -84,6 +90,9 @@ def test_the_switch_shows_the_team_bank_with_authors_and_only_allowed_deletes(pa
     assert (_pressed(panel, "My memories"), _pressed(panel, "Team")) == ("false", "true")
     assert panel.shown_texts() == ["Standup moved to 10:00", "The staging database is db-2"]
     assert "team memories" in panel.announced()
+    # The use line follows the switch (the team's bank and quota); download and delete all stay one's own.
+    panel.until(lambda: _usage(panel).startswith("2 memories · ") and "of the team’s quota used" in _usage(panel))
+    assert panel.all("button", "Download my memories") == panel.all("button", "Delete all…") == []
     authors = [e.get_attribute("textContent") for e in panel.driver.find_elements(By.CSS_SELECTOR, ".meta-author")]
     assert authors == ["·Saved by you", f"·Saved by {ben.user_id}"]  # the "·" is hidden from screen readers
     # Ana wrote the standup memory: she may change it. Ben's is his: no delete, no edit, and the reason instead.
@@ -119,6 +128,8 @@ def test_the_switch_shows_the_team_bank_with_authors_and_only_allowed_deletes(pa
     panel.settled()
     assert panel.shown_texts() == ["Ana's dentist appointment is on Friday"]
     assert _team_texts(world, ben) == ["The staging database is db-2"]
+    panel.until(lambda: _usage(panel).startswith("1 memory · ") and "of your quota used" in _usage(panel))
+    panel.button("Download my memories")
     assert panel.get("textbox", "Search your memories")
 
 
@@ -191,3 +202,23 @@ def test_share_with_my_team_asks_who_will_see_it_and_saves_once(panel: Panel, wo
     panel.heading("Team memories")
     panel.settled()
     assert panel.shown_texts() == ["Lunch orders go in the sheet by 11"]
+
+
+def test_a_team_memory_of_a_purged_member_says_it_was_saved_by_a_former_member(panel: Panel, world: World) -> None:
+    org = new_id(ORGANIZATION_PREFIX)
+    ana, ben = _member(world, org), _member(world, org)
+    _save(world, ben, "The VPN config lives in the infra repo", "org")
+    _save(world, ana, "Standup moved to 10:00", "org")
+    world.offboarding.purge_user(ben.user_id)  # the team memories he wrote stay the team's
+
+    _sign_in_with_token(panel, ana)
+    panel.press("button", "Team")
+    panel.heading("Team memories")
+    panel.settled()
+
+    assert panel.shown_texts() == ["Standup moved to 10:00", "The VPN config lives in the infra repo"]
+    authors = [e.get_attribute("textContent") for e in panel.driver.find_elements(By.CSS_SELECTOR, ".meta-author")]
+    assert authors == ["·Saved by you", "·Saved by a former member"]
+    assert [e.text for e in panel.driver.find_elements(By.CSS_SELECTOR, "#memory-list .memory-locked")] == [LOCKED]
+    _still()
+    panel.state("team-former-member")

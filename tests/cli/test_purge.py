@@ -110,12 +110,15 @@ def test_a_persons_purge_receipt_counts_the_team_memories_they_wrote_apart_and_k
     assert done.status == 0, done.err
     assert json.loads(dry.out)["kept"] == json.loads(done.out)["kept"] == {"team_memories": 2}
     assert json.loads(done.out)["removed"]["memories"] == 3
-    assert sorted(json.loads(line)["author"] for line in exported.out.splitlines()) == sorted(
-        [alice.user_id, alice.user_id, bob.user_id]
-    )
+    # Kept, each still naming its author; hers now say she is a former member (the export carries it too).
+    assert sorted(
+        (line["author"], line["author_former_member"]) for line in map(json.loads, exported.out.splitlines())
+    ) == sorted([(alice.user_id, True), (alice.user_id, True), (bob.user_id, False)])
     organization = run("purge", "--db", database, "--org", alice.organization_id)
     assert json.loads(organization.out)["kept"] == {"team_memories": 0}
+    # The team bank's three, counted apart from the members' own (none left: alice's went with her purge).
     assert json.loads(organization.out)["removed"]["memories"] == 3
+    assert json.loads(organization.out)["removed"]["team_memories"] == 3
     assert run("export", "--db", database, "--org", alice.organization_id).out == ""
 
 
@@ -132,7 +135,7 @@ def test_purge_prints_the_receipt_and_writes_it_once(database: str, run: Run, tm
     assert printed == json.loads(receipt_file.read_text())
     assert stat.S_IMODE(receipt_file.stat().st_mode) == 0o600  # like every file memorybank writes (issue 27)
     assert printed["subject"] == {"kind": "user", "id": alice.user_id}
-    assert printed["removed"] == {"memories": 30, "contexts": 30, "tokens": 0, "panel_sessions": 0}
+    assert printed["removed"] == {"memories": 30, "team_memories": 0, "contexts": 30, "tokens": 0, "panel_sessions": 0}
     assert printed["dry_run"] is False
     assert len(printed["digest"]["value"]) == 64
     assert _remaining(database, alice.user_id) == (0, 0)
@@ -207,7 +210,7 @@ def test_an_organization_purge_from_the_command_line(database: str, run: Run) ->
     assert done.status == 0, done.err
     receipt = json.loads(done.out)
     assert receipt["subject"] == {"kind": "organization", "id": organization}
-    assert receipt["removed"] == {"memories": 1, "contexts": 1, "tokens": 1, "panel_sessions": 0}
+    assert receipt["removed"] == {"memories": 1, "team_memories": 0, "contexts": 1, "tokens": 1, "panel_sessions": 0}
     assert _remaining(database, member.user_id) == (0, 0)
     assert _remaining(database, outsider.user_id) == (1, 1)
 

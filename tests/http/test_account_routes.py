@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import attrs
 import pytest
 from starlette.testclient import TestClient
 
-from memorybank_core import MemoryBank, MemoryControls, PanelSessions, SubjectKind, TokenService, limits
+from memorybank_core import (
+    ORG_ADMIN_SCOPE,
+    ORG_READ_SCOPE,
+    ORG_WRITE_SCOPE,
+    READ_SCOPE,
+    WRITE_SCOPE,
+    MemoryBank,
+    MemoryControls,
+    PanelSessions,
+    SubjectKind,
+    TokenService,
+    limits,
+)
+from memorybank_core.ids import USER_PREFIX, new_id
 from memorybank_core.wire import export_line
 from tests.conftest import User
 from tests.http.conftest import Caller, caller_for, panel_caller_for
@@ -189,3 +204,67 @@ def test_the_panel_session_reaches_the_account_routes_only_with_the_panels_heade
     assert _usage(caller)["memories"] == 1
 
     assert _delete_all(caller) == {"deleted": 1, "remaining": 0}
+
+
+# ---- the team bank's use (issue 30): `bankScope=org` ----------------------------------------------------------------
+
+TEAM_SCOPES = frozenset({READ_SCOPE, WRITE_SCOPE, ORG_READ_SCOPE, ORG_WRITE_SCOPE})
+
+
+def _team_usage(caller: Caller, bank_scope: str = "org") -> tuple[int, dict[str, Any]]:
+    response = caller.client.get("/v1/memory/usage", params={"bankScope": bank_scope}, headers=caller.headers)
+    body: dict[str, Any] = response.json()
+    return response.status_code, body
+
+
+def test_usage_of_the_team_bank_counts_the_teams_memories_against_the_organizations_quota(
+    client: TestClient, tokens: TokenService, controls: MemoryControls, bank: MemoryBank
+) -> None:
+    ann = User(scopes=TEAM_SCOPES)
+    amy = caller_for(client, tokens, attrs.evolve(ann, user_id=new_id(USER_PREFIX)))
+    as_ann = caller_for(client, tokens, ann)
+    as_ann.saved_id("abc", tags=["de"], bankScope="org")
+    amy.saved_id("fghij", bankScope="org")
+    as_ann.saved_id("Ann's own memory, which only her own usage counts")
+    controls.set_quota(SubjectKind.ORG, ann.organization_id, max_memories=7, max_characters=700)
+
+    team = {"memories": 2, "characters": 10, "quota": {"max_memories": 7, "max_characters": 700}}
+    assert _team_usage(as_ann) == _team_usage(amy) == (200, team)
+    assert _usage(as_ann)["memories"] == 1  # her own bank, the default
+    assert _team_usage(as_ann, "user") == (200, _usage(as_ann))
+
+
+def test_usage_of_another_organizations_team_bank_is_never_shown(
+    client: TestClient, tokens: TokenService, bank: MemoryBank
+) -> None:
+    ann = caller_for(client, tokens, User(scopes=TEAM_SCOPES))
+    ann.saved_id("The staging database lives in eu-west-1", bankScope="org")
+    stranger = caller_for(client, tokens, User(scopes=TEAM_SCOPES))
+
+    # A member of another organization reads their own organization's bank, never Ann's: it is empty.
+    status, body = _team_usage(stranger)
+    assert (status, body["memories"], body["characters"]) == (200, 0, 0)
+
+
+def test_usage_of_the_team_bank_needs_org_read(client: TestClient, tokens: TokenService, alice: User) -> None:
+    member = caller_for(client, tokens, alice)  # mcp:read and mcp:write, no org scope
+
+    status, body = _team_usage(member)
+    assert (status, body["required_scope"]) == (403, ORG_READ_SCOPE)
+    assert _team_usage(member, "user")[0] == 200
+    reader = caller_for(client, tokens, alice, frozenset({READ_SCOPE, ORG_READ_SCOPE}))
+    assert _team_usage(reader)[0] == 200
+    admin = caller_for(client, tokens, alice, frozenset({READ_SCOPE, ORG_ADMIN_SCOPE}))
+    assert _team_usage(admin)[0] == 200
+    without_memory_read = caller_for(client, tokens, alice, frozenset({WRITE_SCOPE, ORG_READ_SCOPE}))
+    assert _team_usage(without_memory_read)[0] == 403
+
+
+@pytest.mark.parametrize("value", ["all", "team", "ORG", "", "org,user"])
+def test_usage_with_a_bank_scope_it_does_not_know_is_a_400_naming_the_parameter(
+    client: TestClient, tokens: TokenService, value: str
+) -> None:
+    member = caller_for(client, tokens, User(scopes=TEAM_SCOPES))
+
+    status, body = _team_usage(member, value)
+    assert (status, body["error"], body["details"][0]["path"]) == (400, "invalid_request", "bankScope")

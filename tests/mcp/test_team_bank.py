@@ -13,10 +13,11 @@ import attrs
 import pytest
 from starlette.testclient import TestClient
 
-from memorybank import bootstrap
+from memorybank import bootstrap, composition
 from memorybank.settings import HttpSettings, Settings
 from memorybank_core import ORG_ADMIN_SCOPE, ORG_READ_SCOPE, ORG_WRITE_SCOPE, READ_SCOPE, WRITE_SCOPE, TokenService
 from memorybank_core.ids import MEMORY_PREFIX, ORGANIZATION_PREFIX, new_id
+from memorybank_testing.backends import Backend
 from tests.conftest import User
 from tests.http.conftest import caller_for
 from tests.mcp.conftest import RpcCaller, rpc_caller
@@ -213,3 +214,31 @@ def test_a_revoked_members_token_loses_the_org_bank_on_the_next_request(
             "/v1/memory", params={"bankScope": "org"}, headers={"Authorization": f"Bearer {issued.secret}"}
         )
         assert (response.status_code, response.json()["error"]) == (401, "unauthorized")
+
+
+def test_a_purged_members_team_memories_stay_and_say_their_author_is_a_former_member(
+    way: str, serve_client: TestClient, tokens: TokenService, backend: Backend
+) -> None:
+    org = new_id(ORGANIZATION_PREFIX)
+    ann = door(way, serve_client, tokens, User(organization_id=org, scopes=MEMBER))
+    amy = door(way, serve_client, tokens, User(organization_id=org, scopes=MEMBER))
+    shared = ann.save("The staging database lives in eu-west-1", bankScope="org")
+    amys = amy.save("The staging cluster restarts on Sundays", bankScope="org")
+    amy.save("Amy's own note")
+    assert (shared["author"], shared["author_former_member"]) == (ann.user_id, False)
+    assert backend.purge_store is not None
+
+    composition.build_offboarding(backend.purge_store).purge_user(ann.user_id)
+
+    status, answer = amy.call("getMemory", query={"bankScope": "org"})
+    assert status == 200, answer
+    assert [(m["id"], m["author"], m["author_former_member"]) for m in answer["memories"]] == [
+        (amys["id"], amy.user_id, False),
+        (shared["id"], ann.user_id, True),
+    ]
+    status, answer = amy.call("getMemorySearch", query={"q": "staging database", "bankScope": "org"})
+    assert status == 200, answer
+    assert {r["id"]: r["author_former_member"] for r in answer["results"]}[shared["id"]] is True
+    # A personal memory's JSON is unchanged: no author, no mark.
+    (own,) = amy.call("getMemory")[1]["memories"]
+    assert (own["content"], "author" in own, "author_former_member" in own) == ("Amy's own note", False, False)

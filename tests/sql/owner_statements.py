@@ -22,7 +22,7 @@ from adapters_mysql import SqlStorage
 from adapters_mysql.schema import metadata
 from adapters_mysql.spider import is_sharded
 from memorybank import composition, portability
-from memorybank_core import ORG_WRITE_SCOPE, EditRequest, NotFoundError, SaveRequest, org_bank_owner
+from memorybank_core import ORG_READ_SCOPE, ORG_WRITE_SCOPE, EditRequest, NotFoundError, SaveRequest, org_bank_owner
 from memorybank_core.bodies import JsonValue
 from tests.conftest import User, start_clock
 from tests.contract.embedders import HashedTermsEmbedder
@@ -125,8 +125,14 @@ def check_every_statement_carries_one_owner(storage: SqlStorage, statements: lis
 
 #: The one statement of a purge that reads across owners: the organization purge's walk of the users
 #: who saved under it (ids only). Every statement it leads to is bound to one of those users.
+#: The statements of a person's purge bound to that person as the author (`memory.author_id`, across the banks):
+#: the receipt's count of the team memories they wrote, and the marking of those as by a former member.
 _AUTHORED_COUNT = re.compile(
     r"^SELECT count\(\*\) AS count_1\s+FROM memory\s+WHERE memory\.scope = (%s|\?) AND memory\.author_id = (%s|\?)$"
+)
+_AUTHORED_MARK = re.compile(
+    r"^(SELECT memory\.id\s+FROM memory|UPDATE memory SET author_former_member=(%s|\?))\s+"
+    r"WHERE memory\.scope = (%s|\?) AND memory\.author_id = (%s|\?) AND memory\.author_former_member IS NULL\b"
 )
 _ORGANIZATION_WALK = re.compile(r"^SELECT DISTINCT memory\.user_id\s+FROM memory\s+WHERE memory\.org_id = (%s|\?)")
 
@@ -144,6 +150,8 @@ def check_purge_statements_carry_one_owner(storage: SqlStorage, statements: list
             bank.save(user, SaveRequest.parse({"content": f"note {n}", "contexts": [{"snippet": "s"}]}))
     member = User(user_id=alice.user_id, organization_id=organization, scopes=alice.scopes | {ORG_WRITE_SCOPE})
     bank.save(member, SaveRequest.parse({"content": "team note", "contexts": [{"snippet": "s"}], "bankScope": "org"}))
+    carols = User(user_id=carol.user_id, organization_id=carol.organization_id, scopes=member.scopes | {ORG_READ_SCOPE})
+    bank.save(carols, SaveRequest.parse({"content": "carol's team note", "bankScope": "org"}))
     offboarding = composition.build_offboarding(storage.purge_store, clock=start_clock())
     statements.clear()
     offboarding.purge_user(carol.user_id, batch_size=2)
@@ -159,13 +167,13 @@ def check_purge_statements_carry_one_owner(storage: SqlStorage, statements: list
         (queries(by_organization), [alice.user_id, bob.user_id, team_bank]),
     ):
         kinds = {s.sql.split()[0] for s in touching}
-        assert kinds == {"SELECT", "DELETE"}, kinds
+        assert kinds == ({"SELECT", "DELETE", "UPDATE"} if owners == [carol.user_id] else {"SELECT", "DELETE"}), kinds
         for statement in touching:
             assert not statement.binds(bystander.user_id), statement.sql
             if _ORGANIZATION_WALK.match(statement.sql):
                 assert statement.binds(organization), statement.sql
                 continue
-            if _AUTHORED_COUNT.match(statement.sql):
+            if _AUTHORED_COUNT.match(statement.sql) or _AUTHORED_MARK.match(statement.sql):
                 # The receipt's count of the team memories a purged person wrote: a count, bound to that person.
                 assert statement.binds(carol.user_id), statement.sql
                 continue
@@ -180,3 +188,5 @@ def check_purge_statements_carry_one_owner(storage: SqlStorage, statements: list
             assert " LIKE " not in statement.sql.upper(), statement.sql
             assert re.search(r"\.?(user_id|org_id|id) = (%s|\?)", statement.sql), statement.sql
     assert len(bank.list(bystander).memories) == 3
+    (kept,) = bank.list(carols, bank="org").memories  # the team's: kept, its author now a former member
+    assert (kept.author, kept.author_former_member) == (carol.user_id, True)

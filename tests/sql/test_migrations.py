@@ -25,8 +25,11 @@ from adapters_mysql import SchemaNotReadyError, SqlStorage, mysql_search, revisi
 from adapters_mysql.readiness import ensure_search_index
 from adapters_mysql.revisions import VERSION_TABLE, alembic_config
 from adapters_mysql.schema import TABLES, metadata
+from memorybank import composition
+from memorybank_core import ORG_READ_SCOPE, ORG_WRITE_SCOPE, READ_SCOPE, WRITE_SCOPE, SaveRequest
+from tests.conftest import User
 from tests.mysql_server import ThrowawayDatabase
-from tests.sql.backends import storage_at
+from tests.sql.backends import bank_on, storage_at
 from tests.sql.conftest import DIALECTS
 from tests.sql.memories import make_memory, new_user
 
@@ -411,3 +414,34 @@ def test_checking_a_database_imports_no_alembic(tmp_path: Path) -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPOSITORY
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_revision_0017_rewrites_no_memory_and_its_downgrade_keeps_every_memory(
+    new_database: NewDatabase, opened: Callable[[str], SqlStorage]
+) -> None:
+    # The former-member mark is added NULL for every row (nothing rewritten) and dropped without a memory lost.
+    storage = opened(new_database())
+    storage.migrate()
+    bank = bank_on(storage)
+    member = User(scopes=frozenset({READ_SCOPE, WRITE_SCOPE, ORG_READ_SCOPE, ORG_WRITE_SCOPE}))
+    own = bank.save(member, SaveRequest.parse({"content": "my own note"}))
+    shared = bank.save(member, SaveRequest.parse({"content": "the team's note", "bankScope": "org"}))
+
+    def marks() -> dict[str, object]:
+        with storage.engine.connect() as connection:
+            rows = connection.exec_driver_sql("SELECT id, author_former_member FROM memory").all()
+        return {row[0]: row[1] for row in rows}
+
+    run_alembic(storage, command.downgrade, "0016")
+    run_alembic(storage, command.upgrade, "head")
+    assert marks() == {own.id: None, shared.id: None}
+    assert bank.list(member, bank="org").memories[0].author_former_member is False
+
+    composition.build_offboarding(storage.purge_store).purge_user(member.user_id)
+    assert marks() == {shared.id: 1}  # her own memory went; the team's stays, marked
+    run_alembic(storage, command.downgrade, "0016")
+    with storage.engine.connect() as connection:
+        kept = connection.exec_driver_sql("SELECT id, author_id FROM memory").all()
+    assert [tuple(row) for row in kept] == [(shared.id, member.user_id)]
+    run_alembic(storage, command.upgrade, "head")
+    storage.check_ready()

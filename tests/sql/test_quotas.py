@@ -183,7 +183,8 @@ def _row_without_characters(storage: SqlStorage, saved: Memory) -> dict[str, obj
     row = storage.store.inner._memory_row(saved)
     row.pop("characters")
     row.pop("search_mac")
-    for later in ("revision", "retired_by", "written_via", "written_by", "author_id"):  # 0015's and 0016's columns
+    # The columns of revisions 0015, 0016 and 0017.
+    for later in ("revision", "retired_by", "written_via", "written_by", "author_id", "author_former_member"):
         row.pop(later)
     state = SealState.parse(str(row["seal_state"]))
     assert storage.sealer is not None

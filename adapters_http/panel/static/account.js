@@ -3,12 +3,11 @@
 // person, that it was asked, so a page closed half-way carries on where it stopped the next time the panel opens.
 // Only that resume, or "Carry on" after a pause in this page, skips the typed confirmation.
 
-import { h } from "./dom.js";
+import { $, h } from "./dom.js";
 
 const DELETE_ALL_KEY = "memorybank.deleteAll";
 const CONFIRM_WORDS = "delete all";
 
-const $ = (id) => document.getElementById(id);
 const numbers = new Intl.NumberFormat();
 const percent = new Intl.NumberFormat(undefined, { style: "percent", maximumFractionDigits: 1 });
 
@@ -20,22 +19,27 @@ function shareOf(usage) {
   return percent.format(share);
 }
 
-export function createAccount({ api, toasts, user, onError, onAllDeleted }) {
-  let usage = null;
+export function createAccount({ api, toasts, user, bank, onError, onAllDeleted }) {
+  let usage = null; // the person's own bank's, which "Delete all" counts
 
+  /** The use of the bank shown (`bank()`): one's own, or the team's. */
   async function refreshUsage() {
+    const asked = bank();
+    let shown;
     try {
-      usage = await api.usage();
+      shown = await api.usage();
     } catch {
       $("usage").hidden = true; // the count is a nicety: the list says what failed, if anything did
       return;
     }
-    const { memories, characters, quota } = usage;
+    if (asked !== bank()) return; // switched meanwhile: that bank's own refresh follows
+    if (asked === "user") usage = shown;
+    const { memories, characters, quota } = shown;
     $("usage").replaceChildren(
       h("strong", { text: plural(memories, "memory", "memories") }),
       h("span", {
         className: "usage-quota",
-        text: ` · ${shareOf(usage)} of your quota used (${numbers.format(memories)} of ${plural(quota.max_memories, "memory", "memories")}, ${numbers.format(characters)} of ${plural(quota.max_characters, "character", "characters")})`,
+        text: ` · ${shareOf(shown)} of ${asked === "org" ? "the team’s" : "your"} quota used (${numbers.format(memories)} of ${plural(quota.max_memories, "memory", "memories")}, ${numbers.format(characters)} of ${plural(quota.max_characters, "character", "characters")})`,
       }),
     );
     $("usage").hidden = false;
@@ -60,7 +64,7 @@ export function createAccount({ api, toasts, user, onError, onAllDeleted }) {
       toasts.show({ message: `Your memories are downloading as ${name} (JSON Lines, the format of memorybank import).` });
     } catch (error) {
       onError(error);
-      if (error.kind !== "signed-out") toasts.show({ message: `Couldn’t download your memories. ${error.message}`, tone: "error" });
+      if (error.kind !== "signed-out") toasts.error(`Couldn’t download your memories. ${error.message}`);
     } finally {
       button.removeAttribute("aria-busy");
       button.lastElementChild.textContent = "Download my memories";

@@ -41,6 +41,9 @@ function errorFor(status, body) {
   return new ApiError("http", status, words, body?.error ?? null, body);
 }
 
+const jsonOf = (response) => response.json().catch(() => null);
+const unreachable = () => new ApiError("network", 0, "The memory bank server can’t be reached.");
+
 export function createApi({ apiBase }) {
   async function call(method, url, { body, keepalive = false, revision = null } = {}) {
     const headers = { [PANEL_HEADER]: "1", Accept: "application/json" };
@@ -57,16 +60,9 @@ export function createApi({ apiBase }) {
         keepalive,
       });
     } catch {
-      throw new ApiError("network", 0, "The memory bank server can’t be reached.");
+      throw unreachable();
     }
-    let payload = null;
-    if (response.status !== 204) {
-      try {
-        payload = await response.json();
-      } catch {
-        payload = null;
-      }
-    }
+    const payload = response.status === 204 ? null : await jsonOf(response);
     if (!response.ok) throw errorFor(response.status, payload);
     return payload;
   }
@@ -77,17 +73,9 @@ export function createApi({ apiBase }) {
     try {
       response = await fetch(url, { headers: { [PANEL_HEADER]: "1" }, credentials: "same-origin", cache: "no-store" });
     } catch {
-      throw new ApiError("network", 0, "The memory bank server can’t be reached.");
+      throw unreachable();
     }
-    if (!response.ok) {
-      let payload = null;
-      try {
-        payload = await response.json();
-      } catch {
-        payload = null;
-      }
-      throw errorFor(response.status, payload);
-    }
+    if (!response.ok) throw errorFor(response.status, await jsonOf(response));
     try {
       return await response.blob();
     } catch {
@@ -108,7 +96,7 @@ export function createApi({ apiBase }) {
     search: (q, limit) => call("GET", `${memories}/search?${inBank(new URLSearchParams({ q, limit: String(limit) }))}`),
     // A copy in the team's bank: its words and tags, not where it came from.
     share: (memory) => call("POST", memories, { body: { content: memory.content, tags: memory.tags, bankScope: "org" } }),
-    usage: () => call("GET", `${memories}/usage`),
+    usage: () => call("GET", `${memories}/usage?${inBank()}`),
     exportFile: () => download(`${memories}/export`),
     deleteAllBatch: () => call("POST", `${memories}/delete-all`, { body: { confirm: "delete all" } }),
     // Without a limit the server's own page size applies (the bank's setting, as /openapi.json says).

@@ -3,6 +3,7 @@
 
 import { createAccount } from "./account.js";
 import { createApi } from "./api.js";
+import { $ } from "./dom.js";
 import { isFinding, readFind, writeFind } from "./find.js";
 import { deletedPlaceholder, firstWords, memoryCard, refreshTimes } from "./memory-card.js";
 import { createRevisions } from "./revisions.js";
@@ -18,7 +19,6 @@ const TIME_REFRESH_MS = 30000;
 const FLAG_KEY = "memorybank.featureFlags.memory";
 const WRITE_SCOPE = "mcp:write";
 
-const $ = (id) => document.getElementById(id);
 const meta = (name) => document.querySelector(`meta[name="${name}"]`)?.content ?? "";
 
 const settings = {
@@ -29,15 +29,20 @@ const settings = {
   prompt: $("memory-bank-prompt").content.textContent,
 };
 const api = createApi(settings);
+/** Whether `error` ended the session or the connection (the page then says so). */
+function lostTouch(error) {
+  if (error.kind === "signed-out") signedOut();
+  else if (error.kind === "network") goOffline("server");
+  else return false;
+  return true;
+}
 const toasts = createToasts($("toasts"));
 const account = createAccount({
   api,
   toasts,
   user: () => state.userId,
-  onError: (error) => {
-    if (error.kind === "signed-out") signedOut();
-    else if (error.kind === "network") goOffline("server");
-  },
+  bank: () => state.bank,
+  onError: lostTouch,
   onAllDeleted: async () => {
     forgetList();
     state.find = { q: "", tag: "" };
@@ -71,12 +76,7 @@ const revisions = createRevisions({
   toasts,
   announce,
   show: showMemory,
-  failed: (error) => {
-    if (error.kind === "signed-out") signedOut();
-    else if (error.kind === "network") goOffline("server");
-    else return false;
-    return true;
-  },
+  failed: lostTouch,
 });
 
 // ---- views -------------------------------------------------------------------------------------------------
@@ -180,7 +180,7 @@ function cardFor(memory, notice = null) {
   const canShare = !team && state.canDelete && (state.org.has("org:write") || state.org.has("org:admin"));
   const item = memoryCard(memory, {
     canDelete: allowed,
-    author: team ? `Saved by ${memory.author === state.userId ? "you" : memory.author}` : null,
+    author: team ? `Saved by ${memory.author === state.userId ? "you" : memory.author_former_member ? "a former member" : memory.author}` : null,
     locked: team && state.canDelete && !allowed ? "Only its author or an admin can delete or edit this." : null,
     onShare: canShare ? openShare : null,
     onDelete: requestDelete,
@@ -214,12 +214,17 @@ function articleOf(id) {
   return $("memory-list").querySelector(`article[data-memory-id="${CSS.escape(id)}"]`);
 }
 
-async function loadFirstPage() {
+/** No memory shown and none loaded: the next page is the first. */
+function resetList() {
   state.memories = [];
   state.cursor = null;
   state.loaded = false;
   state.searchFull = false;
   $("memory-list").replaceChildren();
+}
+
+async function loadFirstPage() {
+  resetList();
   $("error-state").hidden = true;
   $("disabled-state").hidden = true;
   const generation = ++state.generation;
@@ -343,7 +348,7 @@ async function loadMore() {
   } catch (error) {
     if (error.kind === "signed-out") return signedOut();
     if (error.kind === "network") goOffline("server");
-    toasts.show({ message: `Couldn’t load more memories. ${error.message}`, tone: "error" });
+    toasts.error(`Couldn’t load more memories. ${error.message}`);
   } finally {
     setBusy(false);
     renderListState();
@@ -404,7 +409,7 @@ function showBankNamed(bank) {
   document.title = `${title} · Memory bank`;
   $("bank-lede").textContent = $("bank-lede").dataset[bank];
   $("find-label").textContent = $("find-input").placeholder = `Search ${team ? "team" : "your"} memories`;
-  $("account-bar").hidden = team; // use, download and delete all are the person's own bank's
+  $("account-actions").hidden = team; // download and delete all are the person's own bank's
 }
 
 for (const button of $("bank-switch").children) {
@@ -439,7 +444,7 @@ $("share-form").addEventListener("submit", async (event) => {
     toasts.show({ message: `Shared with your team: “${firstWords(sharing.content)}”.` });
   } catch (error) {
     if (error.kind === "signed-out") signedOut();
-    else toasts.show({ message: `Couldn’t share the memory. ${error.message}`, tone: "error" });
+    else toasts.error(`Couldn’t share the memory. ${error.message}`);
   } finally {
     $("share").close();
     shareBusy = false;
@@ -534,7 +539,7 @@ async function commitDelete(id) {
     putBack(id);
     if (error.kind === "network") goOffline("server");
     if (error.kind === "signed-out") return signedOut();
-    toasts.show({ message: `Couldn’t delete the memory, so it is back in your list. ${error.message}`, tone: "error" });
+    toasts.error(`Couldn’t delete the memory, so it is back in your list. ${error.message}`);
   }
 }
 
@@ -621,7 +626,7 @@ async function copyPrompt() {
     await navigator.clipboard.writeText(settings.prompt);
     toasts.show({ message: "Prompt copied. Paste it into your agent’s instructions." });
   } catch {
-    toasts.show({ message: "Couldn’t copy: this browser blocked the clipboard.", tone: "error" });
+    toasts.error("Couldn’t copy: this browser blocked the clipboard.");
   }
 }
 
@@ -652,11 +657,7 @@ function forgetList() {
   showBankNamed("user");
   for (const pending of state.pending.values()) pending.window.cancel();
   state.pending.clear();
-  state.memories = [];
-  state.cursor = null;
-  state.loaded = false;
-  state.searchFull = false;
-  $("memory-list").replaceChildren();
+  resetList();
 }
 
 // "Sign in with <provider>": a plain form post; the server sends the browser on to the provider.

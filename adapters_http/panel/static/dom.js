@@ -1,5 +1,8 @@
 // Building elements. Text always goes in through textContent: nothing from the server is ever parsed as HTML.
 
+/** The page's element with this id. */
+export const $ = (id) => document.getElementById(id);
+
 /**
  * h("p", {className: "x", "aria-label": "y"}, "text", child) -> <p class="x" aria-label="y">text<child/></p>
  * Attribute values are set with setAttribute (never an event handler: no "on..." attributes).

@@ -135,13 +135,11 @@ export function memoryCard(
         "p",
         { className: "memory-meta" },
         time,
-        h("span", { className: "meta-source" }, h("span", { className: "meta-sep", "aria-hidden": "true", text: "·" }), SOURCES[memory.source] ?? memory.source),
-        // Found by meaning alone (hybrid search): none of its words is the search's, so nothing is marked; say why it is here.
+        metaPart("", SOURCES[memory.source] ?? memory.source),
         // A team memory says who saved it.
-        author ? h("span", { className: "meta-source meta-author" }, h("span", { className: "meta-sep", "aria-hidden": "true", text: "·" }), author) : null,
-        memory.match === "meaning"
-          ? h("span", { className: "meta-source meta-related" }, h("span", { className: "meta-sep", "aria-hidden": "true", text: "·" }), "Related: shares no word with your search")
-          : null,
+        author ? metaPart(" meta-author", author) : null,
+        // Found by meaning alone (hybrid search): none of its words is the search's, so nothing is marked; say why it is here.
+        memory.match === "meaning" ? metaPart(" meta-related", "Related: shares no word with your search") : null,
       ),
       contextsOf(memory),
       actions.childElementCount ? actions : null,
@@ -152,6 +150,9 @@ export function memoryCard(
   if (retired) article.classList.add("is-retired");
   return h("li", { className: "memory-item" }, article);
 }
+
+/** One part of a card's meta line, after a separator dot. */
+const metaPart = (kind, text) => h("span", { className: `meta-source${kind}` }, h("span", { className: "meta-sep", "aria-hidden": "true", text: "·" }), text);
 
 /**
  * What stands in a deleted memory's place while it can be undone: which memory, Undo, and its shortcut.

@@ -2,7 +2,7 @@
 // Every change names the revision it was based on (If-Match): one that lost a race to another tab or an agent
 // writes nothing, and the card then shows the newer text and says so instead of overwriting it.
 
-import { h } from "./dom.js";
+import { $, h } from "./dom.js";
 import { firstWords } from "./memory-card.js";
 import { exactTime, relativeTime } from "./time.js";
 
@@ -34,10 +34,10 @@ export function createRevisions({ api, toasts, announce, show, failed }) {
       if (failed(error)) return null;
       if (error.status === 400 || error.status === 422) {
         if (onInvalid) onInvalid(error);
-        else toasts.show({ message: error.message, tone: "error" });
+        else toasts.error(error.message);
         return null;
       }
-      toasts.show({ message: `Couldn’t save the change. ${error.message}`, tone: "error" });
+      toasts.error(`Couldn’t save the change. ${error.message}`);
       return null;
     } finally {
       saving = false;
@@ -96,9 +96,9 @@ export function createRevisions({ api, toasts, announce, show, failed }) {
     text.focus();
   }
 
-  const dialog = document.getElementById("history");
-  const list = document.getElementById("history-list");
-  const more = document.getElementById("history-more");
+  const dialog = $("history");
+  const list = $("history-list");
+  const more = $("history-more");
   let opened = null; // { memory, cursor, canChange }
 
   function versionItem(version, current) {
@@ -140,7 +140,7 @@ export function createRevisions({ api, toasts, announce, show, failed }) {
       more.hidden = !page.next_cursor;
     } catch (error) {
       dialog.close();
-      if (!failed(error)) toasts.show({ message: `Couldn’t load the history. ${error.message}`, tone: "error" });
+      if (!failed(error)) toasts.error(`Couldn’t load the history. ${error.message}`);
     }
   }
 
@@ -148,13 +148,13 @@ export function createRevisions({ api, toasts, announce, show, failed }) {
   async function history(memory, canChange) {
     opened = { memory, cursor: null, canChange };
     list.replaceChildren();
-    document.getElementById("history-title").textContent = `History of “${firstWords(memory.content)}”`;
+    $("history-title").textContent = `History of “${firstWords(memory.content)}”`;
     dialog.showModal();
     await loadVersions();
   }
 
   more.addEventListener("click", loadVersions);
-  document.getElementById("history-close").addEventListener("click", () => dialog.close());
+  $("history-close").addEventListener("click", () => dialog.close());
 
   /** Bring a replaced memory back into search and the list. */
   async function restore(memory) {

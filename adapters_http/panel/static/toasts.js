@@ -56,5 +56,5 @@ export function createToasts(region) {
       },
     };
   }
-  return { show };
+  return { show, error: (message) => show({ message, tone: "error" }) };
 }

@@ -149,7 +149,7 @@ class SqlStorage:
             else None
         )
         lexical = search_engine(engine, indexer, along=along)
-        self.lexical_search: SearchEngine = lexical
+        self.lexical_search: OwnerScopedSearch = lexical
         """The owner-scoped BM25 engine of the dialect (what `search_engine` fuses with vectors when hybrid)."""
         # A save reads what its `similar` look-up reads first in its own last round trip (ADR 0042).
         store = (SpiderMemoryStore if spider_head else SqlMemoryStore)(

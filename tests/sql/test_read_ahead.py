@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from adapters_mysql import SqlStorage
 from adapters_mysql.compiled_reads import CompiledRead, PlannedRead
 from adapters_mysql.memory_store import SqlMemoryStore
-from adapters_mysql.unit_of_work import take_ahead
+from adapters_mysql.unit_of_work import reading, take_ahead
 from memorybank_core import Memory
 from tests.sql.memories import make_memory, new_user
 
@@ -98,3 +98,27 @@ def test_an_insert_failing_in_the_query_that_commits_writes_nothing(
     stored = mysql_storage.store.get_many(user_id=owner, memory_ids=[first.id, clashing.id, later.id])
     assert set(stored) == {first.id, later.id}
     assert mysql_storage.store.usage(user_id=owner).memories == 2
+
+
+def test_a_read_sent_along_that_fails_leaves_the_first_reads_rows_and_the_connection_serving(
+    mysql_storage: SqlStorage, caplog: pytest.LogCaptureFixture
+) -> None:
+    owner = new_user()
+    saved = make_memory(owner, "the lighthouse keeper wrote about the storm")
+    mysql_storage.store.add(user_id=owner, memory=saved)
+    (candidates,) = mysql_storage.lexical_search.reads_for(owner, "lighthouse")
+    failing = PlannedRead(_NO_SUCH_TABLE, {})
+
+    with (
+        caplog.at_level(logging.WARNING, "memorybank.storage"),
+        mysql_storage.unit_of_work(),
+        reading(mysql_storage.engine) as connection,
+    ):
+        rows = candidates.read.all(connection, candidates.parameters, along=[failing])
+        assert take_ahead(mysql_storage.engine, failing.read.key(failing.parameters)) is None
+        assert [row.id for row in candidates.read.all(connection, candidates.parameters)] == [saved.id]
+
+    assert [row.id for row in rows] == [saved.id]
+    assert [record.getMessage() for record in caplog.records] == [
+        "a read sent along failed (ProgrammingError): read again when asked"
+    ]

@@ -162,42 +162,23 @@ def reseal_vectors(
     Raises:
         UnavailableError: the database cannot be reached; committed batches stay done.
     """
-    writer = for_writing(engine)
-    stale = memory_vector.c.seal_state.is_distinct_from(codec.state)
-    after_user, after_memory = "", ""
-    resealed = broken = 0
-    while True:
-        with unavailable_on_driver_error("reindex"), writer.begin() as connection:
-            rows = connection.execute(
-                sa.select(memory_vector)
-                .where(
-                    stale,
-                    vectors_after(after_user, after_memory),
-                )
-                .order_by(memory_vector.c.user_id, memory_vector.c.memory_id)
-                .limit(batch_size)
-            ).all()
-            if not rows:
-                return ResealReport(resealed=resealed, broken=broken)
-            for row in rows:
-                try:
-                    vector = codec.vector(row)
-                except BrokenSealError as error:
-                    _log.warning("the vector of memory %s does not open (%s): not re-sealed", row.memory_id, error)
-                    broken += 1
-                    continue
-                fresh = codec.vector_row(
-                    user_id=row.user_id, memory_id=row.memory_id, model=row.model, embedding=vector
-                )
-                resealed += connection.execute(
-                    memory_vector.update()
-                    .where(
-                        vector_row(row.user_id, row.memory_id),
-                        memory_vector.c.seal_state.is_not_distinct_from(row.seal_state),
-                    )
-                    .values(vector=fresh["vector"], seal_state=fresh["seal_state"])
-                ).rowcount
-        after_user, after_memory = rows[-1].user_id, rows[-1].memory_id
+
+    def resealed(row: sa.Row[Any]) -> dict[str, Any]:
+        fresh = codec.vector_row(
+            user_id=row.user_id, memory_id=row.memory_id, model=row.model, embedding=codec.vector(row)
+        )
+        return {"vector": fresh["vector"], "seal_state": fresh["seal_state"]}
+
+    return _reseal(
+        engine,
+        codec,
+        memory_vector,
+        key=(memory_vector.c.user_id, memory_vector.c.memory_id),
+        after=lambda row: vectors_after(row.user_id, row.memory_id),
+        resealed=resealed,
+        name=lambda row: f"the vector of memory {row.memory_id}",
+        batch_size=batch_size,
+    )
 
 
 def reseal_revisions(
@@ -212,43 +193,59 @@ def reseal_revisions(
     Raises:
         UnavailableError: the database cannot be reached; committed batches stay done.
     """
-    writer = for_writing(engine)
-    stale = memory_revision.c.seal_state.is_distinct_from(codec.state)
     key = (memory_revision.c.user_id, memory_revision.c.memory_id, memory_revision.c.revision)
-    after: tuple[str, str, int] = ("", "", 0)
-    resealed = broken = 0
+
+    def resealed(row: sa.Row[Any]) -> dict[str, Any]:
+        body = codec.revision_body(row)
+        sealed = codec.seal_revision_body(body, user_id=row.user_id, memory_id=row.memory_id, revision=row.revision)
+        return {"body": sealed, "seal_state": codec.state}
+
+    return _reseal(
+        engine,
+        codec,
+        memory_revision,
+        key=key,
+        after=lambda row: sa.tuple_(*key) > sa.tuple_(*(sa.literal(row._mapping[column]) for column in key)),
+        resealed=resealed,
+        name=lambda row: f"revision {row.revision} of memory {row.memory_id}",
+        batch_size=batch_size,
+    )
+
+
+def _reseal(
+    engine: sa.Engine,
+    codec: RowCodec,
+    table: sa.Table,
+    *,
+    key: Sequence[sa.Column[Any]],
+    after: Callable[[sa.Row[Any]], sa.ColumnElement[bool]],
+    resealed: Callable[[sa.Row[Any]], dict[str, Any]],
+    name: Callable[[sa.Row[Any]], str],
+    batch_size: int,
+) -> ResealReport:
+    """The walk both re-seals share: stale rows in key order, a batch a transaction, each row written back only
+    while its seal state is still the one read (a concurrent writer's newer row is left alone)."""
+    writer = for_writing(engine)
+    stale = table.c.seal_state.is_distinct_from(codec.state)
+    last: sa.Row[Any] | None = None
+    written = broken = 0
     while True:
         with unavailable_on_driver_error("reindex"), writer.begin() as connection:
-            rows = connection.execute(
-                sa.select(memory_revision)
-                .where(stale, sa.tuple_(*key) > sa.tuple_(*(sa.literal(value) for value in after)))
-                .order_by(*key)
-                .limit(batch_size)
-            ).all()
+            walk = stale if last is None else sa.and_(stale, after(last))
+            rows = connection.execute(sa.select(table).where(walk).order_by(*key).limit(batch_size)).all()
             if not rows:
-                return ResealReport(resealed=resealed, broken=broken)
+                return ResealReport(resealed=written, broken=broken)
             for row in rows:
                 try:
-                    body = codec.revision_body(row)
+                    values = resealed(row)
                 except BrokenSealError as error:
-                    _log.warning(
-                        "revision %s of memory %s does not open (%s): not re-sealed", row.revision, row.memory_id, error
-                    )
+                    _log.warning("%s does not open (%s): not re-sealed", name(row), error)
                     broken += 1
                     continue
-                resealed += connection.execute(
-                    memory_revision.update()
-                    .where(
-                        memory_revision.c.user_id == row.user_id,
-                        memory_revision.c.memory_id == row.memory_id,
-                        memory_revision.c.revision == row.revision,
-                        memory_revision.c.seal_state.is_not_distinct_from(row.seal_state),
-                    )
-                    .values(
-                        body=codec.seal_revision_body(
-                            body, user_id=row.user_id, memory_id=row.memory_id, revision=row.revision
-                        ),
-                        seal_state=codec.state,
-                    )
+                this_row = [column == row._mapping[column] for column in key]
+                written += connection.execute(
+                    table.update()
+                    .where(*this_row, table.c.seal_state.is_not_distinct_from(row.seal_state))
+                    .values(**values)
                 ).rowcount
-        after = (rows[-1].user_id, rows[-1].memory_id, rows[-1].revision)
+        last = rows[-1]

@@ -2,14 +2,15 @@
 replayed under variants of the rule (seconds per variant instead of an HTTP run).
 
     python -m benchmarks.inclusion capture [--data ../shared/data/locomo/locomo10.json] [--out FILE]
-    python -m benchmarks.inclusion replay [--out FILE] [--half tuning|held-out]
+    python -m benchmarks.inclusion replay [--out FILE]
 
 `capture` builds `benchmarks.precision`'s banks in the core's in-memory ports with the shipped model and
 asks every question; for each it records the owner's BM25 hits (score and coverage) and every cosine, by
-position in the bank. `replay` ranks the recorded inputs with each candidate `Fusion` and prints the
-precision table's columns per bank group and half. Thresholds are chosen on the tuning half only.
-The captured file holds LoCoMo text-free numbers only, but stays outside the repository (LoCoMo is
-CC BY-NC 4.0).
+position in the bank, and keeps the vectors the search used (each bank's, each question's: int8 and
+scale) for `python -m benchmarks.neighbours`. `replay` ranks the recorded inputs with each candidate
+`Fusion` and prints the precision table's columns per bank group and half. Thresholds are chosen on the
+tuning half only. The captured file holds LoCoMo text-free numbers and vectors only, but stays outside
+the repository (LoCoMo is CC BY-NC 4.0: an embedding can be inverted to much of its text).
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import numpy as np
 
 from benchmarks.common import NO_SCREEN, Principal
 from benchmarks.locomo import DEFAULT_DATA
 from benchmarks.precision import LIMIT, Bank, Tally, banks, report
-from memorybank_core import SearchHit, SearchHits
+from memorybank_core import Embedder, Embedding, SearchHit, SearchHits
 from memorybank_search.fusion import Fusion
 
 DEFAULT_CAPTURE = Path(tempfile.gettempdir()) / "memorybank-inclusion-capture.pkl"
@@ -46,6 +48,51 @@ class Captured:
     """Per BM25 hit: its memory's position, score, coverage and terms held."""
     similarities: tuple[float, ...]
     centrality: tuple[float, ...]
+
+
+@attrs.frozen
+class Capture:
+    """Everything `capture` wrote: the questions, and the vectors the searches used."""
+
+    questions: list[Captured]
+    bank_of: list[int]
+    """Per question: its bank's position in `banks`."""
+    queries: list[tuple[Any, Any]]
+    """Per question: its vector, as an int8 row and its scale."""
+    banks: list[tuple[Any, Any]]
+    """Per bank: its memories' vectors, in the order of its memories, as an int8 matrix and their scales."""
+
+    @classmethod
+    def read(cls, path: Path) -> Capture:
+        """What `capture` wrote to `path`."""
+        questions, bank_of, queries, vectors = pickle.loads(path.read_bytes())  # noqa: S301 - our own file
+        return cls([Captured(*item) for item in questions], bank_of, queries, vectors)
+
+
+class _Keeping(Embedder):
+    """The shipped embedder, keeping the vector of every text it embedded."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+        self.kept: dict[str, Embedding] = {}
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> list[Embedding]:
+        vectors = self._inner.embed(texts)
+        self.kept.update(zip(texts, vectors, strict=True))
+        return vectors
+
+
+def _int8(vectors: Sequence[Embedding]) -> tuple[Any, Any]:
+    values = np.frombuffer(b"".join(vector.values for vector in vectors), dtype=np.int8)
+    return values.reshape(len(vectors), -1).copy(), np.array([vector.scale for vector in vectors], dtype=np.float64)
 
 
 _Inputs = tuple[Sequence[SearchHit], Mapping[str, float], Mapping[str, float]]
@@ -76,18 +123,21 @@ class _Recorder:
 
 
 def capture(data: Path, out: Path) -> None:
-    """Ask every question of every bank in-process; pickle what the fusion stage saw."""
+    """Ask every question of every bank in-process; pickle what the fusion stage saw, and the vectors."""
     from adapters_embedding import default_embedder
     from memorybank import bootstrap
     from memorybank.settings import Settings
     from memorybank_core import ids
     from memorybank_core.bodies import JsonValue
 
-    embedder = default_embedder()
+    embedder = _Keeping(default_embedder())
     recorder = _Recorder()
     ports = bootstrap.Ports.in_memory(embedder=embedder, fusion=recorder)  # type: ignore[arg-type]
     bank = bootstrap.build(Settings.for_database("sqlite://", secret_screen=NO_SCREEN), ports=ports).services.bank
     captured: list[Captured] = []
+    bank_of: list[int] = []
+    queries: list[tuple[Any, Any]] = []
+    vectors: list[tuple[Any, Any]] = []
     every: list[Bank] = banks(data, None)
     for number, one in enumerate(every):
         user = Principal(user_id=ids.new_id(ids.USER_PREFIX), organization_id=ids.new_id(ids.ORGANIZATION_PREFIX))
@@ -95,6 +145,7 @@ def capture(data: Path, out: Path) -> None:
         position = {memory_id: index for index, memory_id in enumerate(memory_ids)}
         for question in one.questions:
             recorder.take()
+            embedder.kept.pop(question.text, None)
             bank.search(user, query=question.text, limit=LIMIT)
             seen = recorder.take()
             if seen is None:
@@ -118,9 +169,15 @@ def capture(data: Path, out: Path) -> None:
                     central,
                 )
             )
+            bank_of.append(number)
+            queries.append(_int8([embedder.kept.get(question.text) or embedder.embed([question.text])[0]]))
+        engine: Any = ports.search_engine  # HybridSearch over InMemoryVectors
+        stored = engine._vectors.vectors(user_id=user.user_id, model_id=embedder.model_id)
+        vectors.append(_int8([stored[memory_id] for memory_id in memory_ids]))
         print(f"bank {number + 1} of {len(every)}: {len(one.memories)} memories", file=sys.stderr)
     # Plain tuples: the file does not depend on this module's name (`python -m` runs it as __main__).
-    out.write_bytes(pickle.dumps([attrs.astuple(item, recurse=False) for item in captured]))
+    plain = [attrs.astuple(item, recurse=False) for item in captured]
+    out.write_bytes(pickle.dumps((plain, bank_of, queries, vectors)))
 
 
 def replay(captured: Sequence[Captured], fusion: Any) -> dict[tuple[str, int], Tally]:
@@ -136,14 +193,7 @@ def replay(captured: Sequence[Captured], fusion: Any) -> dict[tuple[str, int], T
         ranked = fusion.rank(hits, similarities, LIMIT, centrality=centrality) if item.similarities else []
         returned = [int(hit.memory_id) for hit in ranked]
         tally = tallies.setdefault((item.group, item.half), Tally())
-        if item.near_miss:
-            tally.near_misses.append(len(returned))
-        elif not item.relevant:
-            tally.unanswerable.append(len(returned))
-        else:
-            found = [index in item.relevant for index in returned]
-            others = len(returned) - sum(found) if any(found) else None
-            tally.answerable.append((any(found[:5]), any(found[:10]), item.paraphrase, others))
+        tally.count(returned, item.relevant, paraphrase=item.paraphrase, near_miss=item.near_miss)
     return tallies
 
 
@@ -157,8 +207,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if arguments.action == "capture":
         capture(arguments.data, arguments.out)
         return
-    captured = [Captured(*item) for item in pickle.loads(arguments.out.read_bytes())]  # noqa: S301 - our own file
-    print(report({"hybrid": replay(captured, Fusion())}))
+    print(report({"hybrid": replay(Capture.read(arguments.out).questions, Fusion())}))
 
 
 if __name__ == "__main__":

@@ -136,6 +136,17 @@ class Tally:
     unanswerable: list[int] = attrs.field(factory=list)
     near_misses: list[int] = attrs.field(factory=list)
 
+    def count(self, returned: Sequence[int], relevant: frozenset[int], *, paraphrase: bool, near_miss: bool) -> None:
+        """Count one question's results (memories by position in its bank): what answers it is `relevant`."""
+        if near_miss:
+            self.near_misses.append(len(returned))
+        elif not relevant:
+            self.unanswerable.append(len(returned))
+        else:
+            hits = [index in relevant for index in returned]
+            others = len(returned) - sum(hits) if any(hits) else None
+            self.answerable.append((any(hits[:5]), any(hits[:10]), paraphrase, others))
+
     def row(self, name: str) -> list[str]:
         """The table's cells."""
         found = self.answerable
@@ -169,14 +180,7 @@ def ask(session: httpx2.Client, bank: Bank, ids: list[str], tallies: dict[tuple[
     for question in bank.questions:
         returned = [position[memory_id] for memory_id in search(session, question.text, LIMIT)]
         tally = tallies.setdefault((bank.group, question.half), Tally())
-        if question.near_miss:
-            tally.near_misses.append(len(returned))
-        elif not question.relevant:
-            tally.unanswerable.append(len(returned))
-        else:
-            hits = [index in question.relevant for index in returned]
-            others = len(returned) - sum(hits) if any(hits) else None
-            tally.answerable.append((any(hits[:5]), any(hits[:10]), question.paraphrase, others))
+        tally.count(returned, question.relevant, paraphrase=question.paraphrase, near_miss=question.near_miss)
 
 
 def run(data: Path, conversations_limit: int | None) -> None:

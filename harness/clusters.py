@@ -10,6 +10,7 @@ so a node's connections from the app can be counted).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -201,11 +202,14 @@ class Node:
         rows = self.query("SHOW GLOBAL STATUS LIKE %s", (name,))
         return int(rows[0][1]) if rows else 0
 
-    def log_tail(self) -> str:
+    def log(self) -> str:
         try:
-            return (self.directory / "error.log").read_text(errors="replace")[-3000:]
+            return (self.directory / "error.log").read_text(errors="replace")
         except OSError:
             return "(no log)"
+
+    def log_tail(self) -> str:
+        return self.log()[-3000:]
 
 
 def require_cluster_tools() -> None:
@@ -278,12 +282,26 @@ class GaleraCluster:
         # One joiner at a time: each receives a full copy (rsync) from a donor.
         for node in joiners:
             node.start()
-            node.wait_ready()
+            try:
+                node.wait_ready()
+            except NodeError:
+                # Galera 4 on this machine now and then aborts a joiner's first state transfer
+                # ("Application state transfer failed ... restart required"; once in about twenty
+                # cluster starts under load). The joiner exits by itself; a second start of the same
+                # data directory takes a fresh copy from the donor. Any other failure is the test's.
+                if not _STATE_TRANSFER_FAILED.search(node.log()):
+                    raise
+                node.stop()
+                node.start()
+                node.wait_ready()
 
     def url(self) -> str:
         """The app's multi-host URL: every node, in order."""
         hosts = ",".join(f"127.0.0.1:{node.port}" for node in self.nodes)
         return f"mysql://{APP_USER}:{APP_PASSWORD}@{hosts}/{DATABASE}"
+
+
+_STATE_TRANSFER_FAILED = re.compile(r"state transfer failed|restart required", re.IGNORECASE)
 
 
 def _galera_config(index: int, address: str, gcomm_port: int) -> str:

@@ -19,6 +19,7 @@ from benchmarks import (
     corpus,
     hybrid,
     inclusion,
+    neighbours,
     precision,
     purge_impact,
     rail_overhead,
@@ -243,6 +244,19 @@ def test_the_inclusion_tuner_replays_what_the_fusion_stage_saw(
     assert rows["notes, tuning: hybrid"][1:2] == ["65"]
     assert float(rows["notes, held-out: hybrid"][4]) > 0.5
     assert rows["LoCoMo, tuning: hybrid"][1:2] == ["2"]
+    # The same file, with its vectors, read by the neighbourhood exploration: the ceiling, the gate bound, the sweep.
+    neighbours.main(["--out", str(captured)])
+    out = capsys.readouterr().out
+    ceiling = [
+        line
+        for line in out.splitlines()
+        if line.split()[:3] in (["cosine", "notes", "tuning"], ["cosine", "notes", "held-out"])
+    ]
+    assert len(ceiling) == 2  # the notes' two halves
+    assert all(0.5 < float(line.split(" top5 ")[1].split()[0]) <= 1 for line in ceiling)
+    assert "best standing (shipped z)" in out
+    assert "| notes, held-out: hybrid (shipped, replayed) | 65 |" in out
+    assert "mutual nearest neighbours" in out
 
 
 def test_the_precision_sets_are_labelled_as_they_say(tmp_path: Path) -> None:

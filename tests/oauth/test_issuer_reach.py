@@ -6,46 +6,24 @@ likes, as a hostile or compromised issuer would; issuer A is an honest provider.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from typing import Any
 
-import jwt
 import pytest
 
 from adapters_oidc import user_id_for
 from tests.oauth.app import RESOURCE, Server, bearer, serving
-from tests.oauth.idp import Idp, running_idp
-from tests.oauth.test_key_rotation import private_jwk
+from tests.oauth.idp import Idp
+from tests.oauth.signing import SigningIssuer, signing_issuer
 from tests.oauth.test_resource_server import claims_of
 
 BUILT_IN_USER = "usr_01h455vb4pex5vsknk084sn02q"
 BUILT_IN_ORG = "org_01h455vb4pex5vsknk084sn02q"
 
 
-class SigningIssuer:
-    """Issuer B: a running provider and its private key, to sign tokens naming any subject."""
-
-    def __init__(self, provider: Idp, key: dict[str, Any]) -> None:
-        self.provider = provider
-        self.key = key
-
-    @property
-    def issuer(self) -> str:
-        return self.provider.issuer
-
-    def token_for(self, subject: str, **claims: Any) -> str:
-        """A token exactly like the provider's own, but for `subject` (and `claims`)."""
-        genuine = claims_of(self.provider.token(RESOURCE))
-        signed = {**genuine, "sub": subject, "exp": int(time.time()) + 300, **claims}
-        return jwt.encode(signed, jwt.PyJWK(self.key).key, algorithm="RS256", headers={"kid": self.key["kid"]})
-
-
 @pytest.fixture(scope="module")
 def issuer_b() -> Iterator[SigningIssuer]:
-    key = private_jwk("issuer-b")
-    with running_idp(keys=[key]) as provider:
-        yield SigningIssuer(provider, key)
+    with signing_issuer("issuer-b") as issuer:
+        yield issuer
 
 
 def listed(server: Server, token: str) -> list[str]:

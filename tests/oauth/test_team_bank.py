@@ -8,47 +8,25 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import httpx2
-import jwt
 import pytest
 
 from tests.oauth.app import RESOURCE, Server, bearer, serving
-from tests.oauth.idp import Idp, running_idp
+from tests.oauth.idp import Idp
+from tests.oauth.signing import SigningIssuer, signing_issuer
 from tests.oauth.test_key_rotation import private_jwk
-from tests.oauth.test_resource_server import claims_of
 
 TEAM = "mcp:read mcp:write org:read org:write"
 BUILT_IN_USER = "usr_01h455vb4pex5vsknk084sn02q"
 BUILT_IN_ORG = "org_01h455vb4pex5vsknk084sn02q"
 
 
-class TeamIssuer:
-    """A running provider and its private key, to sign tokens exactly like its own with the claims a test names."""
-
-    def __init__(self, provider: Idp, key: dict[str, Any]) -> None:
-        self.provider = provider
-        self.key = key
-
-    @property
-    def issuer(self) -> str:
-        return self.provider.issuer
-
-    def token_for(self, subject: str, *, key: dict[str, Any] | None = None, **claims: Any) -> str:
-        genuine = claims_of(self.provider.token(RESOURCE))
-        signed = {**genuine, "sub": subject, "exp": int(time.time()) + 300, "scope": TEAM, **claims}
-        signing = key or self.key
-        return jwt.encode(signed, jwt.PyJWK(signing).key, algorithm="RS256", headers={"kid": self.key["kid"]})
-
-
 @pytest.fixture(scope="module")
-def team_issuer() -> Iterator[TeamIssuer]:
-    key = private_jwk("team-issuer")
-    with running_idp(keys=[key]) as provider:
-        yield TeamIssuer(provider, key)
+def team_issuer() -> Iterator[SigningIssuer]:
+    with signing_issuer("team-issuer", scope=TEAM) as issuer:
+        yield issuer
 
 
 def save_to_team(server: Server, token: str, content: str) -> httpx2.Response:
@@ -66,7 +44,7 @@ def team_contents(server: Server, token: str) -> list[str]:
 
 
 def test_two_members_named_by_the_claim_share_the_bank_and_another_organization_sees_none(
-    team_issuer: TeamIssuer,
+    team_issuer: SigningIssuer,
 ) -> None:
     with serving([team_issuer.issuer], org_bank_claims={team_issuer.issuer: "org"}) as server:
         ann = team_issuer.token_for("ann", org="acme")
@@ -89,7 +67,7 @@ def test_two_members_named_by_the_claim_share_the_bank_and_another_organization_
 
 
 def test_a_member_whose_next_token_no_longer_names_the_organization_loses_the_bank_on_that_request(
-    team_issuer: TeamIssuer,
+    team_issuer: SigningIssuer,
 ) -> None:
     with serving([team_issuer.issuer], org_bank_claims={team_issuer.issuer: "org"}) as server:
         ann = team_issuer.token_for("ann", org="acme")
@@ -112,7 +90,7 @@ def test_a_member_whose_next_token_no_longer_names_the_organization_loses_the_ba
 
 
 def test_an_issuer_not_named_for_team_banks_opens_none_even_with_org_scopes_and_the_claim(
-    idp: Idp, team_issuer: TeamIssuer
+    idp: Idp, team_issuer: SigningIssuer
 ) -> None:
     with serving([idp.issuer, team_issuer.issuer], org_claim="org") as server:
         # No --oauth-org-claim ISSUER=CLAIM for either: today's default, no issuer token opens a team bank.
@@ -127,7 +105,7 @@ def _segment(document: dict[str, str]) -> str:
     return base64.urlsafe_b64encode(json.dumps(document).encode()).rstrip(b"=").decode()
 
 
-def test_forged_and_tampered_organization_claims_are_refused(team_issuer: TeamIssuer) -> None:
+def test_forged_and_tampered_organization_claims_are_refused(team_issuer: SigningIssuer) -> None:
     with serving([team_issuer.issuer], org_bank_claims={team_issuer.issuer: "org"}) as server:
         ann = team_issuer.token_for("ann", org="acme")
         assert save_to_team(server, ann, "The office wifi password is on the fridge").status_code == 201
@@ -147,7 +125,7 @@ def test_forged_and_tampered_organization_claims_are_refused(team_issuer: TeamIs
 
 
 def test_a_claim_spelled_as_another_organizations_id_reaches_neither_its_bank_nor_another_issuers(
-    idp: Idp, team_issuer: TeamIssuer
+    idp: Idp, team_issuer: SigningIssuer
 ) -> None:
     with serving([idp.issuer, team_issuer.issuer], org_bank_claims={team_issuer.issuer: "org"}) as server:
         built_in = server.tokens.issue(

@@ -122,3 +122,18 @@ def test_a_read_sent_along_that_fails_leaves_the_first_reads_rows_and_the_connec
     assert [record.getMessage() for record in caplog.records] == [
         "a read sent along failed (ProgrammingError): read again when asked"
     ]
+
+
+def test_a_save_in_its_own_unit_alone_reads_nothing_ahead(
+    mysql_storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owner = new_user()
+    asked = _reading_ahead(mysql_storage, monkeypatch, [])
+
+    mysql_storage.store.add(user_id=owner, memory=make_memory(owner))  # no unit: its own connection
+    with mysql_storage.unit_of_work():  # the use case's unit, with no request's around it: nobody asks next
+        mysql_storage.store.add(user_id=owner, memory=make_memory(owner))
+    assert asked == []
+    with mysql_storage.unit_of_work(), mysql_storage.unit_of_work():
+        mysql_storage.store.add(user_id=owner, memory=make_memory(owner))
+    assert asked != []

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections import namedtuple
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
-from adapters_mysql.compiled_reads import CompiledInsert, CompiledRead, insert_together
+from adapters_mysql.compiled_reads import CompiledInsert, CompiledRead, PlannedRead, insert_together
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.owner import (
     memory_row,
@@ -27,7 +27,7 @@ from adapters_mysql.owner import (
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context, memory_revision, memory_vector
 from adapters_mysql.sealed_rows import RowCodec
-from adapters_mysql.unit_of_work import reading, writing
+from adapters_mysql.unit_of_work import kept_after_the_use_case, reading, writing
 from adapters_mysql.usage import charge, charge_many, credit, read_usage, recharge
 from memorybank_core import (
     BrokenSealError,
@@ -171,13 +171,18 @@ class SqlMemoryStore(MemoryStore, RevisionEraser):
         codec: RowCodec | None = None,
         *,
         embedder: Embedder | None = None,
+        similar_reads: Callable[[Memory], Sequence[PlannedRead]] | None = None,
     ) -> None:
+        """`similar_reads(memory)`: what the served search engine reads first to find memories like `memory`
+        (`OwnerScopedSearch.reads_for`); a save sends them after its commit, in its last round trip, for the
+        `similar` look-up that follows it in the same unit of work (ADR 0042). None: nothing is read ahead."""
         self._engine = engine
         self._indexer = indexer
         self.codec = codec or RowCodec()
         self._reads = _CHECKED_READS if self.codec.reads_search_columns else _PLAIN_READS
         self.embedder = embedder
         """Hybrid search's model: saves then write each memory's vector too; None: lexical storage."""
+        self._similar_reads = similar_reads
 
     def add(
         self, *, user_id: str, memory: Memory, quota: Quota | None = None, retiring: Sequence[MemoryChange] = ()
@@ -189,7 +194,9 @@ class SqlMemoryStore(MemoryStore, RevisionEraser):
         with unavailable_on_driver_error("save"), writing(self._engine) as connection:
             # The ledger first: over quota, the transaction rolls back before any row is written.
             charge(connection, memory, quota)
-            self._insert(connection, [memory], vectors)
+            # Nothing follows the rows: their query may commit, and read ahead for the `similar` look-up.
+            then_read = self._read_ahead(memory) if not retiring else ()
+            self._insert(connection, [memory], vectors, then_read=then_read)
             for change in retiring:
                 # A retired memory keeps its texts: only its version, search document and vector change.
                 self._revise_in(connection, user_id, change, None)
@@ -332,14 +339,31 @@ class SqlMemoryStore(MemoryStore, RevisionEraser):
         except sa.exc.IntegrityError as error:
             raise InvalidInputError("id", "is already stored") from error
 
-    def _insert(self, connection: sa.Connection, memories: Sequence[Memory], vectors: Sequence[dict[str, Any]]) -> None:
+    def _read_ahead(self, memory: Memory) -> Sequence[PlannedRead]:
+        """The reads of the `similar` look-up of `memory` to send after its save's commit: only when the unit of
+        work outlives the save (a facade's request, which asks `similar` next: a save alone would drop them)."""
+        if self._similar_reads is None or not kept_after_the_use_case(self._engine):
+            return ()
+        return self._similar_reads(memory)
+
+    def _insert(
+        self,
+        connection: sa.Connection,
+        memories: Sequence[Memory],
+        vectors: Sequence[dict[str, Any]],
+        *,
+        then_read: Sequence[PlannedRead] = (),
+    ) -> None:
         rows = [self._memory_row(memory) for memory in memories]
         contexts = [
             self.codec.context_row(context, memory.user_id) for memory in memories for context in memory.contexts
         ]
-        # A save's rows in one round trip where the connection allows it (adapters_mysql.one_trip).
+        # A save's rows in one round trip where the connection allows it (adapters_mysql.one_trip); with
+        # `then_read`, that query also commits and reads them.
         if len(memories) == 1 and insert_together(
-            connection, [(_MEMORY_INSERT, rows), (_CONTEXT_INSERT, contexts), (_VECTOR_INSERT, vectors)]
+            connection,
+            [(_MEMORY_INSERT, rows), (_CONTEXT_INSERT, contexts), (_VECTOR_INSERT, vectors)],
+            then_read=then_read,
         ):
             return
         connection.execute(memory_table.insert(), rows)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.dialects.mysql import match
 
-from adapters_mysql.compiled_reads import CompiledRead
+from adapters_mysql.compiled_reads import CompiledRead, PlannedRead
 from adapters_mysql.errors import driver_error_code
 from adapters_mysql.owner import owned_memories, owner_parameter, owner_scope_parameter, owner_values
 from adapters_mysql.owner_search import CandidateRow, OwnerScopedSearch, select_candidates
@@ -45,8 +45,12 @@ class MysqlOwnerScopedSearch(OwnerScopedSearch):
     def _candidates(
         self, connection: sa.Connection, user_id: str, tokens: Sequence[str], limit: int
     ) -> Sequence[CandidateRow]:
-        # One round trip: every candidate, each carrying the owner's totals (computed once).
-        return _CANDIDATES.all(connection, _parameters(user_id, tokens, limit))
+        # One round trip: every candidate, each carrying the owner's totals (computed once), and what follows
+        # every search (hybrid search's vectors); or none, when a save read them ahead (ADR 0042).
+        return _CANDIDATES.all(connection, _parameters(user_id, tokens, limit), along=self._reads_along(user_id))
+
+    def _candidate_read(self, user_id: str, tokens: Sequence[str], limit: int) -> PlannedRead:
+        return PlannedRead(_CANDIDATES, _parameters(user_id, tokens, limit))
 
     def _best_candidates(
         self, connection: sa.Connection, user_id: str, tokens: Sequence[str], rows: Sequence[CandidateRow]

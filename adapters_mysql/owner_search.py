@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
 from adapters_mysql import rewrite_fence
+from adapters_mysql.compiled_reads import PlannedRead
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory
 from adapters_mysql.unit_of_work import reading
@@ -59,15 +60,46 @@ class OwnerScopedSearch(SearchEngine):
     """
 
     def __init__(
-        self, engine: sa.Engine, indexer: OwnerIndexer, *, candidate_limit: int = DEFAULT_CANDIDATE_LIMIT
+        self,
+        engine: sa.Engine,
+        indexer: OwnerIndexer,
+        *,
+        candidate_limit: int = DEFAULT_CANDIDATE_LIMIT,
+        along: Callable[[str], Sequence[PlannedRead]] | None = None,
     ) -> None:
+        """`along(user_id)`: reads that follow every search of the owner's (hybrid search's vectors), sent in
+        the candidates' round trip where the connection allows it (`CompiledRead.all`)."""
         self._engine = engine
         self._indexer = indexer
         self._candidate_limit = candidate_limit
+        self._along = along
+
+    def reads_for(self, user_id: str, query: str) -> Sequence[PlannedRead]:
+        """What a search of the owner's memories for `query` reads first, with what `along` adds, for a caller
+        to send ahead in a round trip it makes anyway (a save's, for its `similar` look-up, ADR 0042); the
+        search then takes those rows instead of reading them. Empty when a dialect has no such read, the query
+        has no searchable word, or a rewrite is pending (its fence must be read around the candidates)."""
+        if self._indexer.rewrite_pending:
+            return ()
+        tokens = self._tokens(user_id, query)[1]
+        planned = self._candidate_read(user_id, tokens, self._candidate_limit + 1) if tokens else None
+        if planned is None:
+            return ()
+        return [planned, *self._reads_along(user_id)]
+
+    def _reads_along(self, user_id: str) -> Sequence[PlannedRead]:
+        return self._along(user_id) if self._along is not None else ()
+
+    def _candidate_read(self, user_id: str, tokens: Sequence[str], limit: int) -> PlannedRead | None:  # noqa: ARG002
+        """`_candidates` as a read to send ahead, where the dialect runs it as one `CompiledRead`; None elsewhere."""
+        return None
+
+    def _tokens(self, user_id: str, query: str) -> tuple[list[tuple[str, ...]], list[str]]:
+        groups = self._indexer.query_token_groups(user_id, query)
+        return groups, list(dict.fromkeys(token for group in groups for token in group))
 
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
-        groups = self._indexer.query_token_groups(user_id, query)
-        tokens = list(dict.fromkeys(token for group in groups for token in group))
+        groups, tokens = self._tokens(user_id, query)
         if not tokens:
             return SearchHits(candidate_count=0)
         with unavailable_on_driver_error("search"), reading(self._engine) as connection:

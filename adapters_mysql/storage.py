@@ -140,11 +140,25 @@ class SqlStorage:
         self.indexer = indexer
         self.sealer = sealer
         self.codec = RowCodec(sealer)
-        store = (SpiderMemoryStore if spider_head else SqlMemoryStore)(engine, indexer, self.codec, embedder=embedder)
-        self.lexical_search: SearchEngine = search_engine(engine, indexer)
-        """The owner-scoped BM25 engine of the dialect (what `search_engine` fuses with vectors when hybrid)."""
         self.vectors = SqlVectorStore(engine, self.codec)
         """The owners' memory vectors (`memory_vector`), for hybrid search."""
+        # Hybrid search reads the owner's vectors after every lexical search: in the candidates' round trip.
+        along = (
+            (lambda user_id: [self.vectors.read_of(user_id=user_id, model_id=embedder.model_id)])
+            if embedder is not None
+            else None
+        )
+        lexical = search_engine(engine, indexer, along=along)
+        self.lexical_search: OwnerScopedSearch = lexical
+        """The owner-scoped BM25 engine of the dialect (what `search_engine` fuses with vectors when hybrid)."""
+        # A save reads what its `similar` look-up reads first in its own last round trip (ADR 0042).
+        store = (SpiderMemoryStore if spider_head else SqlMemoryStore)(
+            engine,
+            indexer,
+            self.codec,
+            embedder=embedder,
+            similar_reads=lambda memory: lexical.reads_for(memory.user_id, memory.similar_query),
+        )
         self.embedder = embedder
         """Hybrid search's model; None: lexical search."""
         served: SearchEngine = self.lexical_search

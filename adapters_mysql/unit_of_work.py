@@ -26,13 +26,19 @@ T = TypeVar("T")
 class _Unit:
     """The open unit of work of one engine's pool: its connection, checked out on first use."""
 
-    __slots__ = ("connection", "engine", "memo")
+    __slots__ = ("ahead", "connection", "engine", "memo", "nested")
 
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
         self.connection: sa.Connection | None = None
         self.memo: dict[object, Any] = {}
         """What the unit read once for all its callers (`per_unit`); forgotten on every write."""
+        self.ahead: dict[object, Any] = {}
+        """Rows read ahead, in a round trip that was going to the server anyway, for a read the unit runs next
+        (`read_ahead`): each taken once; forgotten when a write begins."""
+        self.nested = False
+        """A use case opened a unit inside this one: the caller that opened it (a facade) holds it around
+        the use case, so what the use case reads ahead outlives it (`kept_after_the_use_case`)."""
 
     def connect(self) -> sa.Connection:
         """The unit's connection: checked out on the first call, replaced when it was lost.
@@ -87,7 +93,9 @@ class SqlUnitOfWork(UnitOfWork):
 
     @contextmanager
     def __call__(self) -> Iterator[None]:
-        if _current(self._engine) is not None:
+        outer = _current(self._engine)
+        if outer is not None:
+            outer.nested = True
             yield
             return
         unit = _Unit(self._engine)
@@ -122,6 +130,29 @@ def per_unit(engine: sa.Engine, key: object, read: Callable[[], T]) -> T:
     return value
 
 
+def kept_after_the_use_case(engine: sa.Engine) -> bool:
+    """Whether the open unit outlives the use case running in it: a caller (a facade's request) opened it
+    around the use case's own, so rows read ahead now can serve that caller's next use case (a save's
+    `similar` look-up, ADR 0042). Outside a unit, or in the use case's own unit alone, False."""
+    unit = _current(engine)
+    return unit is not None and unit.nested
+
+
+def keep_ahead(engine: sa.Engine, key: object, rows: Any) -> None:
+    """Keep `rows`, read ahead, for the unit's next read under `key` (`take_ahead`); nothing outside a unit."""
+    unit = _current(engine)
+    if unit is not None:
+        unit.ahead[key] = rows
+
+
+def take_ahead(engine: sa.Engine, key: object) -> Any | None:
+    """The rows read ahead under `key` in the open unit, once (taken, not copied); None when there are none."""
+    unit = _current(engine)
+    if unit is None or not unit.ahead:
+        return None
+    return unit.ahead.pop(key, None)
+
+
 @contextmanager
 def reading(engine: sa.Engine) -> Iterator[sa.Connection]:
     """The unit's connection, or a fresh one for this call alone."""
@@ -147,6 +178,7 @@ def writing(engine: sa.Engine) -> Iterator[sa.Connection]:
         return
     current = unit.connect()
     unit.memo.clear()  # a write may change what was read
+    unit.ahead.clear()
     if current.in_transaction():
         current.commit()  # only reads so far: end their snapshot
     current.execution_options(**{WRITE_OPTION: True})

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import sqlalchemy as sa
 
-from adapters_mysql.compiled_reads import CompiledRead
+from adapters_mysql.compiled_reads import CompiledRead, PlannedRead
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.owner import owned_vectors, owner_parameter
 from adapters_mysql.schema import memory_vector
@@ -39,9 +39,15 @@ class SqlVectorStore(VectorStore):
         self._engine = engine
         self._codec = codec
 
+    def read_of(self, *, user_id: str, model_id: str) -> PlannedRead:
+        """`vectors`' read, to send ahead in another round trip (a lexical search's, a save's: ADR 0042)."""
+        return PlannedRead(_OWNER_VECTORS, {"owner": user_id, "model": model_id})
+
     def vectors(self, *, user_id: str, model_id: str) -> Mapping[str, Embedding]:
         with unavailable_on_driver_error("search"), reading(self._engine) as connection:
-            rows = _OWNER_VECTORS.all(connection, {"owner": user_id, "model": model_id})
+            # The rows, or those read ahead with the owner's search candidates (`read_of`).
+            planned = self.read_of(user_id=user_id, model_id=model_id)
+            rows = planned.read.all(connection, planned.parameters)
         ids: list[str] = []
         records: list[bytes] = []
         vector = self._codec.vector_bytes

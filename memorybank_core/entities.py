@@ -175,6 +175,12 @@ class Memory:
         """Whether a later memory replaced this one."""
         return self.retired_by is not None
 
+    @property
+    def similar_query(self) -> str:
+        """The query a save's `similar` look-up searches its owner's memories with: the memory's words, as many
+        as a query may hold (`MemoryBank.similar`; storage may read its candidates ahead, ADR 0042)."""
+        return self.content[: limits.QUERY.max]
+
     @classmethod
     def restore(
         cls,

@@ -482,11 +482,11 @@ class MemoryBank:
             owner = _authorize(principal, READ_SCOPE)
             if memory.scope is Scope.ORG:
                 owner = _bank_owner(principal, READ_SCOPE, BankScope.ORG)
-            query = memory.content[: limits.QUERY.max]
             with self.unit_of_work():
-                # The engine may reuse what the save computed for this memory (hybrid: its vector, ADR 0035).
+                # The engine may reuse what the save computed for this memory (hybrid: its vector, ADR 0035), and
+                # storage what it read in the save's last round trip (its candidates, ADR 0042).
                 hits = self._search.search_like(
-                    user_id=owner, memory_id=memory.id, query=query, limit=limits.SIMILAR_MAX + 1
+                    user_id=owner, memory_id=memory.id, query=memory.similar_query, limit=limits.SIMILAR_MAX + 1
                 )
                 own = next((hit.score for hit in hits if hit.memory_id == memory.id), None)
                 chosen = [

@@ -192,6 +192,24 @@ class OrgBankContract:
         read = bank.revisions(team.amy, memory_id=memory.id, bank="org").memory
         assert (read.scope, read.author, read.content) == (Scope.ORG, team.ann.user_id, memory.content)
 
+    def test_an_org_saves_similar_names_the_team_banks_near_duplicate_only_in_its_unit_of_work_or_alone(
+        self, bank: MemoryBank
+    ) -> None:
+        team = Team.new()
+        near = bank.save(team.ada, SaveRequest.parse({"content": "deploys go out on tuesdays", "bankScope": "org"}))
+        bank.save(team.ann, SaveRequest.parse({"content": "my deploys go out on tuesdays"}))  # personal
+        bank.save(team.bea, SaveRequest.parse({"content": "deploys go out on tuesdays", "bankScope": "org"}))
+
+        with bank.unit_of_work():  # as a facade answers a save (storage may read the look-up ahead)
+            saved = bank.save(
+                team.ann, SaveRequest.parse({"content": "deploys now go out on tuesdays", "bankScope": "org"})
+            )
+            together = bank.similar(team.ann, saved)
+        alone = bank.similar(team.ann, saved)
+
+        assert [result.memory.id for result in together] == [near.id]
+        assert [(r.memory, r.score) for r in together] == [(r.memory, r.score) for r in alone]
+
     def test_a_personal_save_ignores_a_client_scope_and_stays_personal(self, bank: MemoryBank) -> None:
         team = Team.new()
         memory = bank.save(team.ann, SaveRequest.parse({"content": "mine alone", "scope": "org"}))

@@ -36,6 +36,15 @@ def _save(bank: MemoryBank, user: User, content: str, **fields: object) -> str:
     return bank.save(user, SaveRequest.parse({"content": content, **fields})).id
 
 
+def _near_duplicate_of_a_dentist_note(bank: MemoryBank, alice: User, bob: User) -> str:
+    """Alice's memory like "my dentist appointment is now on tuesday at ten", beside an unlike one of hers and a
+    like one of Bob's."""
+    near = _save(bank, alice, "my dentist appointment is on tuesday at nine")
+    _save(bank, alice, "the lighthouse keeper wrote about the storm")
+    _save(bank, bob, "my dentist appointment is on tuesday at ten")
+    return near
+
+
 def _ids(bank: MemoryBank, user: User, query: str) -> list[str]:
     return [result.memory.id for result in bank.search(user, query=query)]
 
@@ -311,9 +320,7 @@ class RevisionContract:
     def test_similar_names_the_near_duplicate_and_nothing_for_an_unrelated_save(
         self, bank: MemoryBank, alice: User, bob: User
     ) -> None:
-        near = _save(bank, alice, "my dentist appointment is on tuesday at nine")
-        _save(bank, alice, "the lighthouse keeper wrote about the storm")
-        _save(bank, bob, "my dentist appointment is on tuesday at ten")
+        near = _near_duplicate_of_a_dentist_note(bank, alice, bob)
 
         saved = bank.save(alice, SaveRequest.parse({"content": "my dentist appointment is now on tuesday at ten"}))
         unrelated = bank.save(alice, SaveRequest.parse({"content": "quartz crystals grow slowly in caves"}))
@@ -321,6 +328,25 @@ class RevisionContract:
         assert [result.memory.id for result in bank.similar(alice, saved)] == [near]
         assert bank.similar(alice, unrelated) == []
         assert len(bank.similar(alice, saved)) <= limits.SIMILAR_MAX
+
+    def test_similar_asked_in_the_saves_unit_of_work_answers_as_asked_alone(
+        self, bank: MemoryBank, alice: User, bob: User
+    ) -> None:
+        near = _near_duplicate_of_a_dentist_note(bank, alice, bob)
+
+        # As a facade answers a save: the save, then its look-up, in the request's one unit of work (storage may
+        # read the look-up's rows ahead, in the save's own round trips).
+        answers = []
+        for text in ("my dentist appointment is now on tuesday at ten", "quartz crystals grow slowly in caves"):
+            with bank.unit_of_work():
+                saved = bank.save(alice, SaveRequest.parse({"content": text}))
+                together = bank.similar(alice, saved)
+            answers.append((together, bank.similar(alice, saved)))
+
+        (found, found_alone), (unrelated, unrelated_alone) = answers
+        assert [result.memory.id for result in found] == [near]
+        assert [(r.memory, r.score, r.match) for r in found] == [(r.memory, r.score, r.match) for r in found_alone]
+        assert unrelated == unrelated_alone == []
 
     def test_similar_leaves_retired_memories_out(self, bank: MemoryBank, alice: User) -> None:
         old = _save(bank, alice, "the standup is at nine on mondays")

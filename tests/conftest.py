@@ -56,6 +56,7 @@ def runtime(
         store=backend.store,
         search_engine=backend.search_engine,
         controls=backend.controls,
+        unit_of_work=backend.unit_of_work,  # as a server runs: one connection per use case (or per request)
         clock=clock,
         events=events,
         secret_screen=secret_screen,

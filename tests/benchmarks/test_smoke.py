@@ -346,11 +346,11 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     if backend == "mariadb":
         assert re.search(r"\| HTTP list \(20\): round trips \| 2 \| ≤ 2 \| PASS \|", out)
         assert re.search(r"\| HTTP search, rare word \(\w+\): round trips \| 3 \| ≤ 3 \| PASS \|", out)
-        # A save's own work is 4 round trips (tests/sql/test_round_trips.py); issue 29's `similar` look-up after
-        # its commit adds a search and, when it finds one, a read: issue 32's target of 4 is missed by 1-2.
-        saved = re.search(r"\| HTTP save, 2 contexts: round trips \| ([0-9.]+) \| ≤ 4 \| (PASS|MISS) \|", out)
+        # The whole save, its `similar` look-up included (ADR 0042: the look-up's candidates ride the save's
+        # commit; a load of what it found is the 4th): 3 or 4 (tests/sql/test_round_trips.py holds both).
+        saved = re.search(r"\| HTTP save, 2 contexts: round trips \| ([0-9.]+) \| ≤ 4 \| PASS \|", out)
         assert saved is not None
-        assert 4 <= float(saved[1]) <= 6
+        assert 3 <= float(saved[1]) <= 4
         assert re.search(r"\| HTTP list \(20\): route p50 - floor p50 \| -?[0-9.]+ ms \|", out)
 
 

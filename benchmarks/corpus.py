@@ -161,6 +161,12 @@ class CorpusWriter:
         """The user whose searches are timed."""
         return self.user_ids[0]
 
+    def probe_sentences(self, count: int) -> list[str]:
+        """`count` memories' worth of text drawn like the corpus's own (same vocabulary and word rates), for the
+        saves a benchmark times: each shares common words with the bank, as a person's next memory does, and none
+        repeats another, so a save's `similar` look-up (ADR 0035) weighs an ordinary bank, not a pile of copies."""
+        return [" ".join(self._sentence(self._rng.randint(12, 48))).capitalize() + "." for _ in range(count)]
+
     def _sentence(self, length: int) -> list[str]:
         return self._rng.choices(self._words, cum_weights=self._cumulative, k=length)
 

@@ -154,10 +154,15 @@ LAST_ROUND_OWN_COST_MS = {LIST: (2.59, 3.57), SEARCH_RARE: (4.50, 5.83), SAVE: (
 MIX_TARGET_PER_SECOND = 1000
 
 
+#: What the timed saves say: corpus-like text, a different memory each (not 600 copies of one probe: since issue 29
+#: a save looks up its similar memories, and a bank of copies made every timed save weigh hundreds of them).
+_PROBES = CorpusWriter(CorpusSpec(users=1, seed=SEED + 1)).probe_sentences(4096)
+
+
 def _save_body(number: int) -> bytes:
     return json.dumps(
         {
-            "content": f"Cost probe {number} about the lighthouse deployment",
+            "content": _PROBES[number % len(_PROBES)],
             "contexts": [{"snippet": "first", "conversation_id": "c1"}, {"snippet": "second"}],
         }
     ).encode()

@@ -16,7 +16,7 @@ import pytest
 import uuid_utils
 from typeid import TypeID
 
-from memorybank_core import MemoryBank, SearchResult, limits
+from memorybank_core import Memory, MemoryBank, SearchResult, limits
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX
 from memorybank_testing.backends import BackendFactory
@@ -180,10 +180,7 @@ class RankingContract:
         self, backend_factory: BackendFactory, query: str
     ) -> None:
         alice = a_user(1)
-        reference, tested = bank_of(backend_factory.reference()), bank_of(backend_factory)
-        for bank in (reference, tested):
-            fill(bank, alice)
-            long = bank.save(alice, JsonValue(LONG_CJK_MEMORY))
+        reference, tested, long = _beside_the_reference_with_a_long_memory(backend_factory, alice)
         found = tested.search(alice, query=query, limit=10)
         assert long.id in [result.memory.id for result in found if result.match in {"words", "both"}]
         assert ranking(found) == ranking(reference.search(alice, query=query, limit=10))
@@ -192,10 +189,7 @@ class RankingContract:
         self, backend_factory: BackendFactory
     ) -> None:
         alice = a_user(1)
-        reference, tested = bank_of(backend_factory.reference()), bank_of(backend_factory)
-        for bank in (reference, tested):
-            fill(bank, alice)
-            long = bank.save(alice, JsonValue(LONG_CJK_MEMORY))
+        reference, tested, long = _beside_the_reference_with_a_long_memory(backend_factory, alice)
         found = tested.search(alice, query="quokka", limit=10)
         # The last snippet's words lie past the bound: stored, returned with the memory, but not searchable.
         assert long.id not in [result.memory.id for result in found if result.match in {"words", "both"}]
@@ -223,3 +217,15 @@ class RankingContract:
         found = bank.search(alice, query=question, limit=20)
         assert found[0].memory.id == mine.id
         assert found[0].match in {"words", "both"}
+
+
+def _beside_the_reference_with_a_long_memory(
+    backend_factory: BackendFactory, alice: User
+) -> tuple[MemoryBank, MemoryBank, Memory]:
+    """The reference bank and the tested one, each with the corpus and `LONG_CJK_MEMORY` (past the index bound)
+    saved for `alice`; the tested bank's long memory."""
+    reference, tested = bank_of(backend_factory.reference()), bank_of(backend_factory)
+    fill(reference, alice)
+    reference.save(alice, JsonValue(LONG_CJK_MEMORY))
+    fill(tested, alice)
+    return reference, tested, tested.save(alice, JsonValue(LONG_CJK_MEMORY))

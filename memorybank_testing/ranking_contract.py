@@ -16,7 +16,7 @@ import pytest
 import uuid_utils
 from typeid import TypeID
 
-from memorybank_core import Memory, MemoryBank, SearchResult, limits
+from memorybank_core import MemoryBank, SearchResult, limits
 from memorybank_core.bodies import JsonValue
 from memorybank_core.ids import ORGANIZATION_PREFIX, USER_PREFIX
 from memorybank_testing.backends import BackendFactory
@@ -175,25 +175,26 @@ class RankingContract:
                 bank.delete(other, memory_id=memory.id)
         assert {query: ranking(bank.search(alice, query=query, limit=20)) for query in QUERIES} == before
 
-    @pytest.mark.parametrize("query", ["zeppelin", "archive", "marmalade", han_text(6)])
-    def test_a_memory_past_the_index_bound_is_found_by_its_first_terms_as_the_reference_finds_it(
-        self, backend_factory: BackendFactory, query: str
-    ) -> None:
-        alice = a_user(1)
-        reference, tested, long = _beside_the_reference_with_a_long_memory(backend_factory, alice)
-        found = tested.search(alice, query=query, limit=10)
-        assert long.id in [result.memory.id for result in found if result.match in {"words", "both"}]
-        assert ranking(found) == ranking(reference.search(alice, query=query, limit=10))
-
-    def test_a_word_past_the_index_bound_does_not_find_its_memory_by_words(
+    def test_a_memory_past_the_index_bound_is_found_by_its_first_terms_and_not_by_words_past_it(
         self, backend_factory: BackendFactory
     ) -> None:
         alice = a_user(1)
-        reference, tested, long = _beside_the_reference_with_a_long_memory(backend_factory, alice)
-        found = tested.search(alice, query="quokka", limit=10)
+        reference, tested = bank_of(backend_factory.reference()), bank_of(backend_factory)
+        fill(reference, alice)
+        reference.save(alice, JsonValue(LONG_CJK_MEMORY))
+        fill(tested, alice)
+        long = tested.save(alice, JsonValue(LONG_CJK_MEMORY))
+
+        def by_words(query: str) -> list[str]:
+            found = tested.search(alice, query=query, limit=10)
+            assert ranking(found) == ranking(reference.search(alice, query=query, limit=10)), query
+            return [result.memory.id for result in found if result.match in {"words", "both"}]
+
+        # Its content, its tag, its first snippet and a Han phrase lie within the bound: found by their words.
+        for query in ("zeppelin", "archive", "marmalade", han_text(6)):
+            assert long.id in by_words(query), query
         # The last snippet's words lie past the bound: stored, returned with the memory, but not searchable.
-        assert long.id not in [result.memory.id for result in found if result.match in {"words", "both"}]
-        assert ranking(found) == ranking(reference.search(alice, query="quokka", limit=10))
+        assert long.id not in by_words("quokka")
         assert tested.revisions(alice, memory_id=long.id).memory.contexts[-1].snippet.endswith(" quokka")
 
     def test_a_question_the_bank_holds_nothing_about_finds_nothing_whatever_others_hold(
@@ -217,15 +218,3 @@ class RankingContract:
         found = bank.search(alice, query=question, limit=20)
         assert found[0].memory.id == mine.id
         assert found[0].match in {"words", "both"}
-
-
-def _beside_the_reference_with_a_long_memory(
-    backend_factory: BackendFactory, alice: User
-) -> tuple[MemoryBank, MemoryBank, Memory]:
-    """The reference bank and the tested one, each with the corpus and `LONG_CJK_MEMORY` (past the index bound)
-    saved for `alice`; the tested bank's long memory."""
-    reference, tested = bank_of(backend_factory.reference()), bank_of(backend_factory)
-    fill(reference, alice)
-    reference.save(alice, JsonValue(LONG_CJK_MEMORY))
-    fill(tested, alice)
-    return reference, tested, tested.save(alice, JsonValue(LONG_CJK_MEMORY))

@@ -177,6 +177,22 @@ def test_one_users_save_search_list_and_delete_touch_exactly_one_data_node(
                 assert delta == [0, 0, 0], f"user on node {home + 1} touched node {index + 1}: {deltas}"
 
 
+def test_a_memory_at_the_bounds_read_alone_through_the_head_comes_back_whole(
+    cluster: SpiderCluster, head: SqlStorage
+) -> None:
+    # Read alone, a memory is the join's constant row; a Spider head overwrote its TEXT columns with the contexts
+    # it read after it once they filled a few of its buffers (adapters_mysql.memory_store.get_many says how).
+    bank = bank_on(head, controls=InMemoryControlStore())
+    user = user_on(cluster, 0)
+    body = {"content": "x" * 8000, "contexts": [{"snippet": f"{n} " + "京" * 3990} for n in range(16)]}
+    saved = bank.save(user, SaveRequest.parse(body))
+
+    read = bank.revisions(user, memory_id=saved.id).memory
+
+    assert read.content == saved.content
+    assert [context.snippet for context in read.contexts] == [context.snippet for context in saved.contexts]
+
+
 def _token(cluster: SpiderCluster, user: User) -> str:
     created = run_memorybank(
         ["token", "create", "--db", cluster.head.url(), "--user", user.user_id, "--org", user.organization_id]

@@ -65,28 +65,36 @@ def best_matches(
         idf(stats.document_count, sum(stats.document_frequency.get(token, 0) for token in group)) for group in spelled
     ]
     total_weight = math.fsum(term_weights) or 1.0
-    # One token a term (no rewrite pending): whether a document holds a term is one look-up, not a generator per
-    # term and document (a query of 448 CJK bigrams over ten candidates made 4,480).
-    single = [group[0] for group in spelled] if all(len(group) == 1 for group in spelled) else None
+    # Per document, the work is per query term it holds, not per term asked: a save's `similar` look-up asks with the
+    # new memory's every word, and each candidate holds a few of them. Held terms are summed in query order, so a
+    # score is the same float whatever order a document's counts come in.
+    order = {term: index for index, term in enumerate(weights)}
+    # Which terms' weights count toward coverage when a document holds a token: the terms it spells.
+    spelling: dict[str, list[float]] = {}
+    for group, weight in zip(spelled, term_weights, strict=True):
+        for token in dict.fromkeys(group):
+            spelling.setdefault(token, []).append(weight)
+    single = all(len(group) == 1 for group in spelled)
     scored: list[tuple[float, str, float, int]] = []
     for memory_id, counts in documents.items():
+        held_terms = sorted([term for term, count in counts.items() if count and term in order], key=order.__getitem__)
+        if not held_terms:
+            continue
         length = lengths[memory_id] if lengths is not None else sum(counts.values())
         norm = constant + per_length * length
         score = 0.0
-        for term, weight in weights.items():
-            frequency = counts.get(term, 0)
-            if frequency:
-                score += weight * frequency / (frequency + norm)
-        if score > 0:
-            if single is not None:
-                held = [weight for token, weight in zip(single, term_weights, strict=True) if counts.get(token)]
-            else:
-                held = [
-                    weight
-                    for group, weight in zip(spelled, term_weights, strict=True)
-                    if any(counts.get(t) for t in group)
-                ]
-            scored.append((score, memory_id, math.fsum(held) / total_weight, len(held)))
+        for term in held_terms:
+            frequency = counts[term]
+            score += weights[term] * frequency / (frequency + norm)
+        if single:
+            held = [weight for term in held_terms for weight in spelling.get(term, ())]
+        else:
+            held = [
+                weight
+                for group, weight in zip(spelled, term_weights, strict=True)
+                if any(counts.get(token) for token in group)
+            ]
+        scored.append((score, memory_id, math.fsum(held) / total_weight, len(held)))
     return [
         SearchHit(memory_id=memory_id, score=score, coverage=coverage, terms=terms)
         for score, memory_id, coverage, terms in heapq.nlargest(limit, scored)

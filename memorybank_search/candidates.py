@@ -8,6 +8,7 @@ average length and document frequencies from the owner's documents only.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
@@ -32,18 +33,20 @@ class Candidate(NamedTuple):
 
 
 def term_counts(tokens: Sequence[str], search_terms: str) -> dict[str, int]:
-    """How often each of `tokens` occurs in a stored `search_terms` string (every token a key, 0 when absent)."""
+    """How often each of `tokens` occurs in a stored `search_terms` string: only the tokens it holds are keys.
+
+    Sparse on purpose: a candidate holds a few of a long query's tokens (a save's `similar` look-up asks with the new
+    memory's every word), and everything after this works per token held, not per token asked.
+    """
     if len(tokens) <= _COUNTED_BY_PASSES:
         # Doubling the separators gives every token its own pair of spaces, so `count` (C speed)
         # sees back-to-back repeats of a token too.
         padded = " " + search_terms.replace(" ", "  ") + " "
-        # A plain dict: a search counts a thousand candidates at most, and a Counter costs twice as much to build.
-        return {token: padded.count(f" {token} ") for token in tokens}
+        return {token: found for token in tokens if (found := padded.count(f" {token} "))}
     # More tokens: one split and one count of the wanted ones, both in C, instead of a pass over the text per token
     # (a query of 500 CJK bigrams over a document of 270,000 tokens made 500 passes over 3 MB).
     wanted = frozenset(tokens)
-    found = Counter(filter(wanted.__contains__, search_terms.split(" ")))
-    return {token: found[token] for token in tokens}
+    return Counter(filter(wanted.__contains__, search_terms.split(" ")))
 
 
 def rank_candidates(
@@ -63,7 +66,8 @@ def rank_candidates(
     """
     documents = {candidate.memory_id: term_counts(tokens, candidate.search_terms) for candidate in candidates}
     if document_frequency is None:
-        document_frequency = {token: sum(1 for counts in documents.values() if counts[token]) for token in tokens}
+        # Each candidate's counts hold only the tokens it holds: a token's frequency is how many hold it.
+        document_frequency = Counter(itertools.chain.from_iterable(documents.values()))
     stats = CorpusStats(
         document_count=document_count,
         average_length=total_length / document_count if document_count else 0.0,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -36,6 +35,7 @@ from benchmarks.request_cost import (
     SEARCH_RARE,
     _delete_saved_since,
     _in_repository,
+    _save_body,
     prepare,
 )
 from benchmarks.request_cpu import _call
@@ -80,17 +80,14 @@ def _requests() -> dict[str, tuple[str, str, bytes, Callable[[int], bytes]]]:
     def search(word: str) -> tuple[str, str, bytes, Callable[[int], bytes]]:
         return "GET", "/v1/memory/search", urlencode({"q": word, "limit": 20}).encode(), lambda _n: b""
 
-    def save_body(number: int) -> bytes:
-        content = f"Profiled note {number} about the lighthouse deployment"
-        contexts = [{"snippet": "first", "conversation_id": "c1"}, {"snippet": "second"}]
-        return json.dumps({"content": content, "contexts": contexts}).encode()
-
     return {
         BARE: ("GET", "/healthz", b"", lambda _n: b""),
         LIST: ("GET", "/v1/memory", b"limit=20", lambda _n: b""),
         SEARCH_RARE: search(RARE),
         SEARCH_COMMON: search(COMMON),
-        SAVE: ("POST", "/v1/memory", b"", save_body),
+        # The saves request_cost times: text like the corpus's, a different memory each (a bank of copies of one
+        # sentence would make every save's `similar` look-up rank the whole bank).
+        SAVE: ("POST", "/v1/memory", b"", _save_body),
     }
 
 

@@ -263,28 +263,36 @@ def _class_range(low: int, high: int) -> str:
 
 
 def _compound_tokens(word: str) -> Iterator[Token]:
+    itself, words = _compound_words(word)
+    if itself is not None:
+        yield Token(itself, itself)
+        return
+    yield from map(_word_token, words)
+
+
+def _compound_words(word: str) -> tuple[str | None, list[str]]:
+    """How a compound is indexed: (its one term, []) when that term is the compound as written (a symbol, a clitic
+    form); else (None, the words whose terms it gives, in order: the joined word, then each part that is a term; or
+    its one word)."""
     if _SYMBOL_WORD.fullmatch(word) or not word[0].isalnum():
         # `c++`, `c#`; or an emoji, another symbol or a flag: the term is the symbol itself.
-        yield Token(word, word)
-        return
+        return word, []
     word = word.rstrip("+#")
     if "'" in word:
         base, _, clitic = word.rpartition("'")
         if clitic == "s":
             word = base
         elif clitic in _CLITICS and "'" not in base and not _JOINER.search(base):
-            yield Token(word, word)
-            return
-    parts = [part for part in _JOINER.split(word) if part]
+            return word, []
+    # Filters in C, each distinct part judged once: a compound can be a whole field of thousands of parts.
+    parts = list(filter(None, _JOINER.split(word)))
     if len(parts) == 1:
-        yield _word_token(parts[0])
-        return
-    dotted_number = all(_DIGITS.fullmatch(part) for part in parts) and set(_JOINER.findall(word)) == {"."}
+        return None, parts
+    distinct = dict.fromkeys(parts)
+    dotted_number = all(_DIGITS.fullmatch(part) for part in distinct) and set(_JOINER.findall(word)) == {"."}
     joined = ".".join(parts) if dotted_number else "".join(parts)
-    yield _word_token(joined)
-    for part in parts:
-        if len(part) > 1 or part.isdigit():
-            yield _word_token(part)
+    is_term = {part: len(part) > 1 or part.isdigit() for part in distinct}
+    return None, [joined, *filter(is_term.__getitem__, parts)]
 
 
 def _word_token(word: str) -> Token:
@@ -310,7 +318,10 @@ def _item_terms(item: str) -> tuple[str, ...]:
 
 
 def _compound_terms(word: str) -> tuple[str, ...]:
-    return tuple(token.term for token in _compound_tokens(word))
+    """`_compound_tokens`' terms, its words' terms looked up in C: one compound can be a whole field of thousands of
+    parts (`é.éé.éé.` repeated), and a `Token` a part cost more than the rest of the save's analysis."""
+    itself, words = _compound_words(word)
+    return (itself,) if itself is not None else tuple(map(_plain_term, words))
 
 
 def _cjk_tokens(run: str) -> Iterator[Token]:

@@ -17,7 +17,7 @@ from adapters_mysql import rewrite_fence
 from adapters_mysql.compiled_reads import PlannedRead
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.schema import memory
-from adapters_mysql.unit_of_work import reading
+from adapters_mysql.unit_of_work import keep_ahead, reading, take_ahead
 from memorybank_core import SearchEngine, SearchHit, SearchHits
 from memorybank_search import DEFAULT_CANDIDATE_LIMIT, Candidate, OwnerIndexer, rank_candidates
 
@@ -26,6 +26,9 @@ _log = logging.getLogger("memorybank.storage")
 #: How often a search overlapping rewriting batches runs again (adapters_mysql.rewrite_fence). A
 #: walk commits a batch every few milliseconds at most, so a rerun rarely overlaps another one.
 FENCED_ATTEMPTS = 20
+
+#: Under this key (with the owner and the query) a unit of work keeps a query's tokens for the search that follows.
+_ANALYZED = "analyzed query"
 
 CandidateRow = Any
 """A candidate as the engines' SQL returns it, read by attribute: id, search_terms, doc_length, owner_count,
@@ -81,10 +84,14 @@ class OwnerScopedSearch(SearchEngine):
         has no searchable word, or a rewrite is pending (its fence must be read around the candidates)."""
         if self._indexer.rewrite_pending:
             return ()
-        tokens = self._tokens(user_id, query)[1]
-        planned = self._candidate_read(user_id, tokens, self._candidate_limit + 1) if tokens else None
+        analyzed = self._tokens(user_id, query)
+        planned = self._candidate_read(user_id, analyzed[1], self._candidate_limit + 1) if analyzed[1] else None
         if planned is None:
             return ()
+        # The search that takes these rows analyzes the same query: it takes the tokens too (512 Han characters
+        # cost 10 ms to analyze). Kept in the unit of work, never across requests: a cache of queries shared by
+        # users would time one user's search by another's.
+        keep_ahead(self._engine, (_ANALYZED, user_id, query), analyzed)
         return [planned, *self._reads_along(user_id)]
 
     def _reads_along(self, user_id: str) -> Sequence[PlannedRead]:
@@ -95,6 +102,9 @@ class OwnerScopedSearch(SearchEngine):
         return None
 
     def _tokens(self, user_id: str, query: str) -> tuple[list[tuple[str, ...]], list[str]]:
+        analyzed: tuple[list[tuple[str, ...]], list[str]] | None = take_ahead(self._engine, (_ANALYZED, user_id, query))
+        if analyzed is not None:
+            return analyzed
         groups = self._indexer.query_token_groups(user_id, query)
         return groups, list(dict.fromkeys(token for group in groups for token in group))
 

@@ -164,3 +164,39 @@ def test_a_quota_set_in_one_worker_applies_to_the_next_save_in_another(workers: 
 
     with pytest.raises(QuotaExceededError):
         second.request(secret, lambda principal: second.bank.save(principal, JsonValue({"content": "two"})))
+
+
+def test_a_saves_similar_look_up_analyzes_its_query_once_and_keeps_nothing_for_the_next_request(
+    mysql_factory: MysqlFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memorybank_search import OwnerIndexer
+
+    mysql_factory.fresh()
+    worker = _Worker(mysql_factory.url)
+    alice, bob = User(), User()
+    secrets = {
+        user.user_id: worker.tokens.issue(user_id=user.user_id, org_id=user.organization_id).secret
+        for user in (alice, bob)
+    }
+    analyzed: list[tuple[str, str]] = []
+    original = OwnerIndexer.query_token_groups
+
+    def counted(indexer: OwnerIndexer, user_id: str, query: str) -> list[tuple[str, ...]]:
+        analyzed.append((user_id, query))
+        return original(indexer, user_id, query)
+
+    monkeypatch.setattr(OwnerIndexer, "query_token_groups", counted)
+    text = "The lighthouse keeper's notes on the northern storms"
+    try:
+        worker.request(secrets[alice.user_id], lambda p: _saved_with_similar(worker.bank, p, {"content": text}))
+        first = list(analyzed)
+        found = worker.request(secrets[alice.user_id], lambda p: _saved_with_similar(worker.bank, p, {"content": text}))
+        # Another user's search for the same words analyzes them again: what one request analyzed is its own.
+        worker.request(secrets[bob.user_id], lambda p: worker.bank.search(p, query=text, limit=5))
+    finally:
+        worker.storage.close()
+
+    # The candidates are read ahead with the save (ADR 0042) and ranked after it: one analysis serves both.
+    assert first == [(alice.user_id, text)]
+    assert len(cast(list[SearchResult], found)) == 1
+    assert analyzed == [(alice.user_id, text), (alice.user_id, text), (bob.user_id, text)]

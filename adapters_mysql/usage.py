@@ -55,6 +55,20 @@ def _read(connection: sa.Connection, user_id: str) -> Usage | None:
     return None if row is None else Usage(memories=int(row.memories), characters=int(row.characters))
 
 
+#: A save's charge, built once (every save runs it; building the expression cost more than sending it): one more
+#: memory of `:characters`, for the owner `:owner`; `_CHARGE_WITHIN` only while it fits `:max_memories` and
+#: `:max_characters` (the whole quota check is this WHERE, evaluated under the row lock against the committed count).
+_CHARGE = memory_usage.update().values(
+    memories=memory_usage.c.memories + 1, characters=memory_usage.c.characters + sa.bindparam("characters")
+)
+_CHARGE_ANY = _CHARGE.where(memory_usage.c.user_id == sa.bindparam("owner"))
+_CHARGE_WITHIN = _CHARGE.where(
+    memory_usage.c.user_id == sa.bindparam("owner"),
+    memory_usage.c.memories + 1 <= sa.bindparam("max_memories"),
+    memory_usage.c.characters + sa.bindparam("characters") <= sa.bindparam("max_characters"),
+)
+
+
 def charge(connection: sa.Connection, memory_added: Memory, quota: Quota | None) -> None:
     """Count one more memory of its owner, within `quota` if given; run in the transaction that inserts it.
 
@@ -62,20 +76,12 @@ def charge(connection: sa.Connection, memory_added: Memory, quota: Quota | None)
         QuotaExceededError: it does not fit; the caller's transaction must roll back (nothing written).
     """
     user_id, characters = memory_added.user_id, charged_characters(memory_added)
-    grow = memory_usage.update().values(
-        memories=memory_usage.c.memories + 1, characters=memory_usage.c.characters + characters
-    )
-    mine = memory_usage.c.user_id == user_id
-    if quota is not None:
-        # The whole check is this WHERE: evaluated under the row lock, against the committed count.
-        grow = grow.where(
-            mine,
-            memory_usage.c.memories + 1 <= quota.max_memories,
-            memory_usage.c.characters + characters <= quota.max_characters,
-        )
-    else:
-        grow = grow.where(mine)
-    _apply(connection, grow, user_id, None if quota is None else lambda usage: check_quota(quota, usage, characters))
+    values: dict[str, object] = {"owner": user_id, "characters": characters}
+    if quota is None:
+        _apply(connection, _CHARGE_ANY, user_id, None, values)
+        return
+    values.update(max_memories=quota.max_memories, max_characters=quota.max_characters)
+    _apply(connection, _CHARGE_WITHIN, user_id, lambda usage: check_quota(quota, usage, characters), values)
 
 
 def recharge(connection: sa.Connection, *, user_id: str, characters: int, quota: Quota | None) -> None:
@@ -101,14 +107,21 @@ def recharge(connection: sa.Connection, *, user_id: str, characters: int, quota:
     )
 
 
-def _apply(connection: sa.Connection, change: sa.Update, user_id: str, check: Callable[[Usage], None] | None) -> None:
-    """Run `change` on `user_id`'s ledger row (its WHERE holds the quota), creating the row when missing.
+def _apply(
+    connection: sa.Connection,
+    change: sa.Update,
+    user_id: str,
+    check: Callable[[Usage], None] | None,
+    values: Mapping[str, object] | None = None,
+) -> None:
+    """Run `change` (with its bound `values`) on `user_id`'s ledger row (its WHERE holds the quota), creating the
+    row when missing.
 
     When it changes nothing, `check` raises if the quota is the reason; if it fits now, a delete landed
     meanwhile: try again.
     """
     for _ in range(3):
-        if connection.execute(change).rowcount == 1:
+        if connection.execute(change, dict(values or {})).rowcount == 1:
             return
         usage = _read(connection, user_id)
         if usage is None:

@@ -86,6 +86,8 @@ def best_matches(
         for term in held_terms:
             frequency = counts[term]
             score += weights[term] * frequency / (frequency + norm)
+        if score <= 0:  # a statistic read a moment apart can make a weight negative: scores stay positive
+            continue
         if single:
             held = [weight for term in held_terms for weight in spelling.get(term, ())]
         else:

@@ -58,8 +58,8 @@ class MysqlOwnerScopedSearch(OwnerScopedSearch):
         # Past the bound, keep the candidates InnoDB ranks highest.
         return _BEST_CANDIDATES.all(connection, _parameters(user_id, tokens, len(rows)))
 
-    def _matching_count(self, connection: sa.Connection, user_id: str, token: str) -> int:
-        return int(connection.execute(_owner_matches(user_id, token)).scalar_one())
+    def _matching_read(self, user_id: str, token: str) -> PlannedRead:
+        return PlannedRead(_OWNER_MATCHES, {**owner_values(user_id), "token": token})
 
 
 def _parameters(user_id: str, tokens: Sequence[str], limit: int) -> dict[str, object]:
@@ -89,10 +89,12 @@ _CANDIDATES = CompiledRead(_candidates_statement(best_first=False))
 _BEST_CANDIDATES = CompiledRead(_candidates_statement(best_first=True))
 
 
-def _owner_matches(user_id: str, token: str) -> sa.Select[int]:
-    return sa.select(sa.func.count()).where(
-        owned_memories(user_id), _relevance(sa.bindparam("token", token, type_=sa.Text)) > 0
+#: How many of the owner's rows hold one token (a document frequency, read when the candidates were bounded).
+_OWNER_MATCHES = CompiledRead(
+    sa.select(sa.func.count().label("matching")).where(
+        owned_memories(owner_parameter(), owner_scope_parameter()), _relevance(sa.bindparam("token", type_=sa.Text)) > 0
     )
+)
 
 
 _statistics = sa.table(

@@ -2,6 +2,12 @@
 
 Fetch the owner's candidate rows, bound them, and rank them with `memorybank_search`
 (the same code the in-memory reference engine ranks with).
+
+Ranking counts each candidate's stored terms, so a search's work follows how many terms its candidates hold, not
+only how many candidates there are: twenty memories of Han text at the bounds are 400,000 terms, 40 ms of counting.
+Two bounds keep it in check (ADR 0044): the candidates (`DEFAULT_CANDIDATE_LIMIT` rows) and the terms read
+(`DEFAULT_TERMS_BUDGET`). The candidates' statement carries the terms of short memories only (`INLINE_TERMS_MAX`);
+a longer one's are read next, by id, once the candidates are known to fit the budget or the best of them are chosen.
 """
 
 from __future__ import annotations
@@ -9,13 +15,15 @@ from __future__ import annotations
 import logging
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
 from adapters_mysql import rewrite_fence
-from adapters_mysql.compiled_reads import PlannedRead
+from adapters_mysql.compiled_reads import CompiledRead, PlannedRead
 from adapters_mysql.errors import unavailable_on_driver_error
+from adapters_mysql.owner import owned_memories, owner_parameter, owner_scope_parameter, owner_values
 from adapters_mysql.schema import memory
 from adapters_mysql.unit_of_work import keep_ahead, reading, take_ahead
 from memorybank_core import SearchEngine, SearchHit, SearchHits
@@ -29,6 +37,30 @@ FENCED_ATTEMPTS = 20
 
 #: Under this key (with the owner and the query) a unit of work keeps a query's tokens for the search that follows.
 _ANALYZED = "analyzed query"
+
+#: The candidates' statement carries the stored terms of a memory holding at most this many (a sentence or three;
+#: an ordinary bank's every memory). A longer memory's terms are read after, only if it is kept: a thousand
+#: candidates' inline terms are then at most `DEFAULT_TERMS_BUDGET`.
+INLINE_TERMS_MAX = 100
+
+#: The stored terms a search reads and counts at most, over all its candidates: about five memories at the index
+#: bound (`limits.INDEXED_TERMS_MAX`), 5-10 ms of counting. Past it, the newest candidates that fit are kept.
+DEFAULT_TERMS_BUDGET = 100_000
+
+#: Past a bound, a query of at most this many tokens has its document frequencies counted over all the owner's rows
+#: (one full-text look-up each, in one statement); a longer one's are estimated from the candidates read.
+EXACT_FREQUENCIES_MAX = 8
+
+
+class _Fetched(NamedTuple):
+    """What a search read: its candidates, the stored terms of those read after them by id, and, when they were
+    bounded, either the owner's document frequencies or how many matching rows were left unread."""
+
+    rows: Sequence[CandidateRow]
+    terms: dict[str, str]
+    document_frequency: dict[str, int] | None
+    unread: int
+
 
 CandidateRow = Any
 """A candidate as the engines' SQL returns it, read by attribute: id, search_terms, doc_length, owner_count,
@@ -45,7 +77,10 @@ def select_candidates(owned: sa.ColumnElement[bool]) -> sa.Select[str, str | Non
     owner_length = sa.select(sa.func.coalesce(sa.func.sum(memory.c.doc_length), 0)).where(owned).scalar_subquery()
     return sa.select(
         memory.c.id,
-        memory.c.search_terms,
+        # A long memory's terms are read only once it is kept (`OwnerScopedSearch._fetch`).
+        sa.case((memory.c.doc_length <= INLINE_TERMS_MAX, memory.c.search_terms), else_=sa.null()).label(
+            "search_terms"
+        ),
         memory.c.doc_length,
         owner_count.label("owner_count"),
         owner_length.label("owner_length"),
@@ -58,8 +93,8 @@ class OwnerScopedSearch(SearchEngine):
     A dialect supplies the owner's matching rows (each carrying the owner's document count and
     total length) and one token's matching-row count, and may choose which rows to keep when
     there are too many (by default, the order it fetched them in). At most `candidate_limit`
-    rows are scored; past it, document frequencies are still counted over all the owner's rows,
-    so the scores stay exact.
+    rows holding at most `terms_budget` stored terms in all are scored; past either, document
+    frequencies are still counted over all the owner's rows, so the scores stay exact.
     """
 
     def __init__(
@@ -68,6 +103,7 @@ class OwnerScopedSearch(SearchEngine):
         indexer: OwnerIndexer,
         *,
         candidate_limit: int = DEFAULT_CANDIDATE_LIMIT,
+        terms_budget: int = DEFAULT_TERMS_BUDGET,
         along: Callable[[str], Sequence[PlannedRead]] | None = None,
     ) -> None:
         """`along(user_id)`: reads that follow every search of the owner's (hybrid search's vectors), sent in
@@ -75,6 +111,7 @@ class OwnerScopedSearch(SearchEngine):
         self._engine = engine
         self._indexer = indexer
         self._candidate_limit = candidate_limit
+        self._terms_budget = terms_budget
         self._along = along
 
     def reads_for(self, user_id: str, query: str) -> Sequence[PlannedRead]:
@@ -114,11 +151,11 @@ class OwnerScopedSearch(SearchEngine):
             return SearchHits(candidate_count=0)
         with unavailable_on_driver_error("search"), reading(self._engine) as connection:
             if not self._indexer.rewrite_pending:
-                rows, document_frequency = self._fetch(connection, user_id, tokens)
+                fetched = self._fetch(connection, user_id, tokens)
             else:
                 for _attempt in range(FENCED_ATTEMPTS):
                     before = rewrite_fence.generation(connection)
-                    rows, document_frequency = self._fetch(connection, user_id, tokens)
+                    fetched = self._fetch(connection, user_id, tokens)
                     if rewrite_fence.generation(connection, wait_for_writers=True) == before:
                         break
                     # A rewriting batch overlapped: end this snapshot and look again.
@@ -126,27 +163,71 @@ class OwnerScopedSearch(SearchEngine):
                 else:
                     # Batches kept landing: answer with the last look, which may lack rows being rewritten.
                     _log.warning("search gave up on the rewrite fence after %d attempts", FENCED_ATTEMPTS)
+        rows, terms = fetched.rows, fetched.terms
         if not rows:
             return SearchHits(candidate_count=0)
         return rank_candidates(
             tokens,
-            [Candidate(row.id, row.search_terms or "", row.doc_length) for row in rows],
+            [Candidate(row.id, terms.get(row.id, row.search_terms) or "", row.doc_length) for row in rows],
             document_count=int(rows[0].owner_count),
             total_length=int(rows[0].owner_length),
-            document_frequency=document_frequency,
+            document_frequency=fetched.document_frequency,
+            unread=fetched.unread,
             limit=limit,
             groups=groups,
         )
 
-    def _fetch(
-        self, connection: sa.Connection, user_id: str, tokens: Sequence[str]
-    ) -> tuple[Sequence[CandidateRow], dict[str, int] | None]:
-        """The candidates to rank, and the document frequencies when they had to be bounded."""
+    def _fetch(self, connection: sa.Connection, user_id: str, tokens: Sequence[str]) -> _Fetched:
+        """The candidates to rank, with the stored terms of those read without them, and, when they had to be
+        bounded, the document frequencies or how many matching rows were left unread."""
         rows = self._candidates(connection, user_id, tokens, self._candidate_limit + 1)
-        if len(rows) <= self._candidate_limit:
-            return rows, None
-        rows = self._best_candidates(connection, user_id, tokens, rows)[: self._candidate_limit]
-        return rows, {token: self._matching_count(connection, user_id, token) for token in tokens}
+        if len(rows) > self._candidate_limit:
+            rows = self._best_candidates(connection, user_id, tokens, rows)
+        elif sum(row.doc_length for row in rows) > self._terms_budget:
+            # Past the terms budget alone: the newest first (ids are time-ordered), without another full-text query.
+            rows = sorted(rows, key=attrgetter("id"), reverse=True)
+        kept = self._within_bounds(rows)
+        long_ids = [row.id for row in kept if row.search_terms is None and row.doc_length > INLINE_TERMS_MAX]
+        terms: dict[str, str] = {}
+        if long_ids:
+            terms = {found.id: found.search_terms for found in _TERMS.all(connection, _ids(user_id, long_ids))}
+        unread = len(rows) - len(kept)
+        # A long memory deleted since the candidates were read (a save's look-up reads them in the save's own round
+        # trip, ADR 0042) is no candidate.
+        kept = [row for row in kept if row.search_terms is not None or row.id in terms or not row.doc_length]
+        if not unread:
+            return _Fetched(kept, terms, None, 0)
+        if len(tokens) <= EXACT_FREQUENCIES_MAX:
+            return _Fetched(kept, terms, self._matching_counts(connection, user_id, tokens), 0)
+        # A long query's frequencies over all the owner's rows would cost a full-text look-up per token (a Han
+        # query is hundreds; InnoDB takes about a millisecond each): those of the candidates read stand for all.
+        return _Fetched(kept, terms, None, unread)
+
+    def _within_bounds(self, best_first: Sequence[CandidateRow]) -> list[CandidateRow]:
+        """The best candidates, as many as both bounds allow: at most `candidate_limit`, and terms within the
+        budget (the first always: one memory holds at most `limits.INDEXED_TERMS_MAX`)."""
+        kept: list[CandidateRow] = []
+        read = 0
+        for row in best_first[: self._candidate_limit]:
+            read += row.doc_length
+            if kept and read > self._terms_budget:
+                break
+            kept.append(row)
+        return kept
+
+    def _matching_counts(self, connection: sa.Connection, user_id: str, tokens: Sequence[str]) -> dict[str, int]:
+        """How many of the owner's rows hold each token, in one statement: the dialect's count of one token's rows
+        (`_matching_read`) as a scalar subquery per token. A Han query is hundreds of bigrams: a statement each
+        cost a round trip each, or 50 µs of binding each when sent together."""
+        parts = [
+            planned.read.bind(connection.dialect, planned.parameters)
+            for planned in (self._matching_read(user_id, token) for token in tokens)
+        ]
+        # The subqueries' SQL is the dialect's compiled statement, with no value in it: every token is bound.
+        statement = "SELECT " + ", ".join(f"({sql})" for sql, _ in parts)
+        values = tuple(value for _, bound in parts for value in bound)
+        counts = connection.exec_driver_sql(statement, values).one()
+        return {token: int(count) for token, count in zip(tokens, counts, strict=True)}
 
     @abstractmethod
     def _candidates(
@@ -165,5 +246,19 @@ class OwnerScopedSearch(SearchEngine):
         return rows
 
     @abstractmethod
-    def _matching_count(self, connection: sa.Connection, user_id: str, token: str) -> int:
-        """How many of the owner's rows hold `token`."""
+    def _matching_read(self, user_id: str, token: str) -> PlannedRead:
+        """The count of the owner's rows holding `token`: one row, one column."""
+
+
+def _ids(user_id: str, memory_ids: Sequence[str]) -> dict[str, object]:
+    return {**owner_values(user_id), "ids": list(memory_ids)}
+
+
+#: The stored terms of candidates read without them (longer than `INLINE_TERMS_MAX`), by id, the owner's only.
+_TERMS = CompiledRead(
+    sa.select(memory.c.id, memory.c.search_terms).where(
+        owned_memories(owner_parameter(), owner_scope_parameter()),
+        memory.c.id.in_(sa.bindparam("ids", expanding=True)),
+    ),
+    expanding="ids",
+)

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
+from adapters_mysql.compiled_reads import CompiledRead, PlannedRead
 from adapters_mysql.engines import for_writing
-from adapters_mysql.owner import owned_memories
+from adapters_mysql.owner import owned_memories, owner_parameter, owner_scope_parameter, owner_values
 from adapters_mysql.owner_search import CandidateRow, OwnerScopedSearch, select_candidates
 from adapters_mysql.schema import memory
 
@@ -62,25 +63,26 @@ class SqliteOwnerScopedSearch(OwnerScopedSearch):
         # each carrying the owner's totals (computed once).
         return connection.execute(_candidates(user_id, tokens, limit)).all()
 
-    def _matching_count(self, connection: sa.Connection, user_id: str, token: str) -> int:
-        return int(connection.execute(sa.select(sa.func.count()).select_from(_matching(user_id, [token]))).scalar_one())
+    def _matching_read(self, user_id: str, token: str) -> PlannedRead:
+        return PlannedRead(_MATCHING, {**owner_values(user_id), "tokens": _expression([token])})
 
 
-def _match(tokens: Sequence[str]) -> sa.ColumnElement[bool]:
+def _expression(tokens: Sequence[str]) -> str:
     # Tokens are `[0-9a-z_]`, so quoting each is safe; OR finds rows holding any of them.
-    expression = " OR ".join(f'"{token}"' for token in tokens)
-    return sa.literal_column(TERMS_FTS_TABLE_NAME).op("MATCH")(sa.bindparam("tokens", expression, type_=sa.Text))
+    return " OR ".join(f'"{token}"' for token in tokens)
 
 
-def _matched_rows(tokens: Sequence[str]) -> sa.ColumnElement[bool]:
+def _match(tokens: Sequence[str] | None) -> sa.ColumnElement[bool]:
+    """The FTS5 match of any of `tokens`; None: of the `:tokens` bound when run (`_expression`)."""
+    value = _expression(tokens) if tokens is not None else None
+    return sa.literal_column(TERMS_FTS_TABLE_NAME).op("MATCH")(sa.bindparam("tokens", value, type_=sa.Text))
+
+
+def _matched_rows(tokens: Sequence[str] | None) -> sa.ColumnElement[bool]:
     # `rowid IN (full-text match)` makes SQLite run the match once and probe memory by rowid.
     # A plain join lets the planner walk the owner's rows and run one FTS5 lookup per row,
     # 20x slower for an owner with a thousand matching memories.
     return sa.literal_column("memory.rowid").in_(sa.select(_fts.c.rowid).where(_match(tokens)))
-
-
-def _matching(user_id: str, tokens: Sequence[str]) -> sa.Subquery:
-    return sa.select(memory.c.id).where(_matched_rows(tokens), owned_memories(user_id)).subquery()
 
 
 def _candidates(user_id: str, tokens: Sequence[str], limit: int) -> sa.Select[str, str | None, int, int, int]:
@@ -91,6 +93,14 @@ def _candidates(user_id: str, tokens: Sequence[str], limit: int) -> sa.Select[st
         .order_by(memory.c.created_at.desc(), memory.c.id.desc())
         .limit(limit)
     )
+
+
+#: How many of the owner's rows hold the tokens bound as `:tokens` (one, for a document frequency).
+_MATCHING = CompiledRead(
+    sa.select(sa.func.count().label("matching")).where(
+        _matched_rows(None), owned_memories(owner_parameter(), owner_scope_parameter())
+    )
+)
 
 
 def terms_fts5_ready(connection: sa.Connection) -> bool:

@@ -58,16 +58,21 @@ def rank_candidates(
     document_frequency: Mapping[str, int] | None,
     limit: int,
     groups: Sequence[Sequence[str]] | None = None,
+    unread: int = 0,
 ) -> SearchHits:
     """BM25 over `candidates` with the owner's statistics; `document_frequency` None means count it here.
 
-    Counting here is exact when `candidates` holds every owner document that matches any token.
+    Counting here is exact when `candidates` holds every owner document that matches any token. `unread`: how many
+    more of the owner's documents matched, left unread by a bound; the frequencies counted over `candidates` are then
+    scaled to all that matched (an estimate: the candidates read are the best, or the newest).
     `groups` gathers the tokens of one query term (`OwnerIndexer.query_token_groups`); None: one each.
     """
     documents = {candidate.memory_id: term_counts(tokens, candidate.search_terms) for candidate in candidates}
     if document_frequency is None:
         # Each candidate's counts hold only the tokens it holds: a token's frequency is how many hold it.
-        document_frequency = Counter(itertools.chain.from_iterable(documents.values()))
+        counted = Counter(itertools.chain.from_iterable(documents.values()))
+        scale = (len(candidates) + unread) / len(candidates) if unread and candidates else 1.0
+        document_frequency = {token: round(count * scale) for token, count in counted.items()} if unread else counted
     stats = CorpusStats(
         document_count=document_count,
         average_length=total_length / document_count if document_count else 0.0,

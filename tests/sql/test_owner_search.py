@@ -5,6 +5,7 @@ tag collisions, re-indexing and the upgrade from revision 0001.
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from datetime import timedelta
 
 import pytest
@@ -24,9 +25,10 @@ from adapters_mysql import (
 )
 from adapters_mysql.revisions import alembic_config
 from adapters_mysql.schema import memory
-from memorybank_core import SearchEngine
+from memorybank_core import InMemoryStore, Memory, SearchHits
 from memorybank_search import SEARCH_VERSION, OwnerIndexer
 from memorybank_search.indexer import MAX_TOKEN_LENGTH, TAG_LENGTH, encode_term, owner_tag
+from memorybank_search.inmemory import InMemorySearch
 from tests.sql.backends import storage_at
 from tests.sql.conftest import Statement
 from tests.sql.memories import SAVED_AT, make_memory, new_user
@@ -34,10 +36,17 @@ from tests.sql.memories import SAVED_AT, make_memory, new_user
 _TOKEN = re.compile(rf"[0-9a-z_]{{{TAG_LENGTH + 1},{MAX_TOKEN_LENGTH}}}")
 
 
-def engine_of(storage: SqlStorage, *, candidate_limit: int) -> SearchEngine:
-    if storage.dialect_name == "mysql":
-        return MysqlOwnerScopedSearch(storage.engine, storage.indexer, candidate_limit=candidate_limit)
-    return SqliteOwnerScopedSearch(storage.engine, storage.indexer, candidate_limit=candidate_limit)
+def engine_of(
+    storage: SqlStorage, *, candidate_limit: int, terms_budget: int = owner_search.DEFAULT_TERMS_BUDGET
+) -> MysqlOwnerScopedSearch | SqliteOwnerScopedSearch:
+    engine = MysqlOwnerScopedSearch if storage.dialect_name == "mysql" else SqliteOwnerScopedSearch
+    return engine(storage.engine, storage.indexer, candidate_limit=candidate_limit, terms_budget=terms_budget)
+
+
+def long_words(n: int, *words: str) -> str:
+    """`words`, then enough fillers of memory `n`'s own that it holds more than `INLINE_TERMS_MAX` terms (its stored
+    terms are read after the candidates, by id)."""
+    return " ".join([*words, *(f"filler{n}x{i}" for i in range(owner_search.INLINE_TERMS_MAX + 20))])
 
 
 @settings(max_examples=300)
@@ -126,6 +135,91 @@ def test_past_the_candidate_bound_scores_still_use_all_the_owners_rows(storage: 
     assert len(bounded) == 5
     for hit in bounded:
         assert hit.score == pytest.approx(unbounded[hit.memory_id], rel=1e-12)
+
+
+def test_long_memories_rank_as_short_ones_do_with_their_terms_read_after_the_candidates(storage: SqlStorage) -> None:
+    owner = new_user()
+    short = make_memory(owner, "kettle kettle meadow", snippets=(), tags=())
+    long = make_memory(owner, long_words(1, "kettle", "meadow", "meadow"), snippets=(), tags=())
+    for saved in (short, long):
+        storage.store.add(user_id=owner, memory=saved)
+    reference = InMemorySearch(_reference_store(owner, short, long), OwnerIndexer())
+
+    hits = engine_of(storage, candidate_limit=1000).search(user_id=owner, query="kettle meadow", limit=5)
+
+    expected = reference.search(user_id=owner, query="kettle meadow", limit=5)
+    assert [(hit.memory_id, hit.score) for hit in hits] == [(hit.memory_id, hit.score) for hit in expected]
+    assert {hit.memory_id for hit in hits} == {short.id, long.id}
+
+
+def test_past_the_terms_budget_the_best_candidates_are_kept_with_exact_scores(storage: SqlStorage) -> None:
+    owner = new_user()
+    for n in range(8):
+        words = ["kettle"] * (1 + n % 4) + (["meadow"] if n % 3 == 0 else [])
+        storage.store.add(
+            user_id=owner,
+            memory=make_memory(owner, long_words(n, *words), snippets=(), tags=(), created_at=SAVED_AT + timedelta(n)),
+        )
+    per_memory = owner_search.INLINE_TERMS_MAX + 25
+    unbounded = {
+        h.memory_id: h.score
+        for h in engine_of(storage, candidate_limit=1000).search(user_id=owner, query="kettle meadow", limit=50)
+    }
+    bounded = engine_of(storage, candidate_limit=1000, terms_budget=3 * per_memory).search(
+        user_id=owner, query="kettle meadow", limit=50
+    )
+
+    assert len(unbounded) == 8
+    # Three memories' terms fit the budget: three are ranked, with the owner's statistics over all eight.
+    assert isinstance(bounded, SearchHits)
+    assert bounded.candidate_count == 3
+    assert len(bounded) == 3
+    for hit in bounded:
+        assert hit.score == pytest.approx(unbounded[hit.memory_id], rel=1e-12)
+
+
+def test_past_the_terms_budget_a_long_query_ranks_the_newest_that_fit_with_no_statement_per_token(
+    storage: SqlStorage, statements: list[Statement]
+) -> None:
+    owner = new_user()
+    words = [f"word{n}" for n in range(owner_search.EXACT_FREQUENCIES_MAX * 3)]
+    saved = [make_memory(owner, long_words(n, *words), snippets=(), tags=()) for n in range(6)]
+    for memory_row in saved:
+        storage.store.add(user_id=owner, memory=memory_row)
+    per_memory = len(words) + owner_search.INLINE_TERMS_MAX + 20
+    engine = engine_of(storage, candidate_limit=1000, terms_budget=2 * per_memory)
+    statements.clear()
+
+    hits = engine.search(user_id=owner, query=" ".join(words), limit=10)
+
+    # The two newest (ids are time-ordered) fit the budget; the four others are estimated to hold the query's words
+    # as the two do.
+    assert [hit.memory_id for hit in hits] == sorted((m.id for m in saved), reverse=True)[:2]
+    assert all(hit.score > 0 and hit.coverage == pytest.approx(1.0) for hit in hits)
+    assert len(statements) <= 3  # the candidates, the two memories' terms (and SQLite's transaction)
+
+
+def test_a_long_candidate_gone_when_its_terms_are_read_is_left_out(
+    storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owner = new_user()
+    kept = make_memory(owner, long_words(1, "kettle"), snippets=(), tags=())
+    storage.store.add(user_id=owner, memory=kept)
+    engine = engine_of(storage, candidate_limit=1000)
+    found = type(engine)._candidates
+
+    def with_a_vanished_row(self: object, *args: object) -> list[object]:
+        # A save's look-up reads its candidates in the save's round trip: a long one may be deleted before the
+        # look-up reads its terms.
+        rows = list(found(self, *args))  # type: ignore[arg-type]
+        vanished = rows[0]._asdict() | {"id": "mem_00000000000000000000000000", "search_terms": None}
+        return [*rows, namedtuple("Row", rows[0]._fields)(**vanished)]
+
+    monkeypatch.setattr(type(engine), "_candidates", with_a_vanished_row)
+
+    hits = engine.search(user_id=owner, query="kettle", limit=5)
+
+    assert [hit.memory_id for hit in hits] == [kept.id]
 
 
 def test_reindex_rewrites_stale_rows_and_only_them(storage: SqlStorage) -> None:
@@ -224,3 +318,10 @@ def test_a_search_the_rewrite_fence_keeps_sending_back_answers_and_says_so(
     gave_up = [r.getMessage() for r in caplog.records if "rewrite fence" in r.getMessage()]
     assert gave_up == [f"search gave up on the rewrite fence after {owner_search.FENCED_ATTEMPTS} attempts"]
     assert next(ticks) == 2 * owner_search.FENCED_ATTEMPTS
+
+
+def _reference_store(owner: str, *memories: Memory) -> InMemoryStore:
+    store = InMemoryStore()
+    for saved in memories:
+        store.add(user_id=owner, memory=saved)
+    return store

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import pytest
 
-from adapters_mysql import SqlStorage
+from adapters_mysql import MysqlOwnerScopedSearch, SqlStorage
 from memorybank import bootstrap
 from memorybank.settings import Settings
 from memorybank_core import (
@@ -29,6 +29,7 @@ from memorybank_core import (
 from tests.conftest import User
 from tests.contract.embedders import HashedTermsEmbedder
 from tests.sql.backends import MysqlFactory
+from tests.sql.memories import make_memory, new_user
 
 pytestmark = pytest.mark.mysql
 
@@ -200,3 +201,33 @@ def test_a_saves_similar_look_up_analyzes_its_query_once_and_keeps_nothing_for_t
     assert first == [(alice.user_id, text)]
     assert len(cast(list[SearchResult], found)) == 1
     assert analyzed == [(alice.user_id, text), (alice.user_id, text), (bob.user_id, text)]
+
+
+def test_past_a_bound_a_short_querys_frequencies_take_one_round_trip_and_a_long_querys_none(
+    mysql_factory: MysqlFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mysql_factory.fresh()
+    worker = _Worker(mysql_factory.url)
+    owner = new_user()
+    words = [f"word{n}" for n in range(40)]
+    try:
+        for n in range(3):
+            memory = make_memory(owner, " ".join(words) + f" kettle{n}", snippets=(), tags=())
+            worker.storage.store.add(user_id=owner, memory=memory)
+        # Two of the three candidates fit: the search keeps them and counts each token's rows over all three.
+        engine = MysqlOwnerScopedSearch(worker.storage.engine, worker.storage.indexer, candidate_limit=2)
+        engine.search(user_id=owner, query="word0", limit=5)  # warm the pool's connection
+        trips = _RoundTrips(monkeypatch)
+        counted: dict[int, int] = {}
+        for asked in (1, len(words)):
+            before = trips.count
+            with worker.bank.unit_of_work():  # as a request's search runs
+                hits = engine.search(user_id=owner, query=" ".join(words[:asked]), limit=5)
+            counted[asked] = trips.count - before
+            assert len(hits) == 2
+    finally:
+        worker.storage.close()
+
+    # The candidates, the best of them, then every token's frequency over all the owner's rows in one more (a round
+    # trip each before); a long query's are estimated from the candidates read (InnoDB takes ~1 ms a token).
+    assert counted == {1: 3, len(words): 2}

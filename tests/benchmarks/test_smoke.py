@@ -422,6 +422,9 @@ def test_the_adversarial_benchmark_prints_each_routes_worst_input_beside_its_typ
     assert "| REST save | issue 27: pwd=` (one backtick) |" in out
     assert out.count("422 screen_budget_exceeded") >= 2
     assert "worst save / typical save at the bounds:" in out
+    # A save and a search over a bank holding more and more copies of the input (ADR 0044).
+    for request in ("REST save", "REST search of its words"):
+        assert f"| Han prose (bigrams that do not repeat) | {request} |" in out
 
 
 def test_the_rail_overhead_benchmark_prints_both_ways_of_serving_a_post(capsys: pytest.CaptureFixture[str]) -> None:

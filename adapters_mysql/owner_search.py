@@ -38,10 +38,11 @@ FENCED_ATTEMPTS = 20
 #: Under this key (with the owner and the query) a unit of work keeps a query's tokens for the search that follows.
 _ANALYZED = "analyzed query"
 
-#: The candidates' statement carries the stored terms of a memory holding at most this many (a sentence or three;
-#: an ordinary bank's every memory). A longer memory's terms are read after, only if it is kept: a thousand
-#: candidates' inline terms are then at most `DEFAULT_TERMS_BUDGET`.
-INLINE_TERMS_MAX = 100
+#: The candidates' statement carries the stored terms of a memory holding at most this many (about 1,500 characters
+#: of prose: a memory and a few snippets, an ordinary bank's every memory, so its search stays one statement). A
+#: longer memory's terms are read after, only if it is kept: the first statement brings at most 256,000 terms (a
+#: thousand candidates), of which the budget's are counted.
+INLINE_TERMS_MAX = 256
 
 #: The stored terms a search reads and counts at most, over all its candidates: about five memories at the index
 #: bound (`limits.INDEXED_TERMS_MAX`), 5-10 ms of counting. Past it, the best candidates that fit are kept (for a

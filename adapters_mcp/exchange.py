@@ -21,7 +21,7 @@ So `RailEndpoint` settles a POST itself, in one pass:
   bearer check is handed to the REST route as a `DeferredPrincipal`, so the check, the gate and the use
   case run in the route's one thread-pool hop and one unit of work; the body argument goes to the core
   as the data it already is; and the route's JSON answer is wrapped without being decoded and encoded
-  again (`CapabilityRail.execute_result_json`);
+  again (`CapabilityRail.execute_result_parts`), and the response written in one join of its parts;
 - anything else (a notification, the 2026-07-28 protocol, headers the SDK refuses) goes to the SDK's
   stateless transport, unchanged, once the caller is authenticated; its "Terminating session: None"
   line, logged after every stateless POST, is dropped.
@@ -30,7 +30,7 @@ So `RailEndpoint` settles a POST itself, in one pass:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -344,9 +344,9 @@ class RailEndpoint:
                 error_json = b'{"code":-32603,"message":"Internal server error"}'
             else:
                 error_json = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
-            await self._write(request_id, b'"error":' + error_json, send)
+            await self._write(request_id, [b'"error":', error_json], send)
             return
-        await self._write(request_id, b'"result":' + pydantic_core.to_json(result), send)
+        await self._write(request_id, [b'"result":', pydantic_core.to_json(result)], send)
 
     async def _execute(self, request: Request, message: dict[str, Any], secret: str, send: Send) -> None:
         params: dict[str, Any] = message.get("params") or {}
@@ -361,23 +361,24 @@ class RailEndpoint:
                 raise CallerRefusedError(error) from error
 
         try:
-            result = await self._rail.execute_result_json(
+            result = await self._rail.execute_result_parts(
                 params.get("arguments"), DeferredPrincipal(check), protocol_version=version
             )
         except CallerRefusedError as refused:
             await self._refuse(refused.error, request.scope, request.receive, send)
             return
-        await self._write(message["id"], b'"result":' + result, send)
+        await self._write(message["id"], [b'"result":', *result], send)
 
-    async def _write(self, request_id: RequestId, member: bytes, send: Send) -> None:
-        """The JSON-RPC response (`member` is its `"result": ...` or `"error": ...`), as one SSE event or as JSON."""
-        payload = b'{"jsonrpc":"2.0","id":' + pydantic_core.to_json(request_id) + b"," + member + b"}"
+    async def _write(self, request_id: RequestId, member: Sequence[bytes], send: Send) -> None:
+        """The JSON-RPC response (`member`, in parts, is its `"result": ...` or `"error": ...`), as one SSE event or
+        as JSON: joined once, as an answer can be megabytes and every join is a copy."""
+        payload = [b'{"jsonrpc":"2.0","id":', pydantic_core.to_json(request_id), b",", *member, b"}"]
         if self._json_response:
             headers: tuple[tuple[bytes, bytes], ...] = ((b"content-type", _CONTENT_TYPE_JSON.encode()),)
-            body = payload
+            body = b"".join(payload)
         else:
             headers = _SSE_HEADERS
-            body = b"event: message\r\ndata: " + payload + b"\r\n\r\n"
+            body = b"".join([b"event: message\r\ndata: ", *payload, b"\r\n\r\n"])
         await send(
             {
                 "type": "http.response.start",

@@ -305,11 +305,12 @@ class CapabilityRail:
             return _route_result(name or "-", outcome), name, outcome.status
         return outcome, name, None
 
-    async def execute_result_json(
+    async def execute_result_parts(
         self, arguments: Mapping[str, Any] | None, principal: Principal | DeferredPrincipal, *, protocol_version: str
-    ) -> bytes:
+    ) -> list[bytes]:
         """`execute_capability`'s `CallToolResult` as the JSON the SDK would send for it at `protocol_version`,
-        with the route's JSON body spliced in as it came (never decoded and encoded again).
+        with the route's JSON body spliced in as it came (never decoded and encoded again): in parts, for the
+        transport to join once with its framing (an answer at the bounds is 1.7 MB; each join a copy of it).
 
         The HTTP transport's one-pass path (`adapters_mcp.exchange`); `call` is the same tool through the SDK.
 
@@ -319,11 +320,11 @@ class CapabilityRail:
         started = time.perf_counter()
         outcome, name = await self._run(arguments, principal)
         status = outcome.status if isinstance(outcome, HttpAnswer) else None
-        spliced = route_result_json(outcome) if isinstance(outcome, HttpAnswer) else None
+        spliced = route_result_parts(outcome) if isinstance(outcome, HttpAnswer) else None
         if spliced is None:
             result = _route_result(name or "-", outcome) if isinstance(outcome, HttpAnswer) else outcome
             dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-            spliced = pydantic_core.to_json(methods.serialize_server_result("tools/call", protocol_version, dumped))
+            spliced = [pydantic_core.to_json(methods.serialize_server_result("tools/call", protocol_version, dumped))]
             is_error = bool(result.is_error)
         else:
             is_error = status is not None and status >= 400
@@ -421,8 +422,8 @@ def _route_result(name: str, answer: HttpAnswer) -> types.CallToolResult:
     )
 
 
-def route_result_json(answer: HttpAnswer) -> bytes | None:
-    """`_route_result(name, answer)` as the JSON the SDK sends for it, built around the route's body bytes as
+def route_result_parts(answer: HttpAnswer) -> list[bytes] | None:
+    """`_route_result(name, answer)` as the JSON the SDK sends for it, in parts around the route's body bytes as
     they are; None when the answer needs more than wrapping (not a JSON object or array, or a scope refusal)."""
     raw = answer.body
     if answer.status == 403 or raw[:1] not in (b"{", b"[") or not _is_json(answer):
@@ -431,19 +432,17 @@ def route_result_json(answer: HttpAnswer) -> bytes | None:
     if answer.status >= 400:
         # A refusal is small: read for its error code, which may call for advice to the agent.
         text += _advice(json.loads(raw))
-    return b"".join(
-        (
-            b'{"content":[{"text":',
-            pydantic_core.to_json(text),
-            b',"type":"text"}],"isError":',
-            b"true" if answer.status >= 400 else b"false",
-            b',"structuredContent":{"status":',
-            str(answer.status).encode("ascii"),
-            b',"body":',
-            raw,
-            b"}}",
-        )
-    )
+    return [
+        b'{"content":[{"text":',
+        pydantic_core.to_json(text),
+        b',"type":"text"}],"isError":',
+        b"true" if answer.status >= 400 else b"false",
+        b',"structuredContent":{"status":',
+        str(answer.status).encode("ascii"),
+        b',"body":',
+        raw,
+        b"}}",
+    ]
 
 
 def _advice(body: object) -> str:

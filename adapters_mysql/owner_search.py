@@ -94,10 +94,12 @@ class OwnerScopedSearch(SearchEngine):
     """What both owner-scoped engines do around their dialect's SQL: fetch, bound, rank per owner.
 
     A dialect supplies the owner's matching rows (each carrying the owner's document count and
-    total length) and one token's matching-row count, and may choose which rows to keep when
+    total length) and the read counting one token's matching rows, and may choose which rows to keep when
     there are too many (by default, the order it fetched them in). At most `candidate_limit`
-    rows holding at most `terms_budget` stored terms in all are scored; past either, document
-    frequencies are still counted over all the owner's rows, so the scores stay exact.
+    rows holding at most `terms_budget` stored terms in all are scored (ADR 0044). Past either, a
+    query of at most `EXACT_FREQUENCIES_MAX` tokens still has its document frequencies counted
+    over all the owner's rows, so its scores stay exact for the rows kept; a longer query's are
+    estimated from the rows read.
     """
 
     def __init__(

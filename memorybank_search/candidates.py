@@ -71,8 +71,11 @@ def rank_candidates(
     if document_frequency is None:
         # Each candidate's counts hold only the tokens it holds: a token's frequency is how many hold it.
         counted = Counter(itertools.chain.from_iterable(documents.values()))
-        scale = (len(candidates) + unread) / len(candidates) if unread and candidates else 1.0
-        document_frequency = {token: round(count * scale) for token, count in counted.items()} if unread else counted
+        if unread and candidates:
+            scale = (len(candidates) + unread) / len(candidates)
+            document_frequency = {token: round(count * scale) for token, count in counted.items()}
+        else:
+            document_frequency = counted
     stats = CorpusStats(
         document_count=document_count,
         average_length=total_length / document_count if document_count else 0.0,

@@ -25,10 +25,10 @@ from adapters_mysql import (
 )
 from adapters_mysql.revisions import alembic_config
 from adapters_mysql.schema import memory
-from memorybank_core import InMemoryStore, Memory, SearchHits
+from memorybank_core import SearchHits
 from memorybank_search import SEARCH_VERSION, OwnerIndexer
 from memorybank_search.indexer import MAX_TOKEN_LENGTH, TAG_LENGTH, encode_term, owner_tag
-from memorybank_search.inmemory import InMemorySearch
+from memorybank_testing import InMemoryFactory
 from tests.sql.backends import storage_at
 from tests.sql.conftest import Statement
 from tests.sql.memories import SAVED_AT, make_memory, new_user
@@ -143,11 +143,13 @@ def test_long_memories_rank_as_short_ones_do_with_their_terms_read_after_the_can
     long = make_memory(owner, long_words(1, "kettle", "meadow", "meadow"), snippets=(), tags=())
     for saved in (short, long):
         storage.store.add(user_id=owner, memory=saved)
-    reference = InMemorySearch(_reference_store(owner, short, long), OwnerIndexer())
+    reference = InMemoryFactory().fresh()  # the reference engine, as the ranking contract builds it
+    for saved in (short, long):
+        reference.store.add(user_id=owner, memory=saved)
 
     hits = engine_of(storage, candidate_limit=1000).search(user_id=owner, query="kettle meadow", limit=5)
 
-    expected = reference.search(user_id=owner, query="kettle meadow", limit=5)
+    expected = reference.search_engine.search(user_id=owner, query="kettle meadow", limit=5)
     assert [(hit.memory_id, hit.score) for hit in hits] == [(hit.memory_id, hit.score) for hit in expected]
     assert {hit.memory_id for hit in hits} == {short.id, long.id}
 
@@ -318,10 +320,3 @@ def test_a_search_the_rewrite_fence_keeps_sending_back_answers_and_says_so(
     gave_up = [r.getMessage() for r in caplog.records if "rewrite fence" in r.getMessage()]
     assert gave_up == [f"search gave up on the rewrite fence after {owner_search.FENCED_ATTEMPTS} attempts"]
     assert next(ticks) == 2 * owner_search.FENCED_ATTEMPTS
-
-
-def _reference_store(owner: str, *memories: Memory) -> InMemoryStore:
-    store = InMemoryStore()
-    for saved in memories:
-        store.add(user_id=owner, memory=saved)
-    return store

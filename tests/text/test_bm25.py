@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memorybank_search.bm25 import CorpusStats, best_matches
+from memorybank_search.candidates import Candidate, rank_candidates
 
 TERMS = ["old", "bike", "nephew", "sofa", "lamp"]
 
@@ -37,3 +38,22 @@ def test_zero_counts_and_terms_not_asked_change_nothing(documents: dict[str, dic
     full = best_matches(query, documents, stats, 10, lengths=lengths)
     assert best_matches(query, sparse, stats, 10, lengths=lengths) == full
     assert all(hit.score > 0 and hit.coverage is not None and 0 < hit.coverage <= 1 for hit in full)
+
+
+def test_frequencies_counted_over_the_candidates_read_are_scaled_to_all_that_matched() -> None:
+    # Past a bound a long query's frequencies are estimated (ADR 0044): two of six matching memories were read, so
+    # each term's count over the two is scaled by six over two ("old" in both: 6; "sofa" in one: 3).
+    candidates = [Candidate("m1", "tag_old tag_sofa", 2), Candidate("m2", "tag_old tag_lamp", 2)]
+    query = ["tag_old", "tag_sofa"]
+
+    def ranked(frequency: dict[str, int] | None, unread: int = 0) -> list[tuple[str, float]]:
+        hits = rank_candidates(
+            query, candidates, document_count=20, total_length=40, document_frequency=frequency, limit=5, unread=unread
+        )
+        return [(hit.memory_id, hit.score) for hit in hits]
+
+    estimated, read_only = ranked(None, unread=4), ranked(None)
+
+    assert estimated == ranked({"tag_old": 6, "tag_sofa": 3})
+    # Each term is more common in the estimate than in the two read alone, so every score is lower.
+    assert all(e[1] < r[1] for e, r in zip(estimated, read_only, strict=True))

@@ -19,6 +19,10 @@ from memorybank_core import Embedder, Embedding
 
 #: all-MiniLM-L6-v2 was trained on 128 tokens and sentence-transformers runs it on up to 256.
 DEFAULT_MAX_TOKENS = 256
+#: Tokens of a query embedded at most: a question's words (about 45 English words). A query may hold 512
+#: characters, which as Han text or rare words is the model's whole bound: 256 tokens cost 90 ms of one core on the
+#: development VM, 64 cost 20 ms (ADR 0045).
+QUERY_MAX_TOKENS = 64
 #: Texts per inference call: bounds the padded tensor a long import builds.
 _BATCH = 32
 #: Characters of a text the tokenizer reads per token kept: it tokenizes a whole text before truncating it, so a
@@ -32,7 +36,13 @@ class OnnxEmbedder(Embedder):
     """The `Embedder` port on an ONNX sentence-embedding model; loaded once, used by every thread of a worker."""
 
     def __init__(
-        self, *, model_path: Path, tokenizer_path: Path, model_id: str, max_tokens: int = DEFAULT_MAX_TOKENS
+        self,
+        *,
+        model_path: Path,
+        tokenizer_path: Path,
+        model_id: str,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        query_max_tokens: int = QUERY_MAX_TOKENS,
     ) -> None:
         """Load the tokenizer and the model (about 1.4 s for all-MiniLM-L6-v2 int8, one thread).
 
@@ -47,6 +57,10 @@ class OnnxEmbedder(Embedder):
         self._tokenizer.enable_truncation(max_length=max_tokens)
         self._max_characters = max_tokens * _CHARACTERS_PER_TOKEN
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a vocabulary entry, not a secret
+        # Queries have their own tokenizer: a truncation set per call would race between a worker's threads.
+        self._query_tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self._query_tokenizer.enable_truncation(max_length=min(query_max_tokens, max_tokens))
+        self._query_characters = min(query_max_tokens, max_tokens) * _CHARACTERS_PER_TOKEN
         options = onnxruntime.SessionOptions()
         # One thread per inference: a server runs one worker per core, each embedding for its own requests.
         options.intra_op_num_threads = 1
@@ -76,11 +90,24 @@ class OnnxEmbedder(Embedder):
                 embeddings.append(Embedding.quantize(vector.tolist()))
         return embeddings
 
+    def embed_query(self, query: str) -> Embedding:
+        """The query's first `query_max_tokens` tokens, embedded."""
+        encoding = self._query_tokenizer.encode(query[: self._query_characters])
+        return Embedding.quantize(self._run([encoding.ids], [encoding.attention_mask])[0].tolist())
+
+    def token_count(self, text: str) -> int:
+        """The tokens `embed` reads of `text`, its two markers included: at most `max_tokens`."""
+        return len(self._tokenizer.encode(text[: self._max_characters]).ids)
+
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-length float vectors, one row per text."""
         encodings = self._tokenizer.encode_batch([text[: self._max_characters] for text in texts])
-        ids = np.array([encoding.ids for encoding in encodings], dtype=np.int64)
-        mask = np.array([encoding.attention_mask for encoding in encodings], dtype=np.int64)
+        return self._run([encoding.ids for encoding in encodings], [encoding.attention_mask for encoding in encodings])
+
+    def _run(self, token_ids: Sequence[Sequence[int]], attention: Sequence[Sequence[int]]) -> np.ndarray:
+        """The graph over padded token ids, mean-pooled and normalised: one unit-length row per text."""
+        ids = np.array(token_ids, dtype=np.int64)
+        mask = np.array(attention, dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         outputs = self._session.run(None, {name: value for name, value in feeds.items() if name in self._inputs})
         hidden = np.asarray(outputs[0], dtype=np.float32)

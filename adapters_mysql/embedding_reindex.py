@@ -115,6 +115,18 @@ def embed_missing(
             progress(len(rows))
 
 
+def embed_memories(engine: sa.Engine, codec: RowCodec, embedder: Embedder, memories: Sequence[Memory]) -> int:
+    """Write the vectors of `memories` as given (saves that answered before their vector, ADR 0045), in one
+    transaction; each only while the stored memory is still that version. Returns how many were written.
+
+    Raises:
+        UnavailableError: the database cannot be reached; nothing was written.
+    """
+    vectors = embedder.embed([embedding_text(found) for found in memories])
+    with unavailable_on_driver_error("reindex"), for_writing(engine).begin() as connection:
+        return _write(connection, codec, embedder.model_id, memories, vectors)
+
+
 def _load(rows: Sequence[Any], load: LoadMemories) -> list[Memory]:
     by_owner: dict[str, list[str]] = {}
     for row in rows:
@@ -133,9 +145,12 @@ def _load(rows: Sequence[Any], load: LoadMemories) -> list[Memory]:
 def _write(connection: sa.Connection, codec: RowCodec, model: str, memories: Sequence[Memory], vectors: Any) -> int:
     written = 0
     for found, vector in zip(memories, vectors, strict=True):
-        # Lock the memory: deleted since it was read, it gets no vector; a racing delete waits for us.
+        # Lock the memory: deleted or changed since it was read, it gets no vector of the text read (the change wrote
+        # its own, or left it to be written); a racing delete or change waits for us.
         alive = connection.execute(
-            sa.select(memory.c.id).where(memory_row(found.user_id, found.id)).with_for_update()
+            sa.select(memory.c.id)
+            .where(memory_row(found.user_id, found.id), memory.c.revision == found.revision)
+            .with_for_update()
         ).first()
         if alive is None:
             continue

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 
 from adapters_mysql.compiled_reads import CompiledInsert, CompiledRead, PlannedRead, insert_together
+from adapters_mysql.deferred_vectors import DeferredVectors
 from adapters_mysql.errors import unavailable_on_driver_error
 from adapters_mysql.owner import (
     memory_row,
@@ -172,10 +173,13 @@ class SqlMemoryStore(MemoryStore, RevisionEraser):
         *,
         embedder: Embedder | None = None,
         similar_reads: Callable[[Memory], Sequence[PlannedRead]] | None = None,
+        deferred: DeferredVectors | None = None,
     ) -> None:
         """`similar_reads(memory)`: what the served search engine reads first to find memories like `memory`
         (`OwnerScopedSearch.reads_for`); a save sends them after its commit, in its last round trip, for the
-        `similar` look-up that follows it in the same unit of work (ADR 0042). None: nothing is read ahead."""
+        `similar` look-up that follows it in the same unit of work (ADR 0042). None: nothing is read ahead.
+        `deferred`: where a save or an edit of a long text leaves its vector to be written after it answers
+        (ADR 0045); None: every write embeds its own."""
         self._engine = engine
         self._indexer = indexer
         self.codec = codec or RowCodec()
@@ -183,14 +187,17 @@ class SqlMemoryStore(MemoryStore, RevisionEraser):
         self.embedder = embedder
         """Hybrid search's model: saves then write each memory's vector too; None: lexical storage."""
         self._similar_reads = similar_reads
+        self._deferred = deferred
 
     def add(
         self, *, user_id: str, memory: Memory, quota: Quota | None = None, retiring: Sequence[MemoryChange] = ()
     ) -> None:
         if memory.user_id != user_id or any(change.current.user_id != user_id for change in retiring):
             raise ValueError("a memory is added by its own owner")
-        # Embedded before any row is locked (about 20 ms on one core); written in the same transaction.
-        vectors = self._vector_rows([memory])
+        # Embedded before any row is locked (about 20 ms on one core) and written in the same transaction; a long
+        # text's after the save answered (ADR 0045).
+        later = self._embeds_later(memory)
+        vectors = [] if later else self._vector_rows([memory])
         with unavailable_on_driver_error("save"), writing(self._engine) as connection:
             # The ledger first: over quota, the transaction rolls back before any row is written.
             charge(connection, memory, quota)
@@ -200,34 +207,58 @@ class SqlMemoryStore(MemoryStore, RevisionEraser):
             for change in retiring:
                 # A retired memory keeps its texts: only its version, search document and vector change.
                 self._revise_in(connection, user_id, change, None)
+        if later and self._deferred is not None:
+            self._deferred.write_later(memory)
 
     def revise(self, *, user_id: str, change: MemoryChange, quota: Quota | None = None) -> bool:
         if change.current.user_id != user_id or change.current.id != change.previous.id:
             raise ValueError("a memory is revised by its own owner, as itself")
-        vector = self._vector_of(change)
+        later = self._text_changed(change) and self._embeds_later(change.current)
+        vector = None if later else self._vector_of(change)
         try:
             with unavailable_on_driver_error("edit"), writing(self._engine) as connection:
                 growth = charged_characters(change.current) - charged_characters(change.previous)
                 # The ledger first, as for a save: over quota, nothing is written.
                 recharge(connection, user_id=user_id, characters=growth, quota=quota)
-                self._revise_in(connection, user_id, change, vector)
+                self._revise_in(connection, user_id, change, vector, stale=later)
         except NotFoundError:
             return False
+        if later and self._deferred is not None:
+            self._deferred.write_later(change.current)
         return True
+
+    def _embeds_later(self, memory: Memory) -> bool:
+        """Whether `memory`'s vector is written after its write answers (a long text, ADR 0045)."""
+        return (
+            self.embedder is not None
+            and self._deferred is not None
+            and not memory.retired
+            and self._deferred.defers(embedding_text(memory))
+        )
+
+    @staticmethod
+    def _text_changed(change: MemoryChange) -> bool:
+        """Whether `change` gives its memory another embedded text (or brings a retired one back)."""
+        return change.previous.retired or embedding_text(change.previous) != embedding_text(change.current)
 
     def _vector_of(self, change: MemoryChange) -> Embedding | None:
         """The new version's vector, embedded before any row is locked; None without an embedder, for a retired
         memory (it has none), or when the embedded text is unchanged."""
-        if self.embedder is None or change.current.retired:
-            return None
-        if not change.previous.retired and embedding_text(change.previous) == embedding_text(change.current):
+        if self.embedder is None or change.current.retired or not self._text_changed(change):
             return None
         return self.embedder.embed([embedding_text(change.current)])[0]
 
     def _revise_in(
-        self, connection: sa.Connection, user_id: str, change: MemoryChange, vector: Embedding | None
+        self,
+        connection: sa.Connection,
+        user_id: str,
+        change: MemoryChange,
+        vector: Embedding | None,
+        *,
+        stale: bool = False,
     ) -> None:
-        """Write `change` in the caller's transaction; raise to roll it back when it does not apply.
+        """Write `change` in the caller's transaction; raise to roll it back when it does not apply. `stale`: the
+        memory's vector no longer matches its text and its new one comes later (ADR 0045): the old one goes now.
 
         Raises:
             NotFoundError: the owner has no such memory.
@@ -257,7 +288,7 @@ class SqlMemoryStore(MemoryStore, RevisionEraser):
                 connection.execute(
                     memory_context.insert(), [self.codec.context_row(context, user_id) for context in current.contexts]
                 )
-        if self.embedder is not None and (current.retired or vector is not None):
+        if self.embedder is not None and (current.retired or vector is not None or stale):
             connection.execute(
                 memory_vector.delete().where(owned_vectors(user_id), memory_vector.c.memory_id == current.id)
             )

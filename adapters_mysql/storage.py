@@ -29,6 +29,7 @@ from adapters_mysql.connect import (
     open_engine,
 )
 from adapters_mysql.control_store import SqlControlStore
+from adapters_mysql.deferred_vectors import DeferredVectors
 from adapters_mysql.embedding_reindex import DEFAULT_EMBEDDING_BATCH, EmbeddingReport
 from adapters_mysql.lifecycle import MigrationReport, SchemaLifecycle
 from adapters_mysql.maintenance import Maintenance
@@ -151,6 +152,8 @@ class SqlStorage:
         lexical = search_engine(engine, indexer, along=along)
         self.lexical_search: OwnerScopedSearch = lexical
         """The owner-scoped BM25 engine of the dialect (what `search_engine` fuses with vectors when hybrid)."""
+        self.deferred_vectors = DeferredVectors(engine, self.codec, embedder) if embedder is not None else None
+        """Where long saves leave their vectors, written just after they answer (ADR 0045); None: lexical."""
         # A save reads what its `similar` look-up reads first in its own last round trip (ADR 0042).
         store = (SpiderMemoryStore if spider_head else SqlMemoryStore)(
             engine,
@@ -158,6 +161,7 @@ class SqlStorage:
             self.codec,
             embedder=embedder,
             similar_reads=lambda memory: lexical.reads_for(memory.user_id, memory.similar_query),
+            deferred=self.deferred_vectors,
         )
         self.embedder = embedder
         """Hybrid search's model; None: lexical search."""
@@ -283,6 +287,8 @@ class SqlStorage:
         if self._closed:
             return
         self._closed = True
+        if self.deferred_vectors is not None:
+            self.deferred_vectors.stop()
         # The pool outlives dispose() (it is recreated on the next use): refusing every checkout makes a use
         # after close a clear error, not a silent reconnect.
         sa.event.listen(self.engine, "checkout", _refuse_checkout)

@@ -130,6 +130,18 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[Embedding]:
         """One unit-length vector per text, in order (a text with nothing to embed gives the zero vector)."""
 
+    def embed_query(self, query: str) -> Embedding:
+        """The vector a search compares memories with. A model may read less of a query than of a memory (a
+        query is a question, not a paragraph), so a long query costs no more than a search may (ADR 0045). By
+        default, `embed`."""
+        return self.embed([query])[0]
+
+    def token_count(self, text: str) -> int:
+        """How many of the model's tokens `embed` reads of `text`, at most the model's bound: what embedding it
+        costs, counted without embedding it (ADR 0045). By default its words, an estimate for a model that reads
+        whole words."""
+        return len(text.split())
+
 
 class VectorStore(Protocol):
     """Storage of memories' vectors, always scoped to one owner."""

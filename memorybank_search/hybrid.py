@@ -54,8 +54,9 @@ class HybridSearch(SearchEngine):
 
     def search_like(self, *, user_id: str, memory_id: str, query: str, limit: int) -> Sequence[SearchHit]:
         """`search`, with the stored vector of `memory_id` standing for the query's: a save's `similar` reuses the
-        vector its save just embedded instead of embedding the same words again. Without one (retired, another
-        model), the query is embedded as `search` does."""
+        vector its save just embedded instead of embedding the same words again. A memory without one yet (its
+        vector is written after the save, ADR 0045, or by the background fill) is compared by its words only, as
+        every search compares it until then."""
         return self._ranked(user_id, query, limit, like=memory_id)
 
     def _ranked(self, user_id: str, query: str, limit: int, *, like: str | None) -> Sequence[SearchHit]:
@@ -63,9 +64,9 @@ class HybridSearch(SearchEngine):
             return SearchHits(candidate_count=0)
         lexical = self.lexical.search(user_id=user_id, query=query, limit=self._candidate_limit)
         stored = self._vectors.vectors(user_id=user_id, model_id=self.embedder.model_id)
-        if not stored:
+        if not stored or (like is not None and like not in stored):
             return self._fusion.rank(lexical, {}, limit)
-        vector = stored[like] if like is not None and like in stored else self.embedder.embed([query])[0]
+        vector = stored[like] if like is not None else self.embedder.embed_query(query)
         return self._fusion.rank(lexical, cosines(vector, stored), limit, centrality=centralities(stored))
 
 

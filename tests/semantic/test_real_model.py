@@ -82,6 +82,22 @@ def test_the_model_gives_the_same_unit_vector_for_the_same_text(embedder: OnnxEm
     assert math.isclose(math.sqrt(sum(x * x for x in _floats(first))), 1.0, abs_tol=0.02)
 
 
+def test_a_query_is_embedded_as_a_memory_is_up_to_its_bound_and_no_further(embedder: OnnxEmbedder) -> None:
+    from adapters_embedding.onnx_embedder import QUERY_MAX_TOKENS
+
+    assert embedder.embed_query(QUESTION) == embedder.embed([QUESTION])[0]
+    # 512 Han characters are 512 tokens: a query reads its first QUERY_MAX_TOKENS, so a longer one costs no more.
+    han = "".join(chr(0x4E00 + (n * 37) % 20_000) for n in range(512))
+    assert embedder.token_count(han) == 256  # a memory reads the model's bound
+    assert embedder.embed_query(han) == embedder.embed_query(han[: QUERY_MAX_TOKENS - 2] + "海港灯塔")
+    assert embedder.embed_query(han) != embedder.embed([han])[0]
+
+
+def test_token_count_is_what_the_model_reads(embedder: OnnxEmbedder) -> None:
+    assert embedder.token_count("hello world") == 4  # two words and the two markers
+    assert embedder.token_count(" ".join(["harbor"] * 1_000)) == 256
+
+
 def test_hybrid_search_finds_the_paraphrase_lexical_search_misses(tmp_path: Path, embedder: OnnxEmbedder) -> None:
     lexical = _storage(tmp_path / "lexical.sqlite3", None)
     hybrid = _storage(tmp_path / "hybrid.sqlite3", embedder)

@@ -1,0 +1,112 @@
+"""`DeferredVectors`: the vectors of long saves, written just after the save answered (ADR 0045).
+
+Embedding costs about 0.3 ms of one core per token: a memory of 256 tokens (the model's bound) takes 80-90 ms, more
+than a whole request may cost (issue 27: no request within the bounds over 50 ms of CPU). A save whose text is
+longer than `INLINE_EMBEDDING_TOKENS` therefore commits without its vector and hands the memory to this queue; a
+daemon thread of the worker embeds it and writes its vector moments later (`embedding_reindex.embed_memories`),
+only while the memory is still that version. Until then search finds it by its words, as it finds a memory the
+background fill has not reached (memorybank.vector_fill), and its save's `similar` look-up compares by words.
+
+The queue holds at most `DEFAULT_QUEUE_BOUND` memories: past it, a save embeds its own vector again (slower, never
+lost). A vector the queue could not write (the database was away, the process stopped first) is written by the next
+start's background fill or `memorybank reindex --embeddings`; nothing is logged of a memory but its id and counts.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+
+import sqlalchemy as sa
+
+from adapters_mysql.embedding_reindex import embed_memories
+from adapters_mysql.sealed_rows import RowCodec
+from memorybank_core import Embedder, Memory
+
+_log = logging.getLogger("memorybank.vectors")
+
+#: A save embeds its own vector when the model reads at most this many tokens of its text (20 ms of one core for
+#: all-MiniLM-L6-v2 on the development VM: a sentence and a short snippet); a longer text's is written after the save
+#: answered, as its request's other work at the bounds already costs 20-40 ms (ADR 0045).
+INLINE_EMBEDDING_TOKENS = 64
+#: Memories waiting for their vector at most; past it a save embeds its own (back-pressure, not loss).
+DEFAULT_QUEUE_BOUND = 256
+#: Memories embedded in one model call and written in one transaction.
+_BATCH = 16
+
+
+class DeferredVectors:
+    """A worker's queue of saved memories whose vectors are still to be written, and the thread writing them."""
+
+    def __init__(self, engine: sa.Engine, codec: RowCodec, embedder: Embedder, *, bound: int | None = None) -> None:
+        """`bound`: memories waiting at most (default `DEFAULT_QUEUE_BOUND`)."""
+        self._engine = engine
+        self._codec = codec
+        self._embedder = embedder
+        self._bound = bound if bound is not None else DEFAULT_QUEUE_BOUND
+        self._waiting: deque[Memory] = deque()
+        self._busy = 0
+        self._changed = threading.Condition()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        self.written = 0
+        """Vectors written so far (for /readyz-style counts and tests)."""
+
+    def defers(self, text: str) -> bool:
+        """Whether a write of embedding text `text` leaves its vector to this queue: a text the model reads more than
+        `INLINE_EMBEDDING_TOKENS` of."""
+        return self._embedder.token_count(text) > INLINE_EMBEDDING_TOKENS
+
+    def write_later(self, memory: Memory) -> None:
+        """Queue `memory` (committed) for its vector; when the queue is full or stopped, write it now instead. Never
+        raises: the save stands whatever happens to its vector (one not written is the next fill's)."""
+        with self._changed:
+            queued = not self._stopped and len(self._waiting) + self._busy < self._bound
+            if queued:
+                self._waiting.append(memory)
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="memorybank-deferred-vectors", daemon=True)
+                    self._thread.start()
+                self._changed.notify_all()
+        if not queued:
+            self._write([memory])
+
+    def _write(self, memories: list[Memory]) -> None:
+        try:
+            written = embed_memories(self._engine, self._codec, self._embedder, memories)
+        except Exception as error:  # a lost database must not undo a save, nor end the thread
+            _log.warning("vectors: %d deferred vectors not written (%s)", len(memories), type(error).__name__)
+            written = 0
+        with self._changed:
+            self.written += written
+
+    def drain(self, timeout: float = 30.0) -> bool:
+        """Wait until every queued vector is written (or given up); False if `timeout` seconds passed first."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._waiting and not self._busy, timeout)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop after the batch in hand; what still waits is left to the next start's fill. Idempotent."""
+        with self._changed:
+            self._stopped = True
+            left = len(self._waiting)
+            self._waiting.clear()
+            self._changed.notify_all()
+        if left:
+            _log.info("vectors: %d memories left for the next start's fill", left)
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._waiting or self._stopped)
+                if self._stopped:
+                    return
+                batch = [self._waiting.popleft() for _ in range(min(_BATCH, len(self._waiting)))]
+                self._busy = len(batch)
+            self._write(batch)
+            with self._changed:
+                self._busy = 0
+                self._changed.notify_all()

@@ -427,6 +427,22 @@ def test_the_adversarial_benchmark_prints_each_routes_worst_input_beside_its_typ
         assert f"| Han prose (bigrams that do not repeat) | {request} |" in out
 
 
+def test_the_adversarial_benchmark_measures_hybrid_requests_apart_from_the_vectors_written_after(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    adversarial.main(["--fuzz-evaluations", "2", "--repeats", "1"])
+
+    out = capsys.readouterr().out
+    for route in ("REST save, hybrid", "REST search, hybrid"):
+        assert f"| {route} | typical at the bounds: prose in every field |" in out
+    # A save at the bounds answers before its vector: the worker's vector thread spends its embedding after.
+    behind = re.search(r"\| typical at the bounds: prose in every field \| ([0-9.]+) \| ([0-9.]+) \|", out)
+    assert behind is not None
+    assert float(behind.group(2)) > 0
+    small = re.search(r"\| typical: one sentence and a snippet \| [0-9.]+ \| ([0-9.]+) \|", out)
+    assert small is not None
+
+
 def test_the_rail_overhead_benchmark_prints_both_ways_of_serving_a_post(capsys: pytest.CaptureFixture[str]) -> None:
     rail_overhead.main(["--calls", "3"])
     out = capsys.readouterr().out

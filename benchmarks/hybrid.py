@@ -360,7 +360,7 @@ def run_split(memories: int, searches: int, data: Path) -> None:
             engine: Any = cast(Any, runtime.storage.search_engine).inner
             engine.lexical = _Timed(engine.lexical, "search", stages["lexical"])
             engine._vectors = _Timed(engine._vectors, "vectors", stages["read vectors"])
-            engine.embedder = _Timed(engine.embedder, "embed", stages["embed query"])
+            engine.embedder = _Timed(engine.embedder, "embed_query", stages["embed query"])
             engine._fusion = _Timed(engine._fusion, "rank", stages["fusion"])
             untimed_cosines = hybrid_module.cosines
             hybrid_module.cosines = _timed(untimed_cosines, stages["cosines"])

@@ -13,7 +13,9 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -91,6 +93,23 @@ def test_a_query_is_embedded_as_a_memory_is_up_to_its_bound_and_no_further(embed
     assert embedder.token_count(han) == 256  # a memory reads the model's bound
     assert embedder.embed_query(han) == embedder.embed_query(han[: QUERY_MAX_TOKENS - 2] + "海港灯塔")
     assert embedder.embed_query(han) != embedder.embed([han])[0]
+
+
+def test_a_query_runs_the_model_over_its_own_tokens_only(
+    embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # tokenizer.json pads every text to 128 tokens; a question of 14 must cost the model 14 (a sixth of the work).
+    lengths: list[int] = []
+    run = OnnxEmbedder._run
+
+    def counted(self: OnnxEmbedder, token_ids: Sequence[Sequence[int]], attention: Sequence[Sequence[int]]) -> Any:
+        lengths.extend(len(ids) for ids in token_ids)
+        return run(self, token_ids, attention)
+
+    monkeypatch.setattr(OnnxEmbedder, "_run", counted)
+    embedder.embed_query(QUESTION)
+    embedder.embed([QUESTION])
+    assert lengths == [embedder.token_count(QUESTION)] * 2
 
 
 def test_token_count_is_what_the_model_reads(embedder: OnnxEmbedder) -> None:

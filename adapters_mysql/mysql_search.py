@@ -49,6 +49,8 @@ class MysqlOwnerScopedSearch(OwnerScopedSearch):
         # every search (hybrid search's vectors); or none, when a save read them ahead (ADR 0042).
         return _CANDIDATES.all(connection, _parameters(user_id, tokens, limit), along=self._reads_along(user_id))
 
+    reads_ahead = True
+
     def _candidate_read(self, user_id: str, tokens: Sequence[str], limit: int) -> PlannedRead:
         return PlannedRead(_CANDIDATES, _parameters(user_id, tokens, limit))
 

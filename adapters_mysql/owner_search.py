@@ -124,7 +124,9 @@ class OwnerScopedSearch(SearchEngine):
         to send ahead in a round trip it makes anyway (a save's, for its `similar` look-up, ADR 0042); the
         search then takes those rows instead of reading them. Empty when a dialect has no such read, the query
         has no searchable word, or a rewrite is pending (its fence must be read around the candidates)."""
-        if self._indexer.rewrite_pending:
+        if self._indexer.rewrite_pending or not self.reads_ahead:
+            # Nothing to send ahead: the query is analyzed by the search itself, not inside the caller's round trip
+            # (a save's write transaction; SQLite's write lock).
             return ()
         analyzed = self._tokens(user_id, query)
         planned = self._candidate_read(user_id, analyzed[1], self._candidate_limit + 1) if analyzed[1] else None
@@ -139,8 +141,12 @@ class OwnerScopedSearch(SearchEngine):
     def _reads_along(self, user_id: str) -> Sequence[PlannedRead]:
         return self._along(user_id) if self._along is not None else ()
 
+    reads_ahead = False
+    """Whether the dialect's candidates can be read ahead in another statement's round trip (`_candidate_read`)."""
+
     def _candidate_read(self, user_id: str, tokens: Sequence[str], limit: int) -> PlannedRead | None:  # noqa: ARG002
-        """`_candidates` as a read to send ahead, where the dialect runs it as one `CompiledRead`; None elsewhere."""
+        """`_candidates` as a read to send ahead, where the dialect runs it as one `CompiledRead` (`reads_ahead`);
+        None elsewhere."""
         return None
 
     def _tokens(self, user_id: str, query: str) -> tuple[list[tuple[str, ...]], list[str]]:

@@ -320,3 +320,29 @@ def test_a_search_the_rewrite_fence_keeps_sending_back_answers_and_says_so(
     gave_up = [r.getMessage() for r in caplog.records if "rewrite fence" in r.getMessage()]
     assert gave_up == [f"search gave up on the rewrite fence after {owner_search.FENCED_ATTEMPTS} attempts"]
     assert next(ticks) == 2 * owner_search.FENCED_ATTEMPTS
+
+
+def test_a_save_and_its_similar_look_up_analyze_the_look_ups_query_once(
+    storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 512 Han characters are 10 ms of analysis: a dialect that reads the candidates ahead keeps the tokens for the
+    # look-up (ADR 0042); one that cannot leaves the analysis to the look-up, outside the save's write transaction.
+    owner = new_user()
+    analyzed: list[str] = []
+    original = storage.indexer.query_token_groups
+
+    def counted(user_id: str, query: str) -> list[tuple[str, ...]]:
+        analyzed.append(query)
+        return original(user_id, query)
+
+    monkeypatch.setattr(storage.indexer, "query_token_groups", counted)
+    saved = make_memory(owner, "the lighthouse keeper wrote about the storm and the harbor")
+    with storage.unit_of_work():  # the request's: the use cases' units open inside it
+        with storage.unit_of_work():
+            storage.store.add(user_id=owner, memory=saved)
+        with storage.unit_of_work():
+            hits = storage.search_engine.search_like(
+                user_id=owner, memory_id=saved.id, query=saved.similar_query, limit=4
+            )
+    assert [hit.memory_id for hit in hits] == [saved.id]
+    assert analyzed == [saved.similar_query]

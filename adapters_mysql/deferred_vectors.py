@@ -34,6 +34,8 @@ INLINE_EMBEDDING_TOKENS = 64
 DEFAULT_QUEUE_BOUND = 256
 #: Memories embedded in one model call and written in one transaction.
 _BATCH = 16
+#: The name of the thread writing them (a benchmark tells its work from the requests' by it).
+THREAD_NAME = "memorybank-deferred-vectors"
 
 
 class DeferredVectors:
@@ -66,7 +68,7 @@ class DeferredVectors:
             if queued:
                 self._waiting.append(memory)
                 if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name="memorybank-deferred-vectors", daemon=True)
+                    self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
                     self._thread.start()
                 self._changed.notify_all()
         if not queued:

@@ -143,25 +143,43 @@ def _load(rows: Sequence[Any], load: LoadMemories) -> list[Memory]:
 
 
 def _write(connection: sa.Connection, codec: RowCodec, model: str, memories: Sequence[Memory], vectors: Any) -> int:
-    written = 0
-    for found, vector in zip(memories, vectors, strict=True):
-        # Lock the memory: deleted or changed since it was read, it gets no vector of the text read (the change wrote
-        # its own, or left it to be written); a racing delete or change waits for us.
-        alive = connection.execute(
-            sa.select(memory.c.id)
-            .where(memory_row(found.user_id, found.id), memory.c.revision == found.revision)
+    """Write `vectors` of `memories` in the caller's transaction, in three statements whatever the batch's size: lock
+    the memories still at the version embedded, delete their vectors, insert the new ones."""
+    if not memories:
+        return 0
+    # Lock the memories: one deleted or changed since it was read gets no vector of the text read (the change wrote
+    # its own, or left it to be written); a racing delete or change waits for us.
+    alive = {
+        (row.user_id, row.id)
+        for row in connection.execute(
+            sa.select(memory.c.user_id, memory.c.id)
+            .where(
+                sa.or_(
+                    *(
+                        sa.and_(memory_row(found.user_id, found.id), memory.c.revision == found.revision)
+                        for found in memories
+                    )
+                )
+            )
             .with_for_update()
-        ).first()
-        if alive is None:
-            continue
-        mine = vector_row(found.user_id, found.id)
-        connection.execute(memory_vector.delete().where(mine))
-        connection.execute(
-            memory_vector.insert(),
-            codec.vector_row(user_id=found.user_id, memory_id=found.id, model=model, embedding=vector),
         )
-        written += 1
-    return written
+    }
+    kept = [
+        (found, vector) for found, vector in zip(memories, vectors, strict=True) if (found.user_id, found.id) in alive
+    ]
+    if not kept:
+        return 0
+    connection.execute(
+        memory_vector.delete().where(sa.or_(*(vector_row(found.user_id, found.id) for found, _ in kept)))
+    )
+    connection.execute(
+        memory_vector.insert(),
+        [
+            codec.vector_row(user_id=found.user_id, memory_id=found.id, model=model, embedding=vector)
+            for found, vector in kept
+        ],
+    )
+    return len(kept)
 
 
 def reseal_vectors(

@@ -45,6 +45,7 @@ from typing import Any
 
 import attrs
 
+from adapters_mysql.deferred_vectors import THREAD_NAME as VECTOR_THREAD
 from adapters_secrets import DetectSecretsScreen
 from benchmarks.common import database_url, drop_database, run_header, table
 from benchmarks.corpus import CorpusSpec, CorpusWriter
@@ -149,10 +150,6 @@ class Route:
     """Runs the input once and returns what the route answered (a status or an outcome)."""
     save: bool = False
     """Whether the route saves (REST and the rail): the 5x target is the worst save's over a typical save's."""
-
-
-#: The thread a hybrid server writes long saves' vectors on, after they answered (adapters_mysql.deferred_vectors).
-VECTOR_THREAD = "memorybank-deferred-vectors"
 
 
 def vector_thread_seconds() -> dict[int, float]:

@@ -6,9 +6,10 @@ Runs the real command line in this process (one worker: the patches do not cross
 every call that reaches the database server counted: on MySQL/MariaDB each `query` (every
 statement, SQLAlchemy's and raw cursors' alike), `commit`, `rollback` and `ping` of a mysqlclient
 connection; on SQLite each top-level statement the library runs (its trace callback), BEGIN and COMMIT
-included, FTS5's own inner statements not. The running total is kept in an 8-byte file the
-benchmark reads before and after a batch of requests (`read_count`). Statements are counted, never
-recorded.
+included, FTS5's own inner statements not. The running totals are kept in a 16-byte file the
+benchmark reads before and after a batch of requests (`read_count`, `read_counts`): the requests' own, and
+those of the thread that writes long saves' vectors after they answered (ADR 0045), apart. Statements are
+counted, never recorded.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import sqlite3
 import struct
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,14 +27,16 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.pool import Pool
 
+from adapters_mysql.deferred_vectors import THREAD_NAME as VECTOR_THREAD
 from memorybank.cli import main as memorybank_main
 
 COUNT_ENV = "MEMORYBANK_COUNT_OUT"
-_FORMAT = "<q"
+_FORMAT = "<qq"
 
 
 class Counter:
-    """A count shared with another process through a small mapped file."""
+    """Two counts shared with another process through a small mapped file: the requests' round trips, and the
+    vector thread's."""
 
     def __init__(self, path: Path) -> None:
         descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -41,18 +45,27 @@ class Counter:
             self._map = mmap.mmap(descriptor, struct.calcsize(_FORMAT))
         finally:
             os.close(descriptor)
-        self.value = 0
+        self.values = [0, 0]
 
     def add(self) -> None:
-        """Count one more round trip."""
-        self.value += 1
-        struct.pack_into(_FORMAT, self._map, 0, self.value)
+        """Count one more round trip, in the slot of the thread making it."""
+        slot = 1 if threading.current_thread().name == VECTOR_THREAD else 0
+        self.values[slot] += 1
+        struct.pack_into(_FORMAT, self._map, 0, *self.values)
+
+
+def read_counts(path: Path) -> tuple[int, int]:
+    """The totals a counted server has written to `path` so far: the requests', then the vector thread's."""
+    raw = path.read_bytes() if path.exists() else b""
+    if len(raw) < struct.calcsize(_FORMAT):
+        return 0, 0
+    requests, vectors = struct.unpack_from(_FORMAT, raw)
+    return int(requests), int(vectors)
 
 
 def read_count(path: Path) -> int:
-    """The total a counted server has written to `path` so far (0 before its first)."""
-    raw = path.read_bytes() if path.exists() else b""
-    return int(struct.unpack_from(_FORMAT, raw)[0]) if len(raw) >= struct.calcsize(_FORMAT) else 0
+    """The requests' total a counted server has written to `path` so far (0 before its first)."""
+    return read_counts(path)[0]
 
 
 def _counted(original: Callable[..., Any], counter: Counter) -> Callable[..., Any]:

@@ -331,6 +331,8 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     # Counted, not timed: a list is the two change counters and one joined read (MariaDB: 2 round trips).
     assert re.search(r"\| GET /healthz \| 0 \|", out)
     assert re.search(r"\| HTTP list \(20\) \| [1-9][0-9.]* \|", out)
+    # Lexical: nothing is written after a save answered (hybrid writes a long save's vector then, ADR 0045).
+    assert re.search(r"\| HTTP save, 2 contexts \| [1-9][0-9.]* \| 0 \| [0-9.]+ \|", out)
     # The floor ran with the round trips each route was counted to make, beside the routes.
     assert re.search(r"\| floor: one hop \+ [1-9][0-9]* round trips \| [0-9.]+ \|", out)
     assert re.search(r"\| floor: GET /healthz \| [0-9.]+ \|", out)

@@ -177,3 +177,21 @@ def test_vectors_still_waiting_at_close_are_the_next_fills(new_database_url: str
         assert set(_vectors(reopened)) == {first.id, second.id}
     finally:
         reopened.close()
+
+
+def test_saves_queued_together_get_their_vectors_in_one_batch_the_changed_one_excepted(
+    storage: SqlStorage, embedder: GatedEmbedder
+) -> None:
+    bank, alice, bob = bank_on(storage), User(), User()
+    # The first long save's batch waits at the gate; the next four queue behind it and are written together.
+    first = _save(bank, alice, LONG)
+    queued = [_save(bank, person, f"{LONG} {n}") for n, person in enumerate([alice, bob, alice, bob])]
+    bank.edit(bob, memory_id=queued[1].id, request=JsonValue({"content": SHORT}))
+    bank.delete(alice, memory_id=queued[2].id)
+    embedder.gate.set()
+    _drained(storage)
+    vectors = _vectors(storage)
+    assert set(vectors) == {first.id, queued[0].id, queued[1].id, queued[3].id}
+    # The edited memory keeps its short text's vector, written by the edit.
+    assert vectors[queued[1].id] == HashedTermsEmbedder().embed([SHORT])[0].to_bytes()
+    assert storage.count_to_embed() == 0

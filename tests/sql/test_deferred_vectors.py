@@ -19,7 +19,8 @@ from memorybank_core import Embedding, Memory, MemoryBank
 from memorybank_core.bodies import JsonValue
 from tests.conftest import User
 from tests.contract.embedders import HashedTermsEmbedder
-from tests.sql.backends import bank_on, storage_at
+from tests.sql.backends import MysqlFactory, SqliteFactory, bank_on, storage_at
+from tests.sql.conftest import DIALECTS
 
 #: More words than a save embeds itself.
 LONG = " ".join(f"harbor{n} lighthouse keeper storm log" for n in range(INLINE_EMBEDDING_TOKENS // 5 + 1))
@@ -43,21 +44,32 @@ class GatedEmbedder(HashedTermsEmbedder):
         return super().embed(texts)
 
 
-@pytest.fixture
-def embedder() -> GatedEmbedder:
-    return GatedEmbedder()
+@pytest.fixture(scope="module", params=DIALECTS)
+def factory(request: pytest.FixtureRequest) -> Iterator[tuple[SqliteFactory | MysqlFactory, GatedEmbedder]]:
+    """A database of each dialect with the gated embedder, built once for the module (a migration is 0.5 s)."""
+    gated = GatedEmbedder()
+    built: SqliteFactory | MysqlFactory = (SqliteFactory if request.param == "sqlite" else MysqlFactory)(embedder=gated)
+    yield built, gated
+    gated.gate.set()
+    built.close()
 
 
 @pytest.fixture
-def storage(new_database_url: str, embedder: GatedEmbedder) -> Iterator[SqlStorage]:
-    opened = storage_at(new_database_url, embedder=embedder)
-    if new_database_url.startswith("sqlite"):
-        opened.initialize()
-    else:
-        opened.migrate()
-    yield opened
-    embedder.gate.set()
-    opened.close()
+def embedder(factory: tuple[SqliteFactory | MysqlFactory, GatedEmbedder]) -> Iterator[GatedEmbedder]:
+    gated = factory[1]
+    gated.gate.clear()
+    gated.embedded.clear()
+    yield gated
+    gated.gate.set()  # nothing left waiting for the next test
+    deferred = factory[0].storage.deferred_vectors
+    assert deferred is not None
+    assert deferred.drain(30)
+
+
+@pytest.fixture
+def storage(factory: tuple[SqliteFactory | MysqlFactory, GatedEmbedder], embedder: GatedEmbedder) -> SqlStorage:
+    factory[0].fresh()
+    return factory[0].storage
 
 
 def _vectors(storage: SqlStorage) -> dict[str, bytes]:
@@ -143,9 +155,10 @@ def test_a_memory_deleted_during_the_wait_gets_no_vector(storage: SqlStorage, em
 
 
 def test_a_full_queue_makes_the_save_write_its_own_vector(
-    new_database_url: str, embedder: GatedEmbedder, monkeypatch: pytest.MonkeyPatch
+    new_database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(deferred_vectors, "DEFAULT_QUEUE_BOUND", 0)
+    embedder = GatedEmbedder()
     storage = storage_at(new_database_url, embedder=embedder)
     try:
         storage.initialize() if new_database_url.startswith("sqlite") else storage.migrate()
@@ -157,7 +170,8 @@ def test_a_full_queue_makes_the_save_write_its_own_vector(
         storage.close()
 
 
-def test_vectors_still_waiting_at_close_are_the_next_fills(new_database_url: str, embedder: GatedEmbedder) -> None:
+def test_vectors_still_waiting_at_close_are_the_next_fills(new_database_url: str) -> None:
+    embedder = GatedEmbedder()
     storage = storage_at(new_database_url, embedder=embedder)
     storage.initialize() if new_database_url.startswith("sqlite") else storage.migrate()
     bank, alice = bank_on(storage), User()

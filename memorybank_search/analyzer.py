@@ -27,8 +27,10 @@ What a text becomes, step by step:
    Documents also hold every character as a unigram, so a one-character query (`猫`) finds a
    longer run; queries of two or more characters use the bigrams only.
 6. **Queries** drop `memorybank_search.stopwords.STOPWORDS` ("what did I say about ..."), compared
-   before stemming, and repeats. A query made only of stopwords keeps them, so it still finds
-   something. Every query term is one of the document terms of the same text.
+   before stemming, and repeats, and keep their first `QUERY_TERMS_MAX` (64) terms: a question's words
+   (LoCoMo's questions have at most 15), where a pasted paragraph of Han is 448 bigrams, each a full-text look-up
+   and a term to count in every candidate (ADR 0045). A query made only of stopwords keeps them, so it
+   still finds something. Every query term is one of the document terms of the same text.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from memorybank_search.stopwords import STOPWORDS
 #: Bump whenever the terms any text yields change: stored terms of an older version are re-indexed.
 #: 2: emoji and other symbols became terms.
 ANALYZER_VERSION = 2
+#: Terms a query keeps at most, its first (only queries: a document keeps every term, `limits.INDEXED_TERMS_MAX`).
+QUERY_TERMS_MAX = 64
 
 #: Letters that do not decompose into a base letter and a mark, spelled out after case folding.
 _SPELLED_OUT = str.maketrans(
@@ -145,10 +149,19 @@ class TextAnalyzer:
         return list(itertools.chain.from_iterable(map(expanded.__getitem__, found)))
 
     def query_terms(self, text: str) -> list[str]:
-        """The terms to look up for `text`: no stopwords, no repeats, in order."""
-        found = [token for token in tokens(text) if not token.document_only]
-        kept = [token.term for token in found if token.surface not in STOPWORDS]
-        return list(dict.fromkeys(kept or [token.term for token in found]))
+        """The terms to look up for `text`: no stopwords, no repeats, in order, the first `QUERY_TERMS_MAX`."""
+        kept: dict[str, None] = {}
+        stopwords: list[str] = []  # needed only while no other term is found
+        for token in tokens(text):
+            if token.document_only:
+                continue
+            if token.surface not in STOPWORDS:
+                kept[token.term] = None
+                if len(kept) == QUERY_TERMS_MAX:
+                    break  # the rest of a long text is not analyzed
+            elif not kept:
+                stopwords.append(token.term)
+        return list(kept) if kept else list(dict.fromkeys(stopwords))[:QUERY_TERMS_MAX]
 
 
 def tokens(text: str) -> Iterator[Token]:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memorybank_search import ANALYZER_VERSION, STOPWORDS, TextAnalyzer, tokens
 from memorybank_search import analyzer as analyzer_module
-from memorybank_search.analyzer import _fold_accents
+from memorybank_search.analyzer import QUERY_TERMS_MAX, _fold_accents
 
 analyzer = TextAnalyzer()
 
@@ -128,6 +128,23 @@ def test_query_terms_are_document_terms_of_the_same_text_less_stopwords(text: st
         assert set(query) <= content
     else:
         assert set(query) <= {t.term for t in found}
+
+
+@settings(max_examples=300)
+@given(any_text)
+def test_a_query_keeps_its_first_terms_up_to_the_bound(text: str) -> None:
+    found = [t for t in tokens(text) if not t.document_only]
+    content = list(dict.fromkeys(t.term for t in found if t.surface not in STOPWORDS))
+    everything = list(dict.fromkeys(t.term for t in found))
+    assert analyzer.query_terms(text) == (content or everything)[:QUERY_TERMS_MAX]
+
+
+def test_a_pasted_paragraph_is_looked_up_by_its_first_terms() -> None:
+    words = [f"harbor{n}" for n in range(200)]
+    assert analyzer.query_terms(" ".join(words)) == words[:QUERY_TERMS_MAX]
+    # 512 Han characters are 511 bigrams: a search looks up the first 64, as it embeds the first 64 tokens.
+    han = "".join(chr(0x4E00 + (n * 37) % 20_000) for n in range(512))
+    assert analyzer.query_terms(han) == [han[n : n + 2] for n in range(QUERY_TERMS_MAX)]
 
 
 @settings(max_examples=200)

@@ -41,19 +41,16 @@ THREAD_NAME = "memorybank-deferred-vectors"
 class DeferredVectors:
     """A worker's queue of saved memories whose vectors are still to be written, and the thread writing them."""
 
-    def __init__(self, engine: sa.Engine, codec: RowCodec, embedder: Embedder, *, bound: int | None = None) -> None:
-        """`bound`: memories waiting at most (default `DEFAULT_QUEUE_BOUND`)."""
+    def __init__(self, engine: sa.Engine, codec: RowCodec, embedder: Embedder) -> None:
         self._engine = engine
         self._codec = codec
         self._embedder = embedder
-        self._bound = bound if bound is not None else DEFAULT_QUEUE_BOUND
+        self._bound = DEFAULT_QUEUE_BOUND
         self._waiting: deque[Memory] = deque()
         self._busy = 0
         self._changed = threading.Condition()
         self._stopped = False
         self._thread: threading.Thread | None = None
-        self.written = 0
-        """Vectors written so far (for /readyz-style counts and tests)."""
 
     def defers(self, text: str) -> bool:
         """Whether a write of embedding text `text` leaves its vector to this queue: a text the model reads more than
@@ -76,12 +73,9 @@ class DeferredVectors:
 
     def _write(self, memories: list[Memory]) -> None:
         try:
-            written = embed_memories(self._engine, self._codec, self._embedder, memories)
+            embed_memories(self._engine, self._codec, self._embedder, memories)
         except Exception as error:  # a lost database must not undo a save, nor end the thread
             _log.warning("vectors: %d deferred vectors not written (%s)", len(memories), type(error).__name__)
-            written = 0
-        with self._changed:
-            self.written += written
 
     def drain(self, timeout: float = 30.0) -> bool:
         """Wait until every queued vector is written (or given up); False if `timeout` seconds passed first."""

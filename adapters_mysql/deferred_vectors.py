@@ -30,6 +30,10 @@ _log = logging.getLogger("memorybank.vectors")
 #: all-MiniLM-L6-v2 on the development VM: a sentence and a short snippet); a longer text's is written after the save
 #: answered, as its request's other work at the bounds already costs 20-40 ms (ADR 0045).
 INLINE_EMBEDDING_TOKENS = 64
+#: Characters of a text that decide whether its save embeds it: eight a token, more than any prose's first
+#: `INLINE_EMBEDDING_TOKENS` take (English averages under five), so a long text is judged by its start, not tokenized
+#: up to the model's bound (4,096 Han characters cost a save 4.7 ms to count).
+JUDGED_CHARACTERS = INLINE_EMBEDDING_TOKENS * 8
 #: Memories waiting for their vector at most; past it a save embeds its own (back-pressure, not loss).
 DEFAULT_QUEUE_BOUND = 256
 #: Memories embedded in one model call and written in one transaction.
@@ -55,7 +59,14 @@ class DeferredVectors:
     def defers(self, text: str) -> bool:
         """Whether a write of embedding text `text` leaves its vector to this queue: a text the model reads more than
         `INLINE_EMBEDDING_TOKENS` of."""
-        return self._embedder.token_count(text) > INLINE_EMBEDDING_TOKENS
+        head = text[:JUDGED_CHARACTERS]
+        cut = head.rfind(" ") if len(head) < len(text) else -1
+        # Whole words only: a word cut in two can be more tokens than the word (`unbelievable`, `unbeli`).
+        head = head[:cut] if cut > 0 else head
+        if self._embedder.token_count(head) > INLINE_EMBEDDING_TOKENS:
+            return True
+        # A start of few tokens (long words, long blanks) says nothing of the rest.
+        return len(head) < len(text) and self._embedder.token_count(text) > INLINE_EMBEDDING_TOKENS
 
     def write_later(self, memory: Memory) -> None:
         """Queue `memory` (committed) for its vector; when the queue is full or stopped, write it now instead. Never

@@ -119,6 +119,29 @@ def test_a_long_saves_similar_compares_by_words_without_embedding(storage: SqlSt
     assert embedder.calls == calls  # neither the query nor the new memory was embedded for the look-up
 
 
+def test_a_long_text_is_judged_by_its_start_and_a_start_of_few_tokens_by_the_whole(
+    storage: SqlStorage, embedder: GatedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deferred = storage.deferred_vectors
+    assert deferred is not None
+    counted: list[int] = []
+    count = embedder.token_count
+
+    def counting(text: str) -> int:
+        counted.append(len(text))
+        return count(text)
+
+    monkeypatch.setattr(embedder, "token_count", counting)
+    at_the_bounds = (LONG + " ") * 200
+    assert deferred.defers(at_the_bounds)
+    assert counted
+    assert max(counted) <= deferred_vectors.JUDGED_CHARACTERS  # not tokenized up to the model's bound
+    # A pasted blob of one word, then words: its start is one token, the whole many.
+    assert deferred.defers("x" * 1000 + " " + LONG)
+    assert not deferred.defers("x" * 1000 + " " + SHORT)
+    assert not deferred.defers(SHORT)
+
+
 def test_an_edit_during_the_wait_keeps_the_edits_vector(storage: SqlStorage, embedder: GatedEmbedder) -> None:
     bank, alice = bank_on(storage), User()
     saved = _save(bank, alice, LONG)

@@ -6,7 +6,9 @@ ports it brings); the suite asks it for a fresh, empty backend before each test.
 
 from __future__ import annotations
 
+import time
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 import attrs
@@ -34,6 +36,7 @@ from memorybank_core.offboarding import PurgeStore
 from memorybank_search import InMemorySearch, InMemoryVectors, OwnerIndexer
 
 _Port = TypeVar("_Port")
+_Found = TypeVar("_Found")
 
 
 @attrs.frozen
@@ -82,6 +85,24 @@ class BackendFactory(Protocol):
         """The in-memory backend this one must rank exactly like: the lexical reference, unless overridden
         (a hybrid engine's reference is the in-memory hybrid engine with the same embedder)."""
         return InMemoryFactory()
+
+    #: Seconds a committed memory may take to be found by its words from another connection: 0 where the search
+    #: index is written in the save's transaction (SQLite, in memory). InnoDB adds a committed row's words to its
+    #: full-text cache moments after the commit returned (docs/storage.md): a contract asking right after a save
+    #: asks again until then (`settled`).
+    index_lag: float = 0.0
+
+
+def settled(look: Callable[[], _Found], done: Callable[[_Found], bool], within: float) -> _Found:
+    """`look()`, then again every few milliseconds until `done` holds of what it found or `within` seconds passed;
+    what it found last. A backend whose index shows a commit moments later is judged on what it shows then, and one
+    that never shows it still fails."""
+    deadline = time.monotonic() + within
+    found = look()
+    while not done(found) and time.monotonic() < deadline:
+        time.sleep(0.005)
+        found = look()
+    return found
 
 
 class InMemoryFactory(BackendFactory):

@@ -19,6 +19,7 @@ from benchmarks import (
     corpus,
     hybrid,
     inclusion,
+    index_lag,
     neighbours,
     precision,
     purge_impact,
@@ -454,3 +455,25 @@ def test_the_rail_overhead_benchmark_prints_both_ways_of_serving_a_post(capsys: 
     out = capsys.readouterr().out
     assert re.search(r"\| ping \| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \| [0-9.]+ x \|", out)
     assert re.search(r"\| tools/list \| ", out)
+
+
+@pytest.mark.usefixtures("bench_server")
+def test_the_index_lag_benchmark_counts_saves_another_connection_did_not_find_at_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    index_lag.main(["--saves", "3", "--long-saves", "1"])
+
+    out = capsys.readouterr().out
+    rows = re.findall(
+        r"^\| (a sentence|about 2,000 words|Han text at the index bound[^|]*)"
+        r" \| (\d+) \| (\d+) \| [0-9.]+ \| (\d+) \|$",
+        out,
+        re.M,
+    )
+    assert [(memory.strip(), int(saves)) for memory, saves, _, _ in rows] == [
+        ("a sentence", 3),
+        ("about 2,000 words", 3),
+        ("Han text at the index bound (20,480 terms)", 1),
+    ]
+    # Every save is found, at once or within moments: none is lost to the index.
+    assert all(int(never) == 0 for *_, never in rows)

@@ -95,6 +95,9 @@ class SqliteFactory(BackendFactory):
 class MysqlFactory(BackendFactory):
     """A throwaway MySQL/MariaDB database, created by the migrate path (`migrate`)."""
 
+    #: InnoDB shows a committed row's words within a few milliseconds (docs/storage.md); a second is the wait's bound.
+    index_lag = 1.0
+
     def __init__(self, *, sealer: Sealer | None = None, embedder: Embedder | None = None) -> None:
         self._database = ThrowawayDatabase()
         self.url = self._database.url

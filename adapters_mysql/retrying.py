@@ -93,8 +93,9 @@ def classify(error: UnavailableError) -> Failure | None:
     return None
 
 
-def retrying(operation: str, attempt: Callable[[bool], T], *, pauses: Sequence[float] = PAUSES) -> T:
-    """Run `attempt` until it succeeds or fails in a way no repeat can fix.
+def retrying(operation: str, attempt: Callable[[bool], T], *, pauses: Sequence[float] | None = None) -> T:
+    """Run `attempt` until it succeeds or fails in a way no repeat can fix, pausing `pauses` (by default `PAUSES`,
+    read when called) before the repeats.
 
     `attempt` receives True once an earlier attempt's outcome became unknown, so a write can
     look whether it already landed.
@@ -103,7 +104,7 @@ def retrying(operation: str, attempt: Callable[[bool], T], *, pauses: Sequence[f
         UnavailableError: the last failure, once the attempts are used up or it is not retryable.
     """
     unknown = False
-    for pause in (*pauses, None):
+    for pause in (*(PAUSES if pauses is None else pauses), None):
         try:
             return attempt(unknown)
         except UnavailableError as error:

@@ -71,6 +71,7 @@ def _kill_app_connections(admin: sa.Engine, database: str, stop: threading.Event
 
 
 @pytest.mark.mysql
+@pytest.mark.serve_processes  # `memorybank serve` as a real process, for 4 s of faults: the slower tier's
 def test_killed_connections_are_retried_or_503_never_500_no_half_saves_and_the_app_recovers(
     mariadb: ThrowawayDatabase, tmp_path: Path
 ) -> None:

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from adapters_mysql import SqlStorage
+from adapters_mysql import SqlStorage, retrying
 from adapters_mysql.schema import memory as memory_table
 from adapters_mysql.schema import memory_context
 from memorybank_core import (
@@ -239,7 +239,11 @@ def found_ids(storage: SqlStorage, owner: str, query: str) -> list[str]:
 
 
 @pytest.mark.mysql
-def test_a_connection_lost_mid_save_is_unavailable_and_writes_nothing(mysql_factory: MysqlFactory) -> None:
+def test_a_connection_lost_mid_save_is_unavailable_and_writes_nothing(
+    mysql_factory: MysqlFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every attempt is made, without the 7 s of pauses between them: what all of them failing leaves is the point.
+    monkeypatch.setattr(retrying, "PAUSES", (0.0,) * len(retrying.PAUSES))
     mysql_factory.fresh()
     storage = mysql_factory.storage
     owner = new_user()

@@ -461,7 +461,7 @@ def test_the_rail_overhead_benchmark_prints_both_ways_of_serving_a_post(capsys: 
 def test_the_index_lag_benchmark_counts_saves_another_connection_did_not_find_at_once(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    index_lag.main(["--saves", "3", "--long-saves", "1"])
+    index_lag.main(["--saves", "3", "--long-saves", "1", "--rounds", "2"])
 
     out = capsys.readouterr().out
     rows = re.findall(
@@ -477,3 +477,7 @@ def test_the_index_lag_benchmark_counts_saves_another_connection_did_not_find_at
     ]
     # Every save is found, at once or within moments: none is lost to the index.
     assert all(int(never) == 0 for *_, never in rows)
+    # The second table: two rounds of searches right after eight saves each.
+    watched = re.search(r"^\| 2 \| (\d+) \| (\d+) \| (\d+) \|$", out, re.M)
+    assert watched is not None
+    assert int(watched.group(1)) > 0

@@ -38,6 +38,10 @@ JUDGED_CHARACTERS = INLINE_EMBEDDING_TOKENS * 8
 DEFAULT_QUEUE_BOUND = 256
 #: Memories embedded in one model call and written in one transaction.
 _BATCH = 16
+#: How long the thread waits, once a memory is queued, for the batch to fill before it embeds what it has: the save
+#: that queued it is still running its `similar` look-up and its answer (10-20 ms at the bounds), which the
+#: embedding would otherwise share the machine with, and a burst of saves goes in one model call.
+LINGER_SECONDS = 0.05
 #: The name of the thread writing them (a benchmark tells its work from the requests' by it).
 THREAD_NAME = "memorybank-deferred-vectors"
 
@@ -109,6 +113,7 @@ class DeferredVectors:
         while True:
             with self._changed:
                 self._changed.wait_for(lambda: self._waiting or self._stopped)
+                self._changed.wait_for(lambda: len(self._waiting) >= _BATCH or self._stopped, LINGER_SECONDS)
                 if self._stopped:
                     return
                 batch = [self._waiting.popleft() for _ in range(min(_BATCH, len(self._waiting)))]

@@ -232,3 +232,28 @@ def test_saves_queued_together_get_their_vectors_in_one_batch_the_changed_one_ex
     # The edited memory keeps its short text's vector, written by the edit.
     assert vectors[queued[1].id] == HashedTermsEmbedder().embed([SHORT])[0].to_bytes()
     assert storage.count_to_embed() == 0
+
+
+def test_long_saves_in_quick_succession_share_one_model_call_and_a_close_ends_the_wait(
+    new_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A wait long enough that three saves surely fall within it, however loaded the machine.
+    monkeypatch.setattr(deferred_vectors, "LINGER_SECONDS", 1.0)
+    others = set(threading.enumerate())  # the module's other storages' threads
+    embedder = GatedEmbedder()
+    embedder.gate.set()
+    storage = storage_at(new_database_url, embedder=embedder)
+    try:
+        storage.initialize() if new_database_url.startswith("sqlite") else storage.migrate()
+        bank, alice = bank_on(storage), User()
+        calls = embedder.calls
+        saved = [_save(bank, alice, f"{LONG} {n}") for n in range(3)]
+        _drained(storage)
+        assert embedder.calls == calls + 1
+        assert {memory.id for memory in saved} <= set(_vectors(storage))
+        # A memory queued while the storage closes is left to the next fill, without waiting out the linger.
+        monkeypatch.setattr(deferred_vectors, "LINGER_SECONDS", 60.0)
+        _save(bank, alice, f"{LONG} late")
+    finally:
+        storage.close()
+    assert not [t for t in threading.enumerate() if t.name == deferred_vectors.THREAD_NAME and t not in others]

@@ -465,14 +465,14 @@ def test_the_index_lag_benchmark_counts_saves_another_connection_did_not_find_at
 
     out = capsys.readouterr().out
     rows = re.findall(
-        r"^\| (a sentence|about 2,000 words|Han text at the index bound[^|]*)"
+        r"^\| (a sentence|invented words filling the content[^|]*|Han text at the index bound[^|]*)"
         r" \| (\d+) \| (\d+) \| [0-9.]+ \| (\d+) \|$",
         out,
         re.M,
     )
     assert [(memory.strip(), int(saves)) for memory, saves, _, _ in rows] == [
         ("a sentence", 3),
-        ("about 2,000 words", 3),
+        ("invented words filling the content (8,000 characters)", 3),
         ("Han text at the index bound (20,480 terms)", 1),
     ]
     # Every save is found, at once or within moments: none is lost to the index.

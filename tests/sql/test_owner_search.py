@@ -32,7 +32,7 @@ from memorybank_search import SEARCH_VERSION, OwnerIndexer
 from memorybank_search.indexer import MAX_TOKEN_LENGTH, TAG_LENGTH, encode_term, owner_tag
 from memorybank_testing import InMemoryFactory
 from memorybank_testing.backends import settled
-from tests.sql.backends import MysqlFactory, storage_at
+from tests.sql.backends import MysqlFactory, SqliteFactory, storage_at
 from tests.sql.conftest import Statement
 from tests.sql.memories import SAVED_AT, make_memory, new_user
 
@@ -44,12 +44,6 @@ def engine_of(
 ) -> MysqlOwnerScopedSearch | SqliteOwnerScopedSearch:
     engine = MysqlOwnerScopedSearch if storage.dialect_name == "mysql" else SqliteOwnerScopedSearch
     return engine(storage.engine, storage.indexer, candidate_limit=candidate_limit, terms_budget=terms_budget)
-
-
-def index_lag(storage: SqlStorage) -> float:
-    """How long `storage`'s engine may take to show its latest writes in full (ADR 0046): InnoDB moves the words of
-    recent saves from its full-text cache while syncing it, and a search in those milliseconds misses them."""
-    return MysqlFactory.index_lag if storage.dialect_name == "mysql" else 0.0
 
 
 def scored_as(hits: Sequence[SearchHit], scores: dict[str, float]) -> bool:
@@ -135,7 +129,9 @@ def test_a_tag_collision_costs_time_but_never_leaks(storage: SqlStorage, monkeyp
     assert [hit.memory_id for hit in hits] == [mine.id]
 
 
-def test_past_the_candidate_bound_scores_still_use_all_the_owners_rows(storage: SqlStorage) -> None:
+def test_past_the_candidate_bound_scores_still_use_all_the_owners_rows(
+    storage: SqlStorage, sql_factory: SqliteFactory | MysqlFactory
+) -> None:
     owner = new_user()
     for n in range(12):
         words = "kettle " * (1 + n % 4) + ("meadow " if n % 3 == 0 else "") + f"filler{n}"
@@ -147,13 +143,13 @@ def test_past_the_candidate_bound_scores_still_use_all_the_owners_rows(storage: 
         for h in settled(
             lambda: engine_of(storage, candidate_limit=1000).search(user_id=owner, query="kettle meadow", limit=50),
             lambda hits: len(hits) == 12,
-            index_lag(storage),
+            sql_factory.index_lag,
         )
     }
     bounded = settled(
         lambda: engine_of(storage, candidate_limit=5).search(user_id=owner, query="kettle meadow", limit=50),
         lambda hits: scored_as(hits, unbounded),
-        index_lag(storage),
+        sql_factory.index_lag,
     )
     assert len(unbounded) == 12
     assert len(bounded) == 5
@@ -161,7 +157,9 @@ def test_past_the_candidate_bound_scores_still_use_all_the_owners_rows(storage: 
         assert hit.score == pytest.approx(unbounded[hit.memory_id], rel=1e-12)
 
 
-def test_long_memories_rank_as_short_ones_do_with_their_terms_read_after_the_candidates(storage: SqlStorage) -> None:
+def test_long_memories_rank_as_short_ones_do_with_their_terms_read_after_the_candidates(
+    storage: SqlStorage, sql_factory: SqliteFactory | MysqlFactory
+) -> None:
     owner = new_user()
     short = make_memory(owner, "kettle kettle meadow", snippets=(), tags=())
     long = make_memory(owner, long_words(1, "kettle", "meadow", "meadow"), snippets=(), tags=())
@@ -176,14 +174,16 @@ def test_long_memories_rank_as_short_ones_do_with_their_terms_read_after_the_can
     hits = settled(
         lambda: engine_of(storage, candidate_limit=1000).search(user_id=owner, query="kettle meadow", limit=5),
         lambda hits: [(hit.memory_id, hit.score) for hit in hits] == [(hit.memory_id, hit.score) for hit in expected],
-        index_lag(storage),
+        sql_factory.index_lag,
     )
 
     assert [(hit.memory_id, hit.score) for hit in hits] == [(hit.memory_id, hit.score) for hit in expected]
     assert {hit.memory_id for hit in hits} == {short.id, long.id}
 
 
-def test_past_the_terms_budget_the_best_candidates_are_kept_with_exact_scores(storage: SqlStorage) -> None:
+def test_past_the_terms_budget_the_best_candidates_are_kept_with_exact_scores(
+    storage: SqlStorage, sql_factory: SqliteFactory | MysqlFactory
+) -> None:
     owner = new_user()
     for n in range(8):
         words = ["kettle"] * (1 + n % 4) + (["meadow"] if n % 3 == 0 else [])
@@ -197,7 +197,7 @@ def test_past_the_terms_budget_the_best_candidates_are_kept_with_exact_scores(st
         for h in settled(
             lambda: engine_of(storage, candidate_limit=1000).search(user_id=owner, query="kettle meadow", limit=50),
             lambda hits: len(hits) == 8,
-            index_lag(storage),
+            sql_factory.index_lag,
         )
     }
     bounded = settled(
@@ -205,7 +205,7 @@ def test_past_the_terms_budget_the_best_candidates_are_kept_with_exact_scores(st
             user_id=owner, query="kettle meadow", limit=50
         ),
         lambda hits: bool(hits) and scored_as(hits, unbounded),
-        index_lag(storage),
+        sql_factory.index_lag,
     )
 
     assert len(unbounded) == 8
@@ -218,7 +218,7 @@ def test_past_the_terms_budget_the_best_candidates_are_kept_with_exact_scores(st
 
 
 def test_past_the_terms_budget_a_long_query_ranks_the_newest_that_fit_with_no_statement_per_token(
-    storage: SqlStorage, statements: list[Statement]
+    storage: SqlStorage, sql_factory: SqliteFactory | MysqlFactory, statements: list[Statement]
 ) -> None:
     owner = new_user()
     words = [f"word{n}" for n in range(owner_search.EXACT_FREQUENCIES_MAX * 3)]
@@ -231,7 +231,7 @@ def test_past_the_terms_budget_a_long_query_ranks_the_newest_that_fit_with_no_st
     settled(
         lambda: engine.search(user_id=owner, query=" ".join(words), limit=10),
         lambda hits: [hit.memory_id for hit in hits] == newest,
-        index_lag(storage),
+        sql_factory.index_lag,
     )
     statements.clear()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from memorybank_core import SearchHits
@@ -20,8 +20,12 @@ from memorybank_search.bm25 import CorpusStats, best_matches
 #: full-text index ranks highest, and still counts document frequencies over all the owner's rows.
 DEFAULT_CANDIDATE_LIMIT = 1000
 #: Up to this many query tokens, a candidate's counts are one `str.count` pass per token; past it, one split of the
-#: candidate's tokens costs less (a pass is about a tenth of a split).
+#: candidate's tokens costs less (a pass is about a tenth of a split). The same bound, after the split, on the tokens
+#: it holds: up to it, a `list.count` each; past it, one `Counter`.
 _COUNTED_BY_PASSES = 8
+#: Up to this many stored tokens, a candidate's held tokens are found by a set first; a longer one goes straight to a
+#: `Counter`, whose fixed cost is small beside its length (and a set would hash its tokens twice).
+_SHORT_DOCUMENT = 128
 
 
 class Candidate(NamedTuple):
@@ -38,15 +42,36 @@ def term_counts(tokens: Sequence[str], search_terms: str) -> dict[str, int]:
     Sparse on purpose: a candidate holds a few of a long query's tokens (a save's `similar` look-up asks with the new
     memory's every word), and everything after this works per token held, not per token asked.
     """
+    return counter_for(tokens)(search_terms)
+
+
+def counter_for(tokens: Sequence[str]) -> Callable[[str], dict[str, int]]:
+    """`term_counts` for one query's `tokens`, its choices made once for all the candidates it counts."""
     if len(tokens) <= _COUNTED_BY_PASSES:
         # Doubling the separators gives every token its own pair of spaces, so `count` (C speed)
         # sees back-to-back repeats of a token too.
-        padded = " " + search_terms.replace(" ", "  ") + " "
-        return {token: found for token in tokens if (found := padded.count(f" {token} "))}
-    # More tokens: one split and one count of the wanted ones, both in C, instead of a pass over the text per token
-    # (a query of 500 CJK bigrams over a document of 270,000 tokens made 500 passes over 3 MB).
+        keyed = [(token, f" {token} ") for token in tokens]
+
+        def by_passes(search_terms: str) -> dict[str, int]:
+            padded = " " + search_terms.replace(" ", "  ") + " "
+            return {token: found for token, key in keyed if (found := padded.count(key))}
+
+        return by_passes
+    # More tokens: one split instead of a pass over the text per token (a query of 500 CJK bigrams over a document of
+    # 270,000 tokens made 500 passes over 3 MB), then the tokens it holds, found by a set (in C).
     wanted = frozenset(tokens)
-    return Counter(filter(wanted.__contains__, search_terms.split(" ")))
+
+    def by_split(search_terms: str) -> dict[str, int]:
+        terms = search_terms.split(" ")
+        if len(terms) <= _SHORT_DOCUMENT:
+            # A short candidate holds a few of a long query's tokens: finding them by the set and a `list.count` each
+            # costs less than building a `Counter` (a quarter of a look-up's ranking of 480 such candidates).
+            held = wanted.intersection(terms)
+            if len(held) <= _COUNTED_BY_PASSES:
+                return {token: terms.count(token) for token in held}
+        return Counter(filter(wanted.__contains__, terms))
+
+    return by_split
 
 
 def rank_candidates(
@@ -67,7 +92,8 @@ def rank_candidates(
     scaled to all that matched (an estimate: the candidates read are the best, or the newest).
     `groups` gathers the tokens of one query term (`OwnerIndexer.query_token_groups`); None: one each.
     """
-    documents = {candidate.memory_id: term_counts(tokens, candidate.search_terms) for candidate in candidates}
+    counts = counter_for(tokens)
+    documents = {candidate.memory_id: counts(candidate.search_terms) for candidate in candidates}
     if document_frequency is None:
         # Each candidate's counts hold only the tokens it holds: a token's frequency is how many hold it.
         counted = Counter(itertools.chain.from_iterable(documents.values()))

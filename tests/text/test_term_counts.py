@@ -28,3 +28,15 @@ def test_counts_are_whole_token_occurrences_whatever_the_query_length(stored: li
 
     assert short == {name: expected[name] for name in wanted if expected[name]}
     assert long == {name: expected[name] for name in padded if expected[name]}
+
+
+@settings(max_examples=200)
+@given(st.lists(st.integers(0, 30), max_size=80), st.lists(st.integers(0, 30), min_size=9, max_size=40))
+def test_a_candidate_holding_many_of_a_long_querys_tokens_is_counted_whole(stored: list[int], query: list[int]) -> None:
+    # Past a few tokens held, or a long candidate, the counts come from one pass over the split instead of a
+    # `list.count` per token held.
+    wanted = list(dict.fromkeys(f"k3v9x0qa{number}" for number in query))
+    for names in ([f"k3v9x0qa{number}" for number in stored], [f"k3v9x0qa{number}" for number in stored * 9]):
+        expected = Counter(names)
+
+        assert term_counts(wanted, " ".join(names)) == {name: expected[name] for name in wanted if expected[name]}

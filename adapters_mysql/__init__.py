@@ -26,11 +26,18 @@ from adapters_mysql.reindex import ReindexReport
 from adapters_mysql.seal_keys import KeyRingError, SealStatus
 from adapters_mysql.sharding import migrate_sharded, split_shard_urls
 from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch
-from adapters_mysql.storage import SpiderSealingError, SqlStorage, StorageClosedError, open_storage
+from adapters_mysql.storage import (
+    CompactUnsupportedError,
+    SpiderSealingError,
+    SqlStorage,
+    StorageClosedError,
+    open_storage,
+)
 from adapters_mysql.token_store import SqlTokenStore
 from adapters_mysql.vector_store import SqlVectorStore
 
 __all__ = [
+    "CompactUnsupportedError",
     "CreateDatabaseRefusedError",
     "DatabaseMissingError",
     "EmbeddingReport",

@@ -53,12 +53,13 @@ from adapters_mysql.sqlite_search import SqliteOwnerScopedSearch
 from adapters_mysql.token_store import SqlTokenStore
 from adapters_mysql.unit_of_work import SqlUnitOfWork
 from adapters_mysql.vector_store import SqlVectorStore
-from memorybank_core import Embedder, InvalidInputError, Sealer, SearchEngine
+from memorybank_core import Embedder, InvalidInputError, MemoryBankError, Sealer, SearchEngine
 from memorybank_core.offboarding import PurgeStore
 from memorybank_search import Fusion, OwnerIndexer
 
 # Re-exported: callers import the whole storage API from here (and from the package).
 __all__ = [
+    "CompactUnsupportedError",
     "CreateDatabaseRefusedError",
     "DatabaseMissingError",
     "MigrationReport",
@@ -76,6 +77,10 @@ _SEARCH_ENGINES: dict[str, type[OwnerScopedSearch]] = {
     "mysql": MysqlOwnerScopedSearch,
     "sqlite": SqliteOwnerScopedSearch,
 }
+
+
+class CompactUnsupportedError(MemoryBankError, RuntimeError):
+    """This database's search index is compacted elsewhere (a Spider head's data nodes); the message says where."""
 
 
 class SpiderSealingError(InvalidInputError):
@@ -276,6 +281,19 @@ class SqlStorage:
     def memory_owners(self) -> list[str]:
         """See `Maintenance.memory_owners`: `memorybank secrets scan`."""
         return self.maintenance.memory_owners()
+
+    def compact_search_index(self) -> int:
+        """See `Maintenance.compact_search_index`: `memorybank compact`.
+
+        Raises:
+            CompactUnsupportedError: the database is a Spider head, whose tables hold no rows.
+        """
+        if self._spider_head:
+            raise CompactUnsupportedError(
+                "this database is a Spider head, whose tables hold no rows: run `memorybank compact --db URL` "
+                "against each data node instead"
+            )
+        return self.maintenance.compact_search_index()
 
     def _require_embedder(self) -> Embedder:
         if self.embedder is None:

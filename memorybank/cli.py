@@ -17,6 +17,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from memorybank.commands import (
+    compact,
     completion,
     controls,
     import_export,
@@ -56,6 +57,7 @@ _COMMANDS = (
     import_export,
     secrets,
     reindex,
+    compact,
     keys,
     panel_link,
     controls,

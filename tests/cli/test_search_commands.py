@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,23 @@ def test_reindex_rewrites_stale_memories(run: Run, db_url: str, tmp_path: Path) 
     assert run("reindex", "--db", db_url).out.strip() == "memorybank: re-indexed 1 memory"
     assert run("reindex", "--db", db_url).out.strip() == "memorybank: re-indexed 0 memories"
     assert run("reindex", "--all", "--db", db_url).out.strip() == "memorybank: re-indexed 1 memory"
+
+
+def test_compact_says_how_many_memories_the_index_holds_and_refuses_an_unreachable_database(
+    run: Run, db_url: str, tmp_path: Path
+) -> None:
+    lines = [{"user_id": USER, "org_id": ORG, "content": f"kettle {n}"} for n in range(3)]
+    source = write_lines(tmp_path / "in.jsonl", *lines)
+    assert run("import", str(source), "--db", db_url).status == 0
+
+    compacted = run("compact", "--db", db_url)
+    unreachable = run("compact", "--db", "mysql://nobody@127.0.0.1:1/none")
+
+    assert compacted.status == 0, compacted.err
+    assert re.fullmatch(r"memorybank: compacted the search index of 3 memories in \d+\.\d s\n", compacted.out)
+    assert unreachable.status == 1
+    assert unreachable.err.startswith("memorybank: error: ")
+    assert "Traceback" not in unreachable.err
 
 
 def test_the_search_option_and_environment_variable_are_gone(run: Run, db_url: str, env: dict[str, str]) -> None:

@@ -86,7 +86,7 @@ class Maintenance:
 
         This is `memorybank compact`. Every delete, edit, purge and re-index leaves the old text's entries in the
         full-text index: InnoDB keeps them, and the id of every such document, until the table is rebuilt, and
-        checks every search of every user against those ids (docs/benchmarks.md, "Full-text churn": about
+        checks every search of every user against those ids (ADR 0047, `benchmarks.fulltext_churn`: about
         0.1 ms per search for each 1,000); FTS5 keeps them in segments until they are merged. MySQL/MariaDB:
         `OPTIMIZE TABLE memory` (InnoDB recreates the table: reads go on, writes to it wait). Not
         `innodb_optimize_fulltext_only`: a server-wide setting, and MariaDB 10.11.19 crashed on it here

@@ -17,6 +17,7 @@ from benchmarks import (
     adversarial,
     controls,
     corpus,
+    fulltext_churn,
     hybrid,
     inclusion,
     index_lag,
@@ -455,6 +456,29 @@ def test_the_rail_overhead_benchmark_prints_both_ways_of_serving_a_post(capsys: 
     out = capsys.readouterr().out
     assert re.search(r"\| ping \| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \| [0-9.]+ x \|", out)
     assert re.search(r"\| tools/list \| ", out)
+
+
+@pytest.mark.usefixtures("bench_server")
+def test_the_churn_benchmark_times_each_step_then_compacts_and_drops_its_database(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fulltext_churn.main(["--rows", "200", "--steps", "0", "30", "--calls", "3"])
+
+    out = capsys.readouterr().out
+    rows = re.findall(r"^\| ([^|]+) \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \|$", out, re.M)
+    # Row 0's 23 saves (3 timed, 20 to warm) are deleted and counted: the next step deletes the 7 that make 30.
+    assert [label.strip() for label, *_ in rows] == [
+        "0 deleted since the last rebuild",
+        "30 deleted since the last rebuild",
+        "after `memorybank compact`",
+    ]
+    assert all(float(figure) > 0 for _label, *figures in rows for figure in figures)
+    assert re.search(r"^`memorybank compact` \(OPTIMIZE TABLE memory over 200 memories\): [0-9.]+ s$", out, re.M)
+    engine = sa.create_engine(server_url(), poolclass=sa.pool.NullPool)
+    with engine.connect() as connection:
+        left = connection.exec_driver_sql("SHOW DATABASES LIKE '%%fulltext_churn%%'").all()
+    engine.dispose()
+    assert left == []
 
 
 @pytest.mark.usefixtures("bench_server")

@@ -1,6 +1,6 @@
 """`memorybank compact` on both dialects: the entries of deleted and edited memories leave the search index, and every
 search answers exactly as before (issue 32: InnoDB checks every search against every deleted document's id until
-the table is rebuilt, docs/benchmarks.md "Full-text churn")."""
+the table is rebuilt, ADR 0047)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from memorybank.commands.base import EXIT_BAD_INPUT, PROGRAM, CommandError, Shared, Subcommands, memories, runtime
+from memorybank.commands.base import (
+    EXIT_BAD_INPUT,
+    PROGRAM,
+    CommandError,
+    Shared,
+    Subcommands,
+    memories,
+    runtime,
+    suggest_compact,
+)
 from memorybank.settings import Settings, redacted
 from memorybank_core.wording import pluralized
 
@@ -37,6 +46,7 @@ def run_migrate(args: argparse.Namespace, settings: Settings, out: TextIO) -> No
         report = storage.migrate()
         storage.check_ready()
         mode = storage.describe_mode()
+        suggest_compact(storage, report.reindexed)
     created_database = opened.created_database
     where = redacted(settings.database.url)
     if not created_database and not report.changed:

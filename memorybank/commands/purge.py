@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from memorybank.commands.base import EXIT_BAD_INPUT, CommandError, Shared, Subcommands, runtime
+from memorybank.commands.base import EXIT_BAD_INPUT, CommandError, Shared, Subcommands, runtime, suggest_compact
 from memorybank.settings import Settings
 from memorybank_core import limits
 from memorybank_core.offboarding import PurgeSubject
@@ -71,6 +71,7 @@ def run_purge(args: argparse.Namespace, settings: Settings, out: TextIO) -> None
             show = sys.stderr.isatty()
             with tqdm(total=receipt.counts.memories, unit="memory", disable=not show, file=sys.stderr) as bar:
                 receipt = purge(subject.id, batch_size=batch_size, pause_ms=pause_ms, progress=bar.update)
+            suggest_compact(opened.storage, receipt.counts.memories)
     text = json.dumps(receipt.to_json(), indent=2)
     if args.receipt is not None:
         # 0600 like every file memorybank writes: a receipt names the person and what was removed.

@@ -333,3 +333,24 @@ def test_a_purge_killed_mid_run_finishes_on_rerun_and_counts_the_total(database:
     assert receipt["removed"]["contexts"] == total
     assert _remaining(database, alice.user_id) == (0, 0)
     assert _remaining(database, bob.user_id) == (10, 10)
+
+
+def test_a_purge_and_a_reindex_name_compact_where_searches_pay_for_what_they_left(database: str, run: Run) -> None:
+    # MySQL/MariaDB keep the old full-text entries, and every search pays for them, until the table is rebuilt
+    # (ADR 0047); SQLite's commands merge their index themselves, so there is nothing to say.
+    alice = User()
+    _fill(database, alice, 4)
+    hint = "until `memorybank compact`"
+
+    reindexed = run("reindex", "--all", "--db", database)
+    purged = run("purge", "--db", database, "--user", alice.user_id)
+    dry = run("purge", "--db", database, "--user", alice.user_id, "--dry-run")
+    compacted = run("compact", "--db", database)
+
+    assert (reindexed.status, purged.status, dry.status, compacted.status) == (0, 0, 0, 0)
+    on_mysql = database.startswith("mysql")
+    assert (hint in reindexed.err, hint in purged.err) == (on_mysql, on_mysql)
+    assert "old entries of 4 memories" in reindexed.err if on_mysql else reindexed.err == ""
+    assert json.loads(purged.out)["removed"]["memories"] == 4  # stdout stays the receipt alone
+    assert hint not in dry.err  # nothing deleted, nothing to compact
+    assert compacted.out.startswith("memorybank: compacted the search index of 0 memories in ")

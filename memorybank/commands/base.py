@@ -14,7 +14,6 @@ from memorybank.settings import OPENS_DATABASE, Settings, add_arguments
 from memorybank_core.wording import counted
 
 if TYPE_CHECKING:
-    from adapters_mysql import SqlStorage
     from memorybank import composition
     from memorybank.bootstrap import Runtime
 
@@ -130,11 +129,11 @@ def memories(count: int) -> str:
     return counted(count, "memory")
 
 
-def suggest_compact(storage: SqlStorage, changed: int) -> None:
-    """After a command rewrote or deleted `changed` memories: on MySQL/MariaDB, where every search pays for their old
+def suggest_compact(settings: Settings, changed: int) -> None:
+    """After a command deleted or rewrote `changed` memories: on MySQL/MariaDB, where every search pays for their old
     full-text entries until the table is rebuilt, say so and name the command, on stderr (stdout may be a receipt).
     SQLite's commands merge their index themselves."""
-    if changed and storage.engine.dialect.name == "mysql":
+    if changed and settings.database.url.startswith("mysql"):
         sys.stderr.write(
             f"{PROGRAM}: the search index keeps the old entries of {memories(changed)}, and every search pays for "
             f"them, until `{PROGRAM} compact` (docs/operations.md, Compacting the search index)\n"

@@ -112,7 +112,7 @@ def _reseal(settings: Settings, out: TextIO, *, verb: str) -> None:
         report = reindex_with_progress(storage, show_progress=sys.stderr.isatty())
         status = storage.sealing_status(vectors=True)
         mode = status.describe(storage.codec.state)
-        suggest_compact(storage, report.rewritten)
+        suggest_compact(settings, report.rewritten)
     print(f"{PROGRAM}: {verb} {memories(report.rewritten)}", file=out)
     print(f"{PROGRAM}: {mode}", file=out)
     for key_id in sorted(registered - set(status.registered)):

@@ -46,7 +46,7 @@ def run_migrate(args: argparse.Namespace, settings: Settings, out: TextIO) -> No
         report = storage.migrate()
         storage.check_ready()
         mode = storage.describe_mode()
-        suggest_compact(storage, report.reindexed)
+        suggest_compact(settings, report.reindexed)
     created_database = opened.created_database
     where = redacted(settings.database.url)
     if not created_database and not report.changed:

@@ -71,7 +71,7 @@ def run_purge(args: argparse.Namespace, settings: Settings, out: TextIO) -> None
             show = sys.stderr.isatty()
             with tqdm(total=receipt.counts.memories, unit="memory", disable=not show, file=sys.stderr) as bar:
                 receipt = purge(subject.id, batch_size=batch_size, pause_ms=pause_ms, progress=bar.update)
-            suggest_compact(opened.storage, receipt.counts.memories)
+            suggest_compact(settings, receipt.counts.memories)
     text = json.dumps(receipt.to_json(), indent=2)
     if args.receipt is not None:
         # 0600 like every file memorybank writes: a receipt names the person and what was removed.

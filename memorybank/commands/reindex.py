@@ -52,7 +52,7 @@ def run_reindex(args: argparse.Namespace, settings: Settings, out: TextIO) -> No
         return
     with runtime(settings) as opened:
         report = reindex_with_progress(opened.storage, everything=args.all, show_progress=sys.stderr.isatty())
-        suggest_compact(opened.storage, report.rewritten)
+        suggest_compact(settings, report.rewritten)
     print(f"{PROGRAM}: re-indexed {memories(report.rewritten)}", file=out)
     fail_on_broken(report)
 

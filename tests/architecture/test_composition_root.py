@@ -24,6 +24,7 @@ BUILDERS = {
     "tests/http/test_embedding.py": "a host embedding the library on its own engine: its own composition root",
     "tests/sql/test_sealing.py": "storage must refuse an indexer that does not match its sealer: miswired on purpose",
     "tests/sql/test_purge.py": "a Spider head's storage, which no test database is, flagged by hand",
+    "tests/sql/test_compact.py": "a Spider head's storage, which no test database is, flagged by hand",
 }
 
 #: What a command must get from a runtime (`commands.base.runtime`, `bootstrap.build`), never build.
@@ -105,7 +106,7 @@ def test_commands_build_no_adapter_and_no_service_themselves() -> None:
 
 #: The commands whose job is the SQL database itself (its schema, its key ring, its batch walks, what `serve` says
 #: about it at start-up); every other command runs on the runtime's ports (`Runtime.ports`), as a host's would.
-SQL_JOBS = frozenset({"migrate.py", "reindex.py", "keys.py", "serve.py"})
+SQL_JOBS = frozenset({"migrate.py", "reindex.py", "keys.py", "serve.py", "compact.py"})
 
 
 def storage_reads(source: str) -> list[int]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import sqlalchemy as sa
 
+from adapters_mysql.schema import memory
 from memorybank.settings import OFF, REFUSE
 from memorybank_core import READ_SCOPE, WRITE_SCOPE, EventSink, MemoryBank
 
@@ -83,6 +84,21 @@ def open_bank(
     if migrate:
         runtime.storage.migrate()
     return runtime
+
+
+def delete_saved_since(url: str, started_at: datetime) -> None:
+    """Delete what a run saved, through the store (usage ledger included), then compact the search index: the next run
+    sees the same corpus, and does not pay for this run's deletes (InnoDB checks every full-text query against every
+    deleted row until the table is rebuilt, ADR 0047)."""
+    with open_bank(url) as runtime:
+        with runtime.storage.engine.connect() as connection:
+            saved = connection.execute(
+                sa.select(memory.c.user_id, memory.c.id).where(memory.c.created_at >= started_at)
+            ).all()
+        for user_id, memory_id in saved:
+            runtime.storage.store.delete(user_id=user_id, memory_id=memory_id)
+        if saved:
+            runtime.storage.compact_search_index()
 
 
 #: A benchmark that prices something else than the secret screen leaves it off (benchmarks.secret_screen

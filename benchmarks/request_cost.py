@@ -51,7 +51,7 @@ from tqdm import tqdm
 
 from adapters_mysql.schema import api_token, memory
 from benchmarks import wrk
-from benchmarks.common import Timing, database_url, open_bank, run_header
+from benchmarks.common import Timing, database_url, delete_saved_since, open_bank, run_header
 from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.counted_serve import COUNT_ENV, read_counts
 from benchmarks.floor_app import floor_server
@@ -501,19 +501,8 @@ def measure_load(
                         warm=number == 0,
                     )
                     taken[bare].append(load)
-    _delete_saved_since(prepared.url, started_at)
+    delete_saved_since(prepared.url, started_at)
     return LoadRun("mix 60/20/20", wrk.combined(taken[False])), LoadRun(BARE, wrk.combined(taken[True]))
-
-
-def _delete_saved_since(url: str, started_at: datetime) -> None:
-    """Delete what the mix saved, through the store (usage ledger included): the next run sees the same corpus."""
-    with open_bank(url) as runtime:
-        with runtime.storage.engine.connect() as connection:
-            saved = connection.execute(
-                sa.select(memory.c.user_id, memory.c.id).where(memory.c.created_at >= started_at)
-            ).all()
-        for user_id, memory_id in saved:
-            runtime.storage.store.delete(user_id=user_id, memory_id=memory_id)
 
 
 def load_targets(mix: LoadRun, bare: LoadRun) -> list[Target]:

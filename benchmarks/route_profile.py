@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from benchmarks.common import run_header
+from benchmarks.common import delete_saved_since, run_header
 from benchmarks.corpus import COMMON, RARE
 from benchmarks.request_cost import (
     BARE,
@@ -33,7 +33,6 @@ from benchmarks.request_cost import (
     SAVE,
     SEARCH_COMMON,
     SEARCH_RARE,
-    _delete_saved_since,
     _in_repository,
     _save_body,
     prepare,
@@ -171,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         started_at = datetime.now(UTC)
         # The app's lifespan end closes the runtime.
         results = asyncio.run(_with_lifespan(runtime.app, prepared.measured_secret, args.calls))
-        _delete_saved_since(prepared.url, started_at)  # a second run profiles the same corpus
+        delete_saved_since(prepared.url, started_at)  # a second run profiles the same corpus
         print(run_header(f"route profile, {args.backend}, {args.rows:,} memories"))
         print(f"command: python -m benchmarks.route_profile --backend {args.backend} --rows {args.rows}")
         print()

@@ -30,6 +30,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from urllib.parse import urlencode
@@ -40,7 +41,7 @@ from tqdm import tqdm
 
 from adapters_mysql.schema import api_token, memory
 from benchmarks import wrk
-from benchmarks.common import database_url, open_bank, run_header, time_calls
+from benchmarks.common import database_url, delete_saved_since, open_bank, run_header, time_calls
 from benchmarks.corpus import COMMON, RARE, CorpusSpec, CorpusWriter
 from benchmarks.http_overhead import KeepAliveClient
 from benchmarks.wrk import WrkLoad
@@ -80,6 +81,8 @@ def prepare_mix(backend: str, rows: int, tokens_file: Path) -> str:
             spec = CorpusSpec(users=MIX_USERS, memories_per_user=rows // MIX_USERS, seed=MIX_SEED)
             with tqdm(total=spec.rows, unit="memory", mininterval=5, file=sys.stderr) as bar:
                 import_lines(CorpusWriter(spec).lines(), storage.store, batch_size=1000, progress=bar.update)
+        # From a rebuilt index: deletes of runs before would slow every search (ADR 0047).
+        storage.compact_search_index()
         kept = SQLITE_HOME / f"tokens_{backend}_{rows}.txt"
         if kept.is_file():
             secrets = kept.read_text().split()
@@ -205,6 +208,8 @@ def measure_latency(rows: int, *, iterations: int, mix: bool = False) -> list[La
     with _measured_user_token(url, MIX_SEED if mix else CorpusSpec(users=1).seed) as (secret, user_id, memory_ids):
         storage = open_bank(url).storage
         try:
+            # From a rebuilt index: the saves each run deletes would otherwise slow the next run's searches (ADR 0047).
+            storage.compact_search_index()
             # On one connection, as a request runs it (its unit of work): the query and the mapping.
             with storage.unit_of_work():
                 timing = time_calls(
@@ -290,6 +295,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         tokens_file = Path(directory) / "tokens.txt"
         for backend in args.backends:
             url = prepare_mix(backend, args.rows, tokens_file)
+            started_at = datetime.now(UTC)
             for workers in [1] if args.profile else args.workers:
                 results.append(
                     run_mix(
@@ -302,6 +308,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         profile=args.profile,
                     )
                 )
+            # The next run's banks are this run's corpus again, not grown by its saves.
+            delete_saved_since(url, started_at)
     print_mix(results, duration=args.duration, connections=args.connections, rows=args.rows)
     if args.profile:
         print(f"\nprofile written to {args.profile} (the figures above are slowed by the profiler)")

@@ -4,6 +4,8 @@ the table is rebuilt, ADR 0047)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,49 @@ def test_a_spider_head_refuses_to_compact_with_a_message(tmp_path: Path) -> None
             head.compact_search_index()
     finally:
         head.close()
+
+
+@pytest.mark.mysql
+def test_a_save_during_compact_waits_for_the_rebuild_and_succeeds(mysql_storage: SqlStorage) -> None:
+    bank = services_on(mysql_storage).bank
+    owner = User()
+    bank.save(owner, JsonValue({"content": "harbor before compacting"}))
+    holder = mysql_storage.engine.connect()
+    # A reader's open transaction holds the table's metadata lock: the rebuild waits for it, and saves queue behind.
+    holder.execute(sa.text("SELECT COUNT(*) FROM memory")).scalar_one()
+    compacting = threading.Thread(target=mysql_storage.compact_search_index)
+    compacting.start()
+    try:
+        _wait_for_state(mysql_storage, "OPTIMIZE TABLE memory", "Waiting for table metadata lock")
+        saved: list[str] = []
+        saving = threading.Thread(
+            target=lambda: saved.append(bank.save(owner, JsonValue({"content": "harbor kestrel"})).id)
+        )
+        saving.start()
+        saving.join(0.3)
+        assert saving.is_alive()  # waiting, not failed
+        assert saved == []
+    finally:
+        holder.rollback()
+        holder.close()
+    compacting.join(30)
+    saving.join(30)
+
+    assert not compacting.is_alive()
+    assert not saving.is_alive()
+    assert len(saved) == 1
+    assert [result.memory.id for result in bank.search(owner, query="kestrel")] == saved
+
+
+def _wait_for_state(storage: SqlStorage, statement: str, state: str) -> None:
+    """Until a connection to the storage's database runs `statement` in `state` (at most 10 s)."""
+    deadline = time.monotonic() + 10
+    query = sa.text(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND INFO = :info AND STATE = :state"
+    )
+    while time.monotonic() < deadline:
+        with storage.engine.connect() as connection:
+            if connection.execute(query, {"info": statement, "state": state}).scalar_one():
+                return
+        time.sleep(0.01)
+    pytest.fail(f"no connection ran {statement!r} in state {state!r}")

@@ -25,7 +25,12 @@ def _deleted_documents(storage: SqlStorage) -> int:
     """InnoDB's deleted document ids of the memory table, which every full-text query checks."""
     with storage.engine.connect() as connection:
         connection.exec_driver_sql(f"SET GLOBAL innodb_ft_aux_table = '{storage.engine.url.database}/memory'")
-        return int(connection.exec_driver_sql("SELECT COUNT(*) FROM information_schema.INNODB_FT_DELETED").scalar_one())
+        try:
+            return int(
+                connection.exec_driver_sql("SELECT COUNT(*) FROM information_schema.INNODB_FT_DELETED").scalar_one()
+            )
+        finally:
+            connection.exec_driver_sql("SET GLOBAL innodb_ft_aux_table = DEFAULT")  # the server as it was
 
 
 def test_compact_drops_deleted_and_edited_entries_and_every_search_answers_the_same(

@@ -87,9 +87,8 @@ def open_bank(
 
 
 def delete_saved_since(url: str, started_at: datetime) -> None:
-    """Delete what a run saved, through the store (usage ledger included), then compact the search index: the next run
-    sees the same corpus, and does not pay for this run's deletes (InnoDB checks every full-text query against every
-    deleted row until the table is rebuilt, ADR 0047)."""
+    """Delete what a run saved, through the store (usage ledger included): the next run sees the same corpus. The
+    deletes stay in InnoDB's full-text bookkeeping until the next run's `prepare` compacts (ADR 0047)."""
     with open_bank(url) as runtime:
         with runtime.storage.engine.connect() as connection:
             saved = connection.execute(
@@ -97,8 +96,6 @@ def delete_saved_since(url: str, started_at: datetime) -> None:
             ).all()
         for user_id, memory_id in saved:
             runtime.storage.store.delete(user_id=user_id, memory_id=memory_id)
-        if saved:
-            runtime.storage.compact_search_index()
 
 
 #: A benchmark that prices something else than the secret screen leaves it off (benchmarks.secret_screen

@@ -40,6 +40,16 @@ WARM_CALLS = 20
 CHURN = Principal(user_id=ids.new_id(ids.USER_PREFIX), organization_id=ids.new_id(ids.ORGANIZATION_PREFIX))
 
 
+Row = tuple[str, list[float]]
+"""A table row: its label and its p50s in ms (rare search, common search, save)."""
+
+
+def _cells(row: Row, first: Row) -> list[object]:
+    """The row's p50s, each beside its ratio to the first row's, measured in the same run (a rebuilt table)."""
+    label, figures = row
+    return [label, *(f"{ms:.2f} ({ms / base:.2f} x)" for ms, base in zip(figures, first[1], strict=True))]
+
+
 def _p50_ms(call: Callable[[], object], calls: int) -> float:
     for _ in range(WARM_CALLS):
         call()
@@ -64,8 +74,8 @@ def _churn(runtime: Runtime, count: int) -> None:
         runtime.storage.store.delete(user_id=CHURN.user_id, memory_id=memory_id)
 
 
-def _row(label: str, runtime: Runtime, measured: Principal, probes: list[str], calls: int) -> tuple[list[object], int]:
-    """The row's figures, and how many memories it deleted: its saves, so the measured user's bank stays as it was."""
+def _row(label: str, runtime: Runtime, measured: Principal, probes: list[str], calls: int) -> tuple[Row, int]:
+    """The row's p50s, and how many memories it deleted: its saves, so the measured user's bank stays as it was."""
     bank = runtime.services.bank
     rare = _p50_ms(lambda: bank.search(measured, query=RARE, limit=20), calls)
     common = _p50_ms(lambda: bank.search(measured, query=COMMON, limit=20), calls)
@@ -80,7 +90,7 @@ def _row(label: str, runtime: Runtime, measured: Principal, probes: list[str], c
     save_ms = _p50_ms(save, calls)
     for memory_id in saved:
         bank.delete(measured, memory_id=memory_id)
-    return [label, f"{rare:.2f}", f"{common:.2f}", f"{save_ms:.2f}"], len(saved)
+    return (label, [rare, common, save_ms]), len(saved)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -104,7 +114,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 ).scalar_one()
             measured = Principal(user_id=measured.user_id, organization_id=org)
             runtime.storage.compact_search_index()  # the corpus all in the index tables, as after a rebuild
-            rows, seen = [], 0
+            rows: list[Row] = []
+            seen = 0
             for step in args.steps:
                 _churn(runtime, max(0, step - seen))
                 seen = max(seen, step)
@@ -121,7 +132,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"command: python -m benchmarks.fulltext_churn --rows {args.rows} --steps {' '.join(map(str, args.steps))}")
     print()
     headers = ["the memory table", f"search, rare word ({RARE}), p50 ms", f"search, common word ({COMMON}), p50 ms"]
-    print(table([*headers, "save (its `similar` look-up included), p50 ms"], rows))
+    headers.append("save (its `similar` look-up included), p50 ms")
+    print("Each p50 beside its ratio to the first row's (a rebuilt table), in this run.")
+    print()
+    print(table(headers, [_cells(row, rows[0]) for row in rows]))
     print()
     print(f"`memorybank compact` (OPTIMIZE TABLE memory over {args.rows:,} memories): {compact_seconds:.2f} s")
 

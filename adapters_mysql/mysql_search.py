@@ -54,6 +54,17 @@ class MysqlOwnerScopedSearch(OwnerScopedSearch):
     def _candidate_read(self, user_id: str, tokens: Sequence[str], limit: int) -> PlannedRead:
         return PlannedRead(_CANDIDATES, _parameters(user_id, tokens, limit))
 
+    ranks_like = True
+
+    def _like_candidates(
+        self, connection: sa.Connection, user_id: str, tokens: Sequence[str], limit: int
+    ) -> Sequence[CandidateRow]:
+        # Taken from the save's last round trip when it read them ahead (ADR 0042).
+        return _LIKE_CANDIDATES.all(connection, _parameters(user_id, tokens, limit))
+
+    def _like_read(self, user_id: str, tokens: Sequence[str], limit: int) -> PlannedRead:
+        return PlannedRead(_LIKE_CANDIDATES, _parameters(user_id, tokens, limit))
+
     def _best_candidates(
         self, connection: sa.Connection, user_id: str, tokens: Sequence[str], rows: Sequence[CandidateRow]
     ) -> Sequence[CandidateRow]:
@@ -89,6 +100,10 @@ def _candidates_statement(*, best_first: bool) -> sa.Select[str, str | None, int
 # first, so both take the DBAPI cursor (adapters_mysql.compiled_reads).
 _CANDIDATES = CompiledRead(_candidates_statement(best_first=False))
 _BEST_CANDIDATES = CompiledRead(_candidates_statement(best_first=True))
+#: A `search_like`'s: the best, with how many matched in all (a window over every match, counted before the limit).
+_LIKE_CANDIDATES = CompiledRead(
+    _candidates_statement(best_first=True).add_columns(sa.func.count().over().label("matching"))
+)
 
 
 #: How many of the owner's rows hold one token (a document frequency, read when the candidates were bounded).

@@ -54,6 +54,11 @@ DEFAULT_TERMS_BUDGET = 100_000
 #: pasted paragraph) are estimated from the candidates read.
 EXACT_FREQUENCIES_MAX = 8
 
+#: A save's `similar` look-up reads at most this many of the owner's memories, those the full-text index ranks highest
+#: for the new memory's words (ADR 0048): a look-up asks with every word of the memory, which most of a bank shares,
+#: so reading every match made each save rank the whole bank.
+DEFAULT_LIKE_CANDIDATES = 64
+
 
 class _Fetched(NamedTuple):
     """What a search read: its candidates, the stored terms of those read after them by id, and, when they were
@@ -110,26 +115,35 @@ class OwnerScopedSearch(SearchEngine):
         candidate_limit: int = DEFAULT_CANDIDATE_LIMIT,
         terms_budget: int = DEFAULT_TERMS_BUDGET,
         along: Callable[[str], Sequence[PlannedRead]] | None = None,
+        like_candidates: int = DEFAULT_LIKE_CANDIDATES,
     ) -> None:
         """`along(user_id)`: reads that follow every search of the owner's (hybrid search's vectors), sent in
-        the candidates' round trip where the connection allows it (`CompiledRead.all`)."""
+        the candidates' round trip where the connection allows it (`CompiledRead.all`). `like_candidates`: what
+        `search_like` reads at most."""
         self._engine = engine
         self._indexer = indexer
         self._candidate_limit = candidate_limit
         self._terms_budget = terms_budget
         self._along = along
+        self._like_limit = like_candidates
 
-    def reads_for(self, user_id: str, query: str) -> Sequence[PlannedRead]:
-        """What a search of the owner's memories for `query` reads first, with what `along` adds, for a caller
-        to send ahead in a round trip it makes anyway (a save's, for its `similar` look-up, ADR 0042); the
-        search then takes those rows instead of reading them. Empty when a dialect has no such read, the query
-        has no searchable word, or a rewrite is pending (its fence must be read around the candidates)."""
+    def reads_for(self, user_id: str, query: str, *, like: bool = False) -> Sequence[PlannedRead]:
+        """What a search of the owner's memories for `query` (`like`: `search_like`) reads first, with what `along`
+        adds, for a caller to send ahead in a round trip it makes anyway (a save's, for its `similar` look-up, ADR
+        0042); the search then takes those rows instead of reading them. Empty when a dialect has no such read, the
+        query has no searchable word, or a rewrite is pending (its fence must be read around the candidates)."""
         if self._indexer.rewrite_pending or not self.reads_ahead:
             # Nothing to send ahead: the query is analyzed by the search itself, not inside the caller's round trip
             # (a save's write transaction; SQLite's write lock).
             return ()
         analyzed = self._tokens(user_id, query)
-        planned = self._candidate_read(user_id, analyzed[1], self._candidate_limit + 1) if analyzed[1] else None
+        if not analyzed[1]:
+            return ()
+        planned = (
+            self._like_read(user_id, analyzed[1], self._like_limit)
+            if like
+            else self._candidate_read(user_id, analyzed[1], self._candidate_limit + 1)
+        )
         if planned is None:
             return ()
         # The search that takes these rows analyzes the same query: it takes the tokens too (512 Han characters
@@ -149,12 +163,38 @@ class OwnerScopedSearch(SearchEngine):
         None elsewhere."""
         return None
 
+    def _like_read(self, user_id: str, tokens: Sequence[str], limit: int) -> PlannedRead | None:  # noqa: ARG002
+        """`_like_candidates` as a read to send ahead (`reads_ahead`); None elsewhere."""
+        return None
+
     def _tokens(self, user_id: str, query: str) -> tuple[list[tuple[str, ...]], list[str]]:
         analyzed: tuple[list[tuple[str, ...]], list[str]] | None = take_ahead(self._engine, (_ANALYZED, user_id, query))
         if analyzed is not None:
             return analyzed
         groups = self._indexer.query_token_groups(user_id, query)
         return groups, list(dict.fromkeys(token for group in groups for token in group))
+
+    def search_like(self, *, user_id: str, memory_id: str, query: str, limit: int) -> Sequence[SearchHit]:
+        """`search`, over the `like_candidates` memories the full-text index ranks highest for `query` (ADR 0048).
+
+        A save's `similar` look-up asks with every word of the new memory: most of a bank holds one of them, so
+        reading every match made each save count the whole bank's terms. Which of them resemble the new memory is
+        still decided by BM25 over the owner's statistics, its document frequencies estimated from the memories
+        read (as a long query's are past the bounds). While a rewrite is pending, or where the dialect has no such
+        order, `search`."""
+        del memory_id
+        if self._indexer.rewrite_pending or not self.ranks_like:
+            return self.search(user_id=user_id, query=query, limit=limit)
+        groups, tokens = self._tokens(user_id, query)
+        if not tokens:
+            return SearchHits(candidate_count=0)
+        with unavailable_on_driver_error("search"), reading(self._engine) as connection:
+            fetched = self._fetch_like(connection, user_id, tokens)
+        return self._rank(tokens, groups, fetched, limit)
+
+    ranks_like = False
+    """Whether the dialect reads a `search_like`'s best candidates by its full-text index's relevance
+    (`_like_candidates`)."""
 
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
         groups, tokens = self._tokens(user_id, query)
@@ -174,6 +214,9 @@ class OwnerScopedSearch(SearchEngine):
                 else:
                     # Batches kept landing: answer with the last look, which may lack rows being rewritten.
                     _log.warning("search gave up on the rewrite fence after %d attempts", FENCED_ATTEMPTS)
+        return self._rank(tokens, groups, fetched, limit)
+
+    def _rank(self, tokens: list[str], groups: list[tuple[str, ...]], fetched: _Fetched, limit: int) -> SearchHits:
         rows, terms = fetched.rows, fetched.terms
         if not rows:
             return SearchHits(candidate_count=0)
@@ -204,15 +247,8 @@ class OwnerScopedSearch(SearchEngine):
                 if long_query
                 else self._best_candidates(connection, user_id, tokens, rows)
             )
-        kept = self._within_bounds(rows)
-        long_ids = [row.id for row in kept if row.search_terms is None and row.doc_length > INLINE_TERMS_MAX]
-        terms: dict[str, str] = {}
-        if long_ids:
-            terms = {found.id: found.search_terms for found in _TERMS.all(connection, _ids(user_id, long_ids))}
+        kept, terms = self._kept(connection, user_id, rows)
         unread = len(rows) - len(kept)
-        # A long memory deleted since the candidates were read (a save's look-up reads them in the save's own round
-        # trip, ADR 0042) is no candidate.
-        kept = [row for row in kept if row.search_terms is not None or row.id in terms or not row.doc_length]
         if not unread:
             return _Fetched(kept, terms, None, 0)
         if len(tokens) <= EXACT_FREQUENCIES_MAX:
@@ -220,6 +256,27 @@ class OwnerScopedSearch(SearchEngine):
         # A long query's frequencies over all the owner's rows would cost a full-text look-up per token (a Han
         # query is hundreds; InnoDB takes about a millisecond each): those of the candidates read stand for all.
         return _Fetched(kept, terms, None, unread)
+
+    def _fetch_like(self, connection: sa.Connection, user_id: str, tokens: Sequence[str]) -> _Fetched:
+        """A `search_like`'s candidates: the best `like_candidates` of the owner's matching memories, within the
+        terms budget, and how many more matched, for the frequencies' estimate."""
+        rows = self._like_candidates(connection, user_id, tokens, self._like_limit)
+        kept, terms = self._kept(connection, user_id, rows)
+        matching = int(rows[0].matching) if rows else 0
+        return _Fetched(kept, terms, None, max(matching - len(kept), 0))
+
+    def _kept(
+        self, connection: sa.Connection, user_id: str, best_first: Sequence[CandidateRow]
+    ) -> tuple[list[CandidateRow], dict[str, str]]:
+        """The candidates within both bounds, and the stored terms of the long ones among them, read by id."""
+        kept = self._within_bounds(best_first)
+        long_ids = [row.id for row in kept if row.search_terms is None and row.doc_length > INLINE_TERMS_MAX]
+        terms: dict[str, str] = {}
+        if long_ids:
+            terms = {found.id: found.search_terms for found in _TERMS.all(connection, _ids(user_id, long_ids))}
+        # A long memory deleted since the candidates were read (a save's look-up reads them in the save's own round
+        # trip, ADR 0042) is no candidate.
+        return [row for row in kept if row.search_terms is not None or row.id in terms or not row.doc_length], terms
 
     def _within_bounds(self, best_first: Sequence[CandidateRow]) -> list[CandidateRow]:
         """The best candidates, as many as both bounds allow: at most `candidate_limit`, and terms within the
@@ -252,6 +309,13 @@ class OwnerScopedSearch(SearchEngine):
         self, connection: sa.Connection, user_id: str, tokens: Sequence[str], limit: int
     ) -> Sequence[CandidateRow]:
         """Up to `limit` owner rows matching any token: id, search_terms, doc_length, owner_count, owner_length."""
+
+    def _like_candidates(
+        self, connection: sa.Connection, user_id: str, tokens: Sequence[str], limit: int
+    ) -> Sequence[CandidateRow]:
+        """Up to `limit` owner rows matching any token, best first by the full-text index's relevance, each with
+        `matching`: how many of the owner's rows matched in all. Only where `ranks_like`."""
+        raise NotImplementedError
 
     def _best_candidates(
         self,

@@ -165,7 +165,8 @@ class SqlStorage:
             indexer,
             self.codec,
             embedder=embedder,
-            similar_reads=lambda memory: lexical.reads_for(memory.user_id, memory.similar_query),
+            # Hybrid's look-up fuses lexical `search` with the vectors; lexical's is its own `search_like` (ADR 0048).
+            similar_reads=lambda memory: lexical.reads_for(memory.user_id, memory.similar_query, like=embedder is None),
             deferred=self.deferred_vectors,
         )
         self.embedder = embedder

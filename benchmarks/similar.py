@@ -1,6 +1,7 @@
 """Does a save's `similar` name the memory it replaces, and stay quiet for a save that replaces nothing?
 
     python -m benchmarks.similar [--lexical-only]
+    python -m benchmarks.similar --backend mariadb --filler 500 --like 1000 64 32 16
 
 The labelled set is tests/evals/update_pairs.json: 120 pairs of an old fact and the memory that replaces it
 (a person moved, changed teams, renamed a service: 30 topics, 4 people), and 60 unrelated facts. Each
@@ -16,6 +17,12 @@ threshold (`similar_min_share`, the share of the new memory's own score another 
 In-memory engines, which rank exactly as the SQL ones (the ranking contract), so the figures are the
 server's. Each engine's default threshold is marked (lexical: `use_cases.SIMILAR_MIN_SHARE`; hybrid:
 `HybridSearch.similar_min_share`).
+
+`--backend mariadb` runs lexical search on the benchmark server instead, in a fresh database, with `--filler` more
+memories in each bank (the first turns of one LoCoMo conversation per person: a bank of ordinary sentences that share
+the facts' common words), once for each `--like` bound: how many memories a look-up reads, the best by InnoDB's
+relevance (`OwnerScopedSearch(like_candidates=...)`, ADR 0048; 1,000 reads every match of a bank this size, as every
+look-up did before).
 """
 
 from __future__ import annotations
@@ -28,8 +35,18 @@ from typing import Any
 
 import attrs
 
-from benchmarks.common import Principal, bank_with, run_header, table
-from memorybank_core import Embedder, RecordingEventSink, SaveRequest, ids
+from adapters_mysql.owner_search import DEFAULT_LIKE_CANDIDATES
+from benchmarks.common import (
+    NO_SCREEN,
+    Principal,
+    bank_with,
+    database_url,
+    drop_database,
+    open_bank,
+    run_header,
+    table,
+)
+from memorybank_core import Embedder, MemoryBank, RecordingEventSink, SaveRequest, ids
 from memorybank_core.use_cases import SIMILAR_MIN_SHARE
 from memorybank_search.hybrid import HybridSearch
 from memorybank_testing import InMemoryFactory
@@ -40,6 +57,7 @@ PAIRS = Path(__file__).resolve().parents[1] / "tests" / "evals" / "update_pairs.
 THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.9, 0.95, 0.96, 0.97, 0.98)
 #: Unrelated facts that fill each bank; the rest are saved as new facts that replace nothing.
 FILLER = 30
+NAME = "similar"
 
 
 @attrs.frozen
@@ -63,18 +81,37 @@ def measure(data: dict[str, Any], embedder: Embedder | None, thresholds: Sequenc
     """Run the labelled set through a fresh in-memory bank (lexical, or hybrid with `embedder`)."""
     backend = InMemoryFactory(embedder).fresh()
     bank = bank_with(store=backend.store, search_engine=backend.search_engine, events=RecordingEventSink())
-    unrelated: list[str] = data["unrelated"]
     people = sorted({pair["person"] for pair in data["pairs"]})
+    users = {person: fill(bank, data, person, ()) for person in people}
+    return ask(bank, data, users, thresholds)
+
+
+def fill(bank: MemoryBank, data: dict[str, Any], person: str, filler: Sequence[str]) -> tuple[Principal, list[str]]:
+    """A new user with `person`'s old facts, the first unrelated facts and `filler` saved; the old facts' ids."""
+    user = Principal(user_id=ids.new_id(ids.USER_PREFIX), organization_id=ids.new_id(ids.ORGANIZATION_PREFIX))
+    old_ids = [
+        bank.save(user, SaveRequest.parse({"content": p["old"]})).id for p in data["pairs"] if p["person"] == person
+    ]
+    for text in [*data["unrelated"][:FILLER], *filler]:
+        bank.save(user, SaveRequest.parse({"content": text}))
+    return user, old_ids
+
+
+def ask(
+    bank: MemoryBank,
+    data: dict[str, Any],
+    users: dict[str, tuple[Principal, list[str]]],
+    thresholds: Sequence[float],
+) -> dict[float, Outcome]:
+    """Save each new fact and each remaining unrelated fact into its person's bank, ask `similar` at every
+    threshold, and delete it again."""
+    unrelated: list[str] = data["unrelated"]
     found = dict.fromkeys(thresholds, 0)
     first = dict.fromkeys(thresholds, 0)
     flagged = dict.fromkeys(thresholds, 0)
     checked = 0
-    for person in people:
-        user = Principal(user_id=ids.new_id(ids.USER_PREFIX), organization_id=ids.new_id(ids.ORGANIZATION_PREFIX))
+    for person, (user, old_ids) in users.items():
         pairs = [pair for pair in data["pairs"] if pair["person"] == person]
-        old_ids = [bank.save(user, SaveRequest.parse({"content": pair["old"]})).id for pair in pairs]
-        for text in unrelated[:FILLER]:
-            bank.save(user, SaveRequest.parse({"content": text}))
         for pair, old_id in zip(pairs, old_ids, strict=True):
             new = bank.save(user, SaveRequest.parse({"content": pair["new"]}))
             for threshold in thresholds:
@@ -102,6 +139,33 @@ def measure(data: dict[str, Any], embedder: Embedder | None, thresholds: Sequenc
     }
 
 
+def measure_mariadb(
+    data: dict[str, Any], thresholds: Sequence[float], filler: int, bounds: Sequence[int]
+) -> dict[int, dict[float, Outcome]]:
+    """Lexical search on the benchmark server, each bank with `filler` LoCoMo turns more; once per look-up bound."""
+    from adapters_mysql import MysqlOwnerScopedSearch
+    from benchmarks import locomo
+
+    conversations, _questions = locomo.load(locomo.DEFAULT_DATA)
+    people = sorted({pair["person"] for pair in data["pairs"]})
+    drop_database(NAME)
+    try:
+        with open_bank(database_url(NAME), migrate=True, secret_screen=NO_SCREEN) as runtime:
+            bank = bank_with(runtime, events=RecordingEventSink())
+            users = {
+                person: fill(bank, data, person, [turn.text for turn in conversations[index][:filler]])
+                for index, person in enumerate(people)
+            }
+            outcomes = {}
+            for bound in bounds:
+                engine = MysqlOwnerScopedSearch(runtime.storage.engine, runtime.storage.indexer, like_candidates=bound)
+                bounded = bank_with(runtime, search_engine=engine, events=RecordingEventSink())
+                outcomes[bound] = ask(bounded, data, users, thresholds)
+            return outcomes
+    finally:
+        drop_database(NAME)
+
+
 def _share(count: int, total: int) -> str:
     return f"{count}/{total} ({count / total:.0%})"
 
@@ -124,8 +188,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Print the table."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.similar", description=__doc__.split("\n\n")[0])
     parser.add_argument("--lexical-only", action="store_true", help="skip hybrid search (no model needed)")
+    parser.add_argument("--backend", choices=("memory", "mariadb"), default="memory")
+    parser.add_argument("--filler", type=int, default=500, help="mariadb: LoCoMo turns more in each bank")
+    parser.add_argument("--like", type=int, nargs="+", default=[1000, DEFAULT_LIKE_CANDIDATES], help="mariadb: bounds")
     arguments = parser.parse_args(argv)
     data = load()
+    if arguments.backend == "mariadb":
+        print(run_header(f"similar on save, MariaDB, {arguments.filler} LoCoMo turns more in each bank"))
+        bounded = measure_mariadb(data, THRESHOLDS, arguments.filler, arguments.like)
+        print(
+            table(
+                ["look-up reads at most", "threshold", "replaced found", "replaced first", "unrelated flagged"],
+                [
+                    [f"{bound:,}", *row[1:]]
+                    for bound, outcomes in bounded.items()
+                    for row in rows("lexical", outcomes, SIMILAR_MIN_SHARE)
+                ],
+            )
+        )
+        return
     print(run_header(f"similar on save: {len(data['pairs'])} update pairs, {len(data['unrelated'])} unrelated facts"))
     found = rows("lexical", measure(data, None, THRESHOLDS), SIMILAR_MIN_SHARE)
     if not arguments.lexical_only:

@@ -177,6 +177,21 @@ def test_one_users_save_search_list_and_delete_touch_exactly_one_data_node(
                 assert delta == [0, 0, 0], f"user on node {home + 1} touched node {index + 1}: {deltas}"
 
 
+def test_a_saves_similar_look_up_through_the_head_names_the_memory_it_resembles(
+    cluster: SpiderCluster, head: SqlStorage
+) -> None:
+    # The look-up reads its best candidates by InnoDB's relevance with a window count of all matches (ADR 0048): the
+    # head must run both over its data node's rows. A look-up never fails a save, so an error would answer nothing.
+    bank = bank_on(head, controls=InMemoryControlStore())
+    user = user_on(cluster, 1)
+    for word in ("alpha", "beta", "gamma"):
+        bank.save(user, SaveRequest.parse({"content": f"the team meeting notes about project {word}"}))
+    resembled = bank.save(user, SaveRequest.parse({"content": "the harbor lighthouse keeper moved to lisbon"}))
+    new = bank.save(user, SaveRequest.parse({"content": "the harbor lighthouse keeper moved to porto"}))
+
+    assert [found.memory.id for found in bank.similar(user, new)] == [resembled.id]
+
+
 def test_a_memory_at_the_bounds_read_alone_through_the_head_comes_back_whole(
     cluster: SpiderCluster, head: SqlStorage
 ) -> None:

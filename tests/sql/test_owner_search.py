@@ -40,10 +40,20 @@ _TOKEN = re.compile(rf"[0-9a-z_]{{{TAG_LENGTH + 1},{MAX_TOKEN_LENGTH}}}")
 
 
 def engine_of(
-    storage: SqlStorage, *, candidate_limit: int, terms_budget: int = owner_search.DEFAULT_TERMS_BUDGET
+    storage: SqlStorage,
+    *,
+    candidate_limit: int,
+    terms_budget: int = owner_search.DEFAULT_TERMS_BUDGET,
+    like_candidates: int = owner_search.DEFAULT_LIKE_CANDIDATES,
 ) -> MysqlOwnerScopedSearch | SqliteOwnerScopedSearch:
     engine = MysqlOwnerScopedSearch if storage.dialect_name == "mysql" else SqliteOwnerScopedSearch
-    return engine(storage.engine, storage.indexer, candidate_limit=candidate_limit, terms_budget=terms_budget)
+    return engine(
+        storage.engine,
+        storage.indexer,
+        candidate_limit=candidate_limit,
+        terms_budget=terms_budget,
+        like_candidates=like_candidates,
+    )
 
 
 def scored_as(hits: Sequence[SearchHit], scores: dict[str, float]) -> bool:
@@ -389,3 +399,47 @@ def test_a_save_and_its_similar_look_up_analyze_the_look_ups_query_once(
             )
     assert [hit.memory_id for hit in hits] == [saved.id]
     assert analyzed == [saved.similar_query]
+
+
+#: A bank where every memory shares the look-up's common words, and one resembles the new memory closely.
+_TEAM_NOTES = [f"the team meeting notes about the project {word}" for word in ("alpha", "beta", "gamma", "delta")]
+_RESEMBLED = "the harbor lighthouse keeper moved to lisbon with the team project"
+_NEW = "the harbor lighthouse keeper moved to porto with the team project"
+
+
+def _like_bank(storage: SqlStorage, resembled: str) -> tuple[str, str, str]:
+    owner = new_user()
+    for index, content in enumerate([*(_TEAM_NOTES * 3), resembled]):
+        saved = make_memory(owner, content, created_at=SAVED_AT + timedelta(seconds=index))
+        storage.store.add(user_id=owner, memory=saved)
+    resembled_id = saved.id  # the last saved
+    new = make_memory(owner, _NEW, created_at=SAVED_AT + timedelta(minutes=1))
+    storage.store.add(user_id=owner, memory=new)
+    return owner, resembled_id, new.id
+
+
+@pytest.mark.parametrize("resembled", [_RESEMBLED, long_words(1, _RESEMBLED)], ids=["short", "long"])
+def test_a_look_up_reads_only_its_best_candidates_and_still_names_the_memory_it_resembles(
+    storage: SqlStorage, resembled: str
+) -> None:
+    # A save's `similar` look-up asks with every word of the new memory, which the whole bank shares here: MariaDB reads
+    # the few its full-text index ranks highest (ADR 0048); a long one's terms are read after them, by id.
+    owner, resembled_id, new_id = _like_bank(storage, resembled)
+    engine = engine_of(storage, candidate_limit=1000, like_candidates=3)
+
+    hits = engine.search_like(user_id=owner, memory_id=new_id, query=_NEW, limit=4)
+
+    assert [hit.memory_id for hit in hits][:2] == [new_id, resembled_id]
+    assert isinstance(hits, SearchHits)
+    # SQLite reads every match (its look-up is not bounded, docs/storage.md).
+    assert hits.candidate_count == (3 if storage.dialect_name == "mysql" else 14)
+
+
+def test_a_bounded_look_up_scores_as_the_exact_one_while_every_match_is_read(storage: SqlStorage) -> None:
+    owner, _resembled_id, new_id = _like_bank(storage, _RESEMBLED)
+    exact = engine_of(storage, candidate_limit=1000).search(user_id=owner, query=_NEW, limit=20)
+
+    like = engine_of(storage, candidate_limit=1000).search_like(user_id=owner, memory_id=new_id, query=_NEW, limit=20)
+
+    assert [hit.memory_id for hit in like] == [hit.memory_id for hit in exact]
+    assert scored_as(like, {hit.memory_id: hit.score for hit in exact})

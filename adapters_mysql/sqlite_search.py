@@ -46,7 +46,7 @@ _REBUILD = "INSERT INTO memory_terms_fts(memory_terms_fts) VALUES ('rebuild')"
 _OPTIMIZE = "INSERT INTO memory_terms_fts(memory_terms_fts) VALUES ('optimize')"
 
 _sqlite_master = sa.table("sqlite_master", sa.column("type", sa.String), sa.column("name", sa.String))
-_fts = sa.table(TERMS_FTS_TABLE_NAME, sa.column("rowid", sa.Integer))
+_fts = sa.table(TERMS_FTS_TABLE_NAME, sa.column("rowid", sa.Integer), sa.column("rank", sa.Float))
 
 
 class SqliteOwnerScopedSearch(OwnerScopedSearch):
@@ -65,6 +65,15 @@ class SqliteOwnerScopedSearch(OwnerScopedSearch):
 
     def _matching_read(self, user_id: str, token: str) -> PlannedRead:
         return PlannedRead(_MATCHING, {**owner_values(user_id), "tokens": _expression([token])})
+
+    ranks_like = True
+
+    def _like_candidates(
+        self, connection: sa.Connection, user_id: str, tokens: Sequence[str], limit: int
+    ) -> Sequence[CandidateRow]:
+        return _LIKE_CANDIDATES.all(
+            connection, {**owner_values(user_id), "tokens": _expression(tokens), "limit": limit}
+        )
 
 
 def _expression(tokens: Sequence[str]) -> str:
@@ -93,6 +102,30 @@ def _candidates(user_id: str, tokens: Sequence[str], limit: int) -> sa.Select[st
         .order_by(memory.c.created_at.desc(), memory.c.id.desc())
         .limit(limit)
     )
+
+
+def _like_candidates_statement() -> sa.Select[str, str | None, int, int, int, int]:
+    # FTS5 keeps the best `limit` by its own BM25 (`rank`) as it reads the matches; the owner's guard is applied to
+    # those. The tokens carry the owner's tag, so the rows it ranks are the owner's (a tag collision's rows are
+    # dropped by the guard: fewer candidates, never another owner's).
+    best = (
+        sa.select(_fts.c.rowid, _fts.c.rank)
+        .where(_match(None))
+        .order_by(_fts.c.rank)
+        .limit(sa.bindparam("limit", type_=sa.Integer))
+        .subquery("best")
+    )
+    matching = sa.select(sa.func.count()).select_from(_fts).where(_match(None)).scalar_subquery()
+    return (
+        select_candidates(owned_memories(owner_parameter(), owner_scope_parameter()))
+        .add_columns(matching.label("matching"))
+        .join_from(memory, best, sa.literal_column("memory.rowid") == best.c.rowid)
+        .order_by(best.c.rank, memory.c.id.desc())
+    )
+
+
+#: A `search_like`'s candidates: the owner's best by FTS5's relevance, with how many rows matched in all.
+_LIKE_CANDIDATES = CompiledRead(_like_candidates_statement())
 
 
 #: How many of the owner's rows hold the tokens bound as `:tokens` (one, for a document frequency).

@@ -18,17 +18,18 @@ In-memory engines, which rank exactly as the SQL ones (the ranking contract), so
 server's. Each engine's default threshold is marked (lexical: `use_cases.SIMILAR_MIN_SHARE`; hybrid:
 `HybridSearch.similar_min_share`).
 
-`--backend mariadb` runs lexical search on the benchmark server instead, in a fresh database, with `--filler` more
-memories in each bank (the first turns of one LoCoMo conversation per person: a bank of ordinary sentences that share
-the facts' common words), once for each `--like` bound: how many memories a look-up reads, the best by InnoDB's
-relevance (`OwnerScopedSearch(like_candidates=...)`, ADR 0048; 1,000 reads every match of a bank this size, as every
-look-up did before).
+`--backend mariadb` (or `sqlite`) runs lexical search on the benchmark server (or an SQLite file) instead, in a fresh
+database, with `--filler` more memories in each bank (the first turns of one LoCoMo conversation per person: ordinary
+sentences that share the facts' common words), once for each `--like` bound: how many memories a look-up reads, the
+best by the full-text index's relevance (InnoDB's, FTS5's; `OwnerScopedSearch(like_candidates=...)`, ADR 0048). A
+bound of 1,000 reads every match of a bank this size, as every look-up did before.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -139,31 +140,41 @@ def ask(
     }
 
 
-def measure_mariadb(
-    data: dict[str, Any], thresholds: Sequence[float], filler: int, bounds: Sequence[int]
+def measure_sql(
+    backend: str,
+    data: dict[str, Any],
+    thresholds: Sequence[float],
+    filler: int,
+    bounds: Sequence[int],
+    locomo_path: Path | None = None,
 ) -> dict[int, dict[float, Outcome]]:
-    """Lexical search on the benchmark server, each bank with `filler` LoCoMo turns more; once per look-up bound."""
-    from adapters_mysql import MysqlOwnerScopedSearch
+    """Lexical search on `backend` (the benchmark server, or an SQLite file), each bank with `filler` LoCoMo turns
+    more (one conversation's first turns per person); once per look-up bound."""
     from benchmarks import locomo
 
-    conversations, _questions = locomo.load(locomo.DEFAULT_DATA)
+    conversations, _questions = locomo.load(locomo_path or locomo.DEFAULT_DATA)
     people = sorted({pair["person"] for pair in data["pairs"]})
-    drop_database(NAME)
-    try:
-        with open_bank(database_url(NAME), migrate=True, secret_screen=NO_SCREEN) as runtime:
-            bank = bank_with(runtime, events=RecordingEventSink())
-            users = {
-                person: fill(bank, data, person, [turn.text for turn in conversations[index][:filler]])
-                for index, person in enumerate(people)
-            }
-            outcomes = {}
-            for bound in bounds:
-                engine = MysqlOwnerScopedSearch(runtime.storage.engine, runtime.storage.indexer, like_candidates=bound)
-                bounded = bank_with(runtime, search_engine=engine, events=RecordingEventSink())
-                outcomes[bound] = ask(bounded, data, users, thresholds)
-            return outcomes
-    finally:
-        drop_database(NAME)
+    with tempfile.TemporaryDirectory() as directory:
+        url = database_url(NAME) if backend == "mariadb" else f"sqlite:///{directory}/similar.sqlite3"
+        try:
+            with open_bank(url, migrate=backend == "mariadb", secret_screen=NO_SCREEN) as runtime:
+                bank = bank_with(runtime, events=RecordingEventSink())
+                users = {
+                    person: fill(
+                        bank, data, person, [turn.text for turn in conversations[index % len(conversations)][:filler]]
+                    )
+                    for index, person in enumerate(people)
+                }
+                outcomes = {}
+                for bound in bounds:
+                    storage = runtime.storage
+                    engine = type(storage.lexical_search)(storage.engine, storage.indexer, like_candidates=bound)
+                    bounded = bank_with(runtime, search_engine=engine, events=RecordingEventSink())
+                    outcomes[bound] = ask(bounded, data, users, thresholds)
+                return outcomes
+        finally:
+            if backend == "mariadb":
+                drop_database(NAME)
 
 
 def _share(count: int, total: int) -> str:
@@ -188,14 +199,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Print the table."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.similar", description=__doc__.split("\n\n")[0])
     parser.add_argument("--lexical-only", action="store_true", help="skip hybrid search (no model needed)")
-    parser.add_argument("--backend", choices=("memory", "mariadb"), default="memory")
-    parser.add_argument("--filler", type=int, default=500, help="mariadb: LoCoMo turns more in each bank")
-    parser.add_argument("--like", type=int, nargs="+", default=[1000, DEFAULT_LIKE_CANDIDATES], help="mariadb: bounds")
+    parser.add_argument("--backend", choices=("memory", "mariadb", "sqlite"), default="memory")
+    parser.add_argument("--filler", type=int, default=500, help="SQL backends: LoCoMo turns more in each bank")
+    parser.add_argument("--like", type=int, nargs="+", default=[1000, DEFAULT_LIKE_CANDIDATES], help="SQL: bounds")
+    parser.add_argument("--data", type=Path, default=None, help="SQL: locomo10.json (read, never copied)")
     arguments = parser.parse_args(argv)
     data = load()
-    if arguments.backend == "mariadb":
-        print(run_header(f"similar on save, MariaDB, {arguments.filler} LoCoMo turns more in each bank"))
-        bounded = measure_mariadb(data, THRESHOLDS, arguments.filler, arguments.like)
+    if arguments.backend != "memory":
+        print(run_header(f"similar on save, {arguments.backend}, {arguments.filler} LoCoMo turns more in each bank"))
+        bounded = measure_sql(arguments.backend, data, THRESHOLDS, arguments.filler, arguments.like, arguments.data)
         print(
             table(
                 ["look-up reads at most", "threshold", "replaced found", "replaced first", "unrelated flagged"],

@@ -412,6 +412,29 @@ def test_the_similar_benchmark_prints_both_measures_for_each_threshold(capsys: p
     assert "replaced found" in out
 
 
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
+def test_the_similar_benchmark_on_sql_answers_as_the_reference_engine_when_every_match_is_read(
+    backend: str, bench_server: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = similar.load()
+    small = {
+        "pairs": [p for p in data["pairs"] if p["topic"] in ("home city", "employer")],
+        "unrelated": data["unrelated"],
+    }
+    toy = _toy_locomo(tmp_path)
+
+    bounded = similar.measure_sql(backend, small, (0.3, 0.9), 0, (1000, 2), toy)
+
+    # Reading every match, the server's look-up is the reference engine's (the ranking contract); reading 2, the
+    # replaced memory is still found.
+    assert bounded[1000] == similar.measure(small, None, (0.3, 0.9))
+    assert bounded[2][0.3].found >= 1
+    similar.main(["--backend", backend, "--filler", "2", "--like", "1000", "4", "--data", str(toy)])
+    out = capsys.readouterr().out
+    assert f"similar on save, {backend}, 2 LoCoMo turns more in each bank" in out
+    assert "| 4 | 0.3 (default) |" in out
+
+
 def test_the_adversarial_benchmark_prints_each_routes_worst_input_beside_its_typical_one(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

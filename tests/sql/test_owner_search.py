@@ -422,8 +422,8 @@ def _like_bank(storage: SqlStorage, resembled: str) -> tuple[str, str, str]:
 def test_a_look_up_reads_only_its_best_candidates_and_still_names_the_memory_it_resembles(
     storage: SqlStorage, resembled: str
 ) -> None:
-    # A save's `similar` look-up asks with every word of the new memory, which the whole bank shares here: MariaDB reads
-    # the few its full-text index ranks highest (ADR 0048); a long one's terms are read after them, by id.
+    # A save's `similar` look-up asks with every word of the new memory, which the whole bank shares here: it reads the
+    # few the full-text index ranks highest (ADR 0048); a long one's terms are read after them, by id.
     owner, resembled_id, new_id = _like_bank(storage, resembled)
     engine = engine_of(storage, candidate_limit=1000, like_candidates=3)
 
@@ -431,8 +431,7 @@ def test_a_look_up_reads_only_its_best_candidates_and_still_names_the_memory_it_
 
     assert [hit.memory_id for hit in hits][:2] == [new_id, resembled_id]
     assert isinstance(hits, SearchHits)
-    # SQLite reads every match (its look-up is not bounded, docs/storage.md).
-    assert hits.candidate_count == (3 if storage.dialect_name == "mysql" else 14)
+    assert hits.candidate_count == 3
 
 
 def test_a_bounded_look_up_scores_as_the_exact_one_while_every_match_is_read(storage: SqlStorage) -> None:

@@ -51,16 +51,13 @@ class MysqlOwnerScopedSearch(OwnerScopedSearch):
 
     reads_ahead = True
 
-    def _candidate_read(self, user_id: str, tokens: Sequence[str], limit: int) -> PlannedRead:
-        return PlannedRead(_CANDIDATES, _parameters(user_id, tokens, limit))
-
     ranks_like = True
 
     def _like_candidates(
         self, connection: sa.Connection, user_id: str, tokens: Sequence[str], limit: int
     ) -> Sequence[CandidateRow]:
-        # Taken from the save's last round trip when it read them ahead (ADR 0042).
-        return _LIKE_CANDIDATES.all(connection, _parameters(user_id, tokens, limit))
+        # Taken from the save's last round trip when it read them ahead (ADR 0042), with what follows (hybrid: vectors).
+        return _LIKE_CANDIDATES.all(connection, _parameters(user_id, tokens, limit), along=self._reads_along(user_id))
 
     def _like_read(self, user_id: str, tokens: Sequence[str], limit: int) -> PlannedRead:
         return PlannedRead(_LIKE_CANDIDATES, _parameters(user_id, tokens, limit))

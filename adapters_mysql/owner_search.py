@@ -127,23 +127,17 @@ class OwnerScopedSearch(SearchEngine):
         self._along = along
         self._like_limit = like_candidates
 
-    def reads_for(self, user_id: str, query: str, *, like: bool = False) -> Sequence[PlannedRead]:
-        """What a search of the owner's memories for `query` (`like`: `search_like`) reads first, with what `along`
-        adds, for a caller to send ahead in a round trip it makes anyway (a save's, for its `similar` look-up, ADR
-        0042); the search then takes those rows instead of reading them. Empty when a dialect has no such read, the
-        query has no searchable word, or a rewrite is pending (its fence must be read around the candidates)."""
+    def reads_for(self, user_id: str, query: str) -> Sequence[PlannedRead]:
+        """What `search_like` of the owner's memories for `query` reads first, with what `along` adds, for a caller
+        to send ahead in a round trip it makes anyway (a save's, for its `similar` look-up, ADR 0042); the look-up
+        then takes those rows instead of reading them. Empty when a dialect has no such read, the query has no
+        searchable word, or a rewrite is pending (its fence must be read around the candidates)."""
         if self._indexer.rewrite_pending or not self.reads_ahead:
             # Nothing to send ahead: the query is analyzed by the search itself, not inside the caller's round trip
             # (a save's write transaction; SQLite's write lock).
             return ()
         analyzed = self._tokens(user_id, query)
-        if not analyzed[1]:
-            return ()
-        planned = (
-            self._like_read(user_id, analyzed[1], self._like_limit)
-            if like
-            else self._candidate_read(user_id, analyzed[1], self._candidate_limit + 1)
-        )
+        planned = self._like_read(user_id, analyzed[1], self._like_limit) if analyzed[1] else None
         if planned is None:
             return ()
         # The search that takes these rows analyzes the same query: it takes the tokens too (512 Han characters
@@ -156,15 +150,11 @@ class OwnerScopedSearch(SearchEngine):
         return self._along(user_id) if self._along is not None else ()
 
     reads_ahead = False
-    """Whether the dialect's candidates can be read ahead in another statement's round trip (`_candidate_read`)."""
-
-    def _candidate_read(self, user_id: str, tokens: Sequence[str], limit: int) -> PlannedRead | None:  # noqa: ARG002
-        """`_candidates` as a read to send ahead, where the dialect runs it as one `CompiledRead` (`reads_ahead`);
-        None elsewhere."""
-        return None
+    """Whether the dialect's look-up candidates can be read ahead in another statement's round trip (`_like_read`)."""
 
     def _like_read(self, user_id: str, tokens: Sequence[str], limit: int) -> PlannedRead | None:  # noqa: ARG002
-        """`_like_candidates` as a read to send ahead (`reads_ahead`); None elsewhere."""
+        """`_like_candidates` as a read to send ahead, where the dialect runs it as one `CompiledRead`
+        (`reads_ahead`); None elsewhere."""
         return None
 
     def _tokens(self, user_id: str, query: str) -> tuple[list[tuple[str, ...]], list[str]]:

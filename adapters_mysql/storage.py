@@ -165,8 +165,7 @@ class SqlStorage:
             indexer,
             self.codec,
             embedder=embedder,
-            # Hybrid's look-up fuses lexical `search` with the vectors; lexical's is its own `search_like` (ADR 0048).
-            similar_reads=lambda memory: lexical.reads_for(memory.user_id, memory.similar_query, like=embedder is None),
+            similar_reads=lambda memory: lexical.reads_for(memory.user_id, memory.similar_query),
             deferred=self.deferred_vectors,
         )
         self.embedder = embedder

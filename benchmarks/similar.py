@@ -19,17 +19,21 @@ server's. Each engine's default threshold is marked (lexical: `use_cases.SIMILAR
 `HybridSearch.similar_min_share`).
 
 `--backend mariadb` (or `sqlite`) runs lexical search on the benchmark server (or an SQLite file) instead, in a fresh
-database, with `--filler` more memories in each bank (the first turns of one LoCoMo conversation per person: ordinary
-sentences that share the facts' common words), once for each `--like` bound: how many memories a look-up reads, the
-best by the full-text index's relevance (InnoDB's, FTS5's; `OwnerScopedSearch(like_candidates=...)`, ADR 0048). A
-bound of 1,000 reads every match of a bank this size, as every look-up did before.
+database, with `--filler` more memories in each bank (a run of LoCoMo turns of its own per person, up to 1,470:
+ordinary sentences that share the facts' common words), once for each `--like` bound: how many memories a look-up
+reads, the best by the full-text index's relevance (InnoDB's, FTS5's; `OwnerScopedSearch(like_candidates=...)`, ADR
+0048). A bound of 1,000 reads every match of a bank of up to 1,000 matches, as every look-up did before. It prints
+each engine's default share only, and the median time of one look-up (`MemoryBank.similar`, in process, every
+share's calls).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -47,7 +51,7 @@ from benchmarks.common import (
     run_header,
     table,
 )
-from memorybank_core import Embedder, MemoryBank, RecordingEventSink, SaveRequest, ids
+from memorybank_core import Embedder, MemoryBank, RecordingEventSink, SaveRequest, SearchEngine, ids
 from memorybank_core.use_cases import SIMILAR_MIN_SHARE
 from memorybank_search.hybrid import HybridSearch
 from memorybank_testing import InMemoryFactory
@@ -70,6 +74,8 @@ class Outcome:
     pairs: int
     flagged: int
     unrelated: int
+    look_up_ms: float = attrs.field(default=0.0, eq=False)
+    """The median wall time of one `similar` call, every threshold's (a timing, so not compared)."""
 
 
 def load(path: Path = PAIRS) -> dict[str, Any]:
@@ -111,13 +117,16 @@ def ask(
     first = dict.fromkeys(thresholds, 0)
     flagged = dict.fromkeys(thresholds, 0)
     checked = 0
+    timings: list[float] = []
     for person, (user, old_ids) in users.items():
         pairs = [pair for pair in data["pairs"] if pair["person"] == person]
         for pair, old_id in zip(pairs, old_ids, strict=True):
             new = bank.save(user, SaveRequest.parse({"content": pair["new"]}))
             for threshold in thresholds:
                 bank.similar_min_share = threshold
+                started = time.perf_counter()
                 named = [result.memory.id for result in bank.similar(user, new)]
+                timings.append(time.perf_counter() - started)
                 found[threshold] += old_id in named
                 first[threshold] += named[:1] == [old_id]
             bank.delete(user, memory_id=new.id)
@@ -126,7 +135,9 @@ def ask(
             checked += 1
             for threshold in thresholds:
                 bank.similar_min_share = threshold
+                started = time.perf_counter()
                 flagged[threshold] += bool(bank.similar(user, new))
+                timings.append(time.perf_counter() - started)
             bank.delete(user, memory_id=new.id)
     return {
         threshold: Outcome(
@@ -135,6 +146,7 @@ def ask(
             pairs=len(data["pairs"]),
             flagged=flagged[threshold],
             unrelated=checked,
+            look_up_ms=statistics.median(timings) * 1000 if timings else 0.0,
         )
         for threshold in thresholds
     }
@@ -147,28 +159,36 @@ def measure_sql(
     filler: int,
     bounds: Sequence[int],
     locomo_path: Path | None = None,
+    *,
+    hybrid: bool = False,
 ) -> dict[int, dict[float, Outcome]]:
-    """Lexical search on `backend` (the benchmark server, or an SQLite file), each bank with `filler` LoCoMo turns
-    more (one conversation's first turns per person); once per look-up bound."""
+    """Search on `backend` (the benchmark server, or an SQLite file), lexical or `hybrid` with the shipped model, each
+    bank with `filler` LoCoMo turns more (a run of turns of its own per person); once per look-up bound."""
     from benchmarks import locomo
+    from memorybank.settings import SearchChoice
 
     conversations, _questions = locomo.load(locomo_path or locomo.DEFAULT_DATA)
+    turns = [turn.text for conversation in conversations for turn in conversation]
     people = sorted({pair["person"] for pair in data["pairs"]})
     with tempfile.TemporaryDirectory() as directory:
         url = database_url(NAME) if backend == "mariadb" else f"sqlite:///{directory}/similar.sqlite3"
+        search = SearchChoice(mode="hybrid" if hybrid else "lexical")
         try:
-            with open_bank(url, migrate=backend == "mariadb", secret_screen=NO_SCREEN) as runtime:
+            with open_bank(url, migrate=backend == "mariadb", secret_screen=NO_SCREEN, search=search) as runtime:
                 bank = bank_with(runtime, events=RecordingEventSink())
+                # Each person's own run of turns, as many as there are (LoCoMo has 5,882).
                 users = {
-                    person: fill(
-                        bank, data, person, [turn.text for turn in conversations[index % len(conversations)][:filler]]
-                    )
+                    person: fill(bank, data, person, turns[index * filler : (index + 1) * filler])
                     for index, person in enumerate(people)
                 }
                 outcomes = {}
                 for bound in bounds:
                     storage = runtime.storage
-                    engine = type(storage.lexical_search)(storage.engine, storage.indexer, like_candidates=bound)
+                    engine: SearchEngine = type(storage.lexical_search)(
+                        storage.engine, storage.indexer, like_candidates=bound
+                    )
+                    if storage.embedder is not None:
+                        engine = HybridSearch(engine, storage.vectors, storage.embedder)
                     bounded = bank_with(runtime, search_engine=engine, events=RecordingEventSink())
                     outcomes[bound] = ask(bounded, data, users, thresholds)
                 return outcomes
@@ -207,17 +227,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     data = load()
     if arguments.backend != "memory":
         print(run_header(f"similar on save, {arguments.backend}, {arguments.filler} LoCoMo turns more in each bank"))
-        bounded = measure_sql(arguments.backend, data, THRESHOLDS, arguments.filler, arguments.like, arguments.data)
-        print(
-            table(
-                ["look-up reads at most", "threshold", "replaced found", "replaced first", "unrelated flagged"],
-                [
-                    [f"{bound:,}", *row[1:]]
-                    for bound, outcomes in bounded.items()
-                    for row in rows("lexical", outcomes, SIMILAR_MIN_SHARE)
-                ],
+        found = []
+        engines = [("lexical", False, SIMILAR_MIN_SHARE)]
+        if not arguments.lexical_only:
+            engines.append(("hybrid", True, HybridSearch.similar_min_share))
+        for name, hybrid, default in engines:
+            bounded = measure_sql(
+                arguments.backend, data, THRESHOLDS, arguments.filler, arguments.like, arguments.data, hybrid=hybrid
             )
-        )
+            # Each engine's default share only: the bound is the question here, not the share.
+            found += [
+                [row[0], f"{bound:,}", *row[1:], f"{outcomes[default].look_up_ms:.2f}"]
+                for bound, outcomes in bounded.items()
+                for row in rows(name, {default: outcomes[default]}, default)
+            ]
+        headers = [
+            "engine",
+            "look-up reads at most",
+            "threshold",
+            "replaced found",
+            "replaced first",
+            "unrelated flagged",
+            "one look-up, p50 ms",
+        ]
+        print(table(headers, found))
         return
     print(run_header(f"similar on save: {len(data['pairs'])} update pairs, {len(data['unrelated'])} unrelated facts"))
     found = rows("lexical", measure(data, None, THRESHOLDS), SIMILAR_MIN_SHARE)

@@ -62,7 +62,12 @@ class HybridSearch(SearchEngine):
     def _ranked(self, user_id: str, query: str, limit: int, *, like: str | None) -> Sequence[SearchHit]:
         if not self._analyzer.query_terms(query):
             return SearchHits(candidate_count=0)
-        lexical = self.lexical.search(user_id=user_id, query=query, limit=self._candidate_limit)
+        lexical = (
+            self.lexical.search(user_id=user_id, query=query, limit=self._candidate_limit)
+            if like is None
+            # A look-up's lexical side reads what the engine's own look-up reads (ADR 0048: its best candidates).
+            else self.lexical.search_like(user_id=user_id, memory_id=like, query=query, limit=self._candidate_limit)
+        )
         stored = self._vectors.vectors(user_id=user_id, model_id=self.embedder.model_id)
         if not stored or (like is not None and like not in stored):
             return self._fusion.rank(lexical, {}, limit)

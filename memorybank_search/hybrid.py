@@ -30,8 +30,8 @@ class HybridSearch(SearchEngine):
     similar_min_share = 0.96
     """The share of a new memory's own score another needs to be named `similar` on its save
     (`MemoryBank.similar`). Hybrid scores are a logistic of the standing (`fusion`), so every memory the
-    inclusion rule returns scores near the new memory's own: the share sits near 1. benchmarks/similar.py:
-    67 % of replaced memories found, 2 of 120 unrelated saves flagged (docs/search.md)."""
+    inclusion rule returns scores near the new memory's own: the share sits near 1. benchmarks/similar.py, with
+    `similar_min_cosine`: 62 % of replaced memories found, 1 of 120 unrelated saves flagged (docs/search.md)."""
 
     def __init__(
         self,
@@ -52,11 +52,19 @@ class HybridSearch(SearchEngine):
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
         return self._ranked(user_id, query, limit, like=None)
 
+    similar_min_cosine = 0.5
+    """The cosine a memory's vector needs with the new memory's to be found by `search_like` (a save's `similar`):
+    standing and the share above are relative to the bank, so in a bank of hundreds of memories some unrelated one
+    always stands out as far as a replaced one does; a cosine is the two memories' own (ADR 0049).
+    benchmarks/similar.py: replaced memories' cosine with their replacement has a median of 0.59; an unrelated
+    save's nearest memory reaches 0.5 in 1-8 of 120 saves, in banks of 60 to 1,460 memories."""
+
     def search_like(self, *, user_id: str, memory_id: str, query: str, limit: int) -> Sequence[SearchHit]:
-        """`search`, with the stored vector of `memory_id` standing for the query's: a save's `similar` reuses the
-        vector its save just embedded instead of embedding the same words again. A memory without one yet (its
-        vector is written after the save, ADR 0045, or by the background fill) is compared by its words only, as
-        every search compares it until then."""
+        """`search`, with the stored vector of `memory_id` standing for the query's, and only the memories whose vector
+        is at least `similar_min_cosine` from it (or that have none yet): a save's `similar` reuses the vector its save
+        just embedded instead of embedding the same words again. A memory without one yet (its vector is written
+        after the save, ADR 0045, or by the background fill) is compared by its words only, as every search compares
+        it until then."""
         return self._ranked(user_id, query, limit, like=memory_id)
 
     def _ranked(self, user_id: str, query: str, limit: int, *, like: str | None) -> Sequence[SearchHit]:
@@ -72,7 +80,14 @@ class HybridSearch(SearchEngine):
         if not stored or (like is not None and like not in stored):
             return self._fusion.rank(lexical, {}, limit)
         vector = stored[like] if like is not None else self.embedder.embed_query(query)
-        return self._fusion.rank(lexical, cosines(vector, stored), limit, centrality=centralities(stored))
+        similarities = cosines(vector, stored)
+        if like is None:
+            return self._fusion.rank(lexical, similarities, limit, centrality=centralities(stored))
+        ranked = self._fusion.rank(
+            lexical, similarities, len(similarities) + len(lexical), centrality=centralities(stored)
+        )
+        alike = [hit for hit in ranked if similarities.get(hit.memory_id, 1.0) >= self.similar_min_cosine]
+        return SearchHits(alike[:limit], candidate_count=ranked.candidate_count)
 
 
 def cosines(query: Embedding, stored: Mapping[str, Embedding]) -> dict[str, float]:

@@ -3,6 +3,7 @@ scored only over their owner's memories, and backfilled online by `reindex --emb
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -367,3 +368,52 @@ def test_reindex_embeddings_racing_deletes_leaves_no_orphan_vector(tmp_path: Pat
     assert embedding.count_to_embed() == 0
     embedding.close()
     storage.close()
+
+
+class _Prescribed(Embedder):
+    """Each text to the unit vector a test prescribes for its first word (`vectors`)."""
+
+    model_id = "test-prescribed-384"
+    dimension = 384
+
+    def __init__(self, vectors: dict[str, Any]) -> None:
+        self._vectors = vectors
+
+    def embed(self, texts: Sequence[str]) -> list[Embedding]:
+        return [Embedding.quantize(self._vectors[text.split()[0]].tolist()) for text in texts]
+
+
+def test_a_saves_similar_in_a_large_bank_names_a_close_memory_not_one_that_merely_stands_out(tmp_path: Path) -> None:
+    # In a bank of hundreds of memories, some unrelated one always stands out from the rest about as far as a replaced
+    # one does: hybrid's look-up also asks a cosine with the new memory of `similar_min_cosine` (ADR 0049).
+    import numpy as np
+
+    from memorybank_search.hybrid import HybridSearch
+
+    generator = np.random.default_rng(7)
+
+    def unit(vector: Any) -> Any:
+        return vector / np.linalg.norm(vector)
+
+    new, across, apart = (unit(generator.standard_normal(384)) for _ in range(3))
+    across, apart = unit(across - (across @ new) * new), unit(apart - (apart @ new) * new)
+    vectors = {f"filler{n}": unit(generator.standard_normal(384)) for n in range(300)}
+    vectors |= {
+        "newfact": new,
+        "close": 0.7 * new + math.sqrt(1 - 0.7**2) * across,  # a cosine of 0.7 with the new memory
+        "standout": 0.4 * new + math.sqrt(1 - 0.4**2) * apart,  # 0.4: far above random vectors' 0 ± 0.05
+    }
+    storage = _storage(tmp_path, embedder=_Prescribed(vectors))
+    try:
+        bank, owner = _bank(storage), User()
+        saved_ids = {
+            word: bank.save(owner, JsonValue({"content": f"{word} note"})).id for word in vectors if word != "newfact"
+        }
+        saved = bank.save(owner, JsonValue({"content": "newfact note"}))
+
+        named = [result.memory.id for result in bank.similar(owner, saved)]
+
+        assert named == [saved_ids["close"]], {v: k for k, v in saved_ids.items() if v in named}
+        assert HybridSearch.similar_min_cosine == 0.5
+    finally:
+        storage.close()

@@ -32,6 +32,8 @@ DATABASE = "memorybank"
 START_SECONDS = 90.0
 GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 SPIDER_PLUGIN = "/usr/lib/mysql/plugin/ha_spider.so"
+#: How long a started head may take to show its Spider engine before it is started again.
+SPIDER_SECONDS = 10.0
 _PACKAGE_FILES = {"galera-4": GALERA_PROVIDER, "mariadb-plugin-spider": SPIDER_PLUGIN}
 
 #: Faster failure detection than Galera's defaults (suspect 5 s, inactive 15 s), but not as fast as
@@ -376,8 +378,28 @@ class SpiderCluster:
                 node.start()
                 node.wait_ready()
             node.create_app_user()
+        # A head can answer before its Spider engine is there: the plugin's first start on a fresh data directory
+        # may still be setting up, or have failed and left the server up without it ("Unknown storage engine
+        # 'SPIDER'" at the first CREATE TABLE, once in a CI run here). Wait for the engine; failing that, start the
+        # head again, as for the crash above.
+        if not self._head_has_spider():
+            self.head.stop()
+            self.head.start()
+            self.head.wait_ready()
+            if not self._head_has_spider():
+                raise NodeError(f"the head started without the Spider engine: {self.head.log_tail()}")
         # Defining the head's data nodes (CREATE SERVER, then FLUSH TABLES) takes these two rights.
         self.head.query(f"GRANT FEDERATED ADMIN, RELOAD ON *.* TO '{APP_USER}'@'127.0.0.1'")
+
+    def _head_has_spider(self, timeout: float = SPIDER_SECONDS) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            rows = self.head.query("SELECT SUPPORT FROM information_schema.ENGINES WHERE ENGINE = 'SPIDER'")
+            if rows and rows[0][0] in ("YES", "DEFAULT"):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.2)
 
     def shard_urls(self) -> list[str]:
         return [node.url() for node in self.shards]

@@ -51,8 +51,6 @@ class MysqlOwnerScopedSearch(OwnerScopedSearch):
 
     reads_ahead = True
 
-    ranks_like = True
-
     def _like_candidates(
         self, connection: sa.Connection, user_id: str, tokens: Sequence[str], limit: int
     ) -> Sequence[CandidateRow]:

@@ -170,10 +170,10 @@ class OwnerScopedSearch(SearchEngine):
         A save's `similar` look-up asks with every word of the new memory: most of a bank holds one of them, so
         reading every match made each save count the whole bank's terms. Which of them resemble the new memory is
         still decided by BM25 over the owner's statistics, its document frequencies estimated from the memories
-        read (as a long query's are past the bounds). While a rewrite is pending, or where the dialect has no such
-        order, `search`."""
+        read (as a long query's are past the bounds). While a rewrite is pending (its fence is read around a
+        search's candidates), `search`."""
         del memory_id
-        if self._indexer.rewrite_pending or not self.ranks_like:
+        if self._indexer.rewrite_pending:
             return self.search(user_id=user_id, query=query, limit=limit)
         groups, tokens = self._tokens(user_id, query)
         if not tokens:
@@ -181,10 +181,6 @@ class OwnerScopedSearch(SearchEngine):
         with unavailable_on_driver_error("search"), reading(self._engine) as connection:
             fetched = self._fetch_like(connection, user_id, tokens)
         return self._rank(tokens, groups, fetched, limit)
-
-    ranks_like = False
-    """Whether the dialect reads a `search_like`'s best candidates by its full-text index's relevance
-    (`_like_candidates`)."""
 
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
         groups, tokens = self._tokens(user_id, query)
@@ -300,12 +296,12 @@ class OwnerScopedSearch(SearchEngine):
     ) -> Sequence[CandidateRow]:
         """Up to `limit` owner rows matching any token: id, search_terms, doc_length, owner_count, owner_length."""
 
+    @abstractmethod
     def _like_candidates(
         self, connection: sa.Connection, user_id: str, tokens: Sequence[str], limit: int
     ) -> Sequence[CandidateRow]:
         """Up to `limit` owner rows matching any token, best first by the full-text index's relevance, each with
-        `matching`: how many of the owner's rows matched in all. Only where `ranks_like`."""
-        raise NotImplementedError
+        `matching`: how many of the owner's rows matched in all."""
 
     def _best_candidates(
         self,

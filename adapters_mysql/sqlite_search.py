@@ -66,8 +66,6 @@ class SqliteOwnerScopedSearch(OwnerScopedSearch):
     def _matching_read(self, user_id: str, token: str) -> PlannedRead:
         return PlannedRead(_MATCHING, {**owner_values(user_id), "tokens": _expression([token])})
 
-    ranks_like = True
-
     def _like_candidates(
         self, connection: sa.Connection, user_id: str, tokens: Sequence[str], limit: int
     ) -> Sequence[CandidateRow]:

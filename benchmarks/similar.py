@@ -1,7 +1,7 @@
 """Does a save's `similar` name the memory it replaces, and stay quiet for a save that replaces nothing?
 
     python -m benchmarks.similar [--lexical-only]
-    python -m benchmarks.similar --backend mariadb --filler 500 --like 1000 64 32 16
+    python -m benchmarks.similar --backend mariadb --filler 500 --like 1000 64 32
 
 The labelled set is tests/evals/update_pairs.json: 120 pairs of an old fact and the memory that replaces it
 (a person moved, changed teams, renamed a service: 30 topics, 4 people), and 60 unrelated facts. Each
@@ -18,13 +18,13 @@ In-memory engines, which rank exactly as the SQL ones (the ranking contract), so
 server's. Each engine's default threshold is marked (lexical: `use_cases.SIMILAR_MIN_SHARE`; hybrid:
 `HybridSearch.similar_min_share`).
 
-`--backend mariadb` (or `sqlite`) runs lexical search on the benchmark server (or an SQLite file) instead, in a fresh
-database, with `--filler` more memories in each bank (a run of LoCoMo turns of its own per person, up to 1,470:
-ordinary sentences that share the facts' common words), once for each `--like` bound: how many memories a look-up
-reads, the best by the full-text index's relevance (InnoDB's, FTS5's; `OwnerScopedSearch(like_candidates=...)`, ADR
-0048). A bound of 1,000 reads every match of a bank of up to 1,000 matches, as every look-up did before. It prints
-each engine's default share only, and the median time of one look-up (`MemoryBank.similar`, in process, every
-share's calls).
+`--backend mariadb` (or `sqlite`) runs lexical and hybrid search (lexical only with `--lexical-only`) on the benchmark
+server (or an SQLite file) instead, in a fresh database, with `--filler` more memories in each bank (a run of LoCoMo
+turns of its own per person, up to 1,470: ordinary sentences that share the facts' common words), once for each
+`--like` bound: how many memories a look-up reads, the best by the full-text index's relevance (InnoDB's, FTS5's;
+`OwnerScopedSearch(like_candidates=...)`, ADR 0048). A bound of 1,000 reads every match of a bank of up to 1,000
+matches, as every look-up did before. It prints each engine's default share only, and the median time of one look-up
+(`MemoryBank.similar`, in process, every share's calls).
 """
 
 from __future__ import annotations

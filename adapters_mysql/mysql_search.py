@@ -80,25 +80,49 @@ def _relevance(tokens: sa.BindParameter[str]) -> sa.ColumnElement[float]:
     return match(memory.c.search_terms, against=tokens).in_natural_language_mode()
 
 
-def _candidates_statement(*, best_first: bool) -> sa.Select[str, str | None, int, int, int]:
+def _candidates_statement() -> sa.Select[str, str | None, int, int, int]:
     relevance = _relevance(sa.bindparam("tokens", type_=sa.Text))
-    statement = (
+    return (
         select_candidates(owned_memories(owner_parameter(), owner_scope_parameter()))
         .where(relevance > 0)
         .limit(sa.bindparam("limit", type_=sa.Integer))
     )
-    # Ordering costs a sort of every match: only worth it when the bound is exceeded.
-    return statement.order_by(relevance.desc(), memory.c.id.desc()) if best_first else statement
+
+
+def _best_candidates_statement(*, counted: bool) -> sa.Select[str, str | None, int, int, int]:
+    """The `limit` matches InnoDB ranks highest, best first; `counted`: each carries how many matched in all.
+
+    A deferred join: the ranking sorts the matches' ids and relevance only, and the chosen few are joined back for
+    their stored terms. Sorting the terms with every match cost a save's look-up about a third of its statement
+    time in a bank of 600 memories where 511 matched (docs/benchmarks.md).
+    """
+    relevance = _relevance(sa.bindparam("tokens", type_=sa.Text))
+    ranked = [memory.c.id.label("id"), relevance.label("relevance")]
+    if counted:
+        # A window over every match, counted before the limit.
+        ranked.append(sa.func.count().over().label("matching"))
+    best = (
+        sa.select(*ranked)
+        .where(owned_memories(owner_parameter(), owner_scope_parameter()), relevance > 0)
+        .order_by(sa.desc("relevance"), memory.c.id.desc())
+        .limit(sa.bindparam("limit", type_=sa.Integer))
+        .subquery("best")
+    )
+    statement = (
+        select_candidates(owned_memories(owner_parameter(), owner_scope_parameter()))
+        .join_from(memory, best, memory.c.id == best.c.id)
+        .order_by(best.c.relevance.desc(), best.c.id.desc())
+    )
+    return statement.add_columns(best.c.matching) if counted else statement
 
 
 # Built once: the statements are constant, only their bound values change; every search runs the
 # first, so both take the DBAPI cursor (adapters_mysql.compiled_reads).
-_CANDIDATES = CompiledRead(_candidates_statement(best_first=False))
-_BEST_CANDIDATES = CompiledRead(_candidates_statement(best_first=True))
-#: A `search_like`'s: the best, with how many matched in all (a window over every match, counted before the limit).
-_LIKE_CANDIDATES = CompiledRead(
-    _candidates_statement(best_first=True).add_columns(sa.func.count().over().label("matching"))
-)
+_CANDIDATES = CompiledRead(_candidates_statement())
+#: Past the bound, the best (ordering costs a sort of every match: only worth it then).
+_BEST_CANDIDATES = CompiledRead(_best_candidates_statement(counted=False))
+#: A `search_like`'s: the best, with how many matched in all.
+_LIKE_CANDIDATES = CompiledRead(_best_candidates_statement(counted=True))
 
 
 #: How many of the owner's rows hold one token (a document frequency, read when the candidates were bounded).

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import attrs
 import sqlalchemy as sa
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -84,11 +85,22 @@ def app() -> Starlette:
     return Starlette(routes=[Route("/healthz", healthz), Route("/floor", floor)])
 
 
+@attrs.frozen
+class FloorServer:
+    """A running floor app: where it answers, and its process (uvicorn's supervisor when it has several workers)."""
+
+    base_url: str
+    pid: int
+
+
 @contextmanager
-def floor_server(db_url: str) -> Iterator[str]:
-    """Serve the floor app for `db_url` in its own process until the block ends; yield its base URL."""
+def floor_server(db_url: str, *, workers: int = 1) -> Iterator[FloorServer]:
+    """Serve the floor app for `db_url` in its own process (`workers` of them under uvicorn's supervisor, as
+    `serve --workers` runs) until the block ends."""
     port = free_port()
     command = [sys.executable, "-m", "uvicorn", "--factory", "benchmarks.floor_app:app", "--port", str(port)]
+    if workers > 1:
+        command += ["--workers", str(workers)]
     process = subprocess.Popen(  # noqa: S603 - our own command, no shell
         [*command, "--http", HTTP_PARSER, "--no-access-log", "--log-level", "warning"],
         env={**os.environ, FLOOR_DB_ENV: db_url},
@@ -106,7 +118,7 @@ def floor_server(db_url: str) -> Iterator[str]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the floor server did not start") from None
                 time.sleep(0.1)
-        yield base_url
+        yield FloorServer(base_url=base_url, pid=process.pid)
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -4,6 +4,7 @@
 -- `done` prints one JSON line the benchmark parses. A second argument `bare` sends `GET /healthz` instead
 -- (the same server's ceiling, `python -m benchmarks.request_cost`):
 --   wrk -t2 -c16 -d10s -s benchmarks/mix.lua http://127.0.0.1:PORT -- TOKENS_FILE bare
+-- `floor N` sends `GET /floor?trips=N` to the floor app (benchmarks/floor_app.py): one hop and N round trips.
 
 local tokens = {}
 local words = { "zanzibar", "lighthouse", "deployment", "project" }
@@ -11,6 +12,7 @@ local counter = 0
 local thread_number = 0
 local threads = {}
 local bare = false
+local floor_path = nil
 
 function setup(thread)
   thread_number = thread_number + 1
@@ -26,11 +28,17 @@ function init(args)
   end
   math.randomseed(seed * 7919)
   bare = args[2] == "bare"
+  if args[2] == "floor" then
+    floor_path = "/floor?trips=" .. args[3]
+  end
 end
 
 function request()
   if bare then
     return wrk.format("GET", "/healthz")
+  end
+  if floor_path then
+    return wrk.format("GET", floor_path)
   end
   counter = counter + 1
   local headers = { ["Authorization"] = "Bearer " .. tokens[math.random(#tokens)] }

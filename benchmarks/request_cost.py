@@ -22,10 +22,12 @@ client, do not. The command:
 4. counts the database round trips each route costs, and the app's CPU per request (a second
    server, `benchmarks.counted_serve`), against issue 32's round-trip targets on MariaDB;
 5. puts wrk's mixed load (benchmarks/mix.lua: 60 % search, 20 % list, 20 % save, random users) on
-   `--workers 2`, then `GET /healthz` under the same wrk on the same server (its ceiling), and
-   prints throughput (against 1,000 requests/s) and as a share of that ceiling, p99, and how the
-   CPU split between the app's processes, the database server, wrk and the rest of the machine
-   (from /proc over each run); then
+   `--workers 2`, then `GET /healthz` under the same wrk on the same server (its ceiling), and the
+   floor app with a mixed request's round trips on as many workers, and prints throughput (against
+   1,000 requests/s) and as a share of that ceiling, p99, and how the CPU split between the app's
+   processes, the database server, wrk and the rest of the machine (from /proc over each run), per
+   request too; and the mix's ceiling were the app's own code as cheap as the floor's (the database
+   and wrk working as under the mix); then
    deletes what the mix saved, so a second run measures the same corpus.
 """
 
@@ -248,8 +250,8 @@ def measure_requests(
         serving(prepared.url, args=GENEROUS_LIMITS) as server,
         KeepAliveClient(server.base_url, prepared.measured_secret) as client,
         KeepAliveClient(server.base_url, prepared.measured_secret, accept=MCP_ACCEPT) as rail,
-        floor_server(prepared.url) as floor_url,
-        KeepAliveClient(floor_url, "") as floor_client,
+        floor_server(prepared.url) as floor,
+        KeepAliveClient(floor.base_url, "") as floor_client,
     ):
         calls = _calls(client, rail, runtime.services.bank, prepared.measured, saved)
         for trips in floors:
@@ -476,33 +478,53 @@ class LoadRun:
     load: WrkLoad
 
 
+#: The floor's round trips under load: a mixed request's, rounded (list 2, search 3, save 3).
+LOAD_FLOOR_ROUND_TRIPS = 3
+FLOOR_LOAD = f"floor: one hop + {LOAD_FLOOR_ROUND_TRIPS} round trips"
+
+
 def measure_load(
     prepared: Prepared, *, workers: int, duration: int, connections: int, slices: int = LOAD_SLICES
-) -> tuple[LoadRun, LoadRun]:
-    """The mix and the bare request under the same wrk on one `--workers N` server, alternating in
-    `slices` slices of `duration / slices` seconds each, so both see the same moments of the machine."""
+) -> tuple[LoadRun, LoadRun, LoadRun]:
+    """The mix, the bare request and the floor (benchmarks.floor_app with a mixed request's round trips) under the
+    same wrk, each on `--workers N`, alternating in `slices` slices of `duration / slices` seconds each, so all see
+    the same moments of the machine."""
     seconds = max(1, round(duration / slices))
-    taken: dict[bool, list[WrkLoad]] = {False: [], True: []}
+    loads = (("mix 60/20/20", ()), (BARE, wrk.BARE), (FLOOR_LOAD, wrk.floor(LOAD_FLOOR_ROUND_TRIPS)))
+    taken: dict[str, list[WrkLoad]] = {what: [] for what, _mode in loads}
     started_at = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="memorybank-bench-") as directory:
         tokens_file = Path(directory) / "tokens.txt"
         tokens_file.write_text("\n".join(prepared.secrets) + "\n")
-        with serving(prepared.url, args=[*GENEROUS_LIMITS, "--workers", str(workers)]) as server:
+        with (
+            serving(prepared.url, args=[*GENEROUS_LIMITS, "--workers", str(workers)]) as server,
+            floor_server(prepared.url, workers=workers) as floor,
+        ):
             for number in range(slices):
-                for bare in (False, True):
+                for what, mode in loads:
+                    target = floor if what == FLOOR_LOAD else server
                     load = wrk.measure(
-                        server.base_url,
-                        server.process.pid,
+                        target.base_url,
+                        target.pid if what == FLOOR_LOAD else server.process.pid,
                         tokens_file,
                         database_url=prepared.url,
                         duration=seconds,
                         connections=connections,
-                        bare=bare,
+                        mode=mode,
                         warm=number == 0,
                     )
-                    taken[bare].append(load)
+                    taken[what].append(load)
     delete_saved_since(prepared.url, started_at)
-    return LoadRun("mix 60/20/20", wrk.combined(taken[False])), LoadRun(BARE, wrk.combined(taken[True]))
+    mix, bare, floor_run = (LoadRun(what, wrk.combined(taken[what])) for what, _mode in loads)
+    return mix, bare, floor_run
+
+
+def ceiling_per_second(mix: LoadRun, floor: LoadRun, *, cores: int) -> float:
+    """The mix's requests/s on `cores` cores were memorybank's app code as cheap as the floor's (its CPU per request
+    the floor's), the database's and wrk's work per request as the mix's: what no change to the app can pass
+    without a database that works less per request (or more cores)."""
+    per_request = floor.load.app_ms + mix.load.database_ms + mix.load.wrk_ms
+    return 1000 * cores / per_request if per_request else float("nan")
 
 
 def load_targets(mix: LoadRun, bare: LoadRun) -> list[Target]:
@@ -522,11 +544,11 @@ def load_targets(mix: LoadRun, bare: LoadRun) -> list[Target]:
 def print_load(
     runs: Sequence[LoadRun], targets: Sequence[Target], *, workers: int, duration: int, connections: int
 ) -> None:
-    """The load table and its targets."""
+    """The load table, where each request's CPU went, the ceiling the database leaves, and the targets."""
     print(
-        f"wrk -t2 -c{connections}, `serve --workers {workers}`, the mix and the bare request alternating in "
-        f"{LOAD_SLICES} slices, {duration} s of each in all; CPU in cores busy over the runs; p50 and p99 the "
-        "median of the slices'"
+        f"wrk -t2 -c{connections}, `serve --workers {workers}` and the floor app with as many workers, the mix, the "
+        f"bare request and the floor alternating in {LOAD_SLICES} slices, {duration} s of each in all; CPU in cores "
+        "busy over the runs; p50 and p99 the median of the slices'"
     )
     print()
     print("| load | requests/s | p50 ms | p99 ms | errors | app | database | wrk | other |")
@@ -537,6 +559,22 @@ def print_load(
             f"| {r.what} | {m.per_second:,.0f} | {m.p50_ms:.1f} | {m.p99_ms:.1f} | {m.errors} | {m.app_cores:.2f} "
             f"| {m.database_cores:.2f} | {m.wrk_cores:.2f} | {m.other_cores:.2f} |"
         )
+    print()
+    print("CPU per request under load, ms (cores busy / requests per second)")
+    print()
+    print("| load | app | database | wrk | all |")
+    print("|---|---|---|---|---|")
+    for r in runs:
+        m = r.load
+        print(f"| {r.what} | {m.app_ms:.2f} | {m.database_ms:.2f} | {m.wrk_ms:.2f} | {m.all_ms:.2f} |")
+    mix, floor = runs[0], next(r for r in runs if r.what == FLOOR_LOAD)
+    cores = os.cpu_count() or 1
+    print()
+    print(
+        f"the mix's ceiling on this machine's {cores} cores were memorybank's app code as cheap as the floor's "
+        f"({floor.load.app_ms:.2f} ms a request), with its database work ({mix.load.database_ms:.2f} ms) and wrk's "
+        f"as under the mix: {ceiling_per_second(mix, floor, cores=cores):,.0f} requests/s"
+    )
     print()
     print_targets(targets)
 
@@ -603,11 +641,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             print_targets(round_trip_targets(costs))
         if not args.no_load:
             print()
-            mix, bare = measure_load(
+            mix, bare, floor = measure_load(
                 prepared, workers=args.workers, duration=args.duration, connections=args.connections
             )
             print_load(
-                [mix, bare],
+                [mix, bare, floor],
                 load_targets(mix, bare),
                 workers=args.workers,
                 duration=args.duration,

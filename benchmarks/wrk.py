@@ -45,18 +45,48 @@ class WrkLoad:
         """Requests per second."""
         return self.requests / self.seconds
 
+    @property
+    def app_ms(self) -> float:
+        """The app's CPU per request, in milliseconds."""
+        return 1000 * self.app_cores / self.per_second
+
+    @property
+    def database_ms(self) -> float:
+        """The database server's CPU per request, in milliseconds."""
+        return 1000 * self.database_cores / self.per_second
+
+    @property
+    def wrk_ms(self) -> float:
+        """wrk's CPU per request, in milliseconds."""
+        return 1000 * self.wrk_cores / self.per_second
+
+    @property
+    def all_ms(self) -> float:
+        """The app's, the database's and wrk's CPU per request, in milliseconds."""
+        return self.app_ms + self.database_ms + self.wrk_ms
+
+
+BARE: tuple[str, ...] = ("bare",)
+"""mix.lua's arguments for `GET /healthz` only."""
+
+
+def floor(round_trips: int) -> tuple[str, ...]:
+    """mix.lua's arguments for the floor app's `GET /floor?trips=N` only."""
+    return ("floor", str(round_trips))
+
 
 def run(
-    url: str, tokens_file: Path, *, duration: int, connections: int, bare: bool = False
+    url: str, tokens_file: Path, *, duration: int, connections: int, mode: Sequence[str] = ()
 ) -> tuple[dict[str, int], float]:
-    """Run wrk with mix.lua (`bare`: only `GET /healthz`); its `done` summary and its CPU seconds."""
+    """Run wrk with mix.lua (the mix, or the one request `mode` names: `BARE`, `floor(n)`); its `done` summary and
+    its CPU seconds."""
     wrk = shutil.which("wrk")
     if wrk is None:
         raise SystemExit("wrk is not installed: apt-get install wrk")
     before = children_cpu_seconds()
     command = [wrk, "-t2", f"-c{connections}", f"-d{duration}s", "--timeout", "5s", "-s", str(LUA_SCRIPT), url]
     completed = subprocess.run(  # noqa: S603 - a fixed command on loopback
-        [*command, "--", str(tokens_file), *(["bare"] if bare else [])],
+        [*command, "--", str(tokens_file), *mode],
         capture_output=True,
         text=True,
         check=True,
@@ -76,7 +106,7 @@ def measure(
     database_url: str,
     duration: int,
     connections: int,
-    bare: bool = False,
+    mode: Sequence[str] = (),
     warm: bool = True,
 ) -> WrkLoad:
     """Warm every worker's pool and caches (unless `warm` is off), then measure one run against the server at `url`.
@@ -87,11 +117,11 @@ def measure(
     parts = urlsplit(database_url)
     database_pid = listening_pid(parts.port or 3306) if parts.scheme.startswith("mysql") else None
     if warm:
-        run(url, tokens_file, duration=2, connections=connections, bare=bare)
+        run(url, tokens_file, duration=2, connections=connections, mode=mode)
     app = descendants(server_pid)
     start = snapshot(app, database_pid)
     started = time.monotonic()
-    summary, wrk_seconds = run(url, tokens_file, duration=duration, connections=connections, bare=bare)
+    summary, wrk_seconds = run(url, tokens_file, duration=duration, connections=connections, mode=mode)
     elapsed = time.monotonic() - started
     end = snapshot(app, database_pid)
     app_cores = (end.app - start.app) / elapsed

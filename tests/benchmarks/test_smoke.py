@@ -35,6 +35,7 @@ from benchmarks import (
     write_cost,
 )
 from benchmarks.common import DATABASE_PREFIX_ENV, SERVER_ENV, Timing, drop_database
+from benchmarks.wrk import WrkLoad
 from harness import secret_cases
 from memorybank_search import TextAnalyzer
 from tests.mysql_server import server_url
@@ -341,6 +342,10 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     assert re.search(r"\| HTTP save, 2 contexts \| [1-9][0-9]* \| [0-9.]+ x \| [0-9.]+ x \| -?[0-9.]+ ms \|", out)
     assert re.search(r"\| mix 60/20/20 \| [0-9,]+ \|", out)
     assert "| mix requests/s / bare requests/s |" in out
+    # The floor under the same load, each load's CPU per request, and the ceiling the database's work leaves.
+    assert re.search(r"\| floor: one hop \+ 3 round trips \| [0-9,]+ \| [0-9.]+ \| [0-9.]+ \| 0 \|", out)
+    assert re.search(r"\| mix 60/20/20 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|\n", out)
+    assert re.search(r"the mix's ceiling on this machine's \d+ cores .*: [0-9,]+ requests/s", out)
     # Issue 32: the rail beside REST, the mix against 1,000 requests/s, and (MariaDB) the round-trip targets.
     assert re.search(r"\| MCP search, rare word \(\w+\) \| [0-9.]+ \|", out)
     assert re.search(
@@ -531,3 +536,27 @@ def test_the_index_lag_benchmark_counts_saves_another_connection_did_not_find_at
     watched = re.search(r"^\| 2 \| (\d+) \| (\d+) \| (\d+) \|$", out, re.M)
     assert watched is not None
     assert int(watched.group(1)) > 0
+
+
+def test_the_mixs_ceiling_is_the_cores_over_the_floors_app_cpu_and_the_mixs_database_and_wrk_cpu() -> None:
+    def run(what: str, *, per_second: float, app: float, database: float, wrk_cores: float) -> request_cost.LoadRun:
+        load = WrkLoad(
+            requests=round(per_second * 10),
+            seconds=10.0,
+            p50_ms=1.0,
+            p90_ms=1.0,
+            p99_ms=1.0,
+            errors=0,
+            app_cores=app,
+            database_cores=database,
+            wrk_cores=wrk_cores,
+            other_cores=0.0,
+        )
+        return request_cost.LoadRun(what, load)
+
+    # The mix: 500 requests/s, its database 0.6 cores (1.2 ms a request), wrk 0.05 (0.1 ms); the floor's app 0.9
+    # cores at 2,000 requests/s (0.45 ms a request). Two cores over 0.45 + 1.2 + 0.1 ms: 1,143 requests/s.
+    mix = run("mix", per_second=500, app=1.2, database=0.6, wrk_cores=0.05)
+    floor = run(request_cost.FLOOR_LOAD, per_second=2000, app=0.9, database=0.1, wrk_cores=0.2)
+
+    assert request_cost.ceiling_per_second(mix, floor, cores=2) == pytest.approx(2000 / 1.75)

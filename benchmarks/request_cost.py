@@ -392,6 +392,9 @@ class RouteCost:
     thread's included."""
     after_round_trips: float = 0.0
     """Round trips of the thread writing the vectors of long saves after they answered (hybrid, ADR 0045)."""
+    database_cpu_ms: float | None = None
+    """The database server's CPU per request (its threads' run time), when it runs on this machine: its own work
+    for the route, which no change to the app's code removes."""
 
 
 def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict[str, RouteCost]:
@@ -402,6 +405,11 @@ def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict
     """
     saved: list[str] = []
     counts: dict[str, RouteCost] = {}
+    database_pid = wrk.database_server_pid(prepared.url)
+
+    def database_seconds() -> float:
+        return thread_cpu_seconds(database_pid) if database_pid is not None else 0.0
+
     with tempfile.TemporaryDirectory(prefix="memorybank-bench-") as directory:
         count_file = Path(directory) / "count"
         with (
@@ -418,6 +426,7 @@ def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict
                 for _ in range(3):
                     call()  # warm: the pool's connection, the token cache
                 before, cpu_before = _settled(count_file, server.process.pid), thread_cpu_seconds(server.process.pid)
+                database_before = database_seconds()
                 for _ in range(calls):
                     call()
                 after = _settled(
@@ -427,6 +436,9 @@ def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict
                     round_trips=(after[0] - before[0]) / calls,
                     cpu_ms=(thread_cpu_seconds(server.process.pid) - cpu_before) * 1000 / calls,
                     after_round_trips=(after[1] - before[1]) / calls,
+                    database_cpu_ms=(
+                        (database_seconds() - database_before) * 1000 / calls if database_pid is not None else None
+                    ),
                 )
             # A fresh connection: the server may have closed the first one while the rail's calls ran.
             with KeepAliveClient(server.base_url, prepared.measured_secret) as cleaner:
@@ -457,12 +469,16 @@ def print_round_trips(costs: dict[str, RouteCost], backend: str) -> None:
     """The round-trip and CPU table."""
     unit = "statements (SQLite: in-process, no network)" if backend == "sqlite" else "round trips to MariaDB"
     bare = costs[BARE].cpu_ms or float("nan")
-    print(f"| route | {unit} per request | after the answer (vector thread) | app CPU ms per request | CPU / bare |")
-    print("|---|---|---|---|---|")
+    print(
+        f"| route | {unit} per request | after the answer (vector thread) | app CPU ms per request | CPU / bare "
+        "| database CPU ms per request |"
+    )
+    print("|---|---|---|---|---|---|")
     for name, cost in costs.items():
+        database = f"{cost.database_cpu_ms:.2f}" if cost.database_cpu_ms is not None else "in the app"
         print(
             f"| {name} | {cost.round_trips:g} | {cost.after_round_trips:g} | {cost.cpu_ms:.2f} | "
-            f"{cost.cpu_ms / bare:.1f} x |"
+            f"{cost.cpu_ms / bare:.1f} x | {database} |"
         )
     print("\n(App CPU includes the vector thread's: what a hybrid save costs the worker, before and after it answers.)")
 
@@ -519,6 +535,12 @@ def measure_load(
     return mix, bare, floor_run
 
 
+def app_budget_ms(mix: LoadRun, *, cores: int, per_second: float = MIX_TARGET_PER_SECOND) -> float:
+    """The app's CPU per request that `cores` cores leave at `per_second` requests/s of the mix, the database's and
+    wrk's work per request as under the mix."""
+    return 1000 * cores / per_second - mix.load.database_ms - mix.load.wrk_ms
+
+
 def ceiling_per_second(mix: LoadRun, floor: LoadRun, *, cores: int) -> float:
     """The mix's requests/s on `cores` cores were memorybank's app code as cheap as the floor's (its CPU per request
     the floor's), the database's and wrk's work per request as the mix's: what no change to the app can pass
@@ -573,7 +595,9 @@ def print_load(
     print(
         f"the mix's ceiling on this machine's {cores} cores were memorybank's app code as cheap as the floor's "
         f"({floor.load.app_ms:.2f} ms a request), with its database work ({mix.load.database_ms:.2f} ms) and wrk's "
-        f"as under the mix: {ceiling_per_second(mix, floor, cores=cores):,.0f} requests/s"
+        f"as under the mix: {ceiling_per_second(mix, floor, cores=cores):,.0f} requests/s; at "
+        f"{MIX_TARGET_PER_SECOND:,} requests/s the app may spend {app_budget_ms(mix, cores=cores):.2f} ms of CPU "
+        f"a request, and spends {mix.load.app_ms:.2f}"
     )
     print()
     print_targets(targets)

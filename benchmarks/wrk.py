@@ -98,6 +98,13 @@ def run(
     return summary, used
 
 
+def database_server_pid(database_url: str) -> int | None:
+    """The MySQL server of `database_url` when it runs on this machine (found by its port); None for SQLite, which
+    runs inside the app, or a server elsewhere."""
+    parts = urlsplit(database_url)
+    return listening_pid(parts.port or 3306) if parts.scheme.startswith("mysql") else None
+
+
 def measure(
     url: str,
     server_pid: int,
@@ -114,8 +121,7 @@ def measure(
     `database_url` is the server's database: a MySQL server on this machine is found by its port and
     its CPU counted; SQLite runs inside the app.
     """
-    parts = urlsplit(database_url)
-    database_pid = listening_pid(parts.port or 3306) if parts.scheme.startswith("mysql") else None
+    database_pid = database_server_pid(database_url)
     if warm:
         run(url, tokens_file, duration=2, connections=connections, mode=mode)
     app = descendants(server_pid)

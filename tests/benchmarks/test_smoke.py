@@ -336,6 +336,9 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     assert re.search(r"\| HTTP list \(20\) \| [1-9][0-9.]* \|", out)
     # Lexical: nothing is written after a save answered (hybrid writes a long save's vector then, ADR 0045).
     assert re.search(r"\| HTTP save, 2 contexts \| [1-9][0-9.]* \| 0 \| [0-9.]+ \|", out)
+    # The database's own CPU beside the app's: MariaDB's threads, measured from /proc; SQLite's is the app's.
+    database = r"[0-9.]+" if backend == "mariadb" else "in the app"
+    assert re.search(rf"\| HTTP save, 2 contexts \| [0-9.]+ \| 0 \| [0-9.]+ \| [0-9.]+ x \| {database} \|", out)
     # The floor ran with the round trips each route was counted to make, beside the routes.
     assert re.search(r"\| floor: one hop \+ [1-9][0-9]* round trips \| [0-9.]+ \|", out)
     assert re.search(r"\| floor: GET /healthz \| [0-9.]+ \|", out)
@@ -345,7 +348,8 @@ def test_the_request_cost_benchmark_prints_its_ratios_round_trips_and_load(
     # The floor under the same load, each load's CPU per request, and the ceiling the database's work leaves.
     assert re.search(r"\| floor: one hop \+ 3 round trips \| [0-9,]+ \| [0-9.]+ \| [0-9.]+ \| 0 \|", out)
     assert re.search(r"\| mix 60/20/20 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|\n", out)
-    assert re.search(r"the mix's ceiling on this machine's \d+ cores .*: [0-9,]+ requests/s", out)
+    ceiling = r"the mix's ceiling on this machine's \d+ cores .*: [0-9,]+ requests/s; at 1,000 .* -?[0-9.]+ ms"
+    assert re.search(ceiling, out)
     # Issue 32: the rail beside REST, the mix against 1,000 requests/s, and (MariaDB) the round-trip targets.
     assert re.search(r"\| MCP search, rare word \(\w+\) \| [0-9.]+ \|", out)
     assert re.search(
@@ -560,3 +564,5 @@ def test_the_mixs_ceiling_is_the_cores_over_the_floors_app_cpu_and_the_mixs_data
     floor = run(request_cost.FLOOR_LOAD, per_second=2000, app=0.9, database=0.1, wrk_cores=0.2)
 
     assert request_cost.ceiling_per_second(mix, floor, cores=2) == pytest.approx(2000 / 1.75)
+    # At 1,000 requests/s two cores leave 2 ms a request: 0.7 of them for the app, beside 1.2 + 0.1.
+    assert request_cost.app_budget_ms(mix, cores=2) == pytest.approx(0.7)

@@ -172,14 +172,13 @@ class OwnerScopedSearch(SearchEngine):
         still decided by BM25 over the owner's statistics, its document frequencies estimated from the memories
         read (as a long query's are past the bounds). While a rewrite is pending (its fence is read around a
         search's candidates), `search`."""
-        del memory_id
         if self._indexer.rewrite_pending:
             return self.search(user_id=user_id, query=query, limit=limit)
         groups, tokens = self._tokens(user_id, query)
         if not tokens:
             return SearchHits(candidate_count=0)
         with unavailable_on_driver_error("search"), reading(self._engine) as connection:
-            fetched = self._fetch_like(connection, user_id, tokens)
+            fetched = self._fetch_like(connection, user_id, memory_id, tokens)
         return self._rank(tokens, groups, fetched, limit)
 
     def search(self, *, user_id: str, query: str, limit: int) -> Sequence[SearchHit]:
@@ -243,12 +242,22 @@ class OwnerScopedSearch(SearchEngine):
         # query is hundreds; InnoDB takes about a millisecond each): those of the candidates read stand for all.
         return _Fetched(kept, terms, None, unread)
 
-    def _fetch_like(self, connection: sa.Connection, user_id: str, tokens: Sequence[str]) -> _Fetched:
+    def _fetch_like(self, connection: sa.Connection, user_id: str, memory_id: str, tokens: Sequence[str]) -> _Fetched:
         """A `search_like`'s candidates: the best `like_candidates` of the owner's matching memories, within the
-        terms budget, and how many more matched, for the frequencies' estimate."""
-        rows = self._like_candidates(connection, user_id, tokens, self._like_limit)
-        kept, terms = self._kept(connection, user_id, rows)
+        terms budget, and how many more matched, for the frequencies' estimate.
+
+        The memory `memory_id` (the new one, whose words are the query) is always among them: InnoDB shows a
+        committed memory's words moments later (ADR 0046), so the look-up right after its save may not find it by
+        them, and without its own score nothing would be named. It is then read by its id, which shows it at once.
+        """
+        rows = list(self._like_candidates(connection, user_id, tokens, self._like_limit))
         matching = int(rows[0].matching) if rows else 0
+        if not any(row.id == memory_id for row in rows):
+            # Nothing when it is gone (deleted since): the look-up answers as before.
+            itself = _ITSELF.all(connection, {**owner_values(user_id), "memory_id": memory_id})
+            rows = [*itself, *rows]
+            matching += len(itself)
+        kept, terms = self._kept(connection, user_id, rows)
         return _Fetched(kept, terms, None, max(matching - len(kept), 0))
 
     def _kept(
@@ -321,6 +330,13 @@ class OwnerScopedSearch(SearchEngine):
 def _ids(user_id: str, memory_ids: Sequence[str]) -> dict[str, object]:
     return {**owner_values(user_id), "ids": list(memory_ids)}
 
+
+#: One memory of the owner's as a candidate, by its id: a look-up's new memory the full-text index does not show yet.
+_ITSELF = CompiledRead(
+    select_candidates(owned_memories(owner_parameter(), owner_scope_parameter())).where(
+        memory.c.id == sa.bindparam("memory_id", type_=memory.c.id.type)
+    )
+)
 
 #: The stored terms of candidates read without them (longer than `INLINE_TERMS_MAX`), by id, the owner's only.
 _TERMS = CompiledRead(

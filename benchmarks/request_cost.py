@@ -364,18 +364,23 @@ def print_requests(timings: dict[str, Timing], targets: Sequence[Target]) -> Non
 
 
 def print_floor(timings: dict[str, Timing], costs: dict[str, RouteCost]) -> None:
-    """Each route beside the floor of its round trips: what the stack costs, and what the app adds."""
+    """Each route beside the floor of its round trips: what the stack costs, and what the app adds; beside it, where a
+    request's CPU went (counted apart, `count_round_trips`): the app's, and the database server's own work for it."""
     bare = timings[BARE].p50
-    print("| route | round trips | floor p50 / bare | route p50 / bare | route p50 - floor p50 |")
-    print("|---|---|---|---|---|")
+    print(
+        "| route | round trips | floor p50 / bare | route p50 / bare | route p50 - floor p50 | app CPU ms "
+        "| database CPU ms |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name, cost in costs.items():
         floor = timings.get(floor_name(round(cost.round_trips)))
         if name == BARE or floor is None:
             continue
         route = timings[name].p50
+        database = f"{cost.database_cpu_ms:.2f}" if cost.database_cpu_ms is not None else "in the app"
         print(
             f"| {name} | {cost.round_trips:.0f} | {floor.p50 / bare:.2f} x | {route / bare:.2f} x "
-            f"| {route - floor.p50:.2f} ms |"
+            f"| {route - floor.p50:.2f} ms | {cost.cpu_ms:.2f} | {database} |"
         )
 
 

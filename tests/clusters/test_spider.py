@@ -20,7 +20,8 @@ from harness.clusters import DATABASE, Node, SpiderCluster, migrate_command
 from harness.served import NO_RATE_LIMITS, run_memorybank, served
 from memorybank_core import InMemoryControlStore, SaveRequest
 from memorybank_core.ids import new_id
-from tests.clusters.spider_deployment import empty_every_node, shared_spider
+from memorybank_testing.backends import settled
+from tests.clusters.spider_deployment import SpiderFactory, empty_every_node, shared_spider
 from tests.conftest import User
 from tests.http.test_served import _walk_every_route
 from tests.sql.backends import bank_on, storage_at
@@ -189,7 +190,13 @@ def test_a_saves_similar_look_up_through_the_head_names_the_memory_it_resembles(
     resembled = bank.save(user, SaveRequest.parse({"content": "the harbor lighthouse keeper moved to lisbon"}))
     new = bank.save(user, SaveRequest.parse({"content": "the harbor lighthouse keeper moved to porto"}))
 
-    assert [found.memory.id for found in bank.similar(user, new)] == [resembled.id]
+    # The memories saved a moment ago show in the data node's index moments later (ADR 0046).
+    named = settled(
+        lambda: [found.memory.id for found in bank.similar(user, new)],
+        lambda ids: ids == [resembled.id],
+        SpiderFactory.index_lag,
+    )
+    assert named == [resembled.id]
 
 
 def test_a_memory_at_the_bounds_read_alone_through_the_head_comes_back_whole(

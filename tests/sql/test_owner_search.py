@@ -408,24 +408,31 @@ _RESEMBLED = "the harbor lighthouse keeper moved to lisbon with the team project
 _NEW = "the harbor lighthouse keeper moved to porto with the team project"
 
 
-def _like_bank(storage: SqlStorage, resembled: str) -> tuple[str, str, str]:
+def _like_bank(storage: SqlStorage, resembled: str, index_lag: float) -> tuple[str, str, str]:
+    """The bank, once the full-text index shows all of it (InnoDB: moments after the saves, ADR 0046)."""
     owner = new_user()
-    for index, content in enumerate([*(_TEAM_NOTES * 3), resembled]):
+    contents = [*(_TEAM_NOTES * 3), resembled]
+    for index, content in enumerate(contents):
         saved = make_memory(owner, content, created_at=SAVED_AT + timedelta(seconds=index))
         storage.store.add(user_id=owner, memory=saved)
     resembled_id = saved.id  # the last saved
     new = make_memory(owner, _NEW, created_at=SAVED_AT + timedelta(minutes=1))
     storage.store.add(user_id=owner, memory=new)
+    settled(
+        lambda: engine_of(storage, candidate_limit=1000).search(user_id=owner, query="team project", limit=50),
+        lambda hits: len(hits) == len(contents) + 1,
+        index_lag,
+    )
     return owner, resembled_id, new.id
 
 
 @pytest.mark.parametrize("resembled", [_RESEMBLED, long_words(1, _RESEMBLED)], ids=["short", "long"])
 def test_a_look_up_reads_only_its_best_candidates_and_still_names_the_memory_it_resembles(
-    storage: SqlStorage, resembled: str
+    storage: SqlStorage, sql_factory: SqliteFactory | MysqlFactory, resembled: str
 ) -> None:
     # A save's `similar` look-up asks with every word of the new memory, which the whole bank shares here: it reads the
     # few the full-text index ranks highest (ADR 0048); a long one's terms are read after them, by id.
-    owner, resembled_id, new_id = _like_bank(storage, resembled)
+    owner, resembled_id, new_id = _like_bank(storage, resembled, sql_factory.index_lag)
     engine = engine_of(storage, candidate_limit=1000, like_candidates=3)
 
     hits = engine.search_like(user_id=owner, memory_id=new_id, query=_NEW, limit=4)
@@ -435,8 +442,10 @@ def test_a_look_up_reads_only_its_best_candidates_and_still_names_the_memory_it_
     assert hits.candidate_count == 3
 
 
-def test_a_bounded_look_up_scores_as_the_exact_one_while_every_match_is_read(storage: SqlStorage) -> None:
-    owner, _resembled_id, new_id = _like_bank(storage, _RESEMBLED)
+def test_a_bounded_look_up_scores_as_the_exact_one_while_every_match_is_read(
+    storage: SqlStorage, sql_factory: SqliteFactory | MysqlFactory
+) -> None:
+    owner, _resembled_id, new_id = _like_bank(storage, _RESEMBLED, sql_factory.index_lag)
     exact = engine_of(storage, candidate_limit=1000).search(user_id=owner, query=_NEW, limit=20)
 
     like = engine_of(storage, candidate_limit=1000).search_like(user_id=owner, memory_id=new_id, query=_NEW, limit=20)
@@ -446,12 +455,12 @@ def test_a_bounded_look_up_scores_as_the_exact_one_while_every_match_is_read(sto
 
 
 def test_a_look_up_right_after_its_save_ranks_the_new_memory_the_index_does_not_show_yet(
-    storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
+    storage: SqlStorage, sql_factory: SqliteFactory | MysqlFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # InnoDB shows a committed memory's words moments later (ADR 0046): the look-up that follows its save may not find
     # the new memory by them, and without the new memory's own score nothing would be named. Here the index lags
     # for certain: its candidates come without the new memory, and count it out of the matches too.
-    owner, resembled_id, new_id = _like_bank(storage, _RESEMBLED)
+    owner, resembled_id, new_id = _like_bank(storage, _RESEMBLED, sql_factory.index_lag)
     caught_up = engine_of(storage, candidate_limit=1000).search_like(
         user_id=owner, memory_id=new_id, query=_NEW, limit=4
     )
@@ -471,8 +480,10 @@ def test_a_look_up_right_after_its_save_ranks_the_new_memory_the_index_does_not_
     assert scored_as(hits, {hit.memory_id: hit.score for hit in caught_up})
 
 
-def test_a_look_up_for_a_memory_deleted_since_its_save_answers_from_the_others(storage: SqlStorage) -> None:
-    owner, resembled_id, new_id = _like_bank(storage, _RESEMBLED)
+def test_a_look_up_for_a_memory_deleted_since_its_save_answers_from_the_others(
+    storage: SqlStorage, sql_factory: SqliteFactory | MysqlFactory
+) -> None:
+    owner, resembled_id, new_id = _like_bank(storage, _RESEMBLED, sql_factory.index_lag)
     storage.store.delete(user_id=owner, memory_id=new_id)
 
     hits = engine_of(storage, candidate_limit=1000).search_like(user_id=owner, memory_id=new_id, query=_NEW, limit=4)

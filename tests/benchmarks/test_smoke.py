@@ -475,12 +475,13 @@ def test_the_adversarial_benchmark_measures_hybrid_requests_apart_from_the_vecto
     behind = re.search(r"\| typical at the bounds: prose in every field \| ([0-9.]+) \| ([0-9.]+) \|", out)
     assert behind is not None
     assert float(behind.group(2)) > 0
-    # A short English memory is embedded in its request: nothing is left for the vector thread.
+    # A short English memory is embedded in its request: nothing is left for the vector thread. It may still wake when
+    # the save's queue changes (a few microseconds, seen as 0.01 ms), never for an embedding, which costs milliseconds.
     english = re.search(
         r"\| English: a sentence, a snippet and two tags \(embedded in the request\) \| [0-9.]+ \| ([0-9.]+) \|", out
     )
     assert english is not None
-    assert float(english.group(1)) == 0
+    assert float(english.group(1)) < 0.5 < float(behind.group(2))
 
 
 def test_the_rail_overhead_benchmark_prints_both_ways_of_serving_a_post(capsys: pytest.CaptureFixture[str]) -> None:

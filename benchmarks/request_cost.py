@@ -377,10 +377,9 @@ def print_floor(timings: dict[str, Timing], costs: dict[str, RouteCost]) -> None
         if name == BARE or floor is None:
             continue
         route = timings[name].p50
-        database = f"{cost.database_cpu_ms:.2f}" if cost.database_cpu_ms is not None else "in the app"
         print(
             f"| {name} | {cost.round_trips:.0f} | {floor.p50 / bare:.2f} x | {route / bare:.2f} x "
-            f"| {route - floor.p50:.2f} ms | {cost.cpu_ms:.2f} | {database} |"
+            f"| {route - floor.p50:.2f} ms | {cost.cpu_ms:.2f} | {cost.database_cell} |"
         )
 
 
@@ -400,6 +399,11 @@ class RouteCost:
     database_cpu_ms: float | None = None
     """The database server's CPU per request (its threads' run time), when it runs on this machine: its own work
     for the route, which no change to the app's code removes."""
+
+    @property
+    def database_cell(self) -> str:
+        """The database's CPU as a table shows it: SQLite's is the app's own."""
+        return f"{self.database_cpu_ms:.2f}" if self.database_cpu_ms is not None else "in the app"
 
 
 def count_round_trips(prepared: Prepared, *, calls: int = COUNTED_CALLS) -> dict[str, RouteCost]:
@@ -480,10 +484,9 @@ def print_round_trips(costs: dict[str, RouteCost], backend: str) -> None:
     )
     print("|---|---|---|---|---|---|")
     for name, cost in costs.items():
-        database = f"{cost.database_cpu_ms:.2f}" if cost.database_cpu_ms is not None else "in the app"
         print(
             f"| {name} | {cost.round_trips:g} | {cost.after_round_trips:g} | {cost.cpu_ms:.2f} | "
-            f"{cost.cpu_ms / bare:.1f} x | {database} |"
+            f"{cost.cpu_ms / bare:.1f} x | {cost.database_cell} |"
         )
     print("\n(App CPU includes the vector thread's: what a hybrid save costs the worker, before and after it answers.)")
 
@@ -511,7 +514,7 @@ def measure_load(
     same wrk, each on `--workers N`, alternating in `slices` slices of `duration / slices` seconds each, so all see
     the same moments of the machine."""
     seconds = max(1, round(duration / slices))
-    loads = (("mix 60/20/20", ()), (BARE, wrk.BARE), (FLOOR_LOAD, wrk.floor(LOAD_FLOOR_ROUND_TRIPS)))
+    loads = (("mix 60/20/20", ()), (BARE, wrk.BARE_MODE), (FLOOR_LOAD, wrk.floor_mode(LOAD_FLOOR_ROUND_TRIPS)))
     taken: dict[str, list[WrkLoad]] = {what: [] for what, _mode in loads}
     started_at = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="memorybank-bench-") as directory:
@@ -523,10 +526,11 @@ def measure_load(
         ):
             for number in range(slices):
                 for what, mode in loads:
-                    target = floor if what == FLOOR_LOAD else server
+                    on_floor = what == FLOOR_LOAD
+                    url, pid = (floor.base_url, floor.pid) if on_floor else (server.base_url, server.process.pid)
                     load = wrk.measure(
-                        target.base_url,
-                        target.pid if what == FLOOR_LOAD else server.process.pid,
+                        url,
+                        pid,
                         tokens_file,
                         database_url=prepared.url,
                         duration=seconds,

@@ -66,11 +66,11 @@ class WrkLoad:
         return self.app_ms + self.database_ms + self.wrk_ms
 
 
-BARE: tuple[str, ...] = ("bare",)
+BARE_MODE: tuple[str, ...] = ("bare",)
 """mix.lua's arguments for `GET /healthz` only."""
 
 
-def floor(round_trips: int) -> tuple[str, ...]:
+def floor_mode(round_trips: int) -> tuple[str, ...]:
     """mix.lua's arguments for the floor app's `GET /floor?trips=N` only."""
     return ("floor", str(round_trips))
 
@@ -78,8 +78,8 @@ def floor(round_trips: int) -> tuple[str, ...]:
 def run(
     url: str, tokens_file: Path, *, duration: int, connections: int, mode: Sequence[str] = ()
 ) -> tuple[dict[str, int], float]:
-    """Run wrk with mix.lua (the mix, or the one request `mode` names: `BARE`, `floor(n)`); its `done` summary and
-    its CPU seconds."""
+    """Run wrk with mix.lua (the mix, or the one request `mode` names: `BARE_MODE`, `floor_mode(n)`); its `done`
+    summary and its CPU seconds."""
     wrk = shutil.which("wrk")
     if wrk is None:
         raise SystemExit("wrk is not installed: apt-get install wrk")
